@@ -1,0 +1,34 @@
+"""napari-zarr-vectors: explore Zarr Vectors stores in napari.
+
+The format core (``napari_zarr_vectors.format``) imports neither napari nor Qt, so
+``import napari_zarr_vectors`` works in scripts and notebooks without a GUI stack.
+"""
+
+from .format import (
+    Geometry,
+    LevelInfo,
+    MissingDependencyError,
+    NotAZVStoreError,
+    Store,
+    UnsupportedVersionError,
+    ZVChunkWarning,
+    ZVError,
+    ZVFormatError,
+    open_store,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Geometry",
+    "LevelInfo",
+    "MissingDependencyError",
+    "NotAZVStoreError",
+    "Store",
+    "UnsupportedVersionError",
+    "ZVChunkWarning",
+    "ZVError",
+    "ZVFormatError",
+    "__version__",
+    "open_store",
+]

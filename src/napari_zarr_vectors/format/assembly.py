@@ -1,0 +1,261 @@
+"""Decoded chunks + object index + links -> :class:`Geometry`, per geometry type."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .chunks import LoadedChunks
+from .decode.fragments import expand_ranges
+from .errors import ZVChunkWarning
+from .geometry import Geometry
+from .layout.base import LinkSet
+from .loading import AttributeSpec
+from .objects import ObjectIndex
+
+PATH_TYPES = ("line", "polyline", "streamline")
+
+
+@dataclass
+class Selection:
+    """What a read asked for: ``object_rows`` (rows of the object index) or ``None`` = all."""
+
+    object_rows: np.ndarray | None = None
+    bbox: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _entries_in_loaded(loaded: LoadedChunks, index: ObjectIndex, entries: np.ndarray):
+    """Chunk index (``-1`` when not loaded) of each entry."""
+    return loaded.table.index_of(index.chunks[entries])
+
+
+def _object_ids_per_row(loaded: LoadedChunks, index: ObjectIndex) -> np.ndarray:
+    """Object id of every loaded row (the first object whose manifest names it), -1 if none."""
+    entries = np.arange(index.frags.size)
+    cidx = _entries_in_loaded(loaded, index, entries)
+    ok = cidx >= 0
+    rows, counts = loaded.fragment_rows(cidx[ok], index.frags[ok])
+    owner = np.repeat(index.ids[index.entry_rows[ok]], counts)
+    out = np.full(loaded.n_rows, -1, dtype=np.int64)
+    if rows.size:
+        uniq, first = np.unique(rows, return_index=True)
+        out[uniq] = owner[first]
+    return out
+
+
+def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray):
+    """Ordered global rows per object; an object whose manifest leaves the loaded chunks
+    is split into one path per contiguous run of loaded entries."""
+    entries = index.entries_of_rows(object_rows)
+    entry_obj = np.repeat(object_rows, index.offsets[object_rows + 1] - index.offsets[object_rows])
+    cidx = _entries_in_loaded(loaded, index, entries)
+    ok = cidx >= 0
+    rows, ok_counts = loaded.fragment_rows(cidx[ok], index.frags[entries][ok])
+    counts = np.zeros(entries.size, dtype=np.int64)
+    counts[ok] = ok_counts
+    # a run breaks at every new object and after every skipped entry
+    new_obj = np.r_[True, entry_obj[1:] != entry_obj[:-1]]
+    after_gap = np.r_[False, ~ok[:-1]]
+    run = np.cumsum(new_obj | after_gap) - 1
+    run_rows = np.bincount(run, weights=counts, minlength=run.max() + 1 if run.size else 0).astype(
+        np.int64
+    )
+    run_obj = np.zeros(run_rows.size, dtype=np.int64)
+    if run.size:
+        run_obj[run] = entry_obj
+    keep = run_rows > 0
+    splits = np.cumsum(run_rows)[:-1]
+    paths = np.split(rows, splits) if run_rows.size else []
+    paths = [p for p, k in zip(paths, keep, strict=True) if k]
+    return paths, index.ids[run_obj[keep]]
+
+
+def _selected_rows(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray) -> np.ndarray:
+    entries = index.entries_of_rows(object_rows)
+    cidx = _entries_in_loaded(loaded, index, entries)
+    ok = cidx >= 0
+    rows, _ = loaded.fragment_rows(cidx[ok], index.frags[entries][ok])
+    return np.unique(rows)
+
+
+def _link_rows(loaded: LoadedChunks, links: LinkSet) -> np.ndarray:
+    """Global rows of every link endpoint, ``-1`` where not loaded or invalid."""
+    return loaded.global_rows(links.chunks, links.rows)
+
+
+def _skeleton_edges(
+    loaded: LoadedChunks, links: LinkSet
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(child, parent) edges by the implicit-sequential-with-branches rule (FORMAT07 §6.5)."""
+    n = loaded.n_rows
+    parent = np.full(n, -1, dtype=np.int64)
+    for k, chunk in enumerate(loaded.chunks):
+        fi = chunk.fragments
+        base = loaded.start[k]
+        if fi.all_ranges:
+            starts, counts = fi.start + base, fi.count
+            inner = counts > 1
+            child = expand_ranges(starts[inner] + 1, counts[inner] - 1)
+            parent[child] = child - 1
+        else:
+            for f in range(fi.num_fragments):
+                r = fi.rows(f) + base
+                parent[r[1:]] = r[:-1]
+    g = _link_rows(loaded, links)
+    stored = np.all(g >= 0, axis=1)
+    child, par = g[stored, 0], g[stored, 1]
+    parent[child] = par
+    edges_child = np.flatnonzero(parent >= 0)
+    edges = np.stack([edges_child, parent[edges_child]], axis=1)
+    attrs = {}
+    for name, values in links.attributes.items():
+        vals = values[stored]
+        full = np.full((n, *vals.shape[1:]), np.nan)
+        full[child] = vals
+        attrs[name] = full[edges_child]
+    return edges, attrs
+
+
+def assemble(
+    geometry_type: str,
+    level: int,
+    loaded: LoadedChunks,
+    specs: list[AttributeSpec],
+    index: ObjectIndex | None,
+    links: LinkSet | None,
+    selection: Selection,
+    chunk_attribute: tuple[str, tuple] | None = None,
+) -> Geometry:
+    """Build the :class:`Geometry` of one read from its decoded parts."""
+    n = loaded.n_rows
+    attrs = _vertex_attributes(loaded, specs)
+    if chunk_attribute is not None:
+        name, values = chunk_attribute
+        sizes = np.diff(loaded.start)
+        bins = np.repeat(loaded.table.chunks[:, 0], sizes)
+        table = np.asarray(values, dtype=object)
+        attrs[name] = table[np.clip(bins, 0, len(table) - 1)] if len(table) else bins
+    vid = _object_ids_per_row(loaded, index) if index is not None else None
+
+    # row selection: whole loaded chunks, or the fragments of the selected objects
+    if selection.object_rows is not None and index is not None:
+        keep_rows = _selected_rows(loaded, index, selection.object_rows)
+    elif geometry_type == "point_cloud" and selection.bbox is not None:
+        lo, hi = selection.bbox
+        p = loaded.positions
+        keep_rows = np.flatnonzero(np.all((p >= lo) & (p <= hi), axis=1))
+    else:
+        keep_rows = None
+    remap = None
+    if keep_rows is not None:
+        remap = np.full(n, -1, dtype=np.int64)
+        remap[keep_rows] = np.arange(keep_rows.size)
+
+    geom = Geometry(
+        geometry_type=geometry_type,
+        level=level,
+        positions=loaded.positions,
+        chunks=loaded.table.chunks,
+    )
+
+    if geometry_type in PATH_TYPES and index is not None:
+        rows = (
+            selection.object_rows
+            if selection.object_rows is not None
+            else np.arange(index.num_objects)
+        )
+        paths, path_ids = _paths(loaded, index, rows)
+        geom.paths, geom.path_object_ids = paths, path_ids.astype(np.int64)
+        if paths:
+            flat = np.concatenate(paths)
+            pid = np.repeat(np.arange(len(paths)), [p.size for p in paths])
+            same = pid[1:] == pid[:-1]
+            geom.edges = np.stack([flat[:-1][same], flat[1:][same]], axis=1)
+    elif geometry_type == "skeleton" and links is not None:
+        geom.edges, geom.edge_attributes = _skeleton_edges(loaded, links)
+    elif geometry_type in ("graph", "mesh") and links is not None and len(links):
+        g = _link_rows(loaded, links)
+        ok = np.all(g >= 0, axis=1)
+        if geometry_type == "graph":
+            geom.edges = g[ok]
+            geom.edge_attributes = {k: v[ok] for k, v in links.attributes.items()}
+        else:
+            geom.faces = g[ok]
+    if geometry_type == "mesh":
+        draco_faces = [
+            c.faces + loaded.start[k] for k, c in enumerate(loaded.chunks) if c.faces is not None
+        ]
+        if draco_faces:
+            geom.faces = np.concatenate([geom.faces, *draco_faces])
+
+    geom.vertex_attributes = attrs
+    geom.vertex_object_ids = vid
+    if remap is not None:
+        _apply_remap(geom, remap, keep_rows)
+    return geom
+
+
+def _apply_remap(geom: Geometry, remap: np.ndarray, keep_rows: np.ndarray) -> None:
+    """Restrict a geometry to ``keep_rows`` and renumber every row reference."""
+    geom.positions = geom.positions[keep_rows]
+    geom.vertex_attributes = {k: v[keep_rows] for k, v in geom.vertex_attributes.items()}
+    if geom.vertex_object_ids is not None:
+        geom.vertex_object_ids = geom.vertex_object_ids[keep_rows]
+    if geom.edges.size:
+        e = remap[geom.edges]
+        ok = np.all(e >= 0, axis=1)
+        geom.edges = e[ok]
+        geom.edge_attributes = {k: v[ok] for k, v in geom.edge_attributes.items()}
+    if geom.faces.size:
+        f = remap[geom.faces]
+        geom.faces = f[np.all(f >= 0, axis=1)]
+    if geom.paths:
+        mapped = [remap[p] for p in geom.paths]
+        keep = [bool(m.size) and bool(np.all(m >= 0)) for m in mapped]
+        geom.paths = [m for m, k in zip(mapped, keep, strict=True) if k]
+        geom.path_object_ids = geom.path_object_ids[np.asarray(keep, dtype=bool)]
+
+
+def _vertex_attributes(loaded: LoadedChunks, specs: list[AttributeSpec]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for spec in specs:
+        parts = []
+        missing = False
+        for c in loaded.chunks:
+            v = c.attributes.get(spec.name)
+            if v is None:
+                missing = True
+                break
+            parts.append(v)
+        if missing or not loaded.chunks:
+            if missing:
+                warnings.warn(
+                    f"vertex attribute {spec.name!r} is missing in some chunks; left out",
+                    ZVChunkWarning,
+                    stacklevel=4,
+                )
+            continue
+        widths = {p.shape[1:] for p in parts if p.shape[0]}
+        if len(widths) > 1:
+            warnings.warn(
+                f"vertex attribute {spec.name!r} has inconsistent widths; left out",
+                ZVChunkWarning,
+                stacklevel=4,
+            )
+            continue
+        values = np.concatenate(parts) if parts else np.empty(0)
+        if spec.categories is not None:
+            values = _decode_categories(values, spec)
+        out[spec.name] = values
+    return out
+
+
+def _decode_categories(codes: np.ndarray, spec: AttributeSpec) -> np.ndarray:
+    cats = np.asarray(list(spec.categories) + [None], dtype=object)
+    codes = codes.astype(np.int64)
+    invalid = (codes < 0) | (codes >= len(spec.categories))
+    if spec.fill is not None:
+        invalid |= codes == spec.fill
+    return cats[np.where(invalid, len(spec.categories), codes)]

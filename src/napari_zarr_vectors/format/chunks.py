@@ -1,0 +1,135 @@
+"""Decoded chunk data and the vectorised chunk-coordinate lookup table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .decode.fragments import FragmentIndex, expand_ranges
+
+
+class ChunkTable:
+    """Map chunk coordinates to their position in a sorted list, vectorised."""
+
+    def __init__(self, chunks: np.ndarray) -> None:
+        self.chunks = np.asarray(chunks, dtype=np.int64)
+        knd = self.chunks.shape[1] if self.chunks.ndim == 2 else 1
+        self._lo = self.chunks.min(axis=0) if len(self.chunks) else np.zeros(knd, np.int64)
+        span = (
+            (self.chunks.max(axis=0) - self._lo + 1) if len(self.chunks) else np.ones(knd, np.int64)
+        )
+        self._span = span.astype(np.int64)
+        self._keys = self._linear(self.chunks)
+        self._order = np.argsort(self._keys, kind="stable")
+        self._sorted = self._keys[self._order]
+
+    def _linear(self, coords: np.ndarray) -> np.ndarray:
+        rel = coords - self._lo
+        key = np.zeros(len(coords), dtype=np.int64)
+        for axis in range(coords.shape[1]):
+            key = key * self._span[axis] + rel[:, axis]
+        return key
+
+    def index_of(self, coords: np.ndarray) -> np.ndarray:
+        """Position of every coordinate row in the table, ``-1`` where absent."""
+        coords = np.asarray(coords, dtype=np.int64)
+        flat = coords.reshape(-1, coords.shape[-1])
+        out = np.full(len(flat), -1, dtype=np.int64)
+        if len(self.chunks) == 0 or len(flat) == 0:
+            return out.reshape(coords.shape[:-1])
+        inside = np.all((flat >= self._lo) & (flat < self._lo + self._span), axis=1)
+        keys = self._linear(flat[inside])
+        pos = np.searchsorted(self._sorted, keys)
+        pos = np.minimum(pos, len(self._sorted) - 1)
+        hit = self._sorted[pos] == keys
+        found = np.full(len(keys), -1, dtype=np.int64)
+        found[hit] = self._order[pos[hit]]
+        out[inside] = found
+        return out.reshape(coords.shape[:-1])
+
+
+@dataclass
+class ChunkData:
+    """One decoded chunk: vertex rows, fragment index and row-aligned attributes."""
+
+    coords: np.ndarray  # (key_ndim,)
+    positions: np.ndarray  # (n, ndim)
+    fragments: FragmentIndex
+    attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    faces: np.ndarray | None = None  # chunk-local faces decoded from a Draco blob
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.positions.shape[0])
+
+
+@dataclass
+class LoadedChunks:
+    """Decoded chunks of one read, concatenated in level order."""
+
+    chunks: list[ChunkData]
+    table: ChunkTable
+    start: np.ndarray  # (K + 1,) first global row of each chunk, then the total
+    positions: np.ndarray  # (N, ndim)
+
+    @classmethod
+    def build(cls, chunks: list[ChunkData], ndim: int, key_ndim: int) -> LoadedChunks:
+        coords = np.array([c.coords for c in chunks], dtype=np.int64).reshape(-1, key_ndim)
+        sizes = np.array([c.n_rows for c in chunks], dtype=np.int64)
+        start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        dtype = np.result_type(*[c.positions.dtype for c in chunks]) if chunks else np.float32
+        positions = (
+            np.concatenate([c.positions for c in chunks]).astype(dtype, copy=False)
+            if chunks
+            else np.empty((0, ndim), dtype=np.float32)
+        )
+        return cls(chunks, ChunkTable(coords), start, positions)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.start[-1])
+
+    def global_rows(self, chunk_coords: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Global row of every ``(chunk, row)`` endpoint; ``-1`` when not loaded or out of range."""
+        idx = self.table.index_of(chunk_coords)
+        ok = idx >= 0
+        safe = np.where(ok, idx, 0)
+        sizes = self.start[1:] - self.start[:-1]
+        ok &= (rows >= 0) & (rows < (sizes[safe] if len(sizes) else 0))
+        return np.where(ok, self.start[safe] + rows, -1)
+
+    def fragment_rows(
+        self, chunk_idx: np.ndarray, frags: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Global rows of fragment references ``(chunk index, fragment)``, concatenated,
+        and the row count of each reference (0 for invalid references)."""
+        chunk_idx = np.asarray(chunk_idx, dtype=np.int64)
+        frags = np.asarray(frags, dtype=np.int64)
+        if all(c.fragments.all_ranges for c in self.chunks):
+            nfrag = np.array([c.fragments.num_fragments for c in self.chunks], dtype=np.int64)
+            base = np.concatenate([[0], np.cumsum(nfrag)])
+            g_start = np.concatenate(
+                [c.fragments.start + s for c, s in zip(self.chunks, self.start[:-1], strict=False)]
+                or [np.empty(0, np.int64)]
+            )
+            g_count = np.concatenate(
+                [c.fragments.count for c in self.chunks] or [np.empty(0, np.int64)]
+            )
+            valid = (
+                (frags >= 0) & (frags < nfrag[chunk_idx])
+                if len(nfrag)
+                else np.zeros(len(frags), bool)
+            )
+            gf = np.where(valid, base[chunk_idx] + frags, 0)
+            counts = np.where(valid, g_count[gf] if len(g_count) else 0, 0)
+            starts = g_start[gf] if len(g_start) else np.zeros(len(gf), np.int64)
+            return expand_ranges(starts, counts), counts
+        parts, counts = [], np.zeros(len(frags), dtype=np.int64)
+        for e, (k, f) in enumerate(zip(chunk_idx.tolist(), frags.tolist(), strict=True)):
+            fi = self.chunks[k].fragments
+            if 0 <= f < fi.num_fragments:
+                rows = fi.rows(f) + self.start[k]
+                parts.append(rows)
+                counts[e] = rows.size
+        return (np.concatenate(parts) if parts else np.empty(0, np.int64)), counts

@@ -1,0 +1,1 @@
+"""Byte decoders: payload bytes -> numpy arrays. Pure functions; no I/O."""

@@ -1,0 +1,139 @@
+"""The ZVFG v1 fragment index (``vertex_fragments`` / ``link_fragments``), FORMAT07 §5.3."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ZVFormatError
+
+MAGIC = 0x5A564647  # bytes on disk: b"GFVZ"
+_HEADER = np.dtype(
+    [("magic", "<u4"), ("version", "<u2"), ("flags", "<u2"), ("F", "<u4"), ("R", "<u4")]
+)
+
+
+@dataclass(frozen=True)
+class FragmentIndex:
+    """Decoded fragment index of one chunk.
+
+    ``start``/``count`` hold the row range of every range fragment (``-1`` for explicit
+    ones); explicit fragment ``f`` owns ``explicit_rows[explicit_offsets[e]:explicit_offsets[e+1]]``
+    with ``e = explicit_number[f]``.
+    """
+
+    is_range: np.ndarray  # (F,) bool
+    start: np.ndarray  # (F,) int64
+    count: np.ndarray  # (F,) int64
+    explicit_number: np.ndarray  # (F,) int64, -1 for range fragments
+    explicit_offsets: np.ndarray  # (E+1,) int64
+    explicit_rows: np.ndarray  # (T,) int64
+
+    @property
+    def num_fragments(self) -> int:
+        return int(self.is_range.size)
+
+    @property
+    def all_ranges(self) -> bool:
+        return bool(self.is_range.all())
+
+    def rows(self, f: int) -> np.ndarray:
+        """Row indices (into the chunk's vertex rows) of fragment ``f``."""
+        if self.is_range[f]:
+            return np.arange(self.start[f], self.start[f] + self.count[f], dtype=np.int64)
+        e = self.explicit_number[f]
+        return self.explicit_rows[self.explicit_offsets[e] : self.explicit_offsets[e + 1]]
+
+    def rows_of(self, frags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of several fragments, concatenated, and the row count of each fragment."""
+        frags = np.asarray(frags, dtype=np.int64)
+        if self.all_ranges:
+            counts = self.count[frags]
+            return expand_ranges(self.start[frags], counts), counts
+        parts = [self.rows(int(f)) for f in frags]
+        counts = np.array([p.size for p in parts], dtype=np.int64)
+        rows = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        return rows, counts
+
+    def fragment_of_rows(self, n_rows: int) -> np.ndarray:
+        """``(n_rows,)`` fragment number of every row (the first fragment when shared, -1 if none)."""
+        owner = np.full(n_rows, -1, dtype=np.int64)
+        for f in range(self.num_fragments - 1, -1, -1):
+            owner[self.rows(f)] = f
+        return owner
+
+    def first_rows(self) -> np.ndarray:
+        """Row index of the first row of every non-empty fragment."""
+        out = [int(self.rows(f)[0]) for f in range(self.num_fragments) if self._size(f)]
+        return np.array(out, dtype=np.int64)
+
+    def _size(self, f: int) -> int:
+        if self.is_range[f]:
+            return int(self.count[f])
+        e = self.explicit_number[f]
+        return int(self.explicit_offsets[e + 1] - self.explicit_offsets[e])
+
+
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenate ``arange(s, s + c)`` for every pair, vectorised."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    ends = np.cumsum(counts)
+    # offset of each output element inside its range
+    within = np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
+    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + within
+
+
+def decode_fragment_index(raw: bytes, n_rows: int | None = None) -> FragmentIndex:
+    """Decode a ZVFG v1 blob; ``n_rows`` (when known) bounds every row index."""
+    size = len(raw)
+    if size < 16:
+        raise ZVFormatError(f"fragment index of {size} bytes is shorter than its 16-byte header")
+    head = np.frombuffer(raw, dtype=_HEADER, count=1)[0]
+    if int(head["magic"]) != MAGIC:
+        raise ZVFormatError(f"bad fragment index magic {raw[:4]!r} (expected b'GFVZ')")
+    if int(head["version"]) != 1:
+        raise ZVFormatError(f"unsupported fragment index version {int(head['version'])}")
+    F, R = int(head["F"]), int(head["R"])
+    bitmap_len = (F + 7) // 8
+    padded = (bitmap_len + 7) // 8 * 8
+    if F == 0:
+        empty = np.empty(0, np.int64)
+        return FragmentIndex(np.empty(0, bool), empty, empty, empty, np.zeros(1, np.int64), empty)
+    if R > F or 16 + padded + 16 * R + 4 > size:
+        raise ZVFormatError(
+            f"fragment index declares {F} fragments / {R} ranges beyond its {size} bytes"
+        )
+    bits = np.unpackbits(np.frombuffer(raw, np.uint8, bitmap_len, 16), bitorder="little")[:F]
+    is_range = bits.astype(bool)
+    if int(is_range.sum()) != R:
+        raise ZVFormatError(f"fragment bitmap has {int(is_range.sum())} ranges, header says {R}")
+    pos = 16 + padded
+    table = np.frombuffer(raw, "<i8", 2 * R, pos).reshape(R, 2).astype(np.int64)
+    pos += 16 * R
+    E = F - R
+    if pos + 4 * (E + 1) > size:
+        raise ZVFormatError("fragment index CSR offsets run past the end of the blob")
+    csr = np.frombuffer(raw, "<u4", E + 1, pos).astype(np.int64)
+    pos += 4 * (E + 1)
+    T = int(csr[-1])
+    if csr[0] != 0 or np.any(np.diff(csr) < 0) or pos + 8 * T != size:
+        raise ZVFormatError("fragment index CSR offsets are inconsistent with the blob length")
+    explicit_rows = np.frombuffer(raw, "<i8", T, pos).astype(np.int64)
+    start = np.full(F, -1, dtype=np.int64)
+    count = np.zeros(F, dtype=np.int64)
+    start[is_range] = table[:, 0]
+    count[is_range] = table[:, 1]
+    number = np.full(F, -1, dtype=np.int64)
+    number[~is_range] = np.arange(E)
+    if np.any(table[:, 0] < 0) or np.any(table[:, 1] < 0):
+        raise ZVFormatError("fragment index has a negative range")
+    if n_rows is not None:
+        if R and np.any(table[:, 0] + table[:, 1] > n_rows):
+            raise ZVFormatError(f"fragment range beyond the chunk's {n_rows} rows")
+        if T and (explicit_rows.min() < 0 or explicit_rows.max() >= n_rows):
+            raise ZVFormatError(f"explicit fragment row beyond the chunk's {n_rows} rows")
+    return FragmentIndex(is_range, start, count, number, csr, explicit_rows)

@@ -1,0 +1,119 @@
+"""Object manifests (FORMAT07 §5.7.1): ordered ``(chunk, fragment)`` references per object."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import ZVFormatError
+
+
+def _mode0_dtype(key_ndim: int) -> np.dtype:
+    return np.dtype([("chunk", "<i8", (key_ndim,)), ("mode", "u1"), ("frag", "<i8")])
+
+
+def decode_manifest(raw: bytes, key_ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Decode one manifest blob into ``(chunks (E, key_ndim), fragments (E,))``.
+
+    Range (mode 1) and explicit (mode 2) blocks are expanded, so entry ``e`` is one
+    fragment reference in traversal order.
+    """
+    size = len(raw)
+    if size == 0:
+        return np.empty((0, key_ndim), np.int64), np.empty(0, np.int64)
+    if size < 4:
+        raise ZVFormatError(f"manifest of {size} bytes has no block count")
+    n_blocks = int(np.frombuffer(raw, "<u4", 1)[0])
+    block0 = 8 * key_ndim + 9
+    if size == 4 + n_blocks * block0:  # fast path: every block is mode 0
+        rec = np.frombuffer(raw, _mode0_dtype(key_ndim), n_blocks, 4)
+        if n_blocks == 0 or np.all(rec["mode"] == 0):
+            return rec["chunk"].astype(np.int64).reshape(n_blocks, key_ndim), rec["frag"].astype(
+                np.int64
+            )
+    if n_blocks > (size - 4) // (8 * key_ndim + 1):
+        raise ZVFormatError(f"manifest declares {n_blocks} blocks in {size} bytes")
+    chunks: list[np.ndarray] = []
+    frags: list[np.ndarray] = []
+    pos = 4
+    for _ in range(n_blocks):
+        if pos + 8 * key_ndim + 1 > size:
+            raise ZVFormatError("manifest block runs past the end of the blob")
+        chunk = np.frombuffer(raw, "<i8", key_ndim, pos)
+        mode = raw[pos + 8 * key_ndim]
+        pos += 8 * key_ndim + 1
+        if mode == 0:
+            if pos + 8 > size:
+                raise ZVFormatError("manifest block runs past the end of the blob")
+            f = np.frombuffer(raw, "<i8", 1, pos)
+            pos += 8
+        elif mode == 1:
+            if pos + 16 > size:
+                raise ZVFormatError("manifest block runs past the end of the blob")
+            start, count = (int(v) for v in np.frombuffer(raw, "<i8", 2, pos))
+            pos += 16
+            if count < 0 or count > size:  # a fragment range cannot outnumber the blob's bytes
+                raise ZVFormatError(f"manifest range block has an absurd count {count}")
+            f = np.arange(start, start + count, dtype=np.int64)
+        elif mode == 2:
+            if pos + 4 > size:
+                raise ZVFormatError("manifest block runs past the end of the blob")
+            n = int(np.frombuffer(raw, "<u4", 1, pos)[0])
+            pos += 4
+            if pos + 8 * n > size:
+                raise ZVFormatError(f"manifest explicit block of {n} fragments runs past the end")
+            f = np.frombuffer(raw, "<i8", n, pos)
+            pos += 8 * n
+        else:
+            raise ZVFormatError(f"unknown manifest block mode {mode}")
+        frags.append(np.asarray(f, dtype=np.int64))
+        chunks.append(np.repeat(chunk[None, :].astype(np.int64), len(f), axis=0))
+    if pos != size:
+        raise ZVFormatError(f"manifest has {size - pos} trailing bytes")
+    if not frags:
+        return np.empty((0, key_ndim), np.int64), np.empty(0, np.int64)
+    return np.concatenate(chunks), np.concatenate(frags)
+
+
+def split_flat_manifests(raw: bytes, key_ndim: int, num_objects: int) -> list[bytes]:
+    """Split the spec's flat ``object_index/data`` blob (manifests back to back, no offsets)."""
+    out: list[bytes] = []
+    pos = 0
+    size = len(raw)
+    for _ in range(num_objects):
+        begin = pos
+        if pos + 4 > size:
+            raise ZVFormatError("flat object index ends before all manifests were read")
+        n_blocks = int(np.frombuffer(raw, "<u4", 1, pos)[0])
+        pos += 4
+        for _ in range(n_blocks):
+            pos += 8 * key_ndim
+            if pos >= size:
+                raise ZVFormatError("flat object index block runs past the end")
+            mode = raw[pos]
+            pos += 1
+            if mode == 0:
+                pos += 8
+            elif mode == 1:
+                pos += 16
+            elif mode == 2:
+                if pos + 4 > size:
+                    raise ZVFormatError("flat object index block runs past the end")
+                pos += 4 + 8 * int(np.frombuffer(raw, "<u4", 1, pos)[0])
+            else:
+                raise ZVFormatError(f"unknown manifest block mode {mode}")
+            if pos > size:
+                raise ZVFormatError("flat object index block runs past the end")
+        out.append(raw[begin:pos])
+    return out
+
+
+def split_offset_manifests(raw: bytes, offsets: Sequence[int]) -> list[bytes]:
+    """Split the legacy ``object_index/data`` blob by its ``offsets`` (int64 byte offsets)."""
+    offs = [int(o) for o in offsets] + [len(raw)]
+    if any(b < a for a, b in zip(offs[:-1], offs[1:], strict=True)) or offs[0] < 0:
+        raise ZVFormatError("object index offsets are not increasing")
+    if offs[-2:] and offs[-2] > len(raw):
+        raise ZVFormatError("object index offsets point past the data blob")
+    return [raw[a:b] for a, b in zip(offs[:-1], offs[1:], strict=True)]

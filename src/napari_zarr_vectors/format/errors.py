@@ -1,0 +1,92 @@
+"""The exception hierarchy of the format core.
+
+Every error raised while opening or decoding a store derives from :class:`ZVError`.
+Messages name the store, and where it applies the level, array and chunk, so that a
+user can find the offending bytes on disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class ZVError(Exception):
+    """Base class of every error raised by napari-zarr-vectors' format core."""
+
+
+class NotAZVStoreError(ZVError):
+    """The path is not a Zarr Vectors store (no Zarr v3 root with a ``zarr_vectors`` block)."""
+
+
+class UnsupportedVersionError(ZVError):
+    """The store declares a ZV format version (or a container layout) this reader cannot read."""
+
+
+class MissingDependencyError(ZVError, ImportError):
+    """An optional dependency (e.g. DracoPy for Draco meshes) is needed but not installed."""
+
+
+class ZVFormatError(ZVError):
+    """Bytes or metadata inside a store are inconsistent with the ZV format.
+
+    Parameters
+    ----------
+    message
+        What is wrong.
+    store, level, array, chunk
+        Where it is wrong; each part that is known is appended to the message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        store: str | None = None,
+        level: int | None = None,
+        array: str | None = None,
+        chunk: Sequence[int] | str | None = None,
+    ) -> None:
+        self.reason = message
+        self.store = store
+        self.level = level
+        self.array = array
+        self.chunk = chunk_key(chunk) if chunk is not None and not isinstance(chunk, str) else chunk
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        where = []
+        if self.store is not None:
+            where.append(f"store {self.store}")
+        if self.level is not None:
+            where.append(f"level {self.level}")
+        if self.array is not None:
+            where.append(f"array {self.array}")
+        if self.chunk is not None:
+            where.append(f"chunk {self.chunk}")
+        return f"{self.reason} ({', '.join(where)})" if where else self.reason
+
+    def located(
+        self,
+        *,
+        store: str | None = None,
+        level: int | None = None,
+        array: str | None = None,
+        chunk: Sequence[int] | str | None = None,
+    ) -> ZVFormatError:
+        """Return a copy of this error with the missing location parts filled in."""
+        return ZVFormatError(
+            self.reason,
+            store=self.store if self.store is not None else store,
+            level=self.level if self.level is not None else level,
+            array=self.array if self.array is not None else array,
+            chunk=self.chunk if self.chunk is not None else chunk,
+        )
+
+
+class ZVChunkWarning(UserWarning):
+    """A chunk could not be decoded and was skipped (the result has a gap there)."""
+
+
+def chunk_key(coords: Sequence[int]) -> str:
+    """Dot-joined signed chunk key, e.g. ``(-1, 0, 2)`` -> ``"-1.0.2"``."""
+    return ".".join(str(int(c)) for c in coords)

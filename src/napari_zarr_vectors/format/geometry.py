@@ -1,0 +1,70 @@
+"""The decoded, napari-free result of a read: :class:`Geometry`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Geometry:
+    """Geometry of one level (or of a bbox / object selection of it).
+
+    Attributes
+    ----------
+    geometry_type
+        ``"point_cloud"``, ``"line"``, ``"polyline"``, ``"streamline"``, ``"graph"``,
+        ``"skeleton"`` or ``"mesh"``.
+    level
+        The pyramid level the data comes from.
+    positions
+        ``(N, ndim)`` float array, columns in store axis order.
+    vertex_attributes
+        ``{name: (N,) or (N, C)}`` aligned with ``positions``. Dictionary-encoded string
+        attributes are decoded to object arrays of ``str`` (missing values as ``None``).
+    vertex_object_ids
+        ``(N,)`` int64 object id of every vertex, or ``None`` when the store has no objects.
+        A vertex shared by several objects (mesh chunks, coarse levels) carries the first.
+    edges
+        ``(M, 2)`` int64 rows into ``positions``: graph edges, skeleton ``(child, parent)``
+        and ``line`` segments. Empty for other types.
+    edge_attributes
+        ``{name: (M,) or (M, C)}`` aligned with ``edges``. Attributes a writer did not store
+        for some edges (e.g. cross-chunk edges in 0.7) are NaN (floats) or 0 there.
+    faces
+        ``(F, 3)`` int64 rows into ``positions`` (mesh), winding preserved.
+    paths
+        Ordered vertex row indices per object (line, polyline, streamline): ``paths[i]`` is an
+        int64 array of rows into ``positions``.
+    path_object_ids
+        ``(len(paths),)`` int64 object id of each path.
+    chunks
+        ``(K, ndim)`` int64 chunk coordinates that were read.
+    """
+
+    geometry_type: str
+    level: int
+    positions: np.ndarray
+    vertex_attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    vertex_object_ids: np.ndarray | None = None
+    edges: np.ndarray = field(default_factory=lambda: np.empty((0, 2), dtype=np.int64))
+    edge_attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    faces: np.ndarray = field(default_factory=lambda: np.empty((0, 3), dtype=np.int64))
+    paths: list[np.ndarray] = field(default_factory=list)
+    path_object_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    chunks: np.ndarray | None = None
+
+    @property
+    def ndim(self) -> int:
+        """Number of spatial axes."""
+        return int(self.positions.shape[1])
+
+    @property
+    def vertex_count(self) -> int:
+        """Number of vertices (rows of ``positions``)."""
+        return int(self.positions.shape[0])
+
+    def path_positions(self, i: int) -> np.ndarray:
+        """``(n_i, ndim)`` coordinates of path ``i`` in order."""
+        return self.positions[self.paths[i]]

@@ -1,0 +1,161 @@
+"""The container interface both on-disk generations implement.
+
+A :class:`Layout` knows *where* a store keeps each logical array and returns raw payload
+bytes or lightly-decoded tables; it never assembles geometry. ``v07`` (one tiny Zarr array
+per spatial chunk) and ``v09`` (one vlen-bytes Zarr array per logical array) implement it.
+
+Conventions
+-----------
+* ``chunks`` arrays are ``(K, key_ndim)`` int64 chunk coordinates (absolute, may be negative).
+* Grid array names are level-relative: ``"vertices"``, ``"vertex_fragments"``,
+  ``"link_fragments"``, ``"vertex_attributes/<name>"``, ``"fragment_attributes/<name>"``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ZVFormatError
+from ..io import StoreIO
+from ..metadata import LevelInfo, RootMetadata
+
+
+@dataclass
+class LinkSet:
+    """Link records of one level and delta, endpoint by endpoint.
+
+    ``chunks[m, k]`` / ``rows[m, k]`` locate endpoint ``k`` of record ``m``: endpoint 0 at
+    the owning level, endpoints ``k >= 1`` at ``level + delta``. Rows are in the endpoint
+    chunk's vertex row numbering. ``attributes`` are aligned with the records (NaN where
+    the store has no value for a record).
+    """
+
+    chunks: np.ndarray  # (M, W, key_ndim) int64
+    rows: np.ndarray  # (M, W) int64
+    attributes: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, width: int, key_ndim: int) -> LinkSet:
+        return cls(np.empty((0, width, key_ndim), np.int64), np.empty((0, width), np.int64))
+
+    @property
+    def width(self) -> int:
+        return int(self.rows.shape[1])
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+
+@dataclass
+class ObjectTable:
+    """Object index of a level: row ``r`` describes object ``ids[r]``; manifests are raw blobs."""
+
+    ids: np.ndarray  # (O,) int64
+    manifests: list[bytes]
+
+
+@dataclass
+class ObjectAttribute:
+    """One object attribute, row-aligned with :attr:`ObjectTable.ids`.
+
+    ``present`` marks rows that hold a value (``None`` = all rows hold one).
+    """
+
+    values: np.ndarray
+    present: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class GroupTable:
+    """Groups of a level: ``members[g]`` are the object ids of group ``g``."""
+
+    members: dict[int, np.ndarray]
+    names: dict[int, str] = field(default_factory=dict)
+
+
+class Layout(ABC):
+    """Where the arrays of a ZV store live, and how to get their bytes.
+
+    Implementations must be read-only and must raise :class:`ZVFormatError` (with store,
+    level, array and chunk) for bytes they cannot decode, never ``IndexError`` & co.
+    """
+
+    #: ``"0.7"`` or ``"0.9"``.
+    generation: str = ""
+
+    def __init__(self, io: StoreIO, root: RootMetadata, levels: Sequence[LevelInfo]) -> None:
+        self.io = io
+        self.root = root
+        self.levels = {lv.index: lv for lv in levels}
+
+    # -- helpers shared by implementations ---------------------------------------------
+    def error(
+        self, message: str, level: int | None = None, array: str | None = None, chunk: Any = None
+    ) -> ZVFormatError:
+        """A :class:`ZVFormatError` located in this store."""
+        return ZVFormatError(message, store=self.io.name, level=level, array=array, chunk=chunk)
+
+    def key_ndim(self, level: int) -> int:
+        return self.levels[level].key_ndim
+
+    # -- grid arrays -------------------------------------------------------------------
+    @abstractmethod
+    def list_chunks(self, level: int, array: str = "vertices") -> np.ndarray:
+        """Chunks holding data for ``array``, sorted as integer tuples; ``(K, key_ndim)``."""
+
+    @abstractmethod
+    def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
+        """ZV attributes of a logical array (``dtype``, ``encoding``, ``row_shape`` ...)."""
+
+    @abstractmethod
+    def read_cells(
+        self, level: int, arrays: Sequence[str], chunks: np.ndarray
+    ) -> dict[str, list[bytes | ZVFormatError | None]]:
+        """Payload bytes of every (array, chunk) pair, fetched concurrently.
+
+        ``None`` = no data there; a :class:`ZVFormatError` instance (not raised) = that
+        cell's container bytes were unreadable, so the caller can skip just that chunk.
+        """
+
+    @abstractmethod
+    def list_attributes(self, level: int, kind: str) -> list[str]:
+        """Names of the ``kind`` attributes at a level: ``"vertex"``, ``"object"``,
+        ``"group"``, ``"link"`` or ``"fragment"``."""
+
+    # -- links -------------------------------------------------------------------------
+    @abstractmethod
+    def link_deltas(self, level: int) -> list[int]:
+        """Level deltas that have link records at ``level`` (0 = intra-level)."""
+
+    @abstractmethod
+    def link_width(self, level: int, delta: int = 0) -> int | None:
+        """Endpoints per record of the ``delta`` family (``None`` when there is none)."""
+
+    @abstractmethod
+    def read_links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
+        """Link records whose endpoint-0 chunk is in ``chunks`` (all when ``None``),
+        plus every record that touches one of ``chunks`` through another endpoint when
+        the layout stores it elsewhere (0.7 cross-chunk records)."""
+
+    # -- objects and groups -------------------------------------------------------------
+    @abstractmethod
+    def read_object_table(self, level: int) -> ObjectTable | None:
+        """The level's object index, or ``None`` when it has none."""
+
+    @abstractmethod
+    def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:
+        """Every object attribute of the level, row-aligned with the object table."""
+
+    @abstractmethod
+    def read_groups(self, level: int) -> GroupTable | None:
+        """The level's groups, or ``None``."""
+
+    @abstractmethod
+    def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
+        """Every group attribute, indexed by group id."""

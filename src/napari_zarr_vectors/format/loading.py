@@ -1,0 +1,134 @@
+"""Fetch and decode the per-chunk arrays of a level (vertices, fragments, attributes)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .chunks import ChunkData
+from .decode.arrays import decode_attribute, decode_rows, parse_dtype
+from .decode.draco import decode_draco
+from .decode.fragments import FragmentIndex, decode_fragment_index
+from .errors import ZVChunkWarning, ZVFormatError
+from .layout.base import Layout
+
+
+@dataclass(frozen=True)
+class AttributeSpec:
+    """How to decode one vertex attribute: dtype, declared width, dictionary categories."""
+
+    name: str
+    array: str
+    dtype: np.dtype
+    width: int | None
+    categories: tuple[Any, ...] | None
+    fill: int | None
+
+    @classmethod
+    def from_meta(
+        cls, name: str, array: str, meta: dict[str, Any], generation: str
+    ) -> AttributeSpec:
+        row_shape = meta.get("row_shape")
+        width: int | None = None
+        if row_shape is not None and len(row_shape) == 1 and int(row_shape[0]) > 1:
+            width = int(row_shape[0])
+        elif meta.get("channel_names"):
+            width = len(meta["channel_names"])
+        # 0.7 records no width at all and 0.9 polylines record row_shape [] for
+        # multi-channel data (FORMAT09 §11.5): derive it from the byte length.
+        categories = tuple(meta["categories"]) if meta.get("encoding") == "dictionary" else None
+        fill = meta.get("_FillValue")
+        return cls(
+            name,
+            array,
+            parse_dtype(meta.get("dtype", "float32")),
+            width,
+            categories,
+            None if fill is None else int(fill),
+        )
+
+
+def attribute_specs(layout: Layout, level: int) -> list[AttributeSpec]:
+    """Decoding specs of every vertex attribute present at ``level``."""
+    specs = []
+    for name in layout.list_attributes(level, "vertex"):
+        array = f"vertex_attributes/{name}"
+        meta = layout.array_attributes(level, array) or {}
+        specs.append(AttributeSpec.from_meta(name, array, meta, layout.generation))
+    return specs
+
+
+def _single_fragment(n_rows: int) -> FragmentIndex:
+    one = np.ones(1, dtype=bool)
+    return FragmentIndex(
+        one,
+        np.zeros(1, np.int64),
+        np.array([n_rows], np.int64),
+        np.full(1, -1, np.int64),
+        np.zeros(1, np.int64),
+        np.empty(0, np.int64),
+    )
+
+
+def load_chunks(
+    layout: Layout,
+    level: int,
+    chunks: np.ndarray,
+    specs: list[AttributeSpec],
+    strict: bool = False,
+) -> list[ChunkData]:
+    """Fetch and decode ``chunks``; a chunk that fails to decode is skipped with a
+    :class:`ZVChunkWarning` (or raises with ``strict=True``). Missing chunks are left out."""
+    ndim = layout.root.ndim
+    vmeta = layout.array_attributes(level, "vertices") or {}
+    encoding = vmeta.get("encoding", "raw")
+    vdtype = parse_dtype(vmeta.get("dtype", "float32"))
+    arrays = ["vertices", "vertex_fragments", *(s.array for s in specs)]
+    cells = layout.read_cells(level, arrays, chunks)
+    out: list[ChunkData] = []
+    for i, coords in enumerate(np.asarray(chunks)):
+        array = "vertices"
+        try:
+            raw = cells["vertices"][i]
+            if raw is None:
+                continue
+            if isinstance(raw, ZVFormatError):
+                raise raw
+            faces = None
+            if encoding == "draco":
+                positions, faces = decode_draco(raw, ndim)
+            elif encoding == "raw":
+                positions = decode_rows(raw, vdtype, ndim)
+            else:
+                raise ZVFormatError(f"unsupported vertex encoding {encoding!r}")
+            n = positions.shape[0]
+            array = "vertex_fragments"
+            fraw = cells["vertex_fragments"][i]
+            if isinstance(fraw, ZVFormatError):
+                raise fraw
+            if fraw is None or encoding == "draco":
+                frags = _single_fragment(n)
+            else:
+                frags = decode_fragment_index(fraw, n)
+            attrs: dict[str, np.ndarray] = {}
+            if encoding != "draco":  # Draco reorders rows: raw attributes cannot be joined
+                for spec in specs:
+                    array = spec.array
+                    araw = cells[spec.array][i]
+                    if araw is None:
+                        continue
+                    if isinstance(araw, ZVFormatError):
+                        raise araw
+                    attrs[spec.name] = decode_attribute(araw, spec.dtype, n, spec.width)
+            out.append(
+                ChunkData(np.asarray(coords, dtype=np.int64), positions, frags, attrs, faces)
+            )
+        except ZVFormatError as exc:
+            err = exc.located(store=layout.io.name, level=level, array=array, chunk=coords)
+            if strict:
+                raise err from None
+            warnings.warn(f"skipping chunk: {err}", ZVChunkWarning, stacklevel=3)
+    return out

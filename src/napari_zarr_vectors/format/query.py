@@ -1,0 +1,48 @@
+"""Queries -> chunk sets: which chunks a bbox, object ids or group ids need."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .metadata import LevelInfo
+
+
+def normalise_bbox(bbox: Sequence[Sequence[float]], ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` as float arrays of length ``ndim``; raises ``ValueError`` when malformed."""
+    if len(bbox) != 2:
+        raise ValueError("bbox must be a pair (lo, hi)")
+    lo = np.asarray(bbox[0], dtype=np.float64).reshape(-1)
+    hi = np.asarray(bbox[1], dtype=np.float64).reshape(-1)
+    if lo.size != ndim or hi.size != ndim:
+        raise ValueError(f"bbox corners must have {ndim} coordinates")
+    if np.any(lo > hi):
+        raise ValueError(f"bbox lo {lo.tolist()} exceeds hi {hi.tolist()}")
+    return lo, hi
+
+
+def bbox_chunk_range(
+    level: LevelInfo, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive spatial chunk coordinate range ``[floor(lo/cs), floor(hi/cs)]`` (FORMAT07 §9.2)."""
+    cs = level.chunk_shape
+    return np.floor(lo / cs).astype(np.int64), np.floor(hi / cs).astype(np.int64)
+
+
+def chunks_in_bbox(
+    chunks: np.ndarray, level: LevelInfo, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    """The rows of ``chunks`` whose spatial part intersects the box (any attribute bin)."""
+    c_lo, c_hi = bbox_chunk_range(level, lo, hi)
+    spatial = chunks[:, chunks.shape[1] - lo.size :]
+    keep = np.all((spatial >= c_lo) & (spatial <= c_hi), axis=1)
+    return chunks[keep]
+
+
+def candidate_chunks(level: LevelInfo, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Every spatial chunk coordinate of the box, for stores that cannot be listed."""
+    c_lo, c_hi = bbox_chunk_range(level, lo, hi)
+    axes = [np.arange(a, b + 1) for a, b in zip(c_lo, c_hi, strict=True)]
+    grid = np.meshgrid(*axes, indexing="ij")
+    return np.stack([g.reshape(-1) for g in grid], axis=1).astype(np.int64)

@@ -1,0 +1,379 @@
+"""The public entry point: :func:`open_store` and :class:`Store`."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import PurePosixPath
+from threading import Lock
+from typing import Any
+
+import numpy as np
+from zarr.abc.store import Store as ZarrStore
+
+from .assembly import Selection, assemble
+from .chunks import LoadedChunks
+from .errors import ZVChunkWarning, ZVError, ZVFormatError
+from .geometry import Geometry
+from .io import StoreIO
+from .layout import Layout, LinkSet, detect_layout
+from .loading import attribute_specs, load_chunks
+from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
+from .objects import ObjectIndex, decode_object_index
+from .parametric import ParametricObject, read_parametric
+from .query import chunks_in_bbox, normalise_bbox
+
+
+def open_store(
+    location: str | os.PathLike[str] | ZarrStore, *, storage_options: dict | None = None
+) -> Store:
+    """Open a Zarr Vectors store for reading. Reads metadata only.
+
+    Parameters
+    ----------
+    location
+        A local path (``str`` or :class:`~pathlib.Path`), a URL (``https://``, ``s3://``,
+        ...), or an open zarr :class:`~zarr.abc.store.Store`.
+    storage_options
+        fsspec options for URLs (credentials, ``anon=True`` ...).
+
+    Raises
+    ------
+    NotAZVStoreError
+        The location is not a ZV store.
+    UnsupportedVersionError
+        The store's format version or container layout is unknown to this reader.
+    """
+    io = StoreIO(location, storage_options)
+    return Store(io)
+
+
+class Store:
+    """A read-only ZV store: metadata, and reads by level, bbox, object ids or group ids."""
+
+    def __init__(self, io: StoreIO) -> None:
+        self._io = io
+        self.root: RootMetadata = parse_root(io.get_json("zarr.json"), io.name)
+        self.levels: list[LevelInfo] = self._read_levels()
+        self.layout: Layout = detect_layout(io, self.root, self.levels)
+        self._lock = Lock()
+        self._object_index: dict[int, ObjectIndex | None] = {}
+        self._chunk_lists: dict[int, np.ndarray] = {}
+
+    def _read_levels(self) -> list[LevelInfo]:
+        paths = [str(d.get("path")) for d in self.root.datasets if str(d.get("path", "")).isdigit()]
+        if not paths:
+            paths = sorted((n for n in self._io.list_dir("") if n.isdigit()), key=int)
+        docs = self._io.get_many([f"{p}/zarr.json" for p in paths])
+        levels = []
+        for p, raw in zip(paths, docs, strict=True):
+            if raw is None:
+                continue
+            levels.append(
+                parse_level(self.root, p, self._io.parse_json(raw, f"{p}/zarr.json"), self._io.name)
+            )
+        if not levels:
+            raise ZVFormatError("the store has no resolution levels", store=self._io.name)
+        return sorted(levels, key=lambda lv: lv.index)
+
+    # -- metadata ----------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """The location the store was opened from."""
+        return self._io.name
+
+    @property
+    def name(self) -> str:
+        """The store's folder name without its ``.zarrvectors`` suffix."""
+        base = PurePosixPath(self.path.rstrip("/").replace("\\", "/")).name
+        return base.split(".zarrvectors")[0] or base
+
+    @property
+    def zv_version(self) -> str:
+        return self.root.zv_version
+
+    @property
+    def generation(self) -> str:
+        """Container layout: ``"0.7"`` or ``"0.9"``."""
+        return self.layout.generation
+
+    @property
+    def geometry_type(self) -> str:
+        return self.root.geometry_type
+
+    @property
+    def ndim(self) -> int:
+        return self.root.ndim
+
+    @property
+    def axes(self) -> list[str]:
+        """Axis names in vertex column order (e.g. ``["x", "y", "z"]``)."""
+        return list(self.root.axes)
+
+    @property
+    def units(self) -> list[str | None]:
+        """Declared unit per axis (``None`` where undeclared)."""
+        return list(self.root.units)
+
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Inclusive ``(lo, hi)`` world extent from the root metadata."""
+        return self.root.bounds
+
+    @property
+    def chunk_shape(self) -> np.ndarray:
+        """Level-0 chunk edge per axis."""
+        return self.root.chunk_shape
+
+    @property
+    def base_bin_shape(self) -> np.ndarray:
+        """Level-0 bin edge (the chunk shape when the store declares none)."""
+        return self.levels[0].bin_shape
+
+    def level(self, level: int) -> LevelInfo:
+        """Metadata of one level; raises ``KeyError`` naming the available levels."""
+        for lv in self.levels:
+            if lv.index == level:
+                return lv
+        raise KeyError(
+            f"{self.path} has no level {level} (levels: {[lv.index for lv in self.levels]})"
+        )
+
+    def chunks(self, level: int = 0) -> np.ndarray:
+        """``(K, key_ndim)`` coordinates of the level's non-empty chunks, in level order."""
+        self.level(level)
+        with self._lock:
+            if level not in self._chunk_lists:
+                self._chunk_lists[level] = self.layout.list_chunks(level, "vertices")
+            return self._chunk_lists[level]
+
+    def vertex_attribute_names(self, level: int = 0) -> list[str]:
+        return self.layout.list_attributes(level, "vertex")
+
+    @cached_property
+    def parametric_objects(self) -> list[ParametricObject]:
+        """Resolution-independent objects of the root ``parametric/`` group (may be empty)."""
+        return read_parametric(self._io)
+
+    # -- objects and groups ------------------------------------------------------------
+    def object_index(self, level: int = 0, strict: bool = False) -> ObjectIndex | None:
+        """Decoded manifests of a level (cached), or ``None`` when it has no objects."""
+        self.level(level)
+        with self._lock:
+            if level not in self._object_index:
+                table = self.layout.read_object_table(level)
+                self._object_index[level] = (
+                    None
+                    if table is None
+                    else decode_object_index(
+                        table,
+                        self.level(level).key_ndim,
+                        {"store": self.path, "level": level},
+                        strict,
+                    )
+                )
+            return self._object_index[level]
+
+    def object_ids(self, level: int = 0) -> np.ndarray:
+        """Ids of every object of the level's object index (empty when none)."""
+        index = self.object_index(level)
+        return np.empty(0, np.int64) if index is None else index.ids
+
+    def object_presence(self, level: int = 0) -> np.ndarray:
+        """Boolean array indexed by object id: whether the object has geometry at ``level``."""
+        index = self.object_index(level)
+        if index is None:
+            return np.zeros(0, dtype=bool)
+        return _by_id(index.ids, index.present, False)
+
+    def manifest(self, level: int, object_id: int) -> list[tuple[tuple[int, ...], int]]:
+        """``[(chunk, fragment), ...]`` of one object in traversal order."""
+        index = self.object_index(level)
+        if index is None:
+            raise KeyError(f"{self.path} level {level} has no object index")
+        return index.manifest(object_id)
+
+    def object_attributes(self, level: int = 0) -> dict[str, np.ndarray]:
+        """``{name: array indexed by object id}``.
+
+        Rows of objects absent at the level hold the store's absence value: zero in 0.7
+        stores, the fill sentinel (NaN, INT_MIN, UINT_MAX) in 0.9 stores. Use
+        :meth:`object_presence` (or :meth:`object_attribute_presence`) to tell them apart.
+        """
+        ids = self._object_table_ids(level)
+        return {
+            name: _by_id(ids, a.values, _absent(a.values))
+            for name, a in self.layout.read_object_attributes(level).items()
+        }
+
+    def object_attribute_presence(self, level: int = 0) -> dict[str, np.ndarray]:
+        """``{name: bool array indexed by object id}``: which objects hold a value."""
+        ids = self._object_table_ids(level)
+        out = {}
+        for name, a in self.layout.read_object_attributes(level).items():
+            present = a.present if a.present is not None else np.ones(a.values.shape[0], bool)
+            out[name] = _by_id(ids, present, False)
+        return out
+
+    def _object_table_ids(self, level: int) -> np.ndarray:
+        index = self.object_index(level)
+        return np.empty(0, np.int64) if index is None else index.ids
+
+    def groups(self, level: int = 0) -> dict[int, np.ndarray]:
+        """``{group id: int64 object ids}`` (groups live at level 0 in every known writer)."""
+        table = self.layout.read_groups(level)
+        return {} if table is None else dict(table.members)
+
+    def group_names(self, level: int = 0) -> dict[int, str]:
+        """``{group id: name}`` for stores that name their groups (0.9 ``group_names``)."""
+        table = self.layout.read_groups(level)
+        return {} if table is None else dict(table.names)
+
+    def group_attributes(self, level: int = 0) -> dict[str, np.ndarray]:
+        """``{name: array indexed by group id}``."""
+        return self.layout.read_group_attributes(level)
+
+    def links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
+        """Raw link records of a level (``delta != 0``: cross-level links to ``level + delta``)."""
+        self.level(level)
+        return self.layout.read_links(level, delta, chunks)
+
+    # -- reading -----------------------------------------------------------------------
+    def read(
+        self,
+        level: int = 0,
+        bbox: Sequence[Sequence[float]] | None = None,
+        object_ids: Sequence[int] | np.ndarray | None = None,
+        group_ids: Sequence[int] | np.ndarray | None = None,
+        *,
+        chunks: np.ndarray | None = None,
+        attributes: bool = True,
+        strict: bool = False,
+    ) -> Geometry:
+        """Read geometry from one level.
+
+        Parameters
+        ----------
+        level
+            Pyramid level (0 = full resolution).
+        bbox
+            ``(lo, hi)`` in world units, inclusive. Point clouds return exactly the vertices
+            inside; object types return every fragment of every chunk the box intersects
+            (paths leaving the loaded chunks are split into their loaded runs).
+        object_ids, group_ids
+            Read only these objects (or the objects of these groups), through their
+            manifests: only the chunks they name are fetched. Both may be combined with
+            ``bbox`` (the intersection is read). Ids not in the store select nothing.
+        chunks
+            Read exactly these chunk coordinates (``(K, key_ndim)``), e.g. from a
+            level-of-detail planner.
+        attributes
+            Decode vertex attributes (default) or skip them.
+        strict
+            Raise :class:`ZVFormatError` on a corrupt chunk instead of warning and
+            leaving a gap.
+        """
+        info = self.level(level)
+        knd = info.key_ndim
+        selection = Selection()
+        index = self.object_index(level, strict=strict) if self._has_objects(level) else None
+
+        if object_ids is not None or group_ids is not None:
+            wanted = (
+                [] if object_ids is None else list(np.asarray(object_ids, dtype=np.int64).ravel())
+            )
+            if group_ids is not None:
+                groups = self.groups(0)
+                for g in np.asarray(group_ids, dtype=np.int64).ravel():
+                    wanted.extend(groups.get(int(g), np.empty(0, np.int64)).tolist())
+            rows = (
+                index.rows_of_ids(np.asarray(wanted, dtype=np.int64))
+                if index is not None
+                else np.empty(0, np.int64)
+            )
+            selection.object_rows = rows
+            if index is not None and rows.size:
+                entries = index.entries_of_rows(rows)
+                target = np.unique(index.chunks[entries], axis=0)
+            else:
+                target = np.empty((0, knd), np.int64)
+            from .layout.keys import sort_chunks
+
+            target = sort_chunks(target)
+            if bbox is not None:
+                lo, hi = normalise_bbox(bbox, self.ndim)
+                target = chunks_in_bbox(target, info, lo, hi)
+        elif chunks is not None:
+            target = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
+        else:
+            target = self.chunks(level)
+        if bbox is not None:
+            lo, hi = normalise_bbox(bbox, self.ndim)
+            selection.bbox = (lo, hi)
+            target = chunks_in_bbox(target, info, lo, hi)
+
+        specs = attribute_specs(self.layout, level) if attributes else []
+        decoded = load_chunks(self.layout, level, target, specs, strict=strict)
+        loaded = LoadedChunks.build(decoded, self.ndim, knd)
+        links = self._read_links(level, loaded, strict)
+        cattr = None
+        if (
+            info.chunk_attribute_name
+            and info.chunk_attribute_values is not None
+            and info.chunk_dims
+        ):
+            cattr = (info.chunk_attribute_name, info.chunk_attribute_values)
+        return assemble(self.geometry_type, level, loaded, specs, index, links, selection, cattr)
+
+    def _has_objects(self, level: int) -> bool:
+        return self.object_index(level) is not None
+
+    def _read_links(self, level: int, loaded: LoadedChunks, strict: bool) -> LinkSet | None:
+        if self.geometry_type not in ("graph", "skeleton", "mesh") or loaded.n_rows == 0:
+            return None
+        try:
+            if 0 not in self.layout.link_deltas(level):
+                return None
+            return self.layout.read_links(level, 0, loaded.table.chunks)
+        except ZVFormatError as exc:
+            if strict:
+                raise
+            warnings.warn(f"links left out: {exc}", ZVChunkWarning, stacklevel=3)
+            return None
+
+    def __repr__(self) -> str:
+        return (
+            f"<Store {self.path!r} {self.geometry_type} ZV {self.zv_version} "
+            f"({self.ndim}-D, {len(self.levels)} level(s))>"
+        )
+
+
+def _absent(values: np.ndarray) -> Any:
+    if values.dtype.kind == "f":
+        return np.nan
+    if values.dtype.kind == "i":
+        return np.iinfo(values.dtype).min
+    if values.dtype.kind == "u":
+        return np.iinfo(values.dtype).max
+    return 0
+
+
+#: Largest object id for which per-id arrays are built for sparse id spaces.
+MAX_DENSE_ID = 50_000_000
+
+
+def _by_id(ids: np.ndarray, values: np.ndarray, fill: Any) -> np.ndarray:
+    """Scatter row-aligned ``values`` into an array indexed by object id."""
+    n = ids.size
+    if n == 0:
+        return values[:0]
+    if np.array_equal(ids, np.arange(n)):
+        return values
+    top = int(ids.max())
+    if ids.min() < 0 or top > MAX_DENSE_ID:
+        raise ZVError(f"object ids up to {top} are too sparse to index by id; use object_ids()")
+    out = np.full((top + 1, *values.shape[1:]), fill, dtype=values.dtype)
+    out[ids] = values
+    return out
