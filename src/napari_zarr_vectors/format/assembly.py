@@ -49,6 +49,8 @@ def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray):
     """Ordered global rows per object; an object whose manifest leaves the loaded chunks
     is split into one path per contiguous run of loaded entries."""
     entries = index.entries_of_rows(object_rows)
+    if entries.size == 0:
+        return [], np.empty(0, dtype=np.int64)
     entry_obj = np.repeat(object_rows, index.offsets[object_rows + 1] - index.offsets[object_rows])
     cidx = _entries_in_loaded(loaded, index, entries)
     ok = cidx >= 0
@@ -59,15 +61,11 @@ def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray):
     new_obj = np.r_[True, entry_obj[1:] != entry_obj[:-1]]
     after_gap = np.r_[False, ~ok[:-1]]
     run = np.cumsum(new_obj | after_gap) - 1
-    run_rows = np.bincount(run, weights=counts, minlength=run.max() + 1 if run.size else 0).astype(
-        np.int64
-    )
+    run_rows = np.bincount(run, weights=counts).astype(np.int64)
     run_obj = np.zeros(run_rows.size, dtype=np.int64)
-    if run.size:
-        run_obj[run] = entry_obj
+    run_obj[run] = entry_obj
     keep = run_rows > 0
-    splits = np.cumsum(run_rows)[:-1]
-    paths = np.split(rows, splits) if run_rows.size else []
+    paths = np.split(rows, np.cumsum(run_rows)[:-1])
     paths = [p for p, k in zip(paths, keep, strict=True) if k]
     return paths, index.ids[run_obj[keep]]
 
@@ -104,9 +102,12 @@ def _skeleton_edges(
                 r = fi.rows(f) + base
                 parent[r[1:]] = r[:-1]
     g = _link_rows(loaded, links)
-    stored = np.all(g >= 0, axis=1)
-    child, par = g[stored, 0], g[stored, 1]
-    parent[child] = par
+    # a stored link overrides the implicit parent of a loaded child, even when the
+    # parent lies outside the loaded chunks (the child then has no edge here)
+    known = g[:, 0] >= 0
+    parent[g[known, 0]] = g[known, 1]
+    stored = known & (g[:, 1] >= 0)
+    child = g[stored, 0]
     edges_child = np.flatnonzero(parent >= 0)
     edges = np.stack([edges_child, parent[edges_child]], axis=1)
     attrs = {}
@@ -221,6 +222,10 @@ def _apply_remap(geom: Geometry, remap: np.ndarray, keep_rows: np.ndarray) -> No
 def _vertex_attributes(loaded: LoadedChunks, specs: list[AttributeSpec]) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for spec in specs:
+        if not loaded.chunks:
+            shape = (0, spec.width) if spec.width else (0,)
+            out[spec.name] = np.empty(shape, dtype=object if spec.categories else spec.dtype)
+            continue
         parts = []
         missing = False
         for c in loaded.chunks:

@@ -2,7 +2,9 @@
 
 The 0.7 layout stores every payload as its own 1-D ``uint8`` Zarr array whose codec list
 can be ``bytes`` alone or followed by compressors (zstd, blosc, gzip) and checksums.
-:func:`decode_bytes_chunk` undoes such a chain and returns the payload bytes.
+:func:`decode_bytes_chunk` undoes such a chain and returns the payload bytes. The size the
+array's metadata declares bounds every allocation: a corrupt frame header that claims a
+huge payload is rejected before anything is decompressed.
 """
 
 from __future__ import annotations
@@ -11,51 +13,87 @@ from collections.abc import Sequence
 from typing import Any
 
 import numcodecs
+import numpy as np
 
 from .errors import ZVFormatError
 
-# Zarr v3 bytes->bytes codecs and the numcodecs classes that decode them.
-_BYTES_CODECS: dict[str, Any] = {
-    "zstd": lambda cfg: numcodecs.Zstd(),
-    "blosc": lambda cfg: numcodecs.Blosc(),
-    "gzip": lambda cfg: numcodecs.GZip(),
+_COMPRESSORS: dict[str, Any] = {
+    "zstd": numcodecs.Zstd,
+    "blosc": numcodecs.Blosc,
+    "gzip": numcodecs.GZip,
 }
+
+
+def _zstd_content_size(data: bytes) -> int | None:
+    """Frame_Content_Size of a zstd frame header (RFC 8878 §3.1.1.1), ``None`` if absent."""
+    if len(data) < 6 or data[:4] != b"\x28\xb5\x2f\xfd":
+        raise ZVFormatError("not a zstd frame (bad magic)")
+    desc = data[4]
+    fcs_flag, single, dict_flag = desc >> 6, (desc >> 5) & 1, desc & 3
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag]
+    size = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    if size == 0:
+        return None
+    if pos + size > len(data):
+        raise ZVFormatError("truncated zstd frame header")
+    value = int.from_bytes(data[pos : pos + size], "little")
+    return value + 256 if size == 2 else value
+
+
+def _declared_size(name: str, data: bytes) -> int | None:
+    if name == "zstd":
+        return _zstd_content_size(data)
+    if name == "blosc":
+        if len(data) < 16:
+            raise ZVFormatError("truncated blosc header")
+        return int.from_bytes(data[4:8], "little")
+    return None
 
 
 def _decode_crc32c(data: bytes) -> bytes:
     if len(data) < 4:
         raise ZVFormatError("crc32c chunk shorter than its checksum")
     payload, stored = data[:-4], data[-4:]
-    try:
-        from numcodecs.checksum32 import CRC32C
-    except ImportError:  # pragma: no cover - old numcodecs: skip verification
-        return payload
+    from numcodecs.checksum32 import CRC32C
+
     if CRC32C().encode(payload)[-4:] != stored:
         raise ZVFormatError("crc32c checksum mismatch")
     return payload
 
 
-def decode_bytes_chunk(raw: bytes, codecs: Sequence[dict[str, Any]]) -> bytes:
+def decode_bytes_chunk(
+    raw: bytes, codecs: Sequence[dict[str, Any]], expected_size: int | None = None
+) -> bytes:
     """Undo the codec chain of a ``uint8`` array chunk and return its payload bytes.
 
+    ``expected_size`` (the array's declared byte length) bounds the decompressed size.
     Raises :class:`ZVFormatError` for unknown codecs or undecodable bytes.
     """
-    names = [c.get("name") if isinstance(c, dict) else c for c in codecs]
-    if not names or names[0] not in ("bytes", "endian"):
-        if "vlen-bytes" in names or "sharding_indexed" in names:
-            raise ZVFormatError(f"unexpected array-to-bytes codec {names[0]!r} for a byte blob")
+    chain = [c if isinstance(c, dict) else {"name": c} for c in codecs]
+    if chain and chain[0].get("name") not in ("bytes", "endian"):
+        raise ZVFormatError(f"unexpected array-to-bytes codec {chain[0].get('name')!r} for a byte blob")
     data = raw
-    for codec in reversed(list(codecs)[1:]):
-        name = codec.get("name") if isinstance(codec, dict) else codec
-        cfg = codec.get("configuration", {}) if isinstance(codec, dict) else {}
+    steps = chain[1:]
+    for i, codec in enumerate(reversed(steps)):
+        name = codec.get("name")
+        last = i == len(steps) - 1
         if name == "crc32c":
             data = _decode_crc32c(data)
             continue
-        factory = _BYTES_CODECS.get(name)
+        factory = _COMPRESSORS.get(name)
         if factory is None:
             raise ZVFormatError(f"unsupported codec {name!r}")
+        declared = _declared_size(name, data)
+        if last and expected_size is not None and declared is not None and declared != expected_size:
+            raise ZVFormatError(f"{name} frame holds {declared} bytes, the array declares {expected_size}")
         try:
-            data = bytes(factory(cfg).decode(data))
+            if last and expected_size is not None and declared is not None:
+                out = np.empty(expected_size, dtype=np.uint8)
+                data = bytes(factory().decode(data, out=out))
+            else:
+                data = bytes(factory().decode(data))
+        except ZVFormatError:
+            raise
         except Exception as exc:  # numcodecs raises various types on corrupt input
             raise ZVFormatError(f"{name} decompression failed: {exc}") from None
     return data

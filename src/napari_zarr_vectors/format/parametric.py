@@ -30,7 +30,7 @@ def _blob(io: StoreIO, prefix: str) -> bytes | None:
     n = int((meta.get("shape") or [0])[0])
     if data_raw is None:
         return bytes(n)
-    payload = decode_bytes_chunk(data_raw, meta.get("codecs") or [{"name": "bytes"}])
+    payload = decode_bytes_chunk(data_raw, meta.get("codecs") or [{"name": "bytes"}], n)
     if len(payload) != n:
         raise ZVFormatError(
             f"{prefix} decodes to {len(payload)} bytes, its shape says {n}", store=io.name

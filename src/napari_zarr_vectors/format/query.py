@@ -40,9 +40,14 @@ def chunks_in_bbox(
     return chunks[keep]
 
 
-def candidate_chunks(level: LevelInfo, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Every spatial chunk coordinate of the box, for stores that cannot be listed."""
+def candidate_chunks(
+    level: LevelInfo, lo: np.ndarray, hi: np.ndarray, limit: int | None = None
+) -> np.ndarray | None:
+    """Every spatial chunk coordinate of the box in level order (``None`` when more than
+    ``limit``), for reads that should not list the level (small boxes, unlistable stores)."""
     c_lo, c_hi = bbox_chunk_range(level, lo, hi)
+    if limit is not None and int(np.prod(c_hi - c_lo + 1)) > limit:
+        return None
     axes = [np.arange(a, b + 1) for a, b in zip(c_lo, c_hi, strict=True)]
     grid = np.meshgrid(*axes, indexing="ij")
     return np.stack([g.reshape(-1) for g in grid], axis=1).astype(np.int64)

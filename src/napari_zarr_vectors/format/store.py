@@ -23,7 +23,11 @@ from .loading import attribute_specs, load_chunks
 from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
 from .objects import ObjectIndex, decode_object_index
 from .parametric import ParametricObject, read_parametric
-from .query import chunks_in_bbox, normalise_bbox
+from .query import candidate_chunks, chunks_in_bbox, normalise_bbox
+
+
+#: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
+MAX_CANDIDATE_CHUNKS = 4096
 
 
 def open_store(
@@ -307,6 +311,12 @@ class Store:
                 target = chunks_in_bbox(target, info, lo, hi)
         elif chunks is not None:
             target = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
+        elif bbox is not None and knd == self.ndim and level not in self._chunk_lists:
+            # a small box needs no listing: missing candidate chunks simply hold no data
+            lo, hi = normalise_bbox(bbox, self.ndim)
+            target = candidate_chunks(info, lo, hi, limit=MAX_CANDIDATE_CHUNKS)
+            if target is None:
+                target = self.chunks(level)
         else:
             target = self.chunks(level)
         if bbox is not None:
@@ -315,9 +325,29 @@ class Store:
             target = chunks_in_bbox(target, info, lo, hi)
 
         specs = attribute_specs(self.layout, level) if attributes else []
+        draco = self._is_draco(level)
+        if draco and specs:
+            warnings.warn(
+                f"{self.path} level {level}: vertex attributes "
+                f"{[s.name for s in specs]} are stored in pre-Draco row order, which the "
+                "store does not record; they are left out",
+                ZVChunkWarning,
+                stacklevel=2,
+            )
+            specs = []
         decoded = load_chunks(self.layout, level, target, specs, strict=strict)
         loaded = LoadedChunks.build(decoded, self.ndim, knd)
         links = self._read_links(level, loaded, strict)
+        if draco and links is not None:
+            if len(links):
+                warnings.warn(
+                    f"{self.path} level {level}: {len(links)} faces spanning Draco chunks "
+                    "refer to the pre-Draco vertex order and are left out (intra-chunk faces "
+                    "are shown)",
+                    ZVChunkWarning,
+                    stacklevel=2,
+                )
+            links = None
         cattr = None
         if (
             info.chunk_attribute_name
@@ -326,6 +356,10 @@ class Store:
         ):
             cattr = (info.chunk_attribute_name, info.chunk_attribute_values)
         return assemble(self.geometry_type, level, loaded, specs, index, links, selection, cattr)
+
+    def _is_draco(self, level: int) -> bool:
+        meta = self.layout.array_attributes(level, "vertices") or {}
+        return meta.get("encoding") == "draco"
 
     def _has_objects(self, level: int) -> bool:
         return self.object_index(level) is not None

@@ -58,7 +58,7 @@ class V07Layout(Layout):
             raise ZVFormatError(f"{where} has a negative shape")
         if data_raw is None:  # zarr does not store an all-fill chunk: n zero bytes
             return bytes(n)
-        payload = decode_bytes_chunk(data_raw, meta.get("codecs") or [{"name": "bytes"}])
+        payload = decode_bytes_chunk(data_raw, meta.get("codecs") or [{"name": "bytes"}], n)
         if len(payload) != n:
             raise ZVFormatError(f"blob decodes to {len(payload)} bytes, its shape says {n}")
         return payload
@@ -258,14 +258,15 @@ class V07Layout(Layout):
     def _vlen_items(self, path: str, n: int, level: int) -> list[bytes]:
         try:
             arr = zarr.open_array(store=self.io.store, path=path, mode="r")
-            items = arr[:]
         except Exception as exc:  # zarr raises many types for broken arrays
+            raise self.error(f"cannot open vlen-bytes array: {exc}", level, path) from None
+        if arr.ndim != 1 or arr.shape[0] < n:
+            raise self.error(f"object index holds {arr.shape} manifests, expected {n}", level, path)
+        try:
+            items = arr[:n]
+        except Exception as exc:
             raise self.error(f"cannot read vlen-bytes array: {exc}", level, path) from None
-        if len(items) < n:
-            raise self.error(
-                f"object index holds {len(items)} manifests, expected {n}", level, path
-            )
-        return [bytes(b) if b is not None else b"" for b in items[:n]]
+        return [bytes(b) if b is not None else b"" for b in items]
 
     def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:
         out: dict[str, ObjectAttribute] = {}
