@@ -5,6 +5,7 @@ The format core (``napari_zarr_vectors.format``) imports neither napari nor Qt, 
 """
 
 from .format import (
+    ChunkCache,
     Geometry,
     LevelInfo,
     MissingDependencyError,
@@ -20,6 +21,7 @@ from .format import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ChunkCache",
     "Geometry",
     "LevelInfo",
     "MissingDependencyError",

@@ -6,33 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from zarr.storage import LocalStore, WrapperStore
+from _stores import CountingStore
+from zarr.storage import LocalStore
 
 import napari_zarr_vectors as nzv
 
 V07 = Path(__file__).parents[1] / "data" / "v07"
-
-
-class CountingStore(WrapperStore):
-    """Records every key that ``get`` found (probes of absent keys read no blob)."""
-
-    def __init__(self, store) -> None:
-        super().__init__(store)
-        self.keys: list[str] = []
-
-    async def get(self, key, prototype=None, byte_range=None):
-        value = await self._store.get(key, prototype, byte_range)
-        if value is not None:
-            self.keys.append(key)
-        return value
-
-    def chunk_keys(self, level: int, array: str) -> set[str]:
-        prefix = f"{level}/{array}/"
-        return {
-            k[len(prefix) :].split("/")[0]
-            for k in self.keys
-            if k.startswith(prefix) and k.endswith("/c/0")
-        }
 
 
 def _open(name: str) -> tuple[nzv.Store, CountingStore]:

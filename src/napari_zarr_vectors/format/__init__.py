@@ -1,5 +1,6 @@
 """The napari-free format core: open ZV stores and read geometry (no napari or Qt imports)."""
 
+from .cache import ChunkCache
 from .errors import (
     MissingDependencyError,
     NotAZVStoreError,
@@ -13,6 +14,7 @@ from .metadata import LevelInfo
 from .store import Store, open_store
 
 __all__ = [
+    "ChunkCache",
     "Geometry",
     "LevelInfo",
     "MissingDependencyError",

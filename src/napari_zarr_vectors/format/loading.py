@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .cache import EMPTY, ChunkCache
 from .chunks import ChunkData
 from .decode.arrays import decode_attribute, decode_rows, parse_dtype
 from .decode.draco import decode_draco
@@ -79,17 +80,42 @@ def load_chunks(
     chunks: np.ndarray,
     specs: list[AttributeSpec],
     strict: bool = False,
+    cache: ChunkCache | None = None,
 ) -> list[ChunkData]:
-    """Fetch and decode ``chunks``; a chunk that fails to decode is skipped with a
-    :class:`ZVChunkWarning` (or raises with ``strict=True``). Missing chunks are left out."""
+    """Fetch and decode ``chunks`` (in the given order); a chunk that fails to decode is
+    skipped with a :class:`ZVChunkWarning` (or raises with ``strict=True``). Missing chunks
+    are left out. With a ``cache``, only chunks it does not hold are fetched."""
+    chunks = np.asarray(chunks, dtype=np.int64)
+    if cache is None:
+        return [c for c in _fetch_and_decode(layout, level, chunks, specs, strict) if c is not None]
+    names = tuple(s.name for s in specs)
+    keys = [(layout.io.name, level, tuple(c), names) for c in chunks.tolist()]
+    found = [cache.get(k) for k in keys]
+    missing = [i for i, v in enumerate(found) if v is None]
+    if missing:
+        fresh = _fetch_and_decode(layout, level, chunks[missing], specs, strict)
+        for i, value in zip(missing, fresh, strict=True):
+            found[i] = EMPTY if value is None else value
+            cache.put(keys[i], found[i])
+    return [v for v in found if v is not EMPTY]
+
+
+def _fetch_and_decode(
+    layout: Layout,
+    level: int,
+    chunks: np.ndarray,
+    specs: list[AttributeSpec],
+    strict: bool,
+) -> list[ChunkData | None]:
+    """Decoded chunks aligned with ``chunks`` (``None`` where empty or undecodable)."""
     ndim = layout.root.ndim
     vmeta = layout.array_attributes(level, "vertices") or {}
     encoding = vmeta.get("encoding", "raw")
     vdtype = parse_dtype(vmeta.get("dtype", "float32"))
     arrays = ["vertices", "vertex_fragments", *(s.array for s in specs)]
     cells = layout.read_cells(level, arrays, chunks)
-    out: list[ChunkData] = []
-    for i, coords in enumerate(np.asarray(chunks)):
+    out: list[ChunkData | None] = [None] * len(chunks)
+    for i, coords in enumerate(chunks):
         array = "vertices"
         try:
             raw = cells["vertices"][i]
@@ -123,12 +149,10 @@ def load_chunks(
                     if isinstance(araw, ZVFormatError):
                         raise araw
                     attrs[spec.name] = decode_attribute(araw, spec.dtype, n, spec.width)
-            out.append(
-                ChunkData(np.asarray(coords, dtype=np.int64), positions, frags, attrs, faces)
-            )
+            out[i] = ChunkData(np.asarray(coords, dtype=np.int64), positions, frags, attrs, faces)
         except ZVFormatError as exc:
             err = exc.located(store=layout.io.name, level=level, array=array, chunk=coords)
             if strict:
                 raise err from None
-            warnings.warn(f"skipping chunk: {err}", ZVChunkWarning, stacklevel=3)
+            warnings.warn(f"skipping chunk: {err}", ZVChunkWarning, stacklevel=4)
     return out

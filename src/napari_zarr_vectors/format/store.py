@@ -14,6 +14,7 @@ import numpy as np
 from zarr.abc.store import Store as ZarrStore
 
 from .assembly import Selection, assemble
+from .cache import ChunkCache
 from .chunks import LoadedChunks
 from .errors import ZVChunkWarning, ZVError, ZVFormatError
 from .geometry import Geometry
@@ -255,6 +256,7 @@ class Store:
         chunks: np.ndarray | None = None,
         attributes: bool = True,
         strict: bool = False,
+        cache: ChunkCache | None = None,
     ) -> Geometry:
         """Read geometry from one level.
 
@@ -278,6 +280,9 @@ class Store:
         strict
             Raise :class:`ZVFormatError` on a corrupt chunk instead of warning and
             leaving a gap.
+        cache
+            A :class:`ChunkCache` shared between reads: chunks it holds are not fetched
+            or decoded again.
         """
         info = self.level(level)
         knd = info.key_ndim
@@ -335,7 +340,7 @@ class Store:
                 stacklevel=2,
             )
             specs = []
-        decoded = load_chunks(self.layout, level, target, specs, strict=strict)
+        decoded = load_chunks(self.layout, level, target, specs, strict=strict, cache=cache)
         loaded = LoadedChunks.build(decoded, self.ndim, knd)
         links = self._read_links(level, loaded, strict)
         if draco and links is not None:
@@ -356,6 +361,19 @@ class Store:
         ):
             cattr = (info.chunk_attribute_name, info.chunk_attribute_values)
         return assemble(self.geometry_type, level, loaded, specs, index, links, selection, cattr)
+
+    def prefetch(
+        self, level: int, chunks: np.ndarray, cache: ChunkCache, *, attributes: bool = True
+    ) -> int:
+        """Fetch and decode ``chunks`` into ``cache`` without assembling geometry, so a
+        later :meth:`read` with the same cache costs no I/O. Returns how many of them
+        hold data. Loaders call it batch by batch to report progress and stay cancellable."""
+        info = self.level(level)
+        specs = (
+            attribute_specs(self.layout, level) if attributes and not self._is_draco(level) else []
+        )
+        target = np.asarray(chunks, dtype=np.int64).reshape(-1, info.key_ndim)
+        return len(load_chunks(self.layout, level, target, specs, cache=cache))
 
     def _is_draco(self, level: int) -> bool:
         meta = self.layout.array_attributes(level, "vertices") or {}
