@@ -1,0 +1,56 @@
+"""Shared pytest fixtures: where the fixture stores live and how to load their ground truth.
+
+``tests/data`` is a copy of ``shared/fixtures`` (see ``tests/data/README.md``; the format notes
+it cites are ``shared/format/FORMAT07.md`` and ``FORMAT09.md``):
+
+* ``v07/<name>.zarrvectors`` + ``v07/expected/<name>.json`` -- zarr-vectors 0.7.0 stores;
+* ``v09/<name>.zarrvectors`` + ``v09/expected/<name>.json`` -- zarr-vectors 0.9.2 stores;
+* ``v09/v07-twins/<name>.zarrvectors`` -- the same inputs written by 0.7.0 (truth: ``v09/expected``);
+* ``v09/edge-cases/`` -- hand-picked 0.9 edge cases.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+DATA_DIR = Path(__file__).parent / "data"
+V07_DIR = DATA_DIR / "v07"
+V09_DIR = DATA_DIR / "v09"
+TWINS_DIR = V09_DIR / "v07-twins"
+
+
+@cache
+def load_expected(version: str, name: str) -> dict:
+    """Parsed ``<version>/expected/<name>.json`` (cached; treat it as read-only)."""
+    with open(DATA_DIR / version / "expected" / f"{name}.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return DATA_DIR
+
+
+@pytest.fixture(scope="session")
+def v07_dir() -> Path:
+    return V07_DIR
+
+
+@pytest.fixture(scope="session")
+def v09_dir() -> Path:
+    return V09_DIR
+
+
+@pytest.fixture(scope="session")
+def twins_dir() -> Path:
+    return TWINS_DIR
+
+
+@pytest.fixture(scope="session")
+def expected():
+    """``expected(version, name)`` -> the parsed ground-truth JSON."""
+    return load_expected
