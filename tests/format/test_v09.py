@@ -525,13 +525,18 @@ def test_cross_level_links_join_vertices_to_their_metavertex(path):
 # ---------------------------------------------------------------------------------------------
 # edge-case stores (checked against zarr-vectors' own reader where it can read them)
 # ---------------------------------------------------------------------------------------------
-zv = pytest.importorskip("zarr_vectors")
+def zv_level(path: Path, level: int = 0):
+    """zarr-vectors' own reader (test-only; the plugin never imports it)."""
+    zv = pytest.importorskip("zarr_vectors")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return zv.open(str(path)).level(level)
 
 
 def zv_read(path: Path, level: int = 0, **sel):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return zv.open(str(path)).level(level).read(**sel)
+        return zv_level(path, level).read(**sel)
 
 
 def _sorted_rows(pos, *cols) -> np.ndarray:
@@ -594,7 +599,7 @@ def test_chunk_by_attribute_store():
     # objects resolve through 4-component manifests
     for oid in s.object_ids(0)[:10]:
         go = read_quiet(s, 0, object_ids=[int(oid)])
-        ro = zv.open(str(path)).level(0).objects[int(oid)]
+        ro = zv_level(path).objects[int(oid)]
         assert set(coords(go.positions)) == set(coords(np.asarray(ro.positions)))
     # a bbox read keeps every attribute bin of the spatial chunks
     lo, hi = (0, 0, 0), (15, 15, 15)
@@ -606,7 +611,7 @@ def test_chunk_by_attribute_store():
 def test_explicit_fragments_and_manifest_modes():
     path = EDGE / "explicit_demo.zarrvectors"
     s = store(str(path))
-    lib = zv.open(str(path)).level(0)
+    lib = zv_level(path)
     ids = s.object_ids(0).tolist()
     assert ids == [5, 1000, 70000]
     with warnings.catch_warnings():
@@ -626,7 +631,7 @@ def test_sparse_object_ids():
     path = EDGE / "sparse_ids.zarrvectors"
     s = store(str(path))
     assert s.object_ids(0).tolist() == [5, 1000, 70000]
-    lib = zv.open(str(path)).level(0)
+    lib = zv_level(path)
     for oid in (5, 1000, 70000):
         g = read_quiet(s, 0, object_ids=[oid])
         with warnings.catch_warnings():
@@ -869,3 +874,21 @@ def test_corrupt_link_cell_leaves_links_out_with_a_warning(tmp_path):
     assert g.vertex_count == 128
     with pytest.raises(ZVFormatError, match=rf"chunk {name}"):
         s.read(0, strict=True)
+
+
+def test_wide_records_decode_lehmer_codes_one_by_one():
+    from napari_zarr_vectors.format.layout.v09 import (
+        _inverse_permutations,
+        _lehmer_inverse,
+        _undo_permutations,
+    )
+
+    for width in (2, 3, 4, 5):
+        table = _inverse_permutations(width)
+        for code in range(len(table)):
+            np.testing.assert_array_equal(table[code], _lehmer_inverse(code, width))
+    codes = np.array([0, 5039, 17, 5039])
+    undo = _undo_permutations(codes, 7)
+    assert undo.shape == (4, 7)
+    np.testing.assert_array_equal(undo[1], np.arange(7)[::-1])  # the last code reverses
+    np.testing.assert_array_equal(undo[0], np.arange(7))

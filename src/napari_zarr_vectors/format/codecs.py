@@ -17,6 +17,9 @@ import numpy as np
 
 from .errors import ZVFormatError
 
+#: Largest payload a compressed frame may declare when the array gives no size of its own.
+MAX_PAYLOAD_BYTES = 1 << 31
+
 _COMPRESSORS: dict[str, Any] = {
     "zstd": numcodecs.Zstd,
     "blosc": numcodecs.Blosc,
@@ -71,7 +74,9 @@ def decode_bytes_chunk(
     """
     chain = [c if isinstance(c, dict) else {"name": c} for c in codecs]
     if chain and chain[0].get("name") not in ("bytes", "endian"):
-        raise ZVFormatError(f"unexpected array-to-bytes codec {chain[0].get('name')!r} for a byte blob")
+        raise ZVFormatError(
+            f"unexpected array-to-bytes codec {chain[0].get('name')!r} for a byte blob"
+        )
     data = raw
     steps = chain[1:]
     for i, codec in enumerate(reversed(steps)):
@@ -84,8 +89,17 @@ def decode_bytes_chunk(
         if factory is None:
             raise ZVFormatError(f"unsupported codec {name!r}")
         declared = _declared_size(name, data)
-        if last and expected_size is not None and declared is not None and declared != expected_size:
-            raise ZVFormatError(f"{name} frame holds {declared} bytes, the array declares {expected_size}")
+        if declared is not None and declared > MAX_PAYLOAD_BYTES:
+            raise ZVFormatError(f"{name} frame declares an absurd payload of {declared} bytes")
+        if (
+            last
+            and expected_size is not None
+            and declared is not None
+            and declared != expected_size
+        ):
+            raise ZVFormatError(
+                f"{name} frame holds {declared} bytes, the array declares {expected_size}"
+            )
         try:
             if last and expected_size is not None and declared is not None:
                 out = np.empty(expected_size, dtype=np.uint8)

@@ -26,7 +26,6 @@ from .objects import ObjectIndex, decode_object_index
 from .parametric import ParametricObject, read_parametric
 from .query import candidate_chunks, chunks_in_bbox, normalise_bbox
 
-
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
 MAX_CANDIDATE_CHUNKS = 4096
 

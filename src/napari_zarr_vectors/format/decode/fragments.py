@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,6 +13,9 @@ MAGIC = 0x5A564647  # bytes on disk: b"GFVZ"
 _HEADER = np.dtype(
     [("magic", "<u4"), ("version", "<u2"), ("flags", "<u2"), ("F", "<u4"), ("R", "<u4")]
 )
+_HEAD = struct.Struct("<IHHII")
+_EMPTY = np.empty(0, np.int64)
+_EMPTY.setflags(write=False)
 
 
 @dataclass(frozen=True)
@@ -87,17 +91,42 @@ def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(np.asarray(starts, dtype=np.int64), counts) + within
 
 
+def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> FragmentIndex | None:
+    """Fast path for the common blob whose fragments are all ranges (every 0.9.2 writer);
+    ``None`` when the bytes are not exactly that shape, so the general decoder reports."""
+    full, rest = divmod(F, 8)
+    bitmap = raw[16 : 16 + (F + 7) // 8]
+    if bitmap[:full] != b"\xff" * full or (rest and bitmap[full] != (1 << rest) - 1):
+        return None
+    if raw[-4:] != b"\x00\x00\x00\x00":  # CSR offsets: a single uint32 0
+        return None
+    table = np.frombuffer(raw, "<i8", 2 * F, 16 + padded).reshape(F, 2)
+    if table.min() < 0:
+        return None
+    start = table[:, 0].astype(np.int64)
+    count = table[:, 1].astype(np.int64)
+    if n_rows is not None and int((start + count).max()) > n_rows:
+        return None
+    return FragmentIndex(
+        np.ones(F, dtype=bool),
+        start,
+        count,
+        np.full(F, -1, np.int64),
+        np.zeros(1, np.int64),
+        _EMPTY,
+    )
+
+
 def decode_fragment_index(raw: bytes, n_rows: int | None = None) -> FragmentIndex:
     """Decode a ZVFG v1 blob; ``n_rows`` (when known) bounds every row index."""
     size = len(raw)
     if size < 16:
         raise ZVFormatError(f"fragment index of {size} bytes is shorter than its 16-byte header")
-    head = np.frombuffer(raw, dtype=_HEADER, count=1)[0]
-    if int(head["magic"]) != MAGIC:
+    magic, version, _flags, F, R = _HEAD.unpack_from(raw)
+    if magic != MAGIC:
         raise ZVFormatError(f"bad fragment index magic {raw[:4]!r} (expected b'GFVZ')")
-    if int(head["version"]) != 1:
-        raise ZVFormatError(f"unsupported fragment index version {int(head['version'])}")
-    F, R = int(head["F"]), int(head["R"])
+    if version != 1:
+        raise ZVFormatError(f"unsupported fragment index version {version}")
     bitmap_len = (F + 7) // 8
     padded = (bitmap_len + 7) // 8 * 8
     if F == 0:
@@ -107,6 +136,10 @@ def decode_fragment_index(raw: bytes, n_rows: int | None = None) -> FragmentInde
         raise ZVFormatError(
             f"fragment index declares {F} fragments / {R} ranges beyond its {size} bytes"
         )
+    if R == F and size == 16 + padded + 16 * R + 4:
+        fast = _decode_all_ranges(raw, F, padded, n_rows)
+        if fast is not None:
+            return fast
     bits = np.unpackbits(np.frombuffer(raw, np.uint8, bitmap_len, 16), bitorder="little")[:F]
     is_range = bits.astype(bool)
     if int(is_range.sum()) != R:
