@@ -33,7 +33,9 @@ def _blob(path: Path, payload: bytes) -> None:
 
 def _group(path: Path, attrs: dict) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    (path / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": attrs}))
+    (path / "zarr.json").write_text(
+        json.dumps({"zarr_format": 3, "node_type": "group", "attributes": attrs})
+    )
 
 
 def _fragments(n: int) -> bytes:
@@ -42,7 +44,9 @@ def _fragments(n: int) -> bytes:
     return head + np.array([0, n], "<i8").tobytes() + np.zeros(1, "<u4").tobytes()
 
 
-def write_points_v07(root: Path, positions: np.ndarray, intensity: np.ndarray, chunk: float) -> None:
+def write_points_v07(
+    root: Path, positions: np.ndarray, intensity: np.ndarray, chunk: float
+) -> None:
     """Write ``positions`` (N, 3) float32 with one float32 attribute as a 0.7 store at ``root``."""
     lo, hi = positions.min(axis=0), positions.max(axis=0)
     _group(
@@ -61,18 +65,39 @@ def write_points_v07(root: Path, positions: np.ndarray, intensity: np.ndarray, c
                     "version": "0.4",
                     "name": "default",
                     "axes": [{"name": a, "type": "space"} for a in "xyz"],
-                    "datasets": [{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1.0] * 3}]}],
+                    "datasets": [
+                        {
+                            "path": "0",
+                            "coordinateTransformations": [{"type": "scale", "scale": [1.0] * 3}],
+                        }
+                    ],
                     "metadata": {"format": "zarr_vectors"},
                 }
             ],
         },
     )
-    _group(root / "0", {"zarr_vectors_level": {"level": 0, "vertex_count": int(len(positions)),
-                                               "object_sparsity": 1.0, "coarsening_method": "none",
-                                               "parent_level": None, "arrays_present": ["vertices"]}})
+    _group(
+        root / "0",
+        {
+            "zarr_vectors_level": {
+                "level": 0,
+                "vertex_count": int(len(positions)),
+                "object_sparsity": 1.0,
+                "coarsening_method": "none",
+                "parent_level": None,
+                "arrays_present": ["vertices"],
+            }
+        },
+    )
     _group(root / "0" / "vertices", {"zv_array": "vertices", "dtype": "float32", "encoding": "raw"})
-    _group(root / "0" / "vertex_fragments", {"zv_array": "vertex_fragments", "encoding": "fragment_index_v1"})
-    _group(root / "0" / "vertex_attributes" / "intensity", {"zv_array": "attribute", "name": "intensity", "dtype": "float32"})
+    _group(
+        root / "0" / "vertex_fragments",
+        {"zv_array": "vertex_fragments", "encoding": "fragment_index_v1"},
+    )
+    _group(
+        root / "0" / "vertex_attributes" / "intensity",
+        {"zv_array": "attribute", "name": "intensity", "dtype": "float32"},
+    )
     keys = np.floor(positions / chunk).astype(np.int64)
     order = np.lexsort(keys.T[::-1])
     keys, pos, val = keys[order], positions[order], intensity[order]
@@ -81,4 +106,6 @@ def write_points_v07(root: Path, positions: np.ndarray, intensity: np.ndarray, c
         key = ".".join(str(int(c)) for c in keys[a])
         _blob(root / "0" / "vertices" / key, pos[a:b].astype("<f4").tobytes())
         _blob(root / "0" / "vertex_fragments" / key, _fragments(int(b - a)))
-        _blob(root / "0" / "vertex_attributes" / "intensity" / key, val[a:b].astype("<f4").tobytes())
+        _blob(
+            root / "0" / "vertex_attributes" / "intensity" / key, val[a:b].astype("<f4").tobytes()
+        )

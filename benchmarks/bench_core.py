@@ -24,9 +24,8 @@ import numpy as np
 import zarr
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _v07_writer import write_points_v07  # noqa: E402
-
 import napari_zarr_vectors as nzv  # noqa: E402
+from _v07_writer import write_points_v07  # noqa: E402
 from napari_zarr_vectors.format.io import StoreIO  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -83,7 +82,12 @@ def main() -> None:
         "points": args.points,
         "chunks": len(keys),
         "bbox_vertices": int(box.vertex_count),
-        "seconds": {"full_read": t_full, "bbox_read": t_box, "plain_zarr_blobs": t_zarr, "raw_get": t_raw},
+        "seconds": {
+            "full_read": t_full,
+            "bbox_read": t_box,
+            "plain_zarr_blobs": t_zarr,
+            "raw_get": t_raw,
+        },
         "ratios": {
             "bbox_over_full": t_box / t_full,
             "decode_over_zarr": t_full / t_zarr,

@@ -46,7 +46,9 @@ class ViewState:
         return 1.0 / max(self.zoom, 1e-12)
 
 
-def visible_box(view: ViewState, extent_lo: np.ndarray, extent_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def visible_box(
+    view: ViewState, extent_lo: np.ndarray, extent_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """World box (napari axis order) the view can show, clipped to the data extent.
 
     2-D: the canvas around the camera centre on the displayed axes, and the current slice
@@ -102,7 +104,9 @@ def _visible_box_3d(view: ViewState, lo: np.ndarray, hi: np.ndarray, half: np.nd
     return out_lo, out_hi
 
 
-def to_store(box: tuple[np.ndarray, np.ndarray], order: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def to_store(
+    box: tuple[np.ndarray, np.ndarray], order: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
     """A napari-order box -> store order; ``order[i]`` is the napari axis of store axis ``i``."""
     lo, hi = box
     idx = np.asarray(order, dtype=np.int64)
@@ -161,7 +165,11 @@ def plan_level(
         i = next(k for k, lv in enumerate(levels) if lv.index == locked)
         visible, est = estimate(i)
         return LevelPlan(levels[i].index, visible, est)
-    fine = [k for k, lv in enumerate(levels) if float(np.max(lv.bin_shape)) <= max_bin_pixels * pixel_size]
+    fine = [
+        k
+        for k, lv in enumerate(levels)
+        if float(np.max(lv.bin_shape)) <= max_bin_pixels * pixel_size
+    ]
     i = max(fine) if fine else 0
     visible, est = estimate(i)
     while est > budget and i + 1 < len(levels):

@@ -1,0 +1,838 @@
+"""Geometry -> napari layer data tuples, one function per geometry type.
+
+Everything here is a pure function of a :class:`~napari_zarr_vectors.format.geometry.Geometry`
+and a :class:`StoreInfo` (what the layers need to know about the store besides the geometry).
+No store access, no Qt, no viewer. Work is vectorised numpy: no Python loop runs per vertex,
+per edge or per face (loops run over attribute names, groups or path *lengths* only).
+
+Coordinates (see ``docs/coordinates.md``)
+-----------------------------------------
+* napari's first axis is the slowest and its last two axes are the displayed (row, column)
+  pair, so store columns are **reversed**: a store ``(x, y, z)`` becomes napari ``(z, y, x)``,
+  which puts ``x`` horizontally and ``y`` vertically in 2-D.
+* Layer ``data`` is in *data units* = store coordinates divided by the layer ``scale``; the
+  ``scale`` is the store's level-0 bin shape (or chunk shape), so the dims slider steps one bin
+  at a time and a 2-D slice of a 3-D store is one bin thick. World coordinates
+  (``data * scale``) are exactly the store coordinates.
+* Reversing the axis order is a mirror for 2-D and 3-D stores, so mesh face winding is
+  reversed as well to keep outward normals outward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from napari_zarr_vectors.format.geometry import Geometry
+
+LayerData = tuple[Any, dict[str, Any], str]
+
+#: Shapes layers are slow beyond about a thousand shapes (0.5 s to build 1,000 paths, 5 s for
+#: 10,000; see NAPARI-FACTS.md). A Shapes layer is never created with more shapes than this.
+SHAPES_MAX_OBJECTS = 1_000
+
+#: Store attribute names treated as per-vertex colours when they have 3 or 4 channels.
+COLOUR_ATTRIBUTE_NAMES = ("rgb", "rgba", "color", "colour", "colors", "colours")
+
+#: Names of the feature columns added by the adapter (not store attributes).
+OBJECT_ID = "object_id"
+GROUP_ID = "group_id"
+GROUPS = "groups"
+DIRECTION = "direction"
+
+#: Number of quantisation levels per channel of the direction colour palette (8**3 colours).
+_DIRECTION_LEVELS = 8
+
+_DEFAULT_COLORMAP = "viridis"
+_ID_COLORMAP = "turbo"
+
+_FLIP_WINDING = [0, 2, 1]
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """What the layer builders need to know about a store, besides the geometry.
+
+    Built by the reader from a store (``reader.store_info``); tests build it by hand.
+
+    Attributes
+    ----------
+    path, name
+        Store path and display name (folder name without ``.zarrvectors``).
+    geometry_type
+        The store's geometry type.
+    axes, units
+        Store axis names and units (``None`` when undeclared), in store column order.
+    bounds
+        ``(lo, hi)`` store bounds in store column order.
+    level
+        The level the geometry was read from.
+    scale
+        World units per layer data unit, in store column order (see module docstring).
+    object_attributes, groups
+        As returned by ``store.object_attributes(level)`` and ``store.groups(level)``.
+    """
+
+    path: str
+    name: str
+    geometry_type: str
+    axes: tuple[str, ...]
+    units: tuple[str | None, ...]
+    bounds: tuple[np.ndarray, np.ndarray]
+    level: int = 0
+    scale: np.ndarray | None = None
+    object_attributes: Mapping[str, np.ndarray] = field(default_factory=dict)
+    groups: Mapping[int, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.axes)
+
+    @property
+    def world_scale(self) -> np.ndarray:
+        """``scale`` as a float array (ones when unset), store column order."""
+        if self.scale is None:
+            return np.ones(self.ndim)
+        return np.asarray(self.scale, dtype=float)
+
+
+# --------------------------------------------------------------------------------------------
+# entry point
+# --------------------------------------------------------------------------------------------
+
+
+def layers_from_geometry(
+    geometry: Geometry, info: StoreInfo, *, bounds_layer: bool = True
+) -> list[LayerData]:
+    """All layer data tuples for ``geometry``, the store-bounds box first when asked for.
+
+    The bounds box makes the viewer's extent (camera reset, dims slider ranges) equal the
+    store bounds even when the data does not touch them, or when only part of the store is
+    loaded.
+    """
+    builders = {
+        "point_cloud": point_cloud_layers,
+        "line": line_layers,
+        "polyline": path_layers,
+        "streamline": path_layers,
+        "graph": graph_layers,
+        "skeleton": graph_layers,
+        "mesh": mesh_layers,
+    }
+    try:
+        build = builders[geometry.geometry_type]
+    except KeyError:
+        raise ValueError(f"unknown geometry type {geometry.geometry_type!r}") from None
+    out = [bounds_box_layer(info)] if bounds_layer else []
+    if geometry.vertex_count:
+        out.extend(build(geometry, info))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# per geometry type
+# --------------------------------------------------------------------------------------------
+
+
+def point_cloud_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
+    """A point cloud as one Points layer; every attribute and id is a feature."""
+    return [_points_layer(geometry, info, role="points", label="points")]
+
+
+def line_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
+    """Line segments: Shapes ``line`` for few lines in 2-D stores, else Vectors."""
+    starts, ends, features = _segments(geometry, info)
+    colour = _direction_colour(features)
+    return [
+        _segment_layer(
+            starts, ends, features, info, colour, role="lines", label="lines", geometry=geometry
+        )
+    ]
+
+
+def path_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
+    """Polylines / streamlines: Shapes ``path`` for few objects in 2-D stores, else Tracks."""
+    label = "streamlines" if geometry.geometry_type == "streamline" else "polylines"
+    paths = [np.asarray(p, dtype=np.int64) for p in geometry.paths]
+    if _use_shapes(info, len(paths)):
+        return [_path_shapes_layer(geometry, paths, info, label)]
+    return [_tracks_layer(geometry, paths, info, label, label + _fast_note(info, len(paths)))]
+
+
+def graph_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
+    """Graphs and skeletons: edges (Vectors, or Shapes ``line`` when few) + nodes (Points)."""
+    kind = geometry.geometry_type
+    starts, ends, features = _segments(geometry, info)
+    if OBJECT_ID in features and _n_unique(features[OBJECT_ID]) > 1:
+        default = _colour_by(features, OBJECT_ID)
+    else:
+        default = _Colour(direct="#ffb000" if kind == "skeleton" else "#40c0ff")
+    edges = _segment_layer(
+        starts,
+        ends,
+        features,
+        info,
+        default,
+        role="edges",
+        label=f"{kind} edges",
+        geometry=geometry,
+    )
+    nodes = _points_layer(geometry, info, role="nodes", label=f"{kind} nodes", size_factor=0.5)
+    return [edges, nodes]
+
+
+def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
+    """A mesh level as one Surface; vertex attributes and object ids are features.
+
+    ``vertex_values`` (what the Surface colours by) default to the first scalar vertex
+    attribute, else the object id.
+    """
+    features = _vertex_features(geometry, info, np.arange(geometry.vertex_count))
+    name = _first_scalar(features, _attribute_columns(geometry.vertex_attributes))
+    if name is None and OBJECT_ID in features:
+        name = OBJECT_ID
+    values = (
+        np.asarray(features[name], dtype=np.float32)
+        if name is not None
+        else np.zeros(geometry.vertex_count, np.float32)
+    )
+    faces = np.asarray(geometry.faces, dtype=np.int64).reshape(-1, 3)
+    if _axis_reversal_is_mirror(info.ndim):
+        faces = faces[:, _FLIP_WINDING]
+    kwargs = _common_kwargs(info, "mesh", "mesh", geometry, extra={"colour_by": name})
+    kwargs.update(
+        features=features,
+        colormap=_ID_COLORMAP if name == OBJECT_ID else _DEFAULT_COLORMAP,
+        shading="smooth",
+    )
+    if name is not None:
+        kwargs["contrast_limits"] = _contrast_limits(values)
+    return [((_to_layer_coords(geometry.positions, info), faces, values), kwargs, "surface")]
+
+
+def bounds_box_layer(info: StoreInfo) -> LayerData:
+    """The store bounds as a wireframe box (a Tracks layer: projected whole in 2-D views).
+
+    Each box edge is one two-vertex track at ``t = 0``; the layer's world extent (without the
+    time axis) is exactly the store bounds, in napari axis order.
+    """
+    lo, hi = (np.asarray(b, dtype=float) for b in info.bounds)
+    ndim = info.ndim
+    corners = np.array(np.meshgrid(*[[0, 1]] * ndim, indexing="ij")).reshape(ndim, -1).T
+    # box edges join corners that differ in exactly one axis
+    a, b = np.nonzero(np.triu(np.abs(corners[:, None, :] - corners[None, :, :]).sum(-1) == 1))
+    ends = np.stack([corners[a], corners[b]], axis=1)  # (E, 2, ndim) of 0/1
+    pts = lo + ends.reshape(-1, ndim) * (hi - lo)
+    track_ids = np.repeat(np.arange(len(a)), 2)
+    data = np.column_stack([track_ids, np.zeros(len(track_ids)), _to_layer_coords(pts, info)])
+    kwargs = _common_kwargs(info, "bounds", "bounds", None, tracks=True)
+    kwargs.update(
+        features={"box": np.zeros(len(track_ids))},
+        color_by="box",
+        colormaps_dict={"box": _flat_colormap("box", (0.6, 0.6, 0.6, 1.0))},
+        tail_width=1.0,
+        opacity=0.5,
+        blending="translucent",
+    )
+    return data, kwargs, "tracks"
+
+
+# --------------------------------------------------------------------------------------------
+# layer builders shared by the types
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Colour:
+    """A default colouring: a float feature + colormap, or a direct colour (name or (N, 4)).
+
+    ``source`` names the feature the colours come from (also for direct colours).
+    """
+
+    feature: str | None = None
+    colormap: Any = _DEFAULT_COLORMAP
+    contrast_limits: tuple[float, float] | None = None
+    direct: Any = None
+    source: str | None = None
+
+
+def _points_layer(
+    geometry: Geometry, info: StoreInfo, *, role: str, label: str, size_factor: float = 1.0
+) -> LayerData:
+    rows = np.arange(geometry.vertex_count)
+    features = _vertex_features(geometry, info, rows)
+    colour = _default_point_colour(geometry, features)
+    kwargs = _common_kwargs(info, role, label, geometry, extra={"colour_by": colour.source})
+    kwargs.update(
+        features=features,
+        size=size_factor * _point_size(info, geometry.vertex_count),
+        border_width=0.0,
+    )
+    if colour.feature is not None:
+        kwargs.update(face_color=colour.feature, face_colormap=colour.colormap)
+        if colour.contrast_limits is not None:
+            kwargs["face_contrast_limits"] = colour.contrast_limits
+    elif colour.direct is not None:
+        kwargs["face_color"] = colour.direct
+    return _to_layer_coords(geometry.positions, info), kwargs, "points"
+
+
+def _segment_layer(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    features: dict[str, np.ndarray],
+    info: StoreInfo,
+    colour: _Colour,
+    *,
+    role: str,
+    label: str,
+    geometry: Geometry,
+) -> LayerData:
+    """Segments as Shapes ``line`` (2-D stores, few segments) or else Vectors (fast)."""
+    p0 = _to_layer_coords(starts, info)
+    p1 = _to_layer_coords(ends, info)
+    shapes = _use_shapes(info, len(p0))
+    if not shapes:
+        label += _fast_note(info, len(p0))
+    kwargs = _common_kwargs(info, role, label, geometry, extra={"colour_by": colour.source})
+    kwargs.update(features=features, edge_width=_line_width(info), **_edge_colour_kwargs(colour))
+    if shapes:
+        kwargs.update(shape_type="line", face_color="transparent")
+        return list(np.stack([p0, p1], axis=1)), kwargs, "shapes"
+    kwargs.update(length=1.0, vector_style="line")
+    return np.stack([p0, p1 - p0], axis=1), kwargs, "vectors"
+
+
+def _path_shapes_layer(
+    geometry: Geometry, paths: list[np.ndarray], info: StoreInfo, label: str
+) -> LayerData:
+    object_ids = _path_object_ids(geometry, len(paths))
+    features = {OBJECT_ID: object_ids}
+    _merge(features, _object_features(object_ids, info), prefix="object_")
+    name = _first_scalar(features, _attribute_columns(info.object_attributes))
+    if name is None and _n_unique(object_ids) > 1:
+        name = OBJECT_ID
+    colour = _colour_by(features, name) if name is not None else _Colour(direct="#40c0ff")
+    coords = _to_layer_coords(geometry.positions, info)
+    kwargs = _common_kwargs(info, label, label, geometry, extra={"colour_by": colour.source})
+    kwargs.update(
+        features=features,
+        shape_type="path",
+        edge_width=_line_width(info),
+        face_color="transparent",
+    )
+    kwargs.update(_edge_colour_kwargs(colour))
+    return [coords[p] for p in paths], kwargs, "shapes"
+
+
+def _tracks_layer(
+    geometry: Geometry, paths: list[np.ndarray], info: StoreInfo, role: str, label: str
+) -> LayerData:
+    lengths = np.fromiter((len(p) for p in paths), dtype=np.int64, count=len(paths))
+    rows = np.concatenate(paths) if paths else np.empty(0, np.int64)
+    track_ids = np.repeat(np.arange(len(paths)), lengths)
+    object_ids = np.repeat(_path_object_ids(geometry, len(paths)), lengths)
+
+    features: dict[str, np.ndarray] = {OBJECT_ID: object_ids}
+    _merge(features, _columns_of(geometry.vertex_attributes, rows), prefix="vertex_")
+    _merge(features, _object_features(object_ids, info), prefix="object_")
+    features, categories = _encode_categories(features)
+
+    direction_value, direction_colormap = _direction_feature(
+        _path_tangents(geometry.positions, rows, lengths)
+    )
+    direction = _free_name(features, DIRECTION)
+    features[direction] = direction_value
+
+    if geometry.geometry_type == "streamline":
+        color_by = direction
+    else:
+        color_by = (
+            _first_scalar(features, _attribute_columns(geometry.vertex_attributes)) or direction
+        )
+    data = np.column_stack(
+        [track_ids, np.zeros(len(rows)), _to_layer_coords(geometry.positions[rows], info)]
+    )
+    kwargs = _common_kwargs(
+        info,
+        role,
+        label,
+        geometry,
+        tracks=True,
+        extra={"colour_by": color_by, "categories": categories},
+    )
+    kwargs.update(
+        features=features,
+        color_by=color_by,
+        colormap=_DEFAULT_COLORMAP,
+        colormaps_dict={direction: direction_colormap},
+        tail_width=2.0,
+    )
+    return data, kwargs, "tracks"
+
+
+# --------------------------------------------------------------------------------------------
+# features
+# --------------------------------------------------------------------------------------------
+
+
+def _vertex_features(geometry: Geometry, info: StoreInfo, rows: np.ndarray) -> dict[str, Any]:
+    """Per-vertex table: object id, vertex attributes, joined object attributes, group ids."""
+    features: dict[str, np.ndarray] = {}
+    object_ids = None
+    if geometry.vertex_object_ids is not None:
+        object_ids = np.asarray(geometry.vertex_object_ids, dtype=np.int64)[rows]
+        features[OBJECT_ID] = object_ids
+    _merge(features, _columns_of(geometry.vertex_attributes, rows), prefix="vertex_")
+    if object_ids is not None:
+        _merge(features, _object_features(object_ids, info), prefix="object_")
+    return features
+
+
+def _segments(
+    geometry: Geometry, info: StoreInfo
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Segment endpoints and a per-segment feature table.
+
+    Uses ``geometry.edges`` (graph, skeleton, line); a ``line`` store without edges falls back
+    to consecutive vertices of ``geometry.paths``. Features: object id (of the first vertex,
+    or of the path), edge attributes, the first vertex's attributes, the object's attributes.
+    """
+    edges = np.asarray(geometry.edges, dtype=np.int64).reshape(-1, 2)
+    edge_attrs: Mapping[str, np.ndarray] = geometry.edge_attributes
+    object_ids = None
+    if len(edges) == 0 and geometry.paths:
+        lengths = np.fromiter((len(p) for p in geometry.paths), np.int64, len(geometry.paths))
+        rows = np.concatenate([np.asarray(p, np.int64) for p in geometry.paths])
+        ends_of_paths = np.cumsum(lengths) - 1
+        keep = np.ones(len(rows), bool)
+        keep[ends_of_paths] = False  # a segment starts at every vertex but a path's last
+        first = np.nonzero(keep)[0]
+        edges = np.column_stack([rows[first], rows[first + 1]])
+        path_of_row = np.repeat(np.arange(len(lengths)), lengths)
+        object_ids = _path_object_ids(geometry, len(lengths))[path_of_row[first]]
+        edge_attrs = {}
+    elif geometry.vertex_object_ids is not None:
+        object_ids = np.asarray(geometry.vertex_object_ids, dtype=np.int64)[edges[:, 0]]
+
+    features: dict[str, np.ndarray] = {}
+    if object_ids is not None:
+        features[OBJECT_ID] = object_ids
+    _merge(features, _columns_of(edge_attrs, slice(None)), prefix="edge_")
+    _merge(features, _columns_of(geometry.vertex_attributes, edges[:, 0]), prefix="vertex_")
+    if object_ids is not None:
+        _merge(features, _object_features(object_ids, info), prefix="object_")
+    starts = geometry.positions[edges[:, 0]]
+    ends = geometry.positions[edges[:, 1]]
+    if geometry.geometry_type == "line":
+        value, _ = _direction_feature(ends - starts)
+        features[_free_name(features, DIRECTION)] = value
+    return starts, ends, features
+
+
+def _object_features(object_ids: np.ndarray, info: StoreInfo) -> dict[str, np.ndarray]:
+    """Object attributes and group membership, joined onto rows with object ``object_ids``."""
+    out: dict[str, np.ndarray] = {}
+    for name, values in info.object_attributes.items():
+        out.update(_columns(name, _take(np.asarray(values), object_ids)))
+    if info.groups:
+        first_group, listing = _group_membership(info.groups)
+        out[GROUP_ID] = _take(first_group, object_ids, missing=-1)
+        if listing is not None:
+            out[GROUPS] = _take(listing, object_ids)
+    return out
+
+
+def _group_membership(groups: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per object id: the lowest group containing it (-1: none), and, when some object is in
+    several groups, a ``"g1;g2"`` listing per object (``None`` otherwise)."""
+    gids = np.fromiter(groups.keys(), dtype=np.int64, count=len(groups))
+    members = [np.asarray(v, dtype=np.int64).ravel() for v in groups.values()]
+    counts = np.fromiter((len(m) for m in members), np.int64, len(members))
+    oids = np.concatenate(members) if members else np.empty(0, np.int64)
+    pair_gids = np.repeat(gids, counts)
+    valid = oids >= 0
+    oids, pair_gids = oids[valid], pair_gids[valid]
+    n = int(oids.max()) + 1 if len(oids) else 0
+    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, oids, pair_gids)
+    first[first == np.iinfo(np.int64).max] = -1
+    per_object = np.bincount(oids, minlength=n)
+    if not (per_object > 1).any():
+        return first, None
+    order = np.lexsort((pair_gids, oids))
+    split = np.split(pair_gids[order], np.cumsum(per_object)[:-1])
+    listing = np.array([";".join(map(str, g)) for g in split], dtype=object)
+    return first, listing
+
+
+def _columns_of(attrs: Mapping[str, np.ndarray], rows: Any) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for name, values in attrs.items():
+        out.update(_columns(name, np.asarray(values)[rows]))
+    return out
+
+
+def _columns(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
+    """One feature column per channel: ``name`` or ``name[0]``, ``name[1]``, ..."""
+    values = np.asarray(values)
+    if values.ndim <= 1:
+        return {name: values.reshape(-1)}
+    flat = values.reshape(len(values), -1)
+    if flat.shape[1] == 1:
+        return {name: flat[:, 0]}
+    return {f"{name}[{i}]": flat[:, i] for i in range(flat.shape[1])}
+
+
+def _take(values: np.ndarray, index: np.ndarray, missing: Any = None) -> np.ndarray:
+    """``values[index]`` where indices outside ``values`` give a missing value.
+
+    Missing is NaN for numbers (integers are promoted to float then), ``None`` for strings,
+    unless ``missing`` is given.
+    """
+    index = np.asarray(index, dtype=np.int64)
+    ok = (index >= 0) & (index < len(values))
+    if ok.all():
+        return values[index]
+    if missing is None:
+        if values.dtype.kind in "biuf":
+            values = values.astype(np.float64)
+            missing = np.nan
+        else:
+            values = values.astype(object)
+    out = np.full((len(index), *values.shape[1:]), missing, dtype=values.dtype)
+    out[ok] = values[index[ok]]
+    return out
+
+
+def _merge(target: dict[str, np.ndarray], columns: Mapping[str, np.ndarray], prefix: str) -> None:
+    """Add ``columns`` to ``target``; a name already taken gets ``prefix``."""
+    for name, values in columns.items():
+        key = name if name not in target else f"{prefix}{name}"
+        target[key] = values
+
+
+def _free_name(features: Mapping[str, np.ndarray], name: str) -> str:
+    """``name``, or ``zv_<name>`` when a store attribute already uses it."""
+    return name if name not in features else f"zv_{name}"
+
+
+def _attribute_columns(attrs: Mapping[str, np.ndarray]) -> list[str]:
+    """Feature column names made from ``attrs`` (before any collision prefix)."""
+    names: list[str] = []
+    for name, values in attrs.items():
+        values = np.asarray(values)
+        if values.ndim <= 1 or int(np.prod(values.shape[1:])) == 1:
+            names.append(name)
+    return names
+
+
+def _encode_categories(
+    features: dict[str, np.ndarray],
+) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+    """Replace non-numeric columns with integer codes (Tracks colour numbers only).
+
+    Returns the new table and ``{name: categories}``; code ``i`` means ``categories[i]``
+    (a missing string reads ``"None"``).
+    """
+    categories: dict[str, list[str]] = {}
+    out: dict[str, np.ndarray] = {}
+    for name, values in features.items():
+        if values.dtype.kind in "biuf":
+            out[name] = values
+            continue
+        cats, codes = np.unique(values.astype(str), return_inverse=True)
+        out[name] = codes.astype(np.int64)
+        categories[name] = cats.tolist()
+    return out, categories
+
+
+# --------------------------------------------------------------------------------------------
+# colour
+# --------------------------------------------------------------------------------------------
+
+
+def _default_point_colour(geometry: Geometry, features: dict[str, np.ndarray]) -> _Colour:
+    for name, values in geometry.vertex_attributes.items():
+        values = np.asarray(values)
+        if (
+            name.lower() in COLOUR_ATTRIBUTE_NAMES
+            and values.ndim == 2
+            and values.shape[1] in (3, 4)
+        ):
+            return _Colour(direct=_as_rgba(values), source=name)
+    name = _first_scalar(features, _attribute_columns(geometry.vertex_attributes))
+    if name is None and OBJECT_ID in features and _n_unique(features[OBJECT_ID]) > 1:
+        name = OBJECT_ID
+    return _colour_by(features, name) if name is not None else _Colour(direct="#40c0ff")
+
+
+def _direction_colour(features: Mapping[str, np.ndarray]) -> _Colour:
+    """Colour segments by their ``direction`` feature (see :func:`_direction_feature`)."""
+    direction = next((k for k in (f"zv_{DIRECTION}", DIRECTION) if k in features), None)
+    if direction is None:
+        return _Colour(direct="#40c0ff")
+    return _Colour(
+        feature=direction,
+        colormap=_direction_colormap(),
+        contrast_limits=(0.0, 1.0),
+        source=direction,
+    )
+
+
+def _colour_by(features: Mapping[str, np.ndarray], name: str) -> _Colour:
+    """Colour by feature ``name``: ids get distinct direct colours, float columns a colormap
+    linked to the feature, other numbers direct colormap colours (napari would guess
+    "categorical" for integer columns and warn)."""
+    values = np.asarray(features[name])
+    if name in (OBJECT_ID, GROUP_ID):
+        return _Colour(direct=_categorical_rgba(values), source=name)
+    limits = _contrast_limits(values)
+    if values.dtype.kind == "f":
+        return _Colour(feature=name, contrast_limits=limits, source=name)
+    from napari.utils.colormaps import ensure_colormap
+
+    scaled = (values.astype(np.float64) - limits[0]) / (limits[1] - limits[0])
+    return _Colour(direct=ensure_colormap(_DEFAULT_COLORMAP).map(scaled), source=name)
+
+
+def _categorical_rgba(ids: np.ndarray) -> np.ndarray:
+    """Distinct, stable colours per integer id (golden-ratio hue steps, HSV -> RGB)."""
+    ids = np.asarray(ids, dtype=np.float64)
+    hue = np.mod(np.nan_to_num(ids, nan=0.0) * 0.618033988749895 + 0.1, 1.0)
+    sat, val = 0.75, 1.0
+    k = np.mod(np.array([5.0, 3.0, 1.0])[None, :] + hue[:, None] * 6.0, 6.0)
+    rgb = val - val * sat * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
+    return np.column_stack([rgb, np.ones(len(ids))]).astype(np.float32)
+
+
+def _edge_colour_kwargs(colour: _Colour) -> dict[str, Any]:
+    if colour.feature is None:
+        return {"edge_color": colour.direct}
+    kwargs: dict[str, Any] = {"edge_color": colour.feature, "edge_colormap": colour.colormap}
+    if colour.contrast_limits is not None:
+        kwargs["edge_contrast_limits"] = colour.contrast_limits
+    return kwargs
+
+
+def _first_scalar(features: Mapping[str, np.ndarray], candidates: Sequence[str]) -> str | None:
+    """First candidate column that is numeric, finite everywhere and not constant."""
+    for name in candidates:
+        values = features.get(name)
+        if values is None or values.dtype.kind not in "biuf" or len(values) == 0:
+            continue
+        if np.isfinite(values).all() and np.ptp(values) > 0:
+            return name
+    return None
+
+
+def _contrast_limits(values: np.ndarray) -> tuple[float, float]:
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if not len(finite):
+        return 0.0, 1.0
+    lo, hi = float(finite.min()), float(finite.max())
+    return (lo, hi) if hi > lo else (lo, lo + 1.0)
+
+
+def _n_unique(values: np.ndarray) -> int:
+    return len(np.unique(values)) if len(values) else 0
+
+
+def _as_rgba(values: np.ndarray) -> np.ndarray:
+    rgba = np.asarray(values, dtype=np.float32)
+    if np.asarray(values).dtype.kind in "iu" or rgba.max(initial=0) > 1.0:
+        rgba = rgba / 255.0
+    if rgba.shape[1] == 3:
+        rgba = np.column_stack([rgba, np.ones(len(rgba), np.float32)])
+    return np.clip(rgba, 0.0, 1.0)
+
+
+def _direction_colormap():
+    """Quantised |direction| -> RGB palette (x red, y green, z blue), as a step colormap."""
+    from napari.utils.colormaps import Colormap
+
+    n = _DIRECTION_LEVELS
+    levels = np.arange(n) / (n - 1)
+    r, g, b = np.meshgrid(levels, levels, levels, indexing="ij")
+    rgb = np.column_stack([r.ravel(), g.ravel(), b.ravel()])
+    # lift dark colours so every direction stays visible on black
+    rgb = 0.25 + 0.75 * rgb
+    colours = np.column_stack([rgb, np.ones(len(rgb))])
+    return Colormap(
+        colours,
+        controls=np.linspace(0.0, 1.0, len(colours) + 1),
+        interpolation="zero",
+        name=DIRECTION,
+    )
+
+
+def _direction_feature(vectors: np.ndarray) -> tuple[np.ndarray, Any]:
+    """Per-row value in [0, 1] that the direction colormap maps to the row's direction colour.
+
+    Colour = |unit direction| in store axis order (x red, y green, z blue; the diffusion-MRI
+    convention), each channel quantised to ``_DIRECTION_LEVELS`` steps.
+    """
+    vectors = np.asarray(vectors, dtype=np.float64)
+    rgb = np.zeros((len(vectors), 3))
+    k = min(vectors.shape[1], 3) if vectors.ndim == 2 else 0
+    norm = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else np.ones((0, 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit = np.where(norm > 0, np.abs(vectors) / np.where(norm > 0, norm, 1), 0.0)
+    rgb[:, :k] = unit[:, :k]
+    n = _DIRECTION_LEVELS
+    q = np.clip(np.rint(rgb * (n - 1)), 0, n - 1).astype(np.int64)
+    index = (q[:, 0] * n + q[:, 1]) * n + q[:, 2]
+    return (index + 0.5) / n**3, _direction_colormap()
+
+
+def _path_tangents(positions: np.ndarray, rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Central-difference tangent at every path vertex (one-sided at path ends)."""
+    if not len(rows):
+        return np.empty((0, positions.shape[1]))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    idx = np.arange(len(rows))
+    is_start = np.zeros(len(rows), bool)
+    is_end = np.zeros(len(rows), bool)
+    nonempty = lengths > 0
+    is_start[starts[nonempty]] = True
+    is_end[ends[nonempty] - 1] = True
+    prev = np.where(is_start, idx, idx - 1)
+    nxt = np.where(is_end, idx, idx + 1)
+    pts = positions[rows]
+    return pts[nxt] - pts[prev]
+
+
+def _flat_colormap(name: str, rgba: Sequence[float]):
+    from napari.utils.colormaps import Colormap
+
+    return Colormap([rgba, rgba], name=name)
+
+
+# --------------------------------------------------------------------------------------------
+# coordinates, sizes, common kwargs
+# --------------------------------------------------------------------------------------------
+
+
+def _to_layer_coords(positions: np.ndarray, info: StoreInfo) -> np.ndarray:
+    """Store coordinates (store column order) -> layer data coordinates (napari order)."""
+    positions = np.asarray(positions, dtype=np.float64).reshape(-1, info.ndim)
+    return (positions / info.world_scale)[:, ::-1]
+
+
+def _axis_reversal_is_mirror(ndim: int) -> bool:
+    """Reversing ``ndim`` axes is ``ndim // 2`` swaps: a mirror when that count is odd."""
+    return (ndim // 2) % 2 == 1
+
+
+def _use_shapes(info: StoreInfo, n_shapes: int) -> bool:
+    """Shapes only for 2-D stores (3-D shapes vanish from 2-D slices) and few shapes."""
+    return info.ndim == 2 and 0 < n_shapes <= SHAPES_MAX_OBJECTS
+
+
+def _fast_note(info: StoreInfo, n_shapes: int) -> str:
+    """Name suffix telling users a fast layer replaced Shapes (2-D stores, too many shapes)."""
+    if info.ndim == 2 and n_shapes > SHAPES_MAX_OBJECTS:
+        return f" (fast view: {n_shapes:,} > {SHAPES_MAX_OBJECTS:,} shapes)"
+    return ""
+
+
+def _data_extent(info: StoreInfo) -> np.ndarray:
+    lo, hi = (np.asarray(b, dtype=float) for b in info.bounds)
+    return np.abs(hi - lo) / info.world_scale
+
+
+def _point_size(info: StoreInfo, n: int) -> float:
+    """Half the mean spacing of ``n`` points spread over the bounds, within [1/1000, 1/50] of
+    the largest bounds edge (data units)."""
+    extent = _data_extent(info)
+    largest = float(extent.max()) if extent.size and extent.max() > 0 else 1.0
+    spacing = float(np.prod(np.maximum(extent, largest * 1e-3)) / max(n, 1)) ** (1 / info.ndim)
+    return float(np.clip(0.5 * spacing, largest / 1000, largest / 50))
+
+
+def _line_width(info: StoreInfo) -> float:
+    extent = _data_extent(info)
+    largest = float(extent.max()) if extent.size and extent.max() > 0 else 1.0
+    return largest / 200
+
+
+def _path_object_ids(geometry: Geometry, n_paths: int) -> np.ndarray:
+    ids = np.asarray(geometry.path_object_ids, dtype=np.int64)
+    return ids if len(ids) == n_paths else np.arange(n_paths, dtype=np.int64)
+
+
+def _units(info: StoreInfo) -> tuple[str, ...] | None:
+    """napari units in napari order, or None when the store declares none (or pint rejects
+    one); undeclared axes of a partly declared store become ``pixel``."""
+    if not any(info.units):
+        return None
+    import pint
+
+    registry = pint.get_application_registry()
+    units = tuple(u if u else "pixel" for u in info.units[::-1])
+    try:
+        for u in units:
+            registry.Unit(u)
+    except (pint.errors.UndefinedUnitError, ValueError, TypeError, AttributeError):
+        return None
+    return units
+
+
+def _time_label(axes: Sequence[str]) -> str:
+    return "t" if "t" not in axes else "track_t"
+
+
+def layer_name(info: StoreInfo, label: str) -> str:
+    """``"<store name> <label>"``, with the level when it is not level 0."""
+    name = f"{info.name} {label}"
+    return name if info.level == 0 else f"{name} (level {info.level})"
+
+
+def _common_kwargs(
+    info: StoreInfo,
+    role: str,
+    label: str,
+    geometry: Geometry | None,
+    *,
+    tracks: bool = False,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    scale = info.world_scale[::-1]
+    labels = tuple(info.axes[::-1])
+    units = _units(info)
+    if tracks:
+        scale = np.concatenate([[1.0], scale])
+        labels = (_time_label(info.axes), *labels)
+        units = ("pixel", *units) if units is not None else None
+    meta: dict[str, Any] = {
+        "path": info.path,
+        "name": info.name,
+        "geometry_type": info.geometry_type,
+        "level": info.level,
+        "role": role,
+        "axes": list(info.axes),
+        "units": list(info.units),
+        "axis_order": "reversed",
+        "scale": info.world_scale.tolist(),
+        "bounds": [np.asarray(b, float).tolist() for b in info.bounds],
+    }
+    if geometry is not None:
+        meta["vertex_count"] = geometry.vertex_count
+        if geometry.chunks is not None:
+            meta["chunks"] = np.asarray(geometry.chunks).tolist()
+    if extra:
+        meta.update({k: v for k, v in extra.items() if v is not None and v != {}})
+    kwargs: dict[str, Any] = {
+        "name": layer_name(info, label),
+        "scale": tuple(float(s) for s in scale),
+        "axis_labels": labels,
+        "metadata": {"zarr_vectors": meta},
+    }
+    if units is not None:
+        kwargs["units"] = units
+    return kwargs
