@@ -20,6 +20,7 @@ from .errors import ZVChunkWarning, ZVError, ZVFormatError
 from .geometry import Geometry
 from .io import StoreIO
 from .layout import Layout, LinkSet, detect_layout
+from .layout.keys import sort_chunks
 from .loading import attribute_specs, load_chunks
 from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
 from .objects import ObjectIndex, decode_object_index
@@ -285,48 +286,23 @@ class Store:
         """
         info = self.level(level)
         knd = info.key_ndim
-        selection = Selection()
-        index = self.object_index(level, strict=strict) if self._has_objects(level) else None
-
+        box = None if bbox is None else normalise_bbox(bbox, self.ndim)
+        index = self.object_index(level, strict=strict)
+        selection = Selection(bbox=box)
         if object_ids is not None or group_ids is not None:
-            wanted = (
-                [] if object_ids is None else list(np.asarray(object_ids, dtype=np.int64).ravel())
-            )
-            if group_ids is not None:
-                groups = self.groups(0)
-                for g in np.asarray(group_ids, dtype=np.int64).ravel():
-                    wanted.extend(groups.get(int(g), np.empty(0, np.int64)).tolist())
-            rows = (
-                index.rows_of_ids(np.asarray(wanted, dtype=np.int64))
-                if index is not None
-                else np.empty(0, np.int64)
-            )
-            selection.object_rows = rows
-            if index is not None and rows.size:
-                entries = index.entries_of_rows(rows)
-                target = np.unique(index.chunks[entries], axis=0)
-            else:
-                target = np.empty((0, knd), np.int64)
-            from .layout.keys import sort_chunks
-
-            target = sort_chunks(target)
-            if bbox is not None:
-                lo, hi = normalise_bbox(bbox, self.ndim)
-                target = chunks_in_bbox(target, info, lo, hi)
+            selection.object_rows = self._object_rows(index, object_ids, group_ids)
+            target = self._manifest_chunks(index, selection.object_rows, knd)
         elif chunks is not None:
             target = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
-        elif bbox is not None and knd == self.ndim and level not in self._chunk_lists:
+        elif box is not None and knd == self.ndim and level not in self._chunk_lists:
             # a small box needs no listing: missing candidate chunks simply hold no data
-            lo, hi = normalise_bbox(bbox, self.ndim)
-            target = candidate_chunks(info, lo, hi, limit=MAX_CANDIDATE_CHUNKS)
+            target = candidate_chunks(info, *box, limit=MAX_CANDIDATE_CHUNKS)
             if target is None:
                 target = self.chunks(level)
         else:
             target = self.chunks(level)
-        if bbox is not None:
-            lo, hi = normalise_bbox(bbox, self.ndim)
-            selection.bbox = (lo, hi)
-            target = chunks_in_bbox(target, info, lo, hi)
+        if box is not None:
+            target = chunks_in_bbox(target, info, *box)
 
         specs = attribute_specs(self.layout, level) if attributes else []
         draco = self._is_draco(level)
@@ -378,8 +354,30 @@ class Store:
         meta = self.layout.array_attributes(level, "vertices") or {}
         return meta.get("encoding") == "draco"
 
-    def _has_objects(self, level: int) -> bool:
-        return self.object_index(level) is not None
+    def _object_rows(
+        self,
+        index: ObjectIndex | None,
+        object_ids: Sequence[int] | np.ndarray | None,
+        group_ids: Sequence[int] | np.ndarray | None,
+    ) -> np.ndarray:
+        """Object-index rows of the requested objects and of the members of the requested
+        groups (groups live at level 0)."""
+        wanted = [np.empty(0, np.int64)]
+        if object_ids is not None:
+            wanted.append(np.asarray(object_ids, dtype=np.int64).ravel())
+        if group_ids is not None:
+            groups = self.groups(0)
+            wanted += [groups.get(int(g), wanted[0]) for g in np.asarray(group_ids).ravel()]
+        if index is None:
+            return np.empty(0, np.int64)
+        return index.rows_of_ids(np.concatenate(wanted))
+
+    @staticmethod
+    def _manifest_chunks(index: ObjectIndex | None, rows: np.ndarray, key_ndim: int) -> np.ndarray:
+        """The chunks named by the manifests of object rows ``rows``, in level order."""
+        if index is None or rows.size == 0:
+            return np.empty((0, key_ndim), np.int64)
+        return sort_chunks(np.unique(index.chunks[index.entries_of_rows(rows)], axis=0))
 
     def _read_links(self, level: int, loaded: LoadedChunks, strict: bool) -> LinkSet | None:
         if self.geometry_type not in ("graph", "skeleton", "mesh") or loaded.n_rows == 0:
