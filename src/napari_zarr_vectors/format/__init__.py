@@ -11,10 +11,19 @@ from .errors import (
 )
 from .geometry import Geometry
 from .metadata import LevelInfo
+from .pyramid import (
+    CrossLevelSegments,
+    bin_boxes,
+    chunk_boxes,
+    cross_level_segments,
+    dropped_objects,
+    level_statistics,
+)
 from .store import Store, open_store
 
 __all__ = [
     "ChunkCache",
+    "CrossLevelSegments",
     "Geometry",
     "LevelInfo",
     "MissingDependencyError",
@@ -24,5 +33,10 @@ __all__ = [
     "ZVChunkWarning",
     "ZVError",
     "ZVFormatError",
+    "bin_boxes",
+    "chunk_boxes",
+    "cross_level_segments",
+    "dropped_objects",
+    "level_statistics",
     "open_store",
 ]

@@ -73,8 +73,8 @@ class ZVFormatError(ZVError):
         array: str | None = None,
         chunk: Sequence[int] | str | None = None,
     ) -> ZVFormatError:
-        """Return a copy of this error with the missing location parts filled in."""
-        return ZVFormatError(
+        """Return a copy of this error (same class) with the missing location parts filled in."""
+        return type(self)(
             self.reason,
             store=self.store if self.store is not None else store,
             level=self.level if self.level is not None else level,
@@ -83,8 +83,27 @@ class ZVFormatError(ZVError):
         )
 
 
+class ZVFetchError(ZVFormatError):
+    """The bytes of a key could not be fetched from a remote store, after retries.
+
+    A subclass of :class:`ZVFormatError` so that a chunk whose fetch failed is handled like
+    a chunk whose bytes are corrupt: the read leaves a gap and warns (or raises with
+    ``strict=True``), naming store, level, array and chunk. Unlike a corrupt chunk, a
+    failed fetch is never cached: the next read asks again.
+    """
+
+
+class ZVCancelledError(ZVError):
+    """A read was cancelled (its ``cancel`` event was set) before all its fetches ran."""
+
+
 class ZVChunkWarning(UserWarning):
     """A chunk could not be decoded and was skipped (the result has a gap there)."""
+
+
+class ZVListingWarning(UserWarning):
+    """A store that cannot be listed (plain HTTP) hides some names from the reader, e.g.
+    attribute names; the read goes on without them."""
 
 
 def chunk_key(coords: Sequence[int]) -> str:

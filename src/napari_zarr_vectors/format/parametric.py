@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .codecs import decode_bytes_chunk
+from .decode.arrays import parse_dtype
+from .decode.groups import decode_csr_groups
 from .errors import ZVFormatError
 from .io import StoreIO
 
@@ -20,6 +22,15 @@ class ParametricObject:
     coefficients: dict[str, float]
     name: str
     attributes: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Parametric:
+    """Everything under ``parametric/``: objects, their groups and group attributes."""
+
+    objects: list[ParametricObject] = field(default_factory=list)
+    groups: dict[int, np.ndarray] = field(default_factory=dict)
+    group_attributes: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _blob(io: StoreIO, prefix: str) -> bytes | None:
@@ -38,18 +49,43 @@ def _blob(io: StoreIO, prefix: str) -> bytes | None:
     return payload
 
 
-def read_parametric(io: StoreIO) -> list[ParametricObject]:
-    """Every parametric object of the store (empty when there is no ``parametric/`` group)."""
+def _attrs(io: StoreIO, prefix: str) -> dict:
+    return (io.get_json(f"{prefix}/zarr.json") or {}).get("attributes") or {}
+
+
+def _arrays(io: StoreIO, folder: str) -> dict[str, np.ndarray]:
+    """``{name: values}`` of ``folder/<name>/data`` blobs shaped by their ``dtype``/``shape``."""
+    out: dict[str, np.ndarray] = {}
+    for name in io.list_dir(folder):
+        if name == "zarr.json":
+            continue
+        meta = _attrs(io, f"{folder}/{name}")
+        raw = _blob(io, f"{folder}/{name}/data")
+        if raw is None:
+            continue
+        dtype = parse_dtype(meta.get("dtype", "float64"))
+        if len(raw) % dtype.itemsize:
+            raise ZVFormatError(f"{folder}/{name} is not whole {dtype} values", store=io.name)
+        values = np.frombuffer(raw, dtype)
+        shape = meta.get("shape")
+        if shape and int(np.prod(shape)) == values.size:
+            values = values.reshape(shape)
+        out[name] = values
+    return out
+
+
+def read_parametric(io: StoreIO) -> Parametric:
+    """The store's parametric objects (empty when there is no ``parametric/`` group)."""
     root = io.get_json("parametric/zarr.json")
     if root is None:
-        return []
+        return Parametric()
     types = (root.get("attributes") or {}).get("parametric_types") or {}
-    meta = (io.get_json("parametric/objects/zarr.json") or {}).get("attributes") or {}
+    meta = _attrs(io, "parametric/objects")
     raw = _blob(io, "parametric/objects/data")
     if raw is None:
-        return []
+        return Parametric()
     n, width = int(meta.get("num_objects", 0)), int(meta.get("max_row_length", 0))
-    if len(raw) != 8 * n * width:
+    if n < 0 or width < 1 or len(raw) != 8 * n * width:
         raise ZVFormatError(
             "parametric objects blob does not hold num_objects x max_row_length float64",
             store=io.name,
@@ -57,20 +93,9 @@ def read_parametric(io: StoreIO) -> list[ParametricObject]:
         )
     rows = np.frombuffer(raw, "<f8").reshape(n, width)
     names_raw = _blob(io, "parametric/names/data")
-    names = names_raw.decode("utf-8").split("\n") if names_raw else []
-    attrs: dict[str, np.ndarray] = {}
-    for attr in io.list_dir("parametric/object_attributes"):
-        if attr == "zarr.json":
-            continue
-        ameta = (io.get_json(f"parametric/object_attributes/{attr}/zarr.json") or {}).get(
-            "attributes"
-        ) or {}
-        data = _blob(io, f"parametric/object_attributes/{attr}/data")
-        if data is not None:
-            values = np.frombuffer(data, np.dtype(ameta.get("dtype", "float64")).newbyteorder("<"))
-            shape = ameta.get("shape")
-            attrs[attr] = values.reshape(shape) if shape else values
-    out = []
+    names = names_raw.decode("utf-8", errors="replace").split("\n") if names_raw else []
+    attrs = _arrays(io, "parametric/object_attributes")
+    objects = []
     for i, row in enumerate(rows):
         tid = int(row[0])
         spec = types.get(str(tid), {})
@@ -79,7 +104,7 @@ def read_parametric(io: StoreIO) -> list[ParametricObject]:
             c: float(v) for c, v in zip(coeff_names, row[1:], strict=False) if not np.isnan(v)
         }
         name = names[i] if i < len(names) and names[i] else f"{spec.get('name', 'object')}_{i}"
-        out.append(
+        objects.append(
             ParametricObject(
                 str(spec.get("name", tid)),
                 tid,
@@ -88,4 +113,14 @@ def read_parametric(io: StoreIO) -> list[ParametricObject]:
                 {k: v[i] for k, v in attrs.items() if i < len(v)},
             )
         )
-    return out
+    groups: dict[int, np.ndarray] = {}
+    gmeta = io.get_json("parametric/groups/zarr.json")
+    if gmeta is not None:
+        n_groups = int(((gmeta.get("attributes") or {}).get("num_groups")) or 0)
+        data = _blob(io, "parametric/groups/data") or b""
+        offsets = _blob(io, "parametric/groups/offsets") or b""
+        try:
+            groups = decode_csr_groups(data, offsets, n_groups)
+        except ZVFormatError as exc:
+            raise exc.located(store=io.name, array="parametric/groups") from None
+    return Parametric(objects, groups, _arrays(io, "parametric/group_attributes"))

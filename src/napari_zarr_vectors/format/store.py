@@ -24,7 +24,7 @@ from .layout.keys import sort_chunks
 from .loading import attribute_specs, load_chunks
 from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
 from .objects import ObjectIndex, decode_object_index
-from .parametric import ParametricObject, read_parametric
+from .parametric import Parametric, ParametricObject, read_parametric
 from .query import candidate_chunks, chunks_in_bbox, normalise_bbox
 
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
@@ -158,9 +158,15 @@ class Store:
         return self.layout.list_attributes(level, "vertex")
 
     @cached_property
-    def parametric_objects(self) -> list[ParametricObject]:
-        """Resolution-independent objects of the root ``parametric/`` group (may be empty)."""
+    def parametric(self) -> Parametric:
+        """Resolution-independent objects of the root ``parametric/`` group, with their
+        groups and group attributes (empty when the store has none)."""
         return read_parametric(self._io)
+
+    @property
+    def parametric_objects(self) -> list[ParametricObject]:
+        """Shortcut for ``parametric.objects``."""
+        return self.parametric.objects
 
     # -- objects and groups ------------------------------------------------------------
     def object_index(self, level: int = 0, strict: bool = False) -> ObjectIndex | None:

@@ -11,6 +11,7 @@ import zarr
 
 from ..codecs import decode_bytes_chunk
 from ..decode.arrays import decode_attribute, parse_dtype
+from ..decode.groups import decode_csr_groups
 from ..decode.links import decode_cross_chunk_records, decode_flat_links, decode_ragged_links
 from ..decode.manifests import split_flat_manifests, split_offset_manifests
 from ..errors import ZVFormatError, chunk_key
@@ -321,22 +322,10 @@ class V07Layout(Layout):
         for part in (data, offsets):
             if isinstance(part, ZVFormatError):
                 raise part.located(store=self.io.name, level=level, array="groups")
-        data = data or b""
-        if len(data) % 8 or (offsets is not None and len(offsets) % 8):
-            raise self.error("group data or offsets are not whole int64 values", level, "groups")
-        members = np.frombuffer(data, "<i8").astype(np.int64)
-        offs = np.frombuffer(offsets or b"", "<i8").astype(np.int64)
-        if offs.size != n_groups:
-            raise self.error(
-                f"groups/offsets holds {offs.size} values for {n_groups} groups", level, "groups"
-            )
-        bounds = np.append(offs, len(data))
-        if np.any(bounds % 8) or np.any(np.diff(bounds) < 0) or (bounds.size and bounds[0] < 0):
-            raise self.error(
-                "group byte offsets are not increasing multiples of 8", level, "groups"
-            )
-        bounds //= 8
-        groups = {g: members[bounds[g] : bounds[g + 1]] for g in range(n_groups)}
+        try:
+            groups = decode_csr_groups(data or b"", offsets or b"", n_groups)
+        except ZVFormatError as exc:
+            raise exc.located(store=self.io.name, level=level, array="groups") from None
         return GroupTable(groups, {})
 
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
