@@ -64,9 +64,8 @@ def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray):
     run_rows = np.bincount(run, weights=counts).astype(np.int64)
     run_obj = np.zeros(run_rows.size, dtype=np.int64)
     run_obj[run] = entry_obj
-    keep = run_rows > 0
-    paths = np.split(rows, np.cumsum(run_rows)[:-1])
-    paths = [p for p, k in zip(paths, keep, strict=True) if k]
+    keep = run_rows > 0  # runs without loaded rows contribute nothing to ``rows``
+    paths = np.split(rows, np.cumsum(run_rows[keep])[:-1]) if keep.any() else []
     return paths, index.ids[run_obj[keep]]
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .decode.fragments import expand_ranges
-from .decode.manifests import decode_manifest
+from .decode.manifests import decode_manifest, decode_mode0_manifests
 from .errors import ZVChunkWarning, ZVFormatError
 from .layout.base import ObjectTable
 
@@ -70,6 +70,11 @@ def decode_object_index(
 ) -> ObjectIndex:
     """Decode every manifest of ``table``; a corrupt manifest warns and counts as empty
     (``strict=True`` raises instead). ``where`` locates errors (store, level)."""
+    ids = np.asarray(table.ids, dtype=np.int64)
+    fast = decode_mode0_manifests(table.manifests, key_ndim)
+    if fast is not None:
+        blocks, chunks, frags = fast
+        return ObjectIndex(ids, np.concatenate([[0], np.cumsum(blocks)]), chunks, frags)
     counts = np.zeros(len(table.manifests), dtype=np.int64)
     chunk_parts: list[np.ndarray] = []
     frag_parts: list[np.ndarray] = []
@@ -94,4 +99,4 @@ def decode_object_index(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     chunks = np.concatenate(chunk_parts) if chunk_parts else np.empty((0, key_ndim), np.int64)
     frags = np.concatenate(frag_parts) if frag_parts else np.empty(0, np.int64)
-    return ObjectIndex(np.asarray(table.ids, dtype=np.int64), offsets, chunks, frags)
+    return ObjectIndex(ids, offsets, chunks, frags)

@@ -13,6 +13,26 @@ def _mode0_dtype(key_ndim: int) -> np.dtype:
     return np.dtype([("chunk", "<i8", (key_ndim,)), ("mode", "u1"), ("frag", "<i8")])
 
 
+def decode_mode0_manifests(
+    manifests: Sequence[bytes], key_ndim: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Decode many manifests at once when every block of every one is mode 0 (what all
+    known writers emit): ``(blocks per manifest, chunks (E, key_ndim), fragments (E,))``.
+    ``None`` when any manifest has another shape; decode those one by one instead."""
+    n = len(manifests)
+    sizes = np.fromiter((len(m) for m in manifests), dtype=np.int64, count=n)
+    if n == 0 or np.any(sizes < 4):
+        return None
+    blocks = np.frombuffer(b"".join(m[:4] for m in manifests), "<u4").astype(np.int64)
+    if not np.array_equal(sizes, 4 + blocks * (8 * key_ndim + 9)):
+        return None
+    rec = np.frombuffer(b"".join(m[4:] for m in manifests), _mode0_dtype(key_ndim))
+    if rec.size and not np.all(rec["mode"] == 0):
+        return None
+    chunks = rec["chunk"].astype(np.int64).reshape(-1, key_ndim)
+    return blocks, chunks, rec["frag"].astype(np.int64)
+
+
 def decode_manifest(raw: bytes, key_ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """Decode one manifest blob into ``(chunks (E, key_ndim), fragments (E,))``.
 
