@@ -789,13 +789,13 @@ def test_full_level_read_batches_cell_fetches(monkeypatch):
     """A full-level read fetches all cells of every unsharded grid array in one batch."""
     s = open_store(DATA / "points_binned.zarrvectors")
     calls = []
-    original = s.layout.io.get_many
+    original = s.layout.io.fetch_many
 
     def spy(keys):
         calls.append(len(keys))
         return original(keys)
 
-    monkeypatch.setattr(s.layout.io, "get_many", spy)
+    monkeypatch.setattr(s.layout.io, "fetch_many", spy)
     s.read(0)
     cell_batches = [n for n in calls if n > 1]
     assert cell_batches == [2 * len(s.chunks(0)) + len(s.chunks(0))]

@@ -5,9 +5,12 @@ from .errors import (
     MissingDependencyError,
     NotAZVStoreError,
     UnsupportedVersionError,
+    ZVCancelledError,
     ZVChunkWarning,
     ZVError,
+    ZVFetchError,
     ZVFormatError,
+    ZVListingWarning,
 )
 from .geometry import Geometry
 from .metadata import LevelInfo
@@ -19,6 +22,7 @@ from .pyramid import (
     dropped_objects,
     level_statistics,
 )
+from .remote import RetryPolicy
 from .store import Store, open_store
 
 __all__ = [
@@ -28,11 +32,15 @@ __all__ = [
     "LevelInfo",
     "MissingDependencyError",
     "NotAZVStoreError",
+    "RetryPolicy",
     "Store",
     "UnsupportedVersionError",
+    "ZVCancelledError",
     "ZVChunkWarning",
     "ZVError",
+    "ZVFetchError",
     "ZVFormatError",
+    "ZVListingWarning",
     "bin_boxes",
     "chunk_boxes",
     "cross_level_segments",

@@ -13,8 +13,12 @@ from .chunks import ChunkData
 from .decode.arrays import decode_attribute, decode_rows, parse_dtype
 from .decode.draco import decode_draco
 from .decode.fragments import FragmentIndex, decode_fragment_index
-from .errors import ZVChunkWarning, ZVFormatError
+from .errors import ZVChunkWarning, ZVFetchError, ZVFormatError
 from .layout.base import Layout
+
+#: Marker of a chunk whose bytes could not be fetched: left out and never cached, so that
+#: a later read asks for it again.
+FAILED = object()
 
 
 @dataclass(frozen=True)
@@ -87,17 +91,20 @@ def load_chunks(
     are left out. With a ``cache``, only chunks it does not hold are fetched."""
     chunks = np.asarray(chunks, dtype=np.int64)
     if cache is None:
-        return [c for c in _fetch_and_decode(layout, level, chunks, specs, strict) if c is not None]
+        fresh = _fetch_and_decode(layout, level, chunks, specs, strict)
+        return [c for c in fresh if isinstance(c, ChunkData)]
     names = tuple(s.name for s in specs)
     keys = [(layout.io.name, level, tuple(c), names) for c in chunks.tolist()]
-    found = [cache.get(k) for k in keys]
+    found: list[object | None] = [cache.get(k) for k in keys]
     missing = [i for i, v in enumerate(found) if v is None]
     if missing:
         fresh = _fetch_and_decode(layout, level, chunks[missing], specs, strict)
         for i, value in zip(missing, fresh, strict=True):
+            if value is FAILED:
+                continue
             found[i] = EMPTY if value is None else value
             cache.put(keys[i], found[i])
-    return [v for v in found if v is not EMPTY]
+    return [v for v in found if isinstance(v, ChunkData)]
 
 
 def _fetch_and_decode(
@@ -106,15 +113,16 @@ def _fetch_and_decode(
     chunks: np.ndarray,
     specs: list[AttributeSpec],
     strict: bool,
-) -> list[ChunkData | None]:
-    """Decoded chunks aligned with ``chunks`` (``None`` where empty or undecodable)."""
+) -> list[ChunkData | object | None]:
+    """Decoded chunks aligned with ``chunks``: ``None`` where empty or undecodable,
+    :data:`FAILED` where the bytes could not be fetched."""
     ndim = layout.root.ndim
     vmeta = layout.array_attributes(level, "vertices") or {}
     encoding = vmeta.get("encoding", "raw")
     vdtype = parse_dtype(vmeta.get("dtype", "float32"))
     arrays = ["vertices", "vertex_fragments", *(s.array for s in specs)]
     cells = layout.read_cells(level, arrays, chunks)
-    out: list[ChunkData | None] = [None] * len(chunks)
+    out: list[ChunkData | object | None] = [None] * len(chunks)
     for i, coords in enumerate(chunks):
         array = "vertices"
         try:
@@ -154,5 +162,7 @@ def _fetch_and_decode(
             err = exc.located(store=layout.io.name, level=level, array=array, chunk=coords)
             if strict:
                 raise err from None
+            if isinstance(err, ZVFetchError):
+                out[i] = FAILED
             warnings.warn(f"skipping chunk: {err}", ZVChunkWarning, stacklevel=4)
     return out

@@ -410,7 +410,7 @@ def cross_level_segments(
         ok = cidx >= 0
         selected, _ = fine.fragment_rows(cidx[ok], index.frags[obj_entries][ok])
         keep &= np.isin(g_fine, selected)
-    if box is not None:
+    if box is not None and fine.n_rows:
         p = fine.positions[np.where(ok_fine, g_fine, 0)].astype(np.float64)
         keep &= np.all((p >= box[0]) & (p <= box[1]), axis=1)
     # a record with an unresolvable fine endpoint cannot be tested against the selection:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import PurePosixPath
-from threading import Lock
+from threading import Event, Lock
 from typing import Any
 
 import numpy as np
@@ -26,13 +28,17 @@ from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
 from .objects import ObjectIndex, decode_object_index
 from .parametric import Parametric, ParametricObject, read_parametric
 from .query import candidate_chunks, chunks_in_bbox, normalise_bbox
+from .remote import RetryPolicy
 
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
 MAX_CANDIDATE_CHUNKS = 4096
 
 
 def open_store(
-    location: str | os.PathLike[str] | ZarrStore, *, storage_options: dict | None = None
+    location: str | os.PathLike[str] | ZarrStore,
+    *,
+    storage_options: dict | None = None,
+    retry: RetryPolicy | None = None,
 ) -> Store:
     """Open a Zarr Vectors store for reading. Reads metadata only.
 
@@ -40,9 +46,13 @@ def open_store(
     ----------
     location
         A local path (``str`` or :class:`~pathlib.Path`), a URL (``https://``, ``s3://``,
-        ...), or an open zarr :class:`~zarr.abc.store.Store`.
+        ``simplecache::https://`` for fsspec's on-disk cache, ...), or an open zarr
+        :class:`~zarr.abc.store.Store`. URLs are opened read-only through
+        ``zarr.storage.FsspecStore`` (see ``docs/remote.md``).
     storage_options
         fsspec options for URLs (credentials, ``anon=True`` ...).
+    retry
+        Retries and timeouts of remote requests (default :class:`RetryPolicy()`).
 
     Raises
     ------
@@ -51,8 +61,25 @@ def open_store(
     UnsupportedVersionError
         The store's format version or container layout is unknown to this reader.
     """
-    io = StoreIO(location, storage_options)
+    io = StoreIO(location, storage_options, retry)
     return Store(io)
+
+
+def _cancellable(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Apply a read method's keyword ``cancel`` (a :class:`threading.Event`) to its fetches:
+    once it is set, fetches not started yet are dropped and the method raises
+    :class:`~napari_zarr_vectors.format.errors.ZVCancelledError`. Remote stores also get the
+    level's metadata in one batch first."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, cancel: Event | None = None, **kwargs: Any) -> Any:
+        with self._io.cancellable(cancel):
+            if self._io.remote:
+                level = kwargs.get("level", args[0] if args else 0)
+                self._prefetch_metadata(level)
+            return method(self, *args, cancel=cancel, **kwargs)
+
+    return wrapper
 
 
 class Store:
@@ -66,6 +93,16 @@ class Store:
         self._lock = Lock()
         self._object_index: dict[int, ObjectIndex | None] = {}
         self._chunk_lists: dict[int, np.ndarray] = {}
+        self._warm: set[int] = set()
+
+    def _prefetch_metadata(self, level: int) -> None:
+        """Remote stores: the metadata documents of a level in one batch, once."""
+        with self._lock:
+            if level in self._warm or not any(lv.index == level for lv in self.levels):
+                return
+            self._warm.add(level)
+        with contextlib.suppress(ZVError):  # only a shortcut: the read meets errors in context
+            self.layout.prefetch_metadata(level)
 
     def _read_levels(self) -> list[LevelInfo]:
         paths = [str(d.get("path")) for d in self.root.datasets if str(d.get("path", "")).isdigit()]
@@ -94,6 +131,17 @@ class Store:
         """The store's folder name without its ``.zarrvectors`` suffix."""
         base = PurePosixPath(self.path.rstrip("/").replace("\\", "/")).name
         return base.split(".zarrvectors")[0] or base
+
+    @property
+    def remote(self) -> bool:
+        """The store is reached over a network (requests are retried, latency matters)."""
+        return self._io.remote
+
+    @property
+    def listable(self) -> bool:
+        """The store can list its keys (``False`` for plain HTTP: :meth:`chunks` of a 0.7
+        store then probes every candidate key of the level's grid, one request each)."""
+        return self._io.listable
 
     @property
     def zv_version(self) -> str:
@@ -252,6 +300,7 @@ class Store:
         return self.layout.read_links(level, delta, chunks)
 
     # -- reading -----------------------------------------------------------------------
+    @_cancellable
     def read(
         self,
         level: int = 0,
@@ -263,6 +312,7 @@ class Store:
         attributes: bool = True,
         strict: bool = False,
         cache: ChunkCache | None = None,
+        cancel: Event | None = None,
     ) -> Geometry:
         """Read geometry from one level.
 
@@ -289,6 +339,9 @@ class Store:
         cache
             A :class:`ChunkCache` shared between reads: chunks it holds are not fetched
             or decoded again.
+        cancel
+            A :class:`threading.Event`: once set, fetches not started yet are dropped and
+            the read raises :class:`ZVCancelledError` (applied by ``_cancellable``).
         """
         info = self.level(level)
         knd = info.key_ndim
@@ -300,7 +353,12 @@ class Store:
             target = self._manifest_chunks(index, selection.object_rows, knd)
         elif chunks is not None:
             target = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
-        elif box is not None and knd == self.ndim and level not in self._chunk_lists:
+        elif (
+            box is not None
+            and knd == self.ndim
+            and level not in self._chunk_lists
+            and not self.layout.knows_chunks(level)
+        ):
             # a small box needs no listing: missing candidate chunks simply hold no data
             target = candidate_chunks(info, *box, limit=MAX_CANDIDATE_CHUNKS)
             if target is None:
@@ -343,12 +401,21 @@ class Store:
             cattr = (info.chunk_attribute_name, info.chunk_attribute_values)
         return assemble(self.geometry_type, level, loaded, specs, index, links, selection, cattr)
 
+    @_cancellable
     def prefetch(
-        self, level: int, chunks: np.ndarray, cache: ChunkCache, *, attributes: bool = True
+        self,
+        level: int,
+        chunks: np.ndarray,
+        cache: ChunkCache,
+        *,
+        attributes: bool = True,
+        cancel: Event | None = None,
     ) -> int:
         """Fetch and decode ``chunks`` into ``cache`` without assembling geometry, so a
         later :meth:`read` with the same cache costs no I/O. Returns how many of them
-        hold data. Loaders call it batch by batch to report progress and stay cancellable."""
+        hold data. Loaders call it batch by batch to report progress and stay cancellable;
+        setting ``cancel`` also abandons the running batch's fetches
+        (:class:`ZVCancelledError`). Chunks whose fetch failed are not cached."""
         info = self.level(level)
         specs = (
             attribute_specs(self.layout, level) if attributes and not self._is_draco(level) else []

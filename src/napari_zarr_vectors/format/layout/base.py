@@ -109,6 +109,29 @@ class Layout(ABC):
     def list_chunks(self, level: int, array: str = "vertices") -> np.ndarray:
         """Chunks holding data for ``array``, sorted as integer tuples; ``(K, key_ndim)``."""
 
+    #: Level-relative nodes whose ``zarr.json`` a read of a level needs (prefetched in one
+    #: batch for remote stores by :meth:`prefetch_metadata`).
+    LEVEL_NODES: tuple[str, ...] = (
+        "vertices",
+        "vertex_fragments",
+        "object_index",
+        "object_index/manifests",
+        "object_index/object_ids",
+        "links/0",
+        "cross_chunk_links/0",
+        "groups",
+    )
+
+    def prefetch_metadata(self, level: int) -> None:
+        """Fetch the metadata a read of ``level`` needs in as few round trips as possible
+        (a remote store otherwise pays one round trip per document). Optional."""
+        return None
+
+    def knows_chunks(self, level: int) -> bool:
+        """Whether :meth:`list_chunks` of the level's ``vertices`` is free (recorded in
+        metadata), so that a bbox read should use it instead of probing candidate keys."""
+        return False
+
     @abstractmethod
     def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
         """ZV attributes of a logical array (``dtype``, ``encoding``, ``row_shape`` ...)."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -14,9 +16,10 @@ from ..decode.arrays import decode_attribute, parse_dtype
 from ..decode.groups import decode_csr_groups
 from ..decode.links import decode_cross_chunk_records, decode_flat_links, decode_ragged_links
 from ..decode.manifests import split_flat_manifests, split_offset_manifests
-from ..errors import ZVFormatError, chunk_key
+from ..discovery import candidate_deltas, level_chunk_grid, warn_unlisted
+from ..errors import ZVChunkWarning, ZVError, ZVFetchError, ZVFormatError, chunk_key
 from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
-from .keys import delta_name, parse_chunk_keys
+from .keys import delta_name, parse_chunk_keys, sort_chunks
 
 _ATTRIBUTE_DIRS = {
     "vertex": "vertex_attributes",
@@ -26,6 +29,10 @@ _ATTRIBUTE_DIRS = {
     "fragment": "fragment_attributes",
 }
 
+#: Blob ``zarr.json`` documents kept from probing an unlistable level, so that reading the
+#: chunks found does not fetch them again.
+MAX_PROBED_META = 1 << 16
+
 
 class V07Layout(Layout):
     """Reads stores written in the 0.7 layout."""
@@ -34,11 +41,42 @@ class V07Layout(Layout):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._json = lru_cache(maxsize=1024)(self._json_uncached)
+        self._lock = threading.Lock()
+        self._docs: dict[str, dict[str, Any] | None] = {}
+        self._probed: OrderedDict[str, bytes] = OrderedDict()  # blob prefix -> zarr.json
+        self._known: dict[tuple[int, str], set[tuple[int, ...]]] = {}
 
     # -- low-level blob access ----------------------------------------------------------
-    def _json_uncached(self, key: str) -> dict[str, Any] | None:
-        return self.io.get_json(key)
+    def _json(self, key: str) -> dict[str, Any] | None:
+        """A group ``zarr.json`` (cached; ``None`` when absent)."""
+        with self._lock:
+            if key in self._docs:
+                return self._docs[key]
+        self.prefetch_json([key])
+        with self._lock:
+            return self._docs[key]
+
+    def prefetch_json(self, keys: Sequence[str]) -> None:
+        """Fetch the JSON documents at ``keys`` not cached yet, in one concurrent batch."""
+        with self._lock:
+            missing = [k for k in dict.fromkeys(keys) if k not in self._docs]
+        if not missing:
+            return
+        raws = self.io.get_many(missing)
+        docs = {}
+        for key, raw in zip(missing, raws, strict=True):
+            docs[key] = None if raw is None else self.io.parse_json(raw, key)
+        with self._lock:
+            self._docs.update(docs)
+
+    def prefetch_metadata(self, level: int) -> None:
+        names = [
+            n
+            for n in self.io.list_dir_known(f"{level}/vertex_attributes") or ()
+            if n != "zarr.json"
+        ]
+        nodes = [*self.LEVEL_NODES, *(f"vertex_attributes/{n}" for n in names)]
+        self.prefetch_json([f"{level}/{n}/zarr.json" for n in nodes])
 
     def _attrs(self, prefix: str) -> dict[str, Any] | None:
         doc = self._json(f"{prefix}/zarr.json")
@@ -65,16 +103,29 @@ class V07Layout(Layout):
         return payload
 
     def _blobs(self, prefixes: Sequence[str]) -> list[bytes | ZVFormatError | None]:
+        """Payloads of several blob arrays, fetched concurrently (``zarr.json`` + ``c/0``
+        each; a ``zarr.json`` kept from probing is not fetched again)."""
+        with self._lock:
+            metas = [self._probed.get(p) for p in prefixes]
         keys: list[str] = []
-        for p in prefixes:
-            keys += [f"{p}/zarr.json", f"{p}/c/0"]
-        raw = self.io.get_many(keys)
+        for p, meta in zip(prefixes, metas, strict=True):
+            if meta is None:
+                keys.append(f"{p}/zarr.json")
+            keys.append(f"{p}/c/0")
+        raw = iter(self.io.fetch_many(keys))
         out: list[bytes | ZVFormatError | None] = []
-        for i, p in enumerate(prefixes):
-            try:
-                out.append(self._decode_blob(raw[2 * i], raw[2 * i + 1], p))
-            except ZVFormatError as exc:
-                out.append(exc)
+        for p, meta in zip(prefixes, metas, strict=True):
+            meta_raw = meta if meta is not None else next(raw)
+            data_raw = next(raw)
+            if isinstance(meta_raw, ZVFetchError):
+                out.append(meta_raw)
+            elif isinstance(data_raw, ZVFetchError) and meta_raw is not None:
+                out.append(data_raw)
+            else:
+                try:
+                    out.append(self._decode_blob(meta_raw, data_raw, p))  # type: ignore[arg-type]
+                except ZVFormatError as exc:
+                    out.append(exc)
         return out
 
     def _blob(
@@ -87,8 +138,50 @@ class V07Layout(Layout):
 
     # -- grid arrays -------------------------------------------------------------------
     def list_chunks(self, level: int, array: str = "vertices") -> np.ndarray:
-        names = [n for n in self.io.list_dir(f"{level}/{array}") if n != "zarr.json"]
-        return parse_chunk_keys(names, self.key_ndim(level))
+        if self.io.listable:
+            names = [n for n in self.io.list_dir(f"{level}/{array}") if n != "zarr.json"]
+            chunks = parse_chunk_keys(names, self.key_ndim(level))
+        else:
+            chunks = self._probe_chunks(level, array)
+        if self.io.remote:  # see _first_array_first
+            with self._lock:
+                self._known[(level, array)] = {tuple(c) for c in chunks.tolist()}
+        return chunks
+
+    def _probe_chunks(self, level: int, array: str) -> np.ndarray:
+        """Chunks of an unlistable store: every candidate key of the level's grid whose blob
+        ``zarr.json`` exists (FORMAT07 §1.4: no key directory = no data). Candidates whose
+        probe keeps failing are kept (and reported): reading them tries again."""
+        try:
+            candidates = level_chunk_grid(self.root, self.levels[level])
+        except ZVError as exc:
+            raise self.error(str(exc), level, array) from None
+        prefixes = [f"{level}/{array}/{chunk_key(c)}" for c in candidates]
+        raws = self.io.fetch_many([f"{p}/zarr.json" for p in prefixes])
+        keep = np.zeros(len(candidates), dtype=bool)
+        failed = []
+        probed = {}
+        for i, (p, raw) in enumerate(zip(prefixes, raws, strict=True)):
+            if raw is None:
+                continue
+            keep[i] = True
+            if isinstance(raw, ZVFetchError):
+                failed.append(chunk_key(candidates[i]))
+            else:
+                probed[p] = raw
+        with self._lock:
+            self._probed.update(probed)
+            while len(self._probed) > MAX_PROBED_META:
+                self._probed.popitem(last=False)
+        if failed:
+            warnings.warn(
+                f"{self.io.name} level {level}: could not probe {len(failed)} candidate "
+                f"chunk(s) of {array} ({', '.join(failed[:8])}{' ...' if len(failed) > 8 else ''}); "
+                "they are read (and reported) when requested",
+                ZVChunkWarning,
+                stacklevel=4,
+            )
+        return sort_chunks(candidates[keep])
 
     def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
         return self._attrs(f"{level}/{array}")
@@ -96,12 +189,28 @@ class V07Layout(Layout):
     def read_cells(
         self, level: int, arrays: Sequence[str], chunks: np.ndarray
     ) -> dict[str, list[bytes | ZVFormatError | None]]:
-        keys = [chunk_key(c) for c in np.asarray(chunks)]
-        prefixes = [f"{level}/{a}/{k}" for a in arrays for k in keys]
-        flat = self._blobs(prefixes)
+        chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, self.key_ndim(level))
+        keys = [chunk_key(c) for c in chunks]
+        wanted = [(a, i) for a in arrays for i in range(len(keys))]
+        if self.io.remote and len(arrays) > 1:
+            wanted = self._first_array_first(level, arrays, chunks)
+        found = dict(
+            zip(wanted, self._blobs([f"{level}/{a}/{keys[i]}" for a, i in wanted]), strict=True)
+        )
+        if len(wanted) < len(arrays) * len(keys):  # second round: the rest of the found chunks
+            head = arrays[0]
+            rest = [
+                (a, i)
+                for i in range(len(keys))
+                if isinstance(found.get((head, i)), bytes) and (arrays[1], i) not in found
+                for a in arrays[1:]
+            ]
+            found.update(
+                zip(rest, self._blobs([f"{level}/{a}/{keys[i]}" for a, i in rest]), strict=True)
+            )
         out: dict[str, list[bytes | ZVFormatError | None]] = {}
-        for i, a in enumerate(arrays):
-            cells = flat[i * len(keys) : (i + 1) * len(keys)]
+        for a in arrays:
+            cells = [found.get((a, i)) for i in range(len(keys))]
             out[a] = [
                 c.located(store=self.io.name, level=level, array=a, chunk=k)
                 if isinstance(c, ZVFormatError)
@@ -110,20 +219,55 @@ class V07Layout(Layout):
             ]
         return out
 
+    def _first_array_first(
+        self, level: int, arrays: Sequence[str], chunks: np.ndarray
+    ) -> list[tuple[str, int]]:
+        """Remote reads: the cells to fetch in a first round. Chunks known to exist (from
+        :meth:`list_chunks`) get every array at once; the others get only ``arrays[0]``,
+        and the rest of their arrays only if that exists, so that probing an empty
+        candidate costs two requests instead of two per array."""
+        with self._lock:
+            known = self._known.get((level, arrays[0]), set())
+        first = []
+        for i, c in enumerate(chunks.tolist()):
+            first += [(a, i) for a in arrays] if tuple(c) in known else [(arrays[0], i)]
+        return first
+
     def list_attributes(self, level: int, kind: str) -> list[str]:
         folder = _ATTRIBUTE_DIRS[kind]
-        return [n for n in self.io.list_dir(f"{level}/{folder}") if n != "zarr.json"]
+        names = self.io.list_dir_known(f"{level}/{folder}")
+        if names is None:
+            warn_unlisted(
+                self.io.name,
+                self.io.warned,
+                f"{kind} attribute names",
+                f"geometry is read without {kind} attributes",
+            )
+            return []
+        return [n for n in names if n != "zarr.json"]
 
     # -- links -------------------------------------------------------------------------
     def link_deltas(self, level: int) -> list[int]:
         deltas = set()
-        for folder in ("links", "cross_chunk_links"):
-            for name in self.io.list_dir(f"{level}/{folder}"):
-                try:
-                    deltas.add(int(name))
-                except ValueError:
-                    continue
-        return sorted(deltas)
+        if self.io.listable:
+            for folder in ("links", "cross_chunk_links"):
+                for name in self.io.list_dir(f"{level}/{folder}"):
+                    try:
+                        deltas.add(int(name))
+                    except ValueError:
+                        continue
+            return sorted(deltas)
+        # no listing: probe the family metadata of every delta the levels allow
+        candidates = candidate_deltas(level, list(self.levels))
+        folders = ("links", "cross_chunk_links")
+        self.prefetch_json(
+            [f"{level}/{f}/{delta_name(d)}/zarr.json" for f in folders for d in candidates]
+        )
+        return [
+            d
+            for d in candidates
+            if any(self._json(f"{level}/{f}/{delta_name(d)}/zarr.json") for f in folders)
+        ]
 
     def link_width(self, level: int, delta: int = 0) -> int | None:
         d = delta_name(delta)
@@ -140,6 +284,7 @@ class V07Layout(Layout):
             return LinkSet.empty(2, knd)
         d = delta_name(delta)
         array = f"links/{d}"
+        everything = chunks is None
         if chunks is None:
             chunks = self.list_chunks(level, array)
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
@@ -167,7 +312,7 @@ class V07Layout(Layout):
                 attr_parts[n].append(
                     self._link_attr(level, a, cells[a][i], rows.shape[0], chunks[i])
                 )
-        cross = self._cross_chunk(level, delta, chunks)
+        cross = self._cross_chunk(level, delta, None if everything else chunks)
         if cross is not None:
             cc, cr = cross[0], cross[1]
             parts_c.append(cc)
@@ -193,8 +338,10 @@ class V07Layout(Layout):
             raise exc.located(store=self.io.name, level=level, array=array, chunk=chunk) from None
 
     def _cross_chunk(
-        self, level: int, delta: int, chunks: np.ndarray
+        self, level: int, delta: int, chunks: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+        """The level's cross-chunk records of ``delta`` (only those touching ``chunks``
+        when given)."""
         d = delta_name(delta)
         prefix = f"{level}/cross_chunk_links/{d}"
         attrs = self._attrs(prefix)
@@ -226,6 +373,8 @@ class V07Layout(Layout):
                 attrs_out[name] = decode_attribute(
                     raw, parse_dtype(meta.get("dtype", "float32")), len(cr), None
                 )
+        if chunks is None:
+            return cc, cr, attrs_out
         keep = _touches(cc, chunks, delta)
         return cc[keep], cr[keep], {k: v[keep] for k, v in attrs_out.items()}
 

@@ -43,7 +43,13 @@ from ..codecs import decode_bytes_chunk
 from ..decode.arrays import decode_attribute, parse_dtype
 from ..decode.fragments import expand_ranges
 from ..decode.links import decode_ragged_links
-from ..errors import ZVFormatError
+from ..discovery import (
+    MAX_ENUMERATED_CHUNKS,
+    candidate_deltas,
+    candidate_segments,
+    warn_unlisted,
+)
+from ..errors import ZVFetchError, ZVFormatError
 from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
 from .keys import delta_name, parse_chunk_keys, sort_chunks
 from .v07 import _ATTRIBUTE_DIRS, _concat_attr, _missing
@@ -374,6 +380,8 @@ class V09Layout(Layout):
     def _scan(self, level: int, array: str, grid: _Grid) -> np.ndarray:
         """Non-empty cells of an array that has no ``nonempty_chunks`` attribute: list its
         chunk (or shard) files, then read the cells they cover and keep the non-empty ones."""
+        if not self.io.listable:
+            return self._scan_grid(level, array, grid)
         meta = grid.array.metadata
         enc = meta.chunk_key_encoding
         sep = getattr(enc, "separator", "/")
@@ -409,6 +417,39 @@ class V09Layout(Layout):
         keep = np.array([isinstance(v, bytes) for v in values], dtype=bool)
         return sort_chunks(candidates[keep])
 
+    def _scan_grid(self, level: int, array: str, grid: _Grid) -> np.ndarray:
+        """Non-empty cells of an array without ``nonempty_chunks`` in a store that cannot be
+        listed: read every cell of the array's grid (absent cells are empty)."""
+        count = int(np.prod(grid.shape))
+        if count > MAX_ENUMERATED_CHUNKS:
+            raise self.error(
+                f"the array has no nonempty_chunks and its grid of {count} cells is too large "
+                "to scan without a listing; read by bbox or from a listable location",
+                level,
+                array,
+            )
+        axes = [np.arange(n, dtype=np.int64) for n in grid.shape.tolist()]
+        mesh = np.meshgrid(*axes, indexing="ij")
+        candidates = np.stack([m.reshape(-1) for m in mesh], axis=1) + grid.origin
+        values = self._read_grid_cells(level, [(array, candidates)])[0]
+        keep = np.array([v is not None for v in values], dtype=bool)
+        return sort_chunks(candidates[keep])
+
+    def prefetch_metadata(self, level: int) -> None:
+        names = [
+            n
+            for n in self.io.list_dir_known(f"{level}/vertex_attributes", all_nodes=True) or ()
+            if n != "zarr.json"
+        ]
+        nodes = [*self.LEVEL_NODES, *(f"vertex_attributes/{n}" for n in names)]
+        self._prefetch([f"{level}/{n}" for n in nodes])
+
+    def knows_chunks(self, level: int) -> bool:
+        """Whether the level's ``vertices`` array lists its non-empty chunks
+        (``nonempty_chunks``), so that a bbox read needs no probing."""
+        grid = self._grid(level, "vertices")
+        return grid is not None and isinstance(grid.attrs.get("nonempty_chunks"), list)
+
     def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
         return self._attrs(f"{level}/{array}")
 
@@ -441,9 +482,15 @@ class V09Layout(Layout):
                 keys.extend(grid.keys(cells[pos]))
 
         if direct:
-            raws = self.io.get_many(keys)
+            raws = self.io.fetch_many(keys)
             for (r, p, grid), raw in zip(direct, raws, strict=True):
                 if raw is None:  # no chunk file: the cell holds the empty fill value
+                    continue
+                if isinstance(raw, ZVFetchError):
+                    array, chunks = requests[r]
+                    out[r][p] = raw.located(
+                        store=self.io.name, level=level, array=array, chunk=chunks[p]
+                    )
                     continue
                 try:
                     data = (
@@ -471,7 +518,11 @@ class V09Layout(Layout):
                 _grid, pos, _cells = via_zarr[r]
                 array, chunks = requests[r]
                 for p, value in zip(pos.tolist(), values, strict=True):
-                    if isinstance(value, BaseException):
+                    if isinstance(value, ZVFetchError):
+                        out[r][p] = value.located(
+                            store=self.io.name, level=level, array=array, chunk=chunks[p]
+                        )
+                    elif isinstance(value, BaseException):
                         out[r][p] = self.error(
                             f"cannot read the cell: {type(value).__name__}: {value}",
                             level,
@@ -501,12 +552,32 @@ class V09Layout(Layout):
 
     def list_attributes(self, level: int, kind: str) -> list[str]:
         folder = _ATTRIBUTE_DIRS[kind]
-        return [n for n in self.io.list_dir(f"{level}/{folder}") if n != "zarr.json"]
+        names = self.io.list_dir_known(f"{level}/{folder}", all_nodes=True)
+        if names is not None:
+            return [n for n in names if n != "zarr.json"]
+        # no listing: the names a schema-created store declares (FORMAT09 §1.2), if present
+        specs = (self.root.raw.get("zarr_vectors") or {}).get("attribute_specs") or {}
+        declared = list(specs.get(kind) or {}) if isinstance(specs, dict) else []
+        if not declared:
+            warn_unlisted(
+                self.io.name,
+                self.io.warned,
+                f"{kind} attribute names",
+                f"geometry is read without {kind} attributes",
+            )
+            return []
+        paths = [f"{level}/{folder}/{n}" for n in declared]
+        self._prefetch(paths)
+        return [n for n, p in zip(declared, paths, strict=True) if self._doc(p) is not None]
 
     # -- links -------------------------------------------------------------------------
     def link_deltas(self, level: int) -> list[int]:
+        names = self.io.list_dir_known(f"{level}/links", all_nodes=True)
+        if names is None:  # no listing: probe every delta the levels allow
+            names = [delta_name(d) for d in candidate_deltas(level, list(self.levels))]
+            self._prefetch([f"{level}/links/{n}" for n in names])
         deltas = set()
-        for name in self.io.list_dir(f"{level}/links"):
+        for name in names:
             try:
                 delta = int(name)
             except ValueError:
@@ -527,7 +598,19 @@ class V09Layout(Layout):
                 return self._segments[(level, delta)]
         d = delta_name(delta)
         knd = self.key_ndim(level)
-        names = sorted(n for n in self.io.list_dir(f"{level}/links/{d}") if n != "zarr.json")
+        listed = self.io.list_dir_known(f"{level}/links/{d}", all_nodes=True)
+        if listed is None:  # no listing: probe the offsets a record can plausibly have
+            listed = candidate_segments(width, self.root.ndim)
+            warn_unlisted(
+                self.io.name,
+                self.io.warned,
+                f"the link segments of level {level} delta {d}",
+                "segments are probed within a few chunks of their source, so links spanning "
+                "farther are left out",
+            )
+            self._prefetch([f"{level}/links/{d}/{n}" for n in listed])
+            listed = [n for n in listed if self._doc(f"{level}/links/{d}/{n}") is not None]
+        names = sorted(n for n in listed if n != "zarr.json")
         attr_names = self.list_attributes(level, "link")
         self._prefetch(
             [f"{level}/links/{d}/{n}" for n in names]
