@@ -336,16 +336,23 @@ def test_choose_level_finest_within_budget_else_coarsest():
 
 
 def test_reader_opens_the_level_the_budget_allows(monkeypatch):
-    monkeypatch.setattr(zv_reader, "VERTEX_BUDGET", 100)
+    from napari_zarr_vectors.napari.settings import get_settings
+
+    monkeypatch.setattr(get_settings(), "vertex_budget", 100)
     _, (data, kwargs, _) = read(v07_store("points"))  # 240 / 63 / 8 vertices
     assert kwargs["metadata"]["zarr_vectors"]["level"] == 1
-    assert kwargs["name"] == "points points (level 1)"
+    # a level-of-detail layer: its level is in the metadata and the status bar, not the name
+    assert kwargs["name"] == "points points"
     assert len(data) == 63
+    _, (data, kwargs, _) = zv_reader.read_zarr_vectors(str(v07_store("points")), vertex_budget=10)
+    assert kwargs["metadata"]["zarr_vectors"]["level"] == 2
+    assert len(data) == 8
 
 
 def test_explicit_level():
     _, (data, kwargs, _) = zv_reader.read_zarr_vectors(str(v07_store("streamlines")), level=2)
     assert kwargs["metadata"]["zarr_vectors"]["level"] == 2
+    assert kwargs["name"] == "streamlines streamlines (level 2)"  # a static layer
     assert len(data) > 0
 
 

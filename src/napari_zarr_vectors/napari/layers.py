@@ -74,6 +74,16 @@ class StoreInfo:
         World units per layer data unit, in store column order (see module docstring).
     object_attributes, groups
         As returned by ``store.object_attributes(level)`` and ``store.groups(level)``.
+    lod
+        The layers are managed by a level-of-detail controller (their level changes with
+        the view): layer names do not carry the level.
+    shapes_hint
+        The most shapes any view of the store can need (e.g. its level-0 object count).
+        When set, it decides Shapes vs. the fast layer type instead of the shapes of this
+        one geometry, so every refresh of a store builds the same layer types.
+    level_vertex_count
+        The whole level's vertex count: point sizes follow the level's density rather than
+        the number of points one view loaded.
     """
 
     path: str
@@ -86,6 +96,9 @@ class StoreInfo:
     scale: np.ndarray | None = None
     object_attributes: Mapping[str, np.ndarray] = field(default_factory=dict)
     groups: Mapping[int, np.ndarray] = field(default_factory=dict)
+    lod: bool = False
+    shapes_hint: int | None = None
+    level_vertex_count: int | None = None
 
     @property
     def ndim(self) -> int:
@@ -268,7 +281,7 @@ def _points_layer(
     kwargs = _common_kwargs(info, role, label, geometry, extra={"colour_by": colour.source})
     kwargs.update(
         features=features,
-        size=size_factor * _point_size(info, geometry.vertex_count),
+        size=size_factor * _point_size(info, info.level_vertex_count or geometry.vertex_count),
         border_width=0.0,
     )
     if colour.feature is not None:
@@ -731,11 +744,15 @@ def _axis_reversal_is_mirror(ndim: int) -> bool:
 
 def _use_shapes(info: StoreInfo, n_shapes: int) -> bool:
     """Shapes only for 2-D stores (3-D shapes vanish from 2-D slices) and few shapes."""
+    if info.shapes_hint is not None:
+        return info.ndim == 2 and n_shapes > 0 and info.shapes_hint <= SHAPES_MAX_OBJECTS
     return info.ndim == 2 and 0 < n_shapes <= SHAPES_MAX_OBJECTS
 
 
 def _fast_note(info: StoreInfo, n_shapes: int) -> str:
     """Name suffix telling users a fast layer replaced Shapes (2-D stores, too many shapes)."""
+    if info.shapes_hint is not None:
+        n_shapes = info.shapes_hint
     if info.ndim == 2 and n_shapes > SHAPES_MAX_OBJECTS:
         return f" (fast view: {n_shapes:,} > {SHAPES_MAX_OBJECTS:,} shapes)"
     return ""
@@ -788,9 +805,10 @@ def _time_label(axes: Sequence[str]) -> str:
 
 
 def layer_name(info: StoreInfo, label: str) -> str:
-    """``"<store name> <label>"``, with the level when it is not level 0."""
+    """``"<store name> <label>"``, with the level when it is not level 0 (static layers;
+    a level-of-detail layer's level is in its metadata and the status bar instead)."""
     name = f"{info.name} {label}"
-    return name if info.level == 0 else f"{name} (level {info.level})"
+    return name if info.level == 0 or info.lod else f"{name} (level {info.level})"
 
 
 def _common_kwargs(

@@ -1,33 +1,56 @@
-"""Level-of-detail planning: visible world box + zoom -> pyramid level + chunk set.
+"""Level-of-detail planning: what the camera shows -> pyramid level + chunk set.
 
-Pure functions over numbers (no napari, no Qt), so they are unit-testable; the loader feeds
-them the camera state. Boxes here are in **store axis order** unless a name says otherwise;
-``to_store`` maps napari world order (reversed store axes, see docs/coordinates.md) back.
+Pure functions over numbers (no napari, no Qt, no store access), so they are unit-testable;
+:mod:`.controller` turns the viewer's camera and dims into a :class:`ViewState` and
+:mod:`.loader` runs :func:`plan_level` on a worker thread.
+
+Axis orders
+-----------
+A :class:`ViewState` and :func:`visible_box` work in the **store's napari axis order**: the
+store axes reversed (``(x, y, z)`` -> ``(z, y, x)``, see docs/coordinates.md), world units,
+only the store's own ``ndim`` axes (the viewer's extra leading axes, such as the hidden
+``t`` axis of the bounds box, are dropped by the controller). :func:`to_store` maps such a
+box back to store order; :func:`plan_level` and :func:`chunks_in_box` work in store order.
+
+How a level is chosen (docs/level-of-detail.md)
+-----------------------------------------------
+1. The coarsest level whose bin edge spans at most :data:`MAX_BIN_PIXELS` screen pixels
+   (level 0 when none does).
+2. Coarser while the chunks that level needs for the visible box (grown by
+   :data:`MARGIN`) are estimated to hold more than the vertex budget.
+3. When even the coarsest level (or a locked level) exceeds the budget, the chunks nearest
+   the view centre are kept up to the budget (:func:`trim_to_budget`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Default number of vertices a view may hold (NAPARI-FACTS: ~1e5 points, ~5e5 track
-#: vertices, ~1e5 vector segments per update on a 2-core software-rendered machine).
-DEFAULT_VERTEX_BUDGET = 200_000
+#: Default number of vertices a view may hold (see :mod:`.settings`, which owns the value
+#: users configure; this is the fallback of the pure functions).
+DEFAULT_VERTEX_BUDGET = 60_000
 
 #: A level is "fine enough" when its bin edge spans at most this many screen pixels.
 MAX_BIN_PIXELS = 4.0
 
+#: The visible box is grown by this fraction of its size on every side of the displayed axes
+#: before chunks are selected, so that small pans need no new chunks.
+MARGIN = 0.1
+
 
 @dataclass(frozen=True)
 class ViewState:
-    """What the camera shows, in napari world coordinates (napari axis order).
+    """What the camera shows, in world units and the store's napari axis order.
 
-    ``center`` is the camera centre of the displayed axes (2 or 3 values), ``canvas_size``
-    is ``(height, width)`` in screen pixels, ``point`` the current dims point of every axis,
-    ``displayed`` the displayed axis indices, ``thickness`` the slab thickness per axis.
-    ``view_direction`` and ``up_direction`` are used in 3-D.
+    ``center`` is the camera centre of the displayed axes (2 or 3 values, in the order of
+    ``displayed``), ``canvas_size`` is ``(height, width)`` in screen pixels, ``point`` the
+    dims point of every axis, ``displayed`` the displayed axis indices (into the ``ndim``
+    axes), ``thickness`` the slab thickness per axis along non-displayed axes (world units).
+    ``view_direction`` and ``up_direction`` (displayed-axis order) are used in 3-D; a
+    ``perspective`` camera is treated as seeing the whole extent.
     """
 
     ndisplay: int
@@ -39,11 +62,16 @@ class ViewState:
     thickness: tuple[float, ...]
     view_direction: tuple[float, float, float] | None = None
     up_direction: tuple[float, float, float] | None = None
+    perspective: float = 0.0
 
     @property
     def pixel_size(self) -> float:
         """World units per screen pixel."""
-        return 1.0 / max(self.zoom, 1e-12)
+        return 1.0 / max(float(self.zoom), 1e-12)
+
+    @property
+    def is_3d(self) -> bool:
+        return self.ndisplay == 3 and len(self.displayed) >= 3
 
 
 def visible_box(
@@ -53,64 +81,208 @@ def visible_box(
 
     2-D: the canvas around the camera centre on the displayed axes, and the current slice
     +- half the thickness on the others. 3-D: the bounding box of the part of the extent
-    inside the orthographic view prism (the whole extent when the camera shows it all).
+    inside the orthographic view prism (the whole extent when the camera shows it all, or
+    with a perspective camera). A box that misses the extent is empty (``lo > hi`` on some
+    axis).
     """
     lo = np.asarray(extent_lo, dtype=np.float64).copy()
     hi = np.asarray(extent_hi, dtype=np.float64).copy()
     ndim = lo.size
     half = np.asarray(view.canvas_size[-2:], dtype=np.float64) / (2.0 * max(view.zoom, 1e-12))
-    if view.ndisplay == 2 or ndim < 3 or view.view_direction is None:
+    if not view.is_3d or ndim < 3 or view.view_direction is None:
         disp = list(view.displayed[-2:])
         center = np.asarray(view.center[-2:], dtype=np.float64)
+        out_lo, out_hi = lo.copy(), hi.copy()
         for axis in range(ndim):
             if axis in disp:
                 k = disp.index(axis)
-                lo[axis] = max(lo[axis], center[k] - half[k])
-                hi[axis] = min(hi[axis], center[k] + half[k])
+                out_lo[axis] = max(lo[axis], center[k] - half[k])
+                out_hi[axis] = min(hi[axis], center[k] + half[k])
             else:
-                t = view.thickness[axis] if axis < len(view.thickness) else 1.0
+                t = view.thickness[axis] if axis < len(view.thickness) else 0.0
                 p = view.point[axis]
-                lo[axis] = max(lo[axis], p - t / 2.0)
-                hi[axis] = min(hi[axis], p + t / 2.0)
-        return lo, np.maximum(hi, lo)
+                out_lo[axis] = max(lo[axis], p - t / 2.0)
+                out_hi[axis] = min(hi[axis], p + t / 2.0)
+        return out_lo, out_hi
+    if view.perspective:
+        return lo, hi
     return _visible_box_3d(view, lo, hi, half)
 
 
 def _visible_box_3d(view: ViewState, lo: np.ndarray, hi: np.ndarray, half: np.ndarray):
+    """Bounding box of (extent box) ∩ (view prism), exactly: the intersection is a convex
+    polytope whose vertices are meets of three of its ten bounding planes (six box faces,
+    four prism sides; the prism is unbounded along the view direction)."""
     disp = list(view.displayed[-3:])
     vd = np.asarray(view.view_direction, dtype=np.float64)
     up = np.asarray(view.up_direction, dtype=np.float64)
     right = np.cross(vd, up)
     center = np.asarray(view.center[-3:], dtype=np.float64)
-    # sample the displayed part of the extent on a grid and keep the samples in the prism
-    n = 24
-    axes = [np.linspace(lo[a], hi[a], n) for a in disp]
-    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    d = grid - center
-    inside = (np.abs(d @ right) <= half[1]) & (np.abs(d @ up) <= half[0])
-    if inside.all():
-        return lo, hi
+    b_lo, b_hi = lo[disp], hi[disp]
+    # planes n . p <= c
+    normals = [*np.eye(3), *(-np.eye(3)), right, -right, up, -up]
+    offsets = [
+        *b_hi,
+        *(-b_lo),
+        right @ center + half[1],
+        -(right @ center) + half[1],
+        up @ center + half[0],
+        -(up @ center) + half[0],
+    ]
+    n = np.asarray(normals)
+    c = np.asarray(offsets)
+    scale = max(float(np.max(np.abs(b_hi - b_lo))), 1.0)
+    corners = []
+    for i in range(len(n)):
+        for j in range(i + 1, len(n)):
+            for k in range(j + 1, len(n)):
+                a = n[[i, j, k]]
+                if abs(np.linalg.det(a)) < 1e-9:
+                    continue
+                p = np.linalg.solve(a, c[[i, j, k]])
+                if np.all(n @ p <= c + 1e-9 * scale):
+                    corners.append(p)
     out_lo, out_hi = lo.copy(), hi.copy()
-    if not inside.any():
-        # nothing of the extent is in view: an empty box at the centre
-        for k, a in enumerate(disp):
-            out_lo[a] = out_hi[a] = float(np.clip(center[k], lo[a], hi[a]))
+    if not corners:  # the view misses the extent: an empty box
+        out_lo[disp], out_hi[disp] = b_hi, b_lo
         return out_lo, out_hi
-    step = (hi[disp] - lo[disp]) / (n - 1)
-    pts = grid[inside]
-    for k, a in enumerate(disp):
-        out_lo[a] = max(lo[a], pts[:, k].min() - step[k])
-        out_hi[a] = min(hi[a], pts[:, k].max() + step[k])
+    pts = np.asarray(corners)
+    out_lo[disp] = np.maximum(b_lo, pts.min(axis=0))
+    out_hi[disp] = np.minimum(b_hi, pts.max(axis=0))
     return out_lo, out_hi
 
 
-def to_store(
-    box: tuple[np.ndarray, np.ndarray], order: Sequence[int]
+def grow_box(
+    box: tuple[np.ndarray, np.ndarray], axes: Sequence[int], fraction: float = MARGIN
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A napari-order box -> store order; ``order[i]`` is the napari axis of store axis ``i``."""
+    """``box`` grown by ``fraction`` of its size on both sides of ``axes`` (others unchanged)."""
+    lo, hi = (np.asarray(b, dtype=np.float64).copy() for b in box)
+    for a in axes:
+        pad = fraction * max(hi[a] - lo[a], 0.0)
+        lo[a] -= pad
+        hi[a] += pad
+    return lo, hi
+
+
+def is_empty(box: tuple[np.ndarray, np.ndarray]) -> bool:
     lo, hi = box
-    idx = np.asarray(order, dtype=np.int64)
-    return np.asarray(lo)[idx], np.asarray(hi)[idx]
+    return bool(np.any(np.asarray(lo) > np.asarray(hi)))
+
+
+def to_store(
+    box: tuple[np.ndarray, np.ndarray], order: Sequence[int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A napari-order box -> store order; ``order[i]`` is the napari axis of store axis
+    ``i`` (default: reversed, as the layers use)."""
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in box)
+    idx = np.arange(lo.size)[::-1] if order is None else np.asarray(order, dtype=np.int64)
+    return lo[idx], hi[idx]
+
+
+# --------------------------------------------------------------------------------------------
+# chunks and levels
+# --------------------------------------------------------------------------------------------
+
+
+def chunks_in_box(
+    chunks: np.ndarray, chunk_shape: np.ndarray, lo: np.ndarray, hi: np.ndarray, margin: float = 0.0
+) -> np.ndarray:
+    """Chunks (store order) whose spatial extent ``[c * edge, (c + 1) * edge)`` intersects
+    the inclusive box ``[lo, hi]`` grown by ``margin`` chunk edges. Chunk keys with extra
+    leading components (chunked by attribute) are matched on their trailing spatial ones.
+    An empty box selects nothing."""
+    chunks = np.asarray(chunks, dtype=np.int64)
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    if chunks.size == 0 or np.any(lo > hi):
+        return chunks[:0]
+    edge = np.asarray(chunk_shape, dtype=np.float64)[-lo.size :]
+    c_lo = np.floor(lo / edge - margin).astype(np.int64)
+    c_hi = np.floor(hi / edge + margin).astype(np.int64)
+    spatial = chunks[:, chunks.shape[1] - lo.size :]
+    keep = np.all((spatial >= c_lo) & (spatial <= c_hi), axis=1)
+    return chunks[keep]
+
+
+@dataclass(frozen=True)
+class Prism:
+    """An orthographic 3-D view in store order: points ``p`` with
+    ``|(p - center) . right| <= half_width`` and ``|(p - center) . up| <= half_height``
+    (unbounded along the view direction)."""
+
+    center: np.ndarray
+    right: np.ndarray
+    up: np.ndarray
+    half_width: float
+    half_height: float
+
+    @classmethod
+    def of_view(cls, view: ViewState, margin: float = 0.0) -> Prism | None:
+        """The prism of a 3-D orthographic view (store order), grown by ``margin`` of its
+        size on every side; ``None`` for 2-D or perspective views."""
+        if not view.is_3d or view.view_direction is None or view.perspective:
+            return None
+        vd = np.asarray(view.view_direction, dtype=np.float64)
+        up = np.asarray(view.up_direction, dtype=np.float64)
+        right = np.cross(vd, up)
+        half = np.asarray(view.canvas_size[-2:], np.float64) / (2.0 * max(view.zoom, 1e-12))
+        grow = 1.0 + 2.0 * margin
+        # displayed axes are the last three napari axes = the store axes reversed
+        return cls(
+            np.asarray(view.center[-3:], np.float64)[::-1],
+            right[::-1],
+            up[::-1],
+            float(half[1] * grow),
+            float(half[0] * grow),
+        )
+
+
+def chunks_in_prism(chunks: np.ndarray, chunk_shape: np.ndarray, prism: Prism) -> np.ndarray:
+    """The chunks (store order) whose box meets the prism, exactly: along the view
+    direction nothing separates them, so they meet when their shadows on the screen plane
+    (a rectangle and a hexagon) do, i.e. when no separating axis among the rectangle's two
+    sides and the hexagon's three edge normals exists."""
+    chunks = np.asarray(chunks, dtype=np.int64)
+    if chunks.size == 0:
+        return chunks
+    edge = np.asarray(chunk_shape, dtype=np.float64)[-3:]
+    mid = (chunks[:, chunks.shape[1] - 3 :] + 0.5) * edge - prism.center
+    view = np.cross(prism.up, prism.right)
+    axes = [prism.right, prism.up]
+    for e in np.eye(3):
+        normal = np.cross(view, e)
+        if np.linalg.norm(normal) > 1e-9:
+            axes.append(normal / np.linalg.norm(normal))
+    keep = np.ones(len(chunks), bool)
+    for axis in axes:
+        box_reach = float(np.abs(axis) @ (edge / 2))
+        prism_reach = abs(axis @ prism.right) * prism.half_width
+        prism_reach += abs(axis @ prism.up) * prism.half_height
+        keep &= np.abs(mid @ axis) <= box_reach + prism_reach + 1e-9
+    return chunks[keep]
+
+
+def crop_fraction(
+    chunks: np.ndarray,
+    chunk_shape: np.ndarray,
+    crop: tuple[np.ndarray, np.ndarray] | None,
+) -> np.ndarray:
+    """Per chunk, the fraction of its volume inside ``crop`` (store order; ``None``: 1)."""
+    chunks = np.asarray(chunks, dtype=np.int64)
+    if crop is None or chunks.size == 0:
+        return np.ones(len(chunks))
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in crop)
+    edge = np.asarray(chunk_shape, dtype=np.float64)[-lo.size :]
+    spatial = chunks[:, chunks.shape[1] - lo.size :].astype(np.float64)
+    c_lo = spatial * edge
+    c_hi = c_lo + edge
+    # a crop thinner than a thousandth of a chunk counts as that thin (a plane holds points)
+    hi = np.maximum(hi, lo + 1e-3 * edge)
+    overlap = np.clip(np.minimum(c_hi, hi) - np.maximum(c_lo, lo), 0.0, None)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = overlap / edge
+    frac = np.where(np.isfinite(frac), frac, 1.0)
+    return np.clip(frac.prod(axis=1), 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -120,17 +292,58 @@ class LevelPlan:
     level: int
     chunks: np.ndarray  # (K, key_ndim)
     estimated_vertices: int
+    #: chunks of the view left out to stay within the budget (nearest-first trimming)
+    trimmed: int = 0
+    #: per-chunk vertex estimate, aligned with ``chunks``
+    estimates: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
 
 
-def chunks_in_box(
-    chunks: np.ndarray, chunk_shape: np.ndarray, lo: np.ndarray, hi: np.ndarray, margin: float = 0.0
+def chunk_estimates(
+    level: object,
+    chunks: np.ndarray,
+    n_level_chunks: int,
+    counts: Mapping[tuple[int, ...], int] | None = None,
+    crop: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Chunks (store order) whose spatial extent intersects the box grown by ``margin`` chunks."""
-    c_lo = np.floor(lo / chunk_shape - margin).astype(np.int64)
-    c_hi = np.floor(hi / chunk_shape + margin).astype(np.int64)
-    spatial = chunks[:, chunks.shape[1] - lo.size :]
-    keep = np.all((spatial >= c_lo) & (spatial <= c_hi), axis=1)
-    return chunks[keep]
+    """Estimated vertices each of ``chunks`` contributes: its known row count (``counts``:
+    chunk key -> rows, learnt from earlier reads) else the level's vertex count spread
+    evenly over its ``n_level_chunks`` non-empty chunks; times the fraction of the chunk
+    inside ``crop``."""
+    chunks = np.asarray(chunks, dtype=np.int64)
+    total = getattr(level, "vertex_count", None)
+    mean = (float(total) / max(n_level_chunks, 1)) if total is not None else 0.0
+    est = np.full(len(chunks), mean)
+    if counts:
+        for i, key in enumerate(map(tuple, chunks.tolist())):
+            known = counts.get(key)
+            if known is not None:
+                est[i] = known
+    return est * crop_fraction(chunks, np.asarray(level.chunk_shape), crop)
+
+
+def trim_to_budget(
+    chunks: np.ndarray,
+    estimates: np.ndarray,
+    chunk_shape: np.ndarray,
+    center: np.ndarray | None,
+    budget: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks nearest ``center`` (store order) whose estimates add up to at most
+    ``budget``, in their original order; returns ``(chunks, estimates)``."""
+    chunks = np.asarray(chunks, dtype=np.int64)
+    estimates = np.asarray(estimates, dtype=np.float64)
+    if estimates.sum() <= budget or len(chunks) == 0:
+        return chunks, estimates
+    if center is None:
+        order = np.arange(len(chunks))
+    else:
+        center = np.asarray(center, dtype=np.float64)
+        edge = np.asarray(chunk_shape, dtype=np.float64)[-center.size :]
+        mid = (chunks[:, chunks.shape[1] - center.size :] + 0.5) * edge
+        order = np.argsort(np.linalg.norm((mid - center) / edge, axis=1), kind="stable")
+    keep = order[np.cumsum(estimates[order]) <= budget]
+    keep = np.sort(keep)
+    return chunks[keep], estimates[keep]
 
 
 def plan_level(
@@ -139,47 +352,96 @@ def plan_level(
     box: tuple[np.ndarray, np.ndarray],
     pixel_size: float,
     budget: int = DEFAULT_VERTEX_BUDGET,
-    margin: float = 0.5,
+    margin: float = 0.0,
     max_bin_pixels: float = MAX_BIN_PIXELS,
     locked: int | None = None,
+    *,
+    min_level: int | None = None,
+    counts: Mapping[tuple[int, tuple[int, ...]], int] | None = None,
+    crop: tuple[np.ndarray, np.ndarray] | None = None,
+    center: np.ndarray | None = None,
+    prism: Prism | None = None,
 ) -> LevelPlan:
-    """Pick the level for a view and the chunks to load (FORMAT07 §7.5, issue 4).
+    """Pick the level for a view and the chunks to load (issue 4).
 
     Start from the coarsest level whose bin edge spans at most ``max_bin_pixels`` screen
-    pixels (level 0 when none does), then go coarser while the visible chunks of that level
-    are estimated to hold more than ``budget`` vertices (a level's vertex count spread evenly
-    over its non-empty chunks). ``locked`` forces a level. ``levels`` are objects with
-    ``index``, ``bin_shape``, ``chunk_shape`` and ``vertex_count``; ``level_chunks[i]`` are
-    the non-empty chunks of ``levels[i]``.
+    pixels (level 0 when none does), then go coarser while the chunks intersecting ``box``
+    (store order, world units, grown by ``margin`` chunk edges) are estimated to hold more
+    than ``budget`` vertices (:func:`chunk_estimates`; ``crop`` is the part of the box the
+    layers keep, e.g. the 2-D slab of a point cloud; ``prism``, a 3-D view, drops the
+    box's chunks outside it). ``locked`` forces a level;
+    ``min_level`` forbids finer ones (a worker that found its estimate too low). When the
+    final level still exceeds the budget, the chunks nearest ``center`` are kept
+    (:func:`trim_to_budget`).
+
+    ``levels`` are objects with ``index``, ``bin_shape``, ``chunk_shape`` and
+    ``vertex_count`` (sorted or not); ``level_chunks[i]`` are the non-empty chunks of
+    ``levels[i]``; ``counts`` maps ``(level index, chunk key)`` to known row counts.
     """
+    order = sorted(range(len(levels)), key=lambda k: levels[k].index)
+    levels = [levels[k] for k in order]
+    level_chunks = [np.asarray(level_chunks[k], dtype=np.int64) for k in order]
     lo, hi = (np.asarray(b, dtype=np.float64) for b in box)
 
-    def estimate(i: int) -> tuple[np.ndarray, int]:
+    def estimate(i: int) -> tuple[np.ndarray, np.ndarray]:
         lv = levels[i]
         all_chunks = level_chunks[i]
         visible = chunks_in_box(all_chunks, np.asarray(lv.chunk_shape), lo, hi, margin)
-        per_chunk = lv.vertex_count / max(len(all_chunks), 1)
-        return visible, int(round(per_chunk * len(visible)))
+        if prism is not None and len(lo) == 3:
+            visible = chunks_in_prism(visible, np.asarray(lv.chunk_shape), prism)
+        known = None
+        if counts:
+            known = {k[1]: v for k, v in counts.items() if k[0] == lv.index}
+        return visible, chunk_estimates(lv, visible, len(all_chunks), known, crop)
 
-    if locked is not None:
-        i = next(k for k, lv in enumerate(levels) if lv.index == locked)
+    def finish(i: int) -> LevelPlan:
         visible, est = estimate(i)
-        return LevelPlan(levels[i].index, visible, est)
+        kept, kept_est = trim_to_budget(
+            visible, est, np.asarray(levels[i].chunk_shape), center, budget
+        )
+        return LevelPlan(
+            int(levels[i].index),
+            kept,
+            int(round(float(kept_est.sum()))),
+            trimmed=len(visible) - len(kept),
+            estimates=kept_est,
+        )
+
+    if not levels:
+        raise ValueError("a store without levels cannot be planned")
+    if locked is not None:
+        matches = [k for k, lv in enumerate(levels) if lv.index == locked]
+        if not matches:
+            raise KeyError(f"no level {locked} (levels: {[lv.index for lv in levels]})")
+        return finish(matches[0])
     fine = [
         k
         for k, lv in enumerate(levels)
         if float(np.max(lv.bin_shape)) <= max_bin_pixels * pixel_size
     ]
     i = max(fine) if fine else 0
-    visible, est = estimate(i)
-    while est > budget and i + 1 < len(levels):
+    if min_level is not None:
+        coarser = [k for k, lv in enumerate(levels) if lv.index >= min_level]
+        i = max(i, min(coarser)) if coarser else len(levels) - 1
+    _, est = estimate(i)
+    while est.sum() > budget and i + 1 < len(levels):
         i += 1
-        visible, est = estimate(i)
-    return LevelPlan(levels[i].index, visible, est)
+        _, est = estimate(i)
+    return finish(i)
 
 
 def initial_level(levels: Sequence, budget: int = DEFAULT_VERTEX_BUDGET) -> int:
-    """The level to show first: the finest whose whole vertex count fits the budget,
-    else the coarsest."""
-    fitting = [lv.index for lv in levels if lv.vertex_count <= budget]
-    return min(fitting) if fitting else max(lv.index for lv in levels)
+    """The level to show first: the finest whose whole vertex count fits ``budget``, else the
+    coarsest known one.
+
+    Levels with an unknown (``None``) vertex count never fit; when no count is known at all,
+    level 0 is used.
+    """
+    ordered = sorted(levels, key=lambda lv: lv.index)
+    known = [lv for lv in ordered if lv.vertex_count is not None]
+    for lv in known:
+        if lv.vertex_count <= budget:
+            return int(lv.index)
+    if not known:
+        return int(ordered[0].index) if ordered else 0
+    return int(min(known, key=lambda lv: (lv.vertex_count, -lv.index)).index)

@@ -28,7 +28,8 @@ import numpy as np
 
 import napari_zarr_vectors as nzv
 
-from .layers import LayerData, StoreInfo, layers_from_geometry
+from .layers import LayerData, StoreInfo, bounds_box_layer, layers_from_geometry
+from .lod import initial_level
 
 #: npe2 plugin name (must match ``napari.yaml``).
 PLUGIN_NAME = "napari-zarr-vectors"
@@ -36,7 +37,8 @@ PLUGIN_NAME = "napari-zarr-vectors"
 #: Reader-preference pattern napari matches against directories (note the trailing slash).
 READER_PATTERN = "*.zarrvectors/"
 
-#: Open the finest level with at most this many vertices (else the coarsest level).
+#: Budget of :func:`choose_level` when called without one. The level-of-detail reader uses
+#: :func:`.settings.vertex_budget` instead (``NZV_VERTEX_BUDGET``).
 VERTEX_BUDGET = 200_000
 
 PathLike = str | os.PathLike
@@ -81,11 +83,26 @@ def is_zarr_vectors_path(path: PathLike) -> bool:
 
 
 def read_zarr_vectors(
-    path: PathLike | Sequence[PathLike], stack: bool = False, *, level: int | None = None
+    path: PathLike | Sequence[PathLike],
+    stack: bool = False,
+    *,
+    level: int | None = None,
+    vertex_budget: int | None = None,
 ) -> list[LayerData]:
     """Open a ZV store as layer data tuples (the store bounds box first, then the data).
 
-    ``level`` defaults to :func:`choose_level` (finest level within :data:`VERTEX_BUDGET`).
+    Without ``level`` (what napari calls), the layers are **level-of-detail** layers: the
+    first read is the overview the vertex budget allows (:func:`.lod.initial_level`: the
+    finest level whose whole vertex count fits ``vertex_budget``, default
+    :func:`.settings.vertex_budget`; at the coarsest level only the chunks nearest the
+    centre when even that level is too big), and once the layers are inserted into a
+    ``napari.Viewer`` a :class:`.controller.ZVLayerController` takes over and loads what
+    the view shows (docs/level-of-detail.md). Each layer's
+    ``metadata["zarr_vectors"]["session"]`` links it to that controller.
+
+    With ``level``, the whole level is read into static layers (their names carry the
+    level).
+
     A store whose decoding needs a missing optional dependency (e.g. DracoPy) produces a
     napari error notification and no layers. Corrupt chunks are skipped by the core, which
     emits a :class:`~napari_zarr_vectors.ZVChunkWarning` naming each one.
@@ -95,39 +112,86 @@ def read_zarr_vectors(
     path = _store_root(Path(os.fspath(path))) if "://" not in os.fspath(path) else path
     register_reader_preference()
     store = nzv.open_store(path)
-    if level is None:
-        level = choose_level(store.levels, VERTEX_BUDGET)
+    if level is not None:
+        return _read_static(store, int(level))
+    return _read_lod(store, vertex_budget)
+
+
+def _read_static(store: Any, level: int) -> list[LayerData]:
     info = store_info(store, level)
     try:
         geometry = store.read(level=level)
     except nzv.MissingDependencyError as e:
-        hint = "" if "pip install" in str(e) else " (pip install 'napari-zarr-vectors[draco]')"
-        _notify_error(f"Cannot open {store.name}: {e}{hint}")
-        return [(None,)]  # npe2's "read, but no layers" sentinel
+        return _missing_dependency(store, e)
     if not geometry.vertex_count:
         _notify_info(f"{store.name}: level {level} holds no vertices; showing its bounds only.")
     return layers_from_geometry(geometry, info)
 
 
-def choose_level(levels: Sequence[Any], budget: int = VERTEX_BUDGET) -> int:
-    """The finest level whose ``vertex_count`` fits ``budget``, else the coarsest known one.
+def _read_lod(store: Any, vertex_budget: int | None) -> list[LayerData]:
+    from .controller import register_pending
+    from .loader import Loader, LoadRequest, shared_cache
+    from .settings import vertex_budget as default_budget
 
-    Levels with an unknown (``None``) vertex count never fit; when no count is known at all,
-    level 0 is used. A later issue replaces this with view-driven loading.
+    budget = int(vertex_budget) if vertex_budget is not None else default_budget()
+    loader = Loader(store, shared_cache())
+    try:
+        result = loader.load(LoadRequest(budget=budget, force=True))
+    except nzv.MissingDependencyError as e:
+        return _missing_dependency(store, e)
+    assert result is not None
+    for chunk, message in result.failed:
+        warnings.warn(
+            f"{store.name}: level {result.level} chunk {'.'.join(map(str, chunk))} left out: "
+            f"{message}",
+            nzv.ZVChunkWarning,
+            stacklevel=3,
+        )
+    if not result.vertex_count:
+        _notify_info(
+            f"{store.name}: the overview (level {result.level}) holds no vertices; "
+            "zoom in to load data."
+        )
+    out = [bounds_box_layer(loader.info(result.level)), *result.layer_data]
+    token = register_pending(
+        store,
+        loader,
+        len(out),
+        (result.level, result.chunks, result.key),
+        vertex_budget,
+    )
+    for _, kwargs, _ in out:
+        kwargs["metadata"]["zarr_vectors"]["session"] = token
+    return out
+
+
+def _missing_dependency(store: Any, e: Exception) -> list[LayerData]:
+    hint = "" if "pip install" in str(e) else " (pip install 'napari-zarr-vectors[draco]')"
+    _notify_error(f"Cannot open {store.name}: {e}{hint}")
+    return [(None,)]  # npe2's "read, but no layers" sentinel
+
+
+def choose_level(levels: Sequence[Any], budget: int | None = None) -> int:
+    """The level a store opens at without a camera: :func:`.lod.initial_level` (the finest
+    level whose whole vertex count fits ``budget``, default :data:`VERTEX_BUDGET`)."""
+    return initial_level(levels, VERTEX_BUDGET if budget is None else budget)
+
+
+def store_info(store: Any, level: int, *, lod: bool = False) -> StoreInfo:
+    """The store facts the layer builders need (metadata, object attributes, groups).
+
+    ``lod``: for level-of-detail layers, whose level changes with the view: names without
+    the level, the Shapes-or-fast decision made once for the whole store (see
+    :attr:`.layers.StoreInfo.shapes_hint`), and the same feature columns at every level --
+    a coarse level that keeps level-0 object ids but stores no object attributes or groups
+    (groups live at level 0 in every known writer) gets level 0's.
     """
-    ordered = sorted(levels, key=lambda lv: lv.index)
-    known = [lv for lv in ordered if lv.vertex_count is not None]
-    for lv in known:
-        if lv.vertex_count <= budget:
-            return int(lv.index)
-    if not known:
-        return int(ordered[0].index) if ordered else 0
-    return int(min(known, key=lambda lv: (lv.vertex_count, -lv.index)).index)
-
-
-def store_info(store: Any, level: int) -> StoreInfo:
-    """The store facts the layer builders need (metadata, object attributes, groups)."""
     lo, hi = store.bounds
+    object_attributes = _optional(store.object_attributes, level)
+    groups = _optional(store.groups, level)
+    if lod and level != 0 and _keeps_object_ids(store, level):
+        object_attributes = object_attributes or _optional(store.object_attributes, 0)
+        groups = groups or _optional(store.groups, 0)
     return StoreInfo(
         path=str(store.path),
         name=str(store.name),
@@ -137,9 +201,43 @@ def store_info(store: Any, level: int) -> StoreInfo:
         bounds=(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)),
         level=int(level),
         scale=_layer_scale(store),
-        object_attributes=_optional(store.object_attributes, level),
-        groups=_optional(store.groups, level),
+        object_attributes=object_attributes,
+        groups=groups,
+        lod=lod,
+        shapes_hint=_shapes_hint(store) if lod else None,
+        level_vertex_count=_level_vertex_count(store, level) if lod else None,
     )
+
+
+def _level_vertex_count(store: Any, level: int) -> int | None:
+    try:
+        count = store.level(level).vertex_count
+    except (KeyError, AttributeError):
+        return None
+    return int(count) if count else None
+
+
+def _keeps_object_ids(store: Any, level: int) -> bool:
+    try:
+        return bool(store.level(level).preserves_object_ids)
+    except (KeyError, AttributeError):
+        return False
+
+
+def _shapes_hint(store: Any) -> int | None:
+    """The most shapes a view of the store can hold: level-0 objects for paths and lines,
+    level-0 vertices for graph and skeleton edges (2-D stores only; else ``None``)."""
+    if int(store.ndim) != 2:
+        return None
+    lv0 = min(store.levels, key=lambda lv: lv.index)
+    if store.geometry_type in ("line", "polyline", "streamline"):
+        try:
+            ids = store.object_ids(lv0.index)
+        except nzv.ZVError:
+            ids = None
+        if ids is not None and len(ids):
+            return int(len(ids))
+    return int(lv0.vertex_count) if lv0.vertex_count is not None else None
 
 
 def register_reader_preference() -> bool:

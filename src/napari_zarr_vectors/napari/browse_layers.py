@@ -1,0 +1,885 @@
+"""Layer glue for browsing: which store a layer shows, colouring layers, picking, isolating.
+
+No Qt here (napari layer models only): the widgets call these functions, tests call them
+directly. The browse logic proper (filters, colour tables) is in :mod:`.browse`.
+
+Targets
+-------
+The widgets act on a *target*: the object that owns a store's data layers and applies object
+filters to them at every level. That is the level-of-detail controller
+(:func:`napari_zarr_vectors.napari.controller.controller_for`) when the store was opened
+through it. Layers opened without a controller (e.g. a plain ``viewer.open`` in an older
+session) get a :class:`StaticTarget` with the same small interface (``store``, ``layers``,
+``level``, ``set_object_filter``, ``events.refreshed``/``level_changed``), which filters the
+loaded data directly: Points through ``shown``, other layers by slicing their loaded data.
+
+Colour
+------
+:func:`apply_colour` sets a layer's *own* colour properties from a
+:class:`~napari_zarr_vectors.napari.browse.ColourSpec` (features-driven, so they survive data
+replacement) and records the spec in ``layer.metadata["zarr_vectors"]["colour"]``:
+
+=========  ===================================================================================
+Points     ``face_color`` = feature, ``face_colormap``, ``face_contrast_limits`` (categories:
+           a step colormap over the values; strings: ``face_color_cycle`` = ``{value: colour}``)
+Vectors    ``edge_color`` = feature, ``edge_colormap``, ``edge_contrast_limits`` (same rules)
+Shapes     as Vectors, then ``refresh_colors()``
+Tracks     ``color_by`` = feature, ``colormaps_dict[feature]`` = a colormap over the value range
+Surface    ``vertex_values`` = feature values (string categories: their index), ``colormap``,
+           ``contrast_limits``
+=========  ===================================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import warnings
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .browse import (
+    MISSING_COLOUR,
+    ColourSpec,
+    ObjectTable,
+    category_index,
+    nearest_row,
+    step_boundaries,
+)
+from .layers import OBJECT_ID
+
+META = "zarr_vectors"
+
+#: Layer roles that are not store data (the bounds box, isolated objects).
+NON_DATA_ROLES = ("bounds", "isolated")
+
+#: Colour of isolated objects.
+HIGHLIGHT = (1.0, 0.25, 1.0, 1.0)
+
+#: Pick tolerance in screen pixels.
+PICK_PIXELS = 8.0
+
+
+# --------------------------------------------------------------------------------------------
+# which store, which layers
+# --------------------------------------------------------------------------------------------
+
+
+def zv_meta(layer: Any) -> dict | None:
+    """The layer's ``metadata["zarr_vectors"]`` block, or ``None`` for other layers."""
+    if layer is None:
+        return None
+    meta = getattr(layer, "metadata", None)
+    if not isinstance(meta, dict):
+        return None
+    block = meta.get(META)
+    return block if isinstance(block, dict) else None
+
+
+def is_data_layer(layer: Any) -> bool:
+    meta = zv_meta(layer)
+    return meta is not None and meta.get("role") not in NON_DATA_ROLES
+
+
+def layer_kind(layer: Any) -> str:
+    """``"points"``, ``"tracks"``, ``"vectors"``, ``"shapes"``, ``"surface"`` (or the class name)."""
+    return type(layer).__name__.lower()
+
+
+def store_layers(viewer: Any, path: str) -> list[Any]:
+    """The viewer's data layers of the store at ``path``, in layer-list order."""
+    return [
+        layer
+        for layer in viewer.layers
+        if is_data_layer(layer) and zv_meta(layer).get("path") == path
+    ]
+
+
+def controller_of(layer: Any) -> Any | None:
+    """The level-of-detail controller driving ``layer`` (``None`` when there is none or the
+    controller module is not available)."""
+    try:
+        from .controller import controller_for
+    except ImportError:
+        return None
+    try:
+        return controller_for(layer)
+    except Exception:  # noqa: BLE001 - a layer the controller does not know
+        return None
+
+
+_static_targets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def target_for(viewer: Any, layer: Any) -> Any | None:
+    """The browse target of ``layer``: its controller, else a :class:`StaticTarget` over the
+    viewer's layers of the same store. The bounds box and isolated objects lead to their
+    store's target; ``None`` for other layers (or when the store has no data layers)."""
+    meta = zv_meta(layer)
+    if meta is None:
+        return None
+    path = meta.get("path")
+    candidates = [layer] if meta.get("role") not in NON_DATA_ROLES else []
+    candidates += [lay for lay in store_layers(viewer, path) if lay is not layer]
+    for candidate in candidates:
+        ctrl = controller_of(candidate)
+        if ctrl is not None:
+            return ctrl
+    layers = store_layers(viewer, path)
+    if not layers:
+        return None
+    per_viewer = _static_targets.setdefault(viewer, {})
+    target = per_viewer.get(path)
+    if target is None or not target.alive():
+        target = StaticTarget(path, layers)
+        per_viewer[path] = target
+    else:
+        target.update_layers(layers)
+    return target
+
+
+def open_store_of(layer: Any) -> Any:
+    import napari_zarr_vectors as nzv
+
+    return nzv.open_store(zv_meta(layer)["path"])
+
+
+class _Events:
+    """``refreshed`` and ``level_changed`` emitters, like the controller's."""
+
+    def __init__(self, source: Any) -> None:
+        from napari.utils.events import EmitterGroup
+
+        self.group = EmitterGroup(source=source, refreshed=None, level_changed=None)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.group, name)
+
+
+class StaticTarget:
+    """Browse target for layers opened without a level-of-detail controller.
+
+    Filters apply to the loaded data: Points through ``shown``; Tracks, Vectors, Shapes and
+    Surface by replacing their data with the rows of allowed objects (the full data is kept
+    and restored when the filter clears). Colour settings are re-applied after slicing.
+    """
+
+    def __init__(self, path: str, layers: Sequence[Any]) -> None:
+        self.path = path
+        self._layers = [weakref.ref(layer) for layer in layers]
+        self._store = None
+        self._full: dict[int, _LayerData] = {}
+        self.allowed: np.ndarray | None = None
+        self.events = _Events(self)
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            import napari_zarr_vectors as nzv
+
+            self._store = nzv.open_store(self.path)
+        return self._store
+
+    @property
+    def layers(self) -> list[Any]:
+        return [lay for ref in self._layers if (lay := ref()) is not None]
+
+    @property
+    def level(self) -> int:
+        layers = self.layers
+        return int(zv_meta(layers[0]).get("level", 0)) if layers else 0
+
+    locked_level = None
+
+    def alive(self) -> bool:
+        return bool(self.layers)
+
+    def update_layers(self, layers: Sequence[Any]) -> None:
+        if [id(a) for a in layers] != [id(b) for b in self.layers]:
+            self._layers = [weakref.ref(layer) for layer in layers]
+            if self.allowed is not None:
+                self.set_object_filter(self.allowed)
+
+    def refresh(self) -> None:
+        self.set_object_filter(self.allowed)
+
+    def set_object_filter(self, allowed_ids: np.ndarray | None) -> None:
+        self.allowed = None if allowed_ids is None else np.asarray(allowed_ids, np.int64)
+        for layer in self.layers:
+            _filter_layer(layer, self.allowed, self._full)
+        self.events.refreshed()
+
+
+@dataclass
+class _LayerData:
+    data: Any
+    features: Any
+    extra: dict
+
+
+def _filter_layer(layer: Any, allowed: np.ndarray | None, full: dict[int, _LayerData]) -> None:
+    kind = layer_kind(layer)
+    if kind == "points":
+        ids = layer_object_ids(layer)
+        if ids is None:
+            return
+        layer.shown = np.ones(len(ids), bool) if allowed is None else np.isin(ids, allowed)
+        return
+    key = id(layer)
+    if key not in full:
+        if allowed is None:
+            return
+        full[key] = _snapshot(layer, kind)
+    snap = full[key]
+    ids = _row_object_ids(kind, snap)
+    if ids is None:
+        return
+    keep = np.ones(len(ids), bool) if allowed is None else np.isin(ids, allowed)
+    _restore(layer, kind, snap, keep)
+    if allowed is None:
+        del full[key]
+    spec = colour_spec_of(layer)
+    if spec is not None:
+        apply_colour(layer, spec)
+
+
+def _snapshot(layer: Any, kind: str) -> _LayerData:
+    features = layer.features.copy()
+    extra: dict[str, Any] = {}
+    if kind == "tracks":
+        extra = {"color_by": layer.color_by, "colormaps_dict": dict(layer.colormaps_dict)}
+        data = np.asarray(layer.data).copy()
+    elif kind == "surface":
+        data = tuple(np.asarray(d).copy() for d in layer.data[:2])
+        extra = {"vertex_values": np.asarray(layer.vertex_values).copy()}
+    elif kind == "shapes":
+        data = [np.asarray(d).copy() for d in layer.data]
+        extra = {"shape_type": list(layer.shape_type), "edge_color": layer.edge_color.copy()}
+    else:  # vectors
+        data = np.asarray(layer.data).copy()
+        extra = {"edge_color": np.asarray(layer.edge_color).copy()}
+    return _LayerData(data, features, extra)
+
+
+def _row_object_ids(kind: str, snap: _LayerData) -> np.ndarray | None:
+    if OBJECT_ID not in snap.features:
+        return None
+    return snap.features[OBJECT_ID].to_numpy()
+
+
+def _restore(layer: Any, kind: str, snap: _LayerData, keep: np.ndarray) -> None:
+    features = snap.features[keep].reset_index(drop=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)  # Tracks: "color_by key not present"
+        if kind == "tracks":
+            layer.data = snap.data[keep]
+            layer.features = features
+            layer.colormaps_dict = dict(snap.extra["colormaps_dict"])
+            if snap.extra["color_by"] in layer.properties_to_color_by:
+                layer.color_by = snap.extra["color_by"]
+        elif kind == "surface":
+            vertices, faces = snap.data
+            new_index = np.cumsum(keep) - 1
+            face_ok = keep[faces].all(1)
+            values = snap.extra["vertex_values"]
+            layer.data = (vertices[keep], new_index[faces[face_ok]], values[..., keep])
+            layer.features = features
+        elif kind == "shapes":
+            rows = np.flatnonzero(keep)
+            layer.selected_data = set()
+            layer.data = [snap.data[i] for i in rows]
+            if len(rows):
+                layer.shape_type = [snap.extra["shape_type"][i] for i in rows]
+            layer.features = features
+            if not _colour_by_feature(layer, "edge"):
+                layer.edge_color = snap.extra["edge_color"][keep]
+        else:  # vectors
+            layer.data = snap.data[keep]
+            layer.features = features
+            if not _colour_by_feature(layer, "edge"):
+                layer.edge_color = snap.extra["edge_color"][keep]
+
+
+def _colour_by_feature(layer: Any, prefix: str) -> bool:
+    mode = str(getattr(layer, f"{prefix}_color_mode", "direct"))
+    return mode.lower().endswith(("colormap", "cycle"))
+
+
+# --------------------------------------------------------------------------------------------
+# per-row object ids and positions
+# --------------------------------------------------------------------------------------------
+
+
+def layer_object_ids(layer: Any) -> np.ndarray | None:
+    """Object id of every feature row (``None`` when the layer has no ``object_id``)."""
+    features = getattr(layer, "features", None)
+    if features is None or OBJECT_ID not in features:
+        return None
+    return features[OBJECT_ID].to_numpy()
+
+
+def layer_world_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
+    """World coordinates (napari order, spatial axes only) of every drawable vertex, and the
+    feature row of each: Points rows, Tracks vertices, Vectors start and end, Shapes vertices,
+    Surface vertices. Hidden Points (``shown`` False) are left out."""
+    kind = layer_kind(layer)
+    scale = np.asarray(layer.scale, dtype=np.float64)
+    translate = np.asarray(layer.translate, dtype=np.float64)
+    if kind == "points":
+        data = np.asarray(layer.data, dtype=np.float64)
+        rows = np.flatnonzero(np.asarray(layer.shown, bool))
+        return data[rows] * scale + translate, rows
+    if kind == "tracks":
+        data = np.asarray(layer.data, dtype=np.float64)[:, 2:]
+        return data * scale[1:] + translate[1:], np.arange(len(data))
+    if kind == "vectors":
+        data = np.asarray(layer.data, dtype=np.float64)
+        if not len(data):
+            return np.empty((0, len(scale))), np.empty(0, np.int64)
+        pts = np.concatenate([data[:, 0], data[:, 0] + data[:, 1]])
+        return pts * scale + translate, np.tile(np.arange(len(data)), 2)
+    if kind == "shapes":
+        shapes = [np.asarray(s, dtype=np.float64) for s in layer.data]
+        if not shapes:
+            return np.empty((0, len(scale))), np.empty(0, np.int64)
+        lengths = [len(s) for s in shapes]
+        pts = np.concatenate(shapes)
+        return pts * scale + translate, np.repeat(np.arange(len(shapes)), lengths)
+    if kind == "surface":
+        vertices = np.asarray(layer.data[0], dtype=np.float64)
+        return vertices * scale + translate, np.arange(len(vertices))
+    return np.empty((0, len(scale))), np.empty(0, np.int64)
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What is under the cursor: a layer, the feature row, and the object id (if any)."""
+
+    layer: Any
+    row: int
+    object_id: int | None
+    features: dict
+
+
+def pick_at(
+    layers: Sequence[Any],
+    position: Sequence[float],
+    *,
+    displayed: Sequence[int],
+    zoom: float,
+    view_direction: Sequence[float] | None = None,
+    slab: Sequence[float] | None = None,
+    pixels: float = PICK_PIXELS,
+) -> Pick | None:
+    """The object nearest ``position`` (world coordinates, viewer axis order) among the
+    vertices of ``layers`` within ``pixels`` screen pixels (``zoom`` = pixels per world unit)."""
+    tolerance = pixels / max(float(zoom), 1e-12)
+    best: tuple[float, Pick] | None = None
+    for layer in layers:
+        if not getattr(layer, "visible", True):
+            continue
+        pts, rows = layer_world_positions(layer)
+        if not len(pts):
+            continue
+        d = pts.shape[1]
+        layer_slab = None if layer_kind(layer) == "tracks" else slab
+        hit = nearest_row(
+            pts,
+            position,
+            displayed,
+            tolerance,
+            view_direction=view_direction,
+            slab=None if layer_slab is None else np.asarray(layer_slab)[-d:],
+        )
+        if hit is None:
+            continue
+        pos = np.asarray(position, dtype=np.float64)[-d:]
+        dist = float(np.linalg.norm(pts[hit] - pos))
+        row = int(rows[hit])
+        features = layer.features.iloc[row].to_dict() if len(layer.features) else {}
+        oid = features.get(OBJECT_ID)
+        pick = Pick(layer, row, None if oid is None else int(oid), features)
+        if best is None or dist < best[0]:
+            best = (dist, pick)
+    return None if best is None else best[1]
+
+
+# --------------------------------------------------------------------------------------------
+# colour
+# --------------------------------------------------------------------------------------------
+
+
+def colour_spec_of(layer: Any) -> ColourSpec | None:
+    """The colour-by spec recorded on the layer by :func:`apply_colour` (``None``: none)."""
+    meta = zv_meta(layer)
+    raw = None if meta is None else meta.get("colour")
+    return None if not raw else ColourSpec.from_dict(raw)
+
+
+def colourable_features(layer: Any) -> list[str]:
+    """Feature columns a layer can be coloured by (Tracks: its ``track_id`` too)."""
+    features = getattr(layer, "features", None)
+    names = [] if features is None else [str(c) for c in features.columns]
+    if layer_kind(layer) == "tracks" and "track_id" not in names:
+        names.append("track_id")
+    return names
+
+
+def feature_values(layer: Any, feature: str) -> np.ndarray:
+    """Values of ``feature`` per row, string categories of Tracks layers decoded."""
+    if layer_kind(layer) == "tracks" and feature == "track_id":
+        return np.asarray(layer.data)[:, 0].astype(np.int64)
+    values = layer.features[feature].to_numpy()
+    cats = (zv_meta(layer) or {}).get("categories", {}).get(feature)
+    if cats is not None and values.dtype.kind in "iu":
+        values = np.asarray(cats, dtype=object)[values]
+    return values
+
+
+def apply_colour(layer: Any, spec: ColourSpec) -> None:
+    """Colour ``layer`` by ``spec`` through the layer's own colour properties, and record the
+    spec in its metadata (``colour`` and ``colour_by``). Idempotent; O(rows), vectorised."""
+    kind = layer_kind(layer)
+    meta = zv_meta(layer)
+    if meta is not None:
+        meta["colour"] = spec.to_dict()
+        meta["colour_by"] = spec.feature
+    if spec.feature not in colourable_features(layer) or not len(layer.features):
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        if kind == "points":
+            _apply_colour_manager(layer, "face", spec)
+        elif kind in ("vectors", "shapes"):
+            _apply_colour_manager(layer, "edge", spec)
+            if kind == "shapes":
+                layer.refresh_colors()
+        elif kind == "tracks":
+            _apply_tracks(layer, spec)
+        elif kind == "surface":
+            _apply_surface(layer, spec)
+
+
+def napari_colormap(spec: ColourSpec, codes: bool = False) -> tuple[Any, tuple[float, float]]:
+    """The napari colormap and contrast limits of ``spec``.
+
+    Continuous: the named colormap and the spec's limits. Categorical: a step colormap with
+    one bin per category, centred on the category value (``codes``: on its index).
+    """
+    from napari.utils.colormaps import Colormap, ensure_colormap
+
+    if not spec.categorical:
+        limits = spec.contrast_limits or (0.0, 1.0)
+        return ensure_colormap(spec.colormap), (float(limits[0]), float(limits[1]))
+    n = len(spec.categories)
+    keys = np.arange(n, dtype=np.float64) if codes else np.asarray(spec.categories, np.float64)
+    order = np.argsort(keys, kind="stable")
+    bounds = step_boundaries(keys[order]) if n else np.array([0.0, 1.0])
+    lo, hi = float(bounds[0]), float(bounds[-1])
+    controls = (bounds - lo) / (hi - lo)
+    controls[0], controls[-1] = 0.0, 1.0
+    colours = np.asarray(spec.colours, np.float32)[order] if n else np.array([MISSING_COLOUR])
+    digest = hashlib.sha1(repr((spec.feature, spec.categories, spec.colours)).encode()).hexdigest()
+    cmap = Colormap(
+        colors=colours,
+        controls=controls,
+        interpolation="zero",
+        name=f"zv-categories-{digest[:10]}",
+        nan_color=MISSING_COLOUR,
+    )
+    return cmap, (lo, hi)
+
+
+def _numeric_categories(spec: ColourSpec) -> bool:
+    return all(
+        isinstance(c, (int, float, bool)) and not isinstance(c, str) for c in spec.categories
+    )
+
+
+def _apply_colour_manager(layer: Any, prefix: str, spec: ColourSpec) -> None:
+    values = layer.features[spec.feature].to_numpy()
+    setattr(layer, f"{prefix}_color", "white")  # direct mode first: no stale mapping applies
+    if spec.categorical and not (_numeric_categories(spec) and values.dtype.kind in "iufb"):
+        setattr(layer, f"{prefix}_color_cycle", {**spec.mapping(), None: MISSING_COLOUR})
+        setattr(layer, f"{prefix}_color", spec.feature)
+        if str(getattr(layer, f"{prefix}_color_mode")).lower().endswith("colormap"):
+            setattr(layer, f"{prefix}_color_mode", "cycle")
+        return
+    cmap, limits = napari_colormap(spec)
+    setattr(layer, f"{prefix}_colormap", cmap)
+    setattr(layer, f"{prefix}_contrast_limits", limits)
+    setattr(layer, f"{prefix}_color", spec.feature)
+    if not str(getattr(layer, f"{prefix}_color_mode")).lower().endswith("colormap"):
+        setattr(layer, f"{prefix}_color_mode", "colormap")
+    setattr(layer, f"{prefix}_contrast_limits", limits)
+
+
+def _range_colormap_class():
+    from napari.utils.colormaps import Colormap
+
+    global _RangeColormap
+    if _RangeColormap is None:
+
+        class RangeColormap(Colormap):
+            """A colormap over ``value_range`` instead of [0, 1] (Tracks have no contrast
+            limits: their ``colormaps_dict`` colormaps get raw feature values)."""
+
+            value_range: tuple[float, float] = (0.0, 1.0)
+
+            def map(self, values):
+                lo, hi = self.value_range
+                v = (np.asarray(values, dtype=np.float64) - lo) / max(hi - lo, 1e-300)
+                return super().map(v)
+
+        _RangeColormap = RangeColormap
+    return _RangeColormap
+
+
+_RangeColormap = None
+
+
+def _apply_tracks(layer: Any, spec: ColourSpec) -> None:
+    cats = (zv_meta(layer) or {}).get("categories", {}).get(spec.feature)
+    if spec.categorical and cats is not None:
+        # string categories are stored as this layer's codes: map code -> category colour
+        sub = spec.mapping()
+        colours = tuple(tuple(sub.get(c, MISSING_COLOUR)) for c in cats)
+        spec = ColourSpec(spec.feature, "categorical", categories=tuple(cats), colours=colours)
+        cmap, limits = napari_colormap(spec, codes=True)
+    elif spec.categorical and not _numeric_categories(spec):
+        return
+    else:
+        cmap, limits = napari_colormap(spec)
+    ranged = _range_colormap_class()(
+        colors=cmap.colors,
+        controls=cmap.controls,
+        interpolation=cmap.interpolation,
+        name=f"zv-{spec.feature}",
+        nan_color=MISSING_COLOUR,
+        value_range=limits,
+    )
+    layer.colormaps_dict = {**layer.colormaps_dict, spec.feature: ranged}
+    layer.color_by = spec.feature
+
+
+def _apply_surface(layer: Any, spec: ColourSpec) -> None:
+    values = layer.features[spec.feature].to_numpy()
+    if spec.categorical and not (_numeric_categories(spec) and values.dtype.kind in "iufb"):
+        index = category_index(spec, values).astype(np.float32)
+        index[index < 0] = np.nan
+        cmap, limits = napari_colormap(spec, codes=True)
+        values = index
+    else:
+        cmap, limits = napari_colormap(spec)
+        values = values.astype(np.float32)
+    vertices, faces = layer.data[:2]
+    layer.data = (vertices, faces, values)
+    layer.colormap = cmap
+    layer.contrast_limits = limits
+
+
+def colour_matches(layer: Any, spec: ColourSpec) -> bool:
+    """Whether ``layer`` is still coloured by ``spec`` (cheap: compares settings, not colours).
+
+    Tracks layers with string categories always need re-applying after a data swap: their
+    codes are per load (``metadata["zarr_vectors"]["categories"]``).
+    """
+    kind = layer_kind(layer)
+    meta = zv_meta(layer) or {}
+    if meta.get("colour_by") != spec.feature:
+        return False
+    if kind in ("points", "vectors", "shapes"):
+        prefix = "face" if kind == "points" else "edge"
+        manager = getattr(layer, f"_{prefix}", None)
+        props = getattr(manager, "color_properties", None)
+        if props is None or props.name != spec.feature:
+            return False
+        mode = str(getattr(layer, f"{prefix}_color_mode")).lower()
+        if mode.endswith("cycle"):
+            return spec.categorical
+        if not mode.endswith("colormap"):
+            return False
+        cmap, limits = napari_colormap(spec)
+        current = getattr(layer, f"{prefix}_colormap")
+        got = getattr(layer, f"{prefix}_contrast_limits")
+        return current.name == cmap.name and got is not None and np.allclose(got, limits)
+    if kind == "tracks":
+        if spec.feature in meta.get("categories", {}):
+            return False
+        cmap = layer.colormaps_dict.get(spec.feature)
+        return layer.color_by == spec.feature and cmap is not None and hasattr(cmap, "value_range")
+    if kind == "surface":
+        values = layer.features[spec.feature].to_numpy() if spec.feature in layer.features else None
+        if values is None or values.dtype.kind not in "iufb":
+            return False
+        cmap, limits = napari_colormap(spec)
+        return (
+            layer.colormap.name == cmap.name
+            and np.allclose(layer.contrast_limits, limits)
+            and len(layer.vertex_values) == len(values)
+            and np.array_equal(np.asarray(layer.vertex_values), values.astype(np.float32))
+        )
+    return True
+
+
+def reapply_colour(layer: Any) -> bool:
+    """Re-apply the layer's recorded colour spec if a data swap lost it; returns whether it
+    did."""
+    spec = colour_spec_of(layer)
+    if spec is None or spec.feature not in colourable_features(layer):
+        return False
+    if colour_matches(layer, spec):
+        return False
+    apply_colour(layer, spec)
+    return True
+
+
+def layer_colours(layer: Any) -> np.ndarray:
+    """The ``(rows, 4)`` RGBA colours the layer currently draws per feature row (Tracks:
+    per vertex; Surface: per vertex, from its colormap)."""
+    kind = layer_kind(layer)
+    if kind == "points":
+        return np.asarray(layer.face_color)
+    if kind in ("vectors", "shapes"):
+        return np.asarray(layer.edge_color)
+    if kind == "tracks":
+        return np.asarray(layer.track_colors)
+    if kind == "surface":
+        lo, hi = layer.contrast_limits
+        v = (np.asarray(layer.vertex_values, np.float64) - lo) / max(hi - lo, 1e-300)
+        return np.asarray(layer.colormap.map(v))
+    return np.empty((0, 4))
+
+
+# --------------------------------------------------------------------------------------------
+# isolate
+# --------------------------------------------------------------------------------------------
+
+
+def only_object(geometry: Any, object_id: int) -> Any:
+    """The rows of ``geometry`` that belong to ``object_id`` (edges/faces remapped, paths of
+    other objects dropped). Meshes whose objects share chunk fragments cannot be separated by
+    vertex (the core labels a shared vertex with one object): they are returned unchanged."""
+    from napari_zarr_vectors.format.geometry import Geometry
+
+    if geometry.vertex_object_ids is None or geometry.geometry_type == "mesh":
+        return geometry
+    ids = np.asarray(geometry.vertex_object_ids, np.int64)
+    keep = ids == int(object_id)
+    if keep.all():
+        paths = [
+            p
+            for p, o in zip(geometry.paths, geometry.path_object_ids, strict=False)
+            if int(o) == int(object_id)
+        ]
+        if len(paths) == len(geometry.paths):
+            return geometry
+    new_index = np.full(len(keep), -1, np.int64)
+    new_index[keep] = np.arange(int(keep.sum()))
+    edges = np.asarray(geometry.edges, np.int64).reshape(-1, 2)
+    edge_ok = keep[edges].all(1) if len(edges) else np.zeros(0, bool)
+    paths, path_ids = [], []
+    for p, o in zip(geometry.paths, geometry.path_object_ids, strict=False):
+        if int(o) == int(object_id):
+            paths.append(new_index[np.asarray(p, np.int64)])
+            path_ids.append(int(o))
+    faces = np.asarray(geometry.faces, np.int64).reshape(-1, 3)
+    face_ok = keep[faces].all(1) if len(faces) else np.zeros(0, bool)
+    return Geometry(
+        geometry_type=geometry.geometry_type,
+        level=geometry.level,
+        positions=geometry.positions[keep],
+        vertex_attributes={k: np.asarray(v)[keep] for k, v in geometry.vertex_attributes.items()},
+        vertex_object_ids=ids[keep],
+        edges=new_index[edges[edge_ok]],
+        edge_attributes={k: np.asarray(v)[edge_ok] for k, v in geometry.edge_attributes.items()},
+        faces=new_index[faces[face_ok]],
+        paths=paths,
+        path_object_ids=np.asarray(path_ids, np.int64),
+        chunks=geometry.chunks,
+    )
+
+
+def isolate_layer_data(store: Any, object_id: int, level: int = 0) -> list[tuple]:
+    """Layer data tuples of one whole object at ``level`` (default full resolution), read
+    through its manifest (every chunk it names, whatever the view), highlighted.
+
+    Raises ``KeyError`` when the store has no such object.
+    """
+    from .layers import layers_from_geometry
+    from .reader import store_info
+
+    object_id = int(object_id)
+    if object_id not in set(np.asarray(store.object_ids(level)).tolist()):
+        raise KeyError(f"{store.name} has no object {object_id} at level {level}")
+    geometry = only_object(store.read(level=level, object_ids=[object_id]), object_id)
+    info = store_info(store, level)
+    out = []
+    for data, kwargs, kind in layers_from_geometry(geometry, info, bounds_layer=False):
+        meta = kwargs["metadata"][META]
+        role = meta.get("role")
+        meta.update(role="isolated", object_id=object_id, source_role=role, colour_by=None)
+        suffix = (
+            "" if role in ("points", "lines", "polylines", "streamlines", "mesh") else f" {role}"
+        )
+        kwargs["name"] = f"{store.name} object {object_id}{suffix} (isolated)"
+        kwargs.update(_highlight_kwargs(kind, kwargs, _n_rows(data, kind)))
+        out.append((data, kwargs, kind))
+    return out
+
+
+def _n_rows(data: Any, kind: str) -> int:
+    return len(data[0]) if kind == "surface" else len(data)
+
+
+def _highlight_kwargs(kind: str, kwargs: dict, n_rows: int) -> dict:
+    colour = np.asarray(HIGHLIGHT, np.float32)
+    if kind == "points":
+        size = float(np.max(kwargs.get("size", 1.0))) * 1.5
+        for key in ("face_colormap", "face_contrast_limits"):
+            kwargs.pop(key, None)
+        return {"face_color": colour, "size": size, "border_width": 0.0, "blending": "additive"}
+    if kind in ("vectors", "shapes"):
+        for key in ("edge_colormap", "edge_contrast_limits"):
+            kwargs.pop(key, None)
+        return {"edge_color": colour, "edge_width": float(kwargs.get("edge_width", 1.0)) * 2}
+    if kind == "tracks":
+        from napari.utils.colormaps import Colormap
+
+        name = "zv_highlight"
+        features = dict(kwargs.get("features", {}))
+        features[name] = np.zeros(n_rows)
+        return {
+            "features": features,
+            "color_by": name,
+            "colormaps_dict": {name: Colormap([HIGHLIGHT, HIGHLIGHT], name=name)},
+            "tail_width": 4.0,
+            "blending": "additive",
+        }
+    if kind == "surface":
+        from napari.utils.colormaps import Colormap
+
+        return {
+            "colormap": Colormap([HIGHLIGHT, HIGHLIGHT], name="zv_highlight"),
+            "opacity": 0.9,
+        }
+    return {}
+
+
+def object_table(store: Any) -> ObjectTable:
+    """The store's level-0 object table (cached per store object)."""
+    try:
+        return _tables[store]
+    except (KeyError, TypeError):
+        pass
+    table = ObjectTable.from_store(store, 0)
+    with contextlib.suppress(TypeError):
+        _tables[store] = table
+    return table
+
+
+_tables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+# --------------------------------------------------------------------------------------------
+# sessions: the filters of one target, shared by the widgets
+# --------------------------------------------------------------------------------------------
+
+
+class BrowseSession:
+    """The browse state of one target (one open store): its object table, the user's
+    filters, and who to tell when they change. Widgets share it through
+    :func:`session_for`, so the group filter and the attribute filters combine (AND)."""
+
+    def __init__(self, target: Any) -> None:
+        from .browse import FilterState
+
+        self._target = weakref.ref(target)
+        self.store = target.store
+        self.table = object_table(self.store)
+        self.filters = FilterState(self.table)
+        self._listeners: list[Any] = []
+        events = getattr(target, "events", None)
+        refreshed = getattr(events, "refreshed", None)
+        if refreshed is not None:
+            refreshed.connect(self._on_refreshed)
+
+    @property
+    def target(self) -> Any:
+        return self._target()
+
+    def connect(self, callback: Any) -> None:
+        """Call ``callback()`` when the filters change and after every data refresh."""
+        if callback not in self._listeners:
+            self._listeners.append(callback)
+
+    def disconnect(self, callback: Any) -> None:
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+
+    def apply(self) -> np.ndarray | None:
+        """Send the combined filter to the target (``set_object_filter``) and tell the
+        widgets. Returns the allowed ids (``None``: no filter)."""
+        allowed = self.filters.allowed()
+        target = self.target
+        if target is not None:
+            target.set_object_filter(allowed)
+            self._annotate()
+        for callback in list(self._listeners):
+            callback()
+        return allowed
+
+    def _on_refreshed(self, event: Any = None) -> None:
+        target = self.target
+        for layer in list(getattr(target, "layers", [])):
+            reapply_colour(layer)
+        self._annotate()
+        for callback in list(self._listeners):
+            callback()
+
+    def _annotate(self) -> None:
+        """Record how many objects pass on each data layer (metadata and layer name)."""
+        target = self.target
+        if target is None:
+            return
+        active = self.filters.active
+        note = f"{self.filters.n_passing():,}/{self.table.n_objects:,} objects"
+        for layer in list(getattr(target, "layers", [])):
+            meta = zv_meta(layer)
+            if meta is None:
+                continue
+            meta["filter"] = (
+                {"passing": self.filters.n_passing(), "total": self.table.n_objects}
+                if active
+                else None
+            )
+            base = _strip_note(layer.name)
+            name = f"{base} [{note}]" if active else base
+            if layer.name != name:
+                layer.name = name
+
+
+def _strip_note(name: str) -> str:
+    if name.endswith(" objects]") and " [" in name:
+        return name[: name.rindex(" [")]
+    return name
+
+
+_sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def session_for(target: Any) -> BrowseSession | None:
+    """The shared :class:`BrowseSession` of ``target`` (created on first use)."""
+    if target is None:
+        return None
+    session = _sessions.get(target)
+    if session is None:
+        session = BrowseSession(target)
+        _sessions[target] = session
+    return session

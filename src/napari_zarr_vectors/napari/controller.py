@@ -1,0 +1,1132 @@
+"""One opened store in one viewer: view-driven level of detail for its layers.
+
+:class:`ZVLayerController` watches the camera and dims of the viewer its layers live in.
+Every pan, zoom, rotation, slice move, ``ndisplay`` switch or canvas resize restarts a
+debounce timer (:func:`.settings.get_settings` ``debounce_ms``); when it fires, the
+controller snapshots the view (:class:`.lod.ViewState`) on the UI thread and hands it to a
+worker thread (a ``QThreadPool`` job, :class:`_LoadJob`) running :meth:`.loader.Loader.run`:
+plan a level and chunk set, fetch chunk batches into the shared cache (progress after each
+batch, cancellation between batches), assemble and build the layer data. Only the final
+swap of arrays into the existing layers runs on the UI thread, with the layers' events held
+back and one refresh at the end. A newer request bumps a generation
+counter and aborts the running worker; stale results are dropped.
+
+After every swap the controller re-applies the user's colouring (colour-by feature,
+colormap, contrast limits, uniform colours, point size) read from the layer before the
+swap, so colours survive level changes (napari drops a colour-by feature that a new
+feature table lacks, napari#9330).
+
+Controllers are found with :func:`controller_for` (a weak registry keyed by layer: a
+controller lives exactly as long as one of its layers). Stores opened through napari's
+reader get a controller automatically (see :func:`install_viewer_hooks`); scripts use
+:func:`open_in_viewer`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+from contextlib import ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from psygnal import Signal, SignalGroup
+
+from . import lod
+from .layers import LayerData
+from .loader import Loader, LoadRequest, LoadResult, Progress, shared_cache
+from .settings import get_settings
+
+#: layer metadata key of this plugin
+META = "zarr_vectors"
+
+_REGISTRY: weakref.WeakKeyDictionary[Any, ZVLayerController] = weakref.WeakKeyDictionary()
+
+
+def controller_for(layer: Any) -> ZVLayerController | None:
+    """The controller managing ``layer`` (a data layer or the bounds box), else ``None``."""
+    try:
+        return _REGISTRY.get(layer)
+    except TypeError:  # unhashable / not weak-referenceable
+        return None
+
+
+class ControllerEvents(SignalGroup):
+    """Signals of a :class:`ZVLayerController` (emitted on the UI thread)."""
+
+    #: the level on screen changed (new level)
+    level_changed = Signal(int)
+    #: new data is on screen
+    refreshed = Signal()
+    #: chunk batches fetched so far for the current request (done, total)
+    loading = Signal(int, int)
+
+
+@dataclass(frozen=True)
+class _Shown:
+    level: int
+    chunks: np.ndarray
+    key: tuple | None
+
+
+class ZVLayerController:
+    """View-driven level of detail for the layers of one opened store.
+
+    Parameters
+    ----------
+    viewer
+        A ``napari.Viewer`` (held weakly).
+    store
+        The opened :class:`~napari_zarr_vectors.Store`.
+    layers
+        Its data layers (held weakly), already in ``viewer.layers``.
+    bounds_layer
+        Its ``<name> bounds`` box layer, if any.
+    loader
+        A :class:`.loader.Loader` for ``store`` (created when omitted).
+    vertex_budget
+        Vertices the view may hold (default: the plugin setting).
+    shown
+        What the layers hold now (``level``, ``chunks``, plan ``key``).
+    """
+
+    def __init__(
+        self,
+        viewer: Any,
+        store: Any,
+        layers: Sequence[Any] = (),
+        *,
+        bounds_layer: Any = None,
+        loader: Loader | None = None,
+        vertex_budget: int | None = None,
+        shown: tuple[int, np.ndarray, tuple | None] | None = None,
+        autostart: bool = True,
+    ) -> None:
+        self.events = ControllerEvents()
+        self.store = store
+        self.loader = loader if loader is not None else Loader(store, shared_cache())
+        self._viewer_ref = weakref.ref(viewer)
+        self._layer_refs: dict[str, weakref.ref] = {}
+        self._bounds_ref: weakref.ref | None = None
+        self._vertex_budget = None if vertex_budget is None else int(vertex_budget)
+        self._locked: int | None = None
+        self._allowed: np.ndarray | None = None
+        self._generation = 0
+        self._worker: Any = None
+        self._progress: Any = None
+        self._started_at = 0.0
+        self._closed = False
+        self._colour: dict[str, _ColourMemory] = {}
+        #: load on the calling (UI) thread instead of a worker: for benchmarks and scripts
+        #: that want every refresh finished before the next line (the UI blocks meanwhile)
+        self.synchronous = False
+        self.last_update_seconds = 0.0
+        self.vertex_count = 0
+        self.trimmed = 0
+        if shown is None:
+            level = lod.initial_level(store.levels, self.vertex_budget)
+            shown = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
+        self._shown = _Shown(int(shown[0]), np.asarray(shown[1], dtype=np.int64), shown[2])
+        from .reader import _layer_scale
+
+        #: world units per layer data unit, napari axis order (the slab a 2-D view shows)
+        self._scale_napari = np.asarray(_layer_scale(store), dtype=float)[::-1]
+
+        from qtpy.QtCore import QTimer
+
+        self._timer = QTimer()
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self._on_timer)
+
+        if bounds_layer is not None:
+            self._add_bounds(bounds_layer)
+        for layer in layers:
+            self.add_layer(layer)
+        self._connect(viewer)
+        if autostart:
+            self.schedule()
+
+    # -- public API ----------------------------------------------------------------------
+    @property
+    def viewer(self) -> Any:
+        return self._viewer_ref()
+
+    @property
+    def layers(self) -> list[Any]:
+        """The store's data layers (not the bounds box), in viewer order."""
+        out = [r() for r in self._layer_refs.values()]
+        return [layer for layer in out if layer is not None]
+
+    @property
+    def bounds_layer(self) -> Any:
+        return None if self._bounds_ref is None else self._bounds_ref()
+
+    @property
+    def level(self) -> int:
+        """The level on screen."""
+        return self._shown.level
+
+    @property
+    def chunks(self) -> np.ndarray:
+        """``(K, key_ndim)`` chunk coordinates on screen."""
+        return self._shown.chunks
+
+    @property
+    def locked_level(self) -> int | None:
+        return self._locked
+
+    def lock_level(self, level: int | None) -> None:
+        """Show ``level`` whatever the zoom (still only the visible chunks, still within the
+        budget); ``None`` unlocks. Reloads at once."""
+        if level is not None:
+            self.store.level(int(level))  # KeyError naming the levels
+            level = int(level)
+        if level == self._locked:
+            return
+        self._locked = level
+        self.refresh()
+
+    @property
+    def vertex_budget(self) -> int:
+        """Vertices this store's layers may hold (the plugin default unless set)."""
+        if self._vertex_budget is not None:
+            return self._vertex_budget
+        return get_settings().vertex_budget
+
+    @vertex_budget.setter
+    def vertex_budget(self, value: int | None) -> None:
+        if value is not None and int(value) < 1:
+            raise ValueError("vertex_budget must be at least 1")
+        self._vertex_budget = None if value is None else int(value)
+        self.refresh()
+
+    @property
+    def object_filter(self) -> np.ndarray | None:
+        return None if self._allowed is None else self._allowed.copy()
+
+    def set_object_filter(self, allowed_ids: np.ndarray | Sequence[int] | None) -> None:
+        """Show only these object ids (at every level, through every refresh); ``None``
+        shows all. Stores without objects ignore the filter."""
+        if allowed_ids is None:
+            self._allowed = None
+        else:
+            self._allowed = np.unique(np.asarray(allowed_ids, dtype=np.int64).ravel())
+        self.refresh()
+
+    @property
+    def is_loading(self) -> bool:
+        """Whether a refresh is pending (debounce timer) or running (worker)."""
+        return bool(self._timer.isActive() or self._worker is not None)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the controller stopped (its layers left the viewer, or :meth:`close`)."""
+        return self._closed
+
+    def refresh(self, force: bool = True) -> None:
+        """Re-plan for the current view and reload now (``force``: even when the plan is
+        unchanged)."""
+        if self._closed:
+            return
+        self._timer.stop()
+        self._start(force=force)
+
+    def schedule(self) -> None:
+        """Re-plan after the debounce delay (what camera and dims events call)."""
+        if self._closed:
+            return
+        self._timer.start(int(get_settings().debounce_ms))
+
+    def close(self) -> None:
+        """Stop watching the viewer and cancel loading (the layers stay as they are)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._timer.stop()
+        self._cancel_worker()
+        self._close_progress()
+        viewer = self.viewer
+        if viewer is not None:
+            self._disconnect(viewer)
+
+    # -- layers --------------------------------------------------------------------------
+    def add_layer(self, layer: Any) -> None:
+        """Manage ``layer`` (its ``metadata["zarr_vectors"]["role"]`` names its part)."""
+        meta = layer.metadata.setdefault(META, {})
+        role = meta.get("role", f"layer{len(self._layer_refs)}")
+        if role == "bounds":
+            self._add_bounds(layer)
+            return
+        self._layer_refs[role] = weakref.ref(layer)
+        _REGISTRY[layer] = self
+        self._colour[role] = _ColourMemory(applied=_capture(layer))
+        self._write_metadata(layer)
+
+    def _add_bounds(self, layer: Any) -> None:
+        self._bounds_ref = weakref.ref(layer)
+        _REGISTRY[layer] = self
+
+    def _layer(self, role: str) -> Any:
+        ref = self._layer_refs.get(role)
+        return None if ref is None else ref()
+
+    # -- viewer events -------------------------------------------------------------------
+    def _connect(self, viewer: Any) -> None:
+        cam = viewer.scene.camera.events
+        dims = viewer.dims.events
+        self._sources = [
+            cam.center,
+            cam.zoom,
+            cam.angles,
+            cam.perspective,
+            dims.point,
+            dims.ndisplay,
+            dims.order,
+            dims.margin_left,
+            dims.margin_right,
+            viewer.canvas.events.size,
+        ]
+        for emitter in self._sources:
+            emitter.connect(self._on_view_event)
+        viewer.layers.events.removed.connect(self._on_layer_removed)
+
+    def _disconnect(self, viewer: Any) -> None:
+        for emitter in getattr(self, "_sources", []):
+            emitter.disconnect(self._on_view_event)
+        viewer.layers.events.removed.disconnect(self._on_layer_removed)
+
+    def _on_view_event(self, event: Any = None) -> None:
+        self.schedule()
+
+    def _on_layer_removed(self, event: Any = None) -> None:
+        viewer = self.viewer
+        if viewer is None:
+            self.close()
+            return
+        present = {id(layer) for layer in viewer.layers}
+        if not any(id(layer) in present for layer in self.layers):
+            self.close()
+
+    def _on_timer(self) -> None:
+        self._start(force=False)
+
+    # -- the view ------------------------------------------------------------------------
+    def view_state(self) -> lod.ViewState | None:
+        """The current view in the store's napari axis order (``None``: no viewer, or the
+        displayed axes are not the store's)."""
+        viewer = self.viewer
+        if viewer is None:
+            return None
+        ndim = int(self.store.ndim)
+        dims = viewer.dims
+        offset = dims.ndim - ndim
+        if offset < 0:
+            return None
+        nd = int(dims.ndisplay)
+        displayed_world = tuple(int(a) for a in dims.displayed)
+        if any(a < offset for a in displayed_world):
+            return None
+        displayed = tuple(a - offset for a in displayed_world)
+        cam = viewer.scene.camera
+        scale = self._scale_napari
+        thickness = tuple(
+            max(float(t), float(s))
+            for t, s in zip(tuple(dims.thickness)[offset:], scale, strict=True)
+        )
+        center = tuple(float(c) for c in tuple(cam.center)[-nd:])
+        return lod.ViewState(
+            ndisplay=nd,
+            center=center,
+            zoom=float(cam.zoom),
+            canvas_size=tuple(int(v) for v in viewer.canvas.size),
+            point=tuple(float(p) for p in tuple(dims.point)[offset:]),
+            displayed=displayed,
+            thickness=thickness,
+            view_direction=tuple(float(v) for v in cam.view_direction) if nd == 3 else None,
+            up_direction=tuple(float(v) for v in cam.up_direction) if nd == 3 else None,
+            perspective=float(cam.perspective),
+        )
+
+    def request(self, force: bool = False) -> LoadRequest:
+        """The load request for the current view and settings."""
+        return LoadRequest(
+            generation=self._generation,
+            view=self.view_state(),
+            budget=self.vertex_budget,
+            locked=self._locked,
+            allowed_ids=self._allowed,
+            current_key=self._shown.key,
+            force=force,
+        )
+
+    # -- loading -------------------------------------------------------------------------
+    def _start(self, force: bool) -> None:
+        if self._closed or self.viewer is None:
+            return
+        self._generation += 1
+        self._cancel_worker()
+        req = self.request(force=force)
+        generation = self._generation
+        self._started_at = time.perf_counter()
+        if self.synchronous:
+            try:
+                result = self.loader.load(req)
+            except Exception as exc:  # noqa: BLE001 - shown like a worker's error
+                self._on_error(exc)
+                return
+            self._on_result(result)
+            return
+
+        def stale() -> bool:
+            return generation != self._generation or self._closed
+
+        job = _LoadJob(self, self.loader.run, req, stale)
+        self._worker = job
+        job.start()
+
+    def _cancel_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.quit()
+
+    def _on_finished(self, worker: Any) -> None:
+        if self._worker is worker:
+            self._worker = None
+            self._close_progress()
+
+    def _on_error(self, exc: Exception) -> None:
+        """A load failed as a whole: the layers keep what they show, napari shows the error."""
+        from napari.utils.notifications import notification_manager
+
+        self._close_progress()
+        self._status(f"{self.store.name}: loading failed ({type(exc).__name__}: {exc})")
+        notification_manager.receive_error(type(exc), exc, exc.__traceback__)
+
+    def _on_progress(self, p: Progress) -> None:
+        if p.generation != self._generation or self._closed:
+            return
+        self.events.loading.emit(int(p.done), int(p.total))
+        if p.total and p.done < p.total:
+            self._status(
+                f"{self.store.name}: loading level {p.level}, {p.done:,}/{p.total:,} chunks"
+            )
+            if self._progress is None and time.perf_counter() - self._started_at > 0.25:
+                self._open_progress(p)
+            if self._progress is not None:
+                self._progress.n = p.done
+                self._progress.update(0)
+
+    def _on_result(self, result: LoadResult | None) -> None:
+        if result is None or result.generation != self._generation or self._closed:
+            return
+        self._close_progress()
+        if result.unchanged:
+            self._status(self._summary())
+            return
+        t0 = time.perf_counter()
+        self.apply(result)
+        self.last_update_seconds = time.perf_counter() - t0
+
+    def _open_progress(self, p: Progress) -> None:
+        try:
+            from napari.utils import progress
+
+            self._progress = progress(
+                total=p.total, desc=f"{self.store.name}: level {p.level}", gui=True
+            )
+        except Exception:  # noqa: BLE001 - progress is a nicety
+            self._progress = None
+
+    def _close_progress(self) -> None:
+        pbar, self._progress = self._progress, None
+        if pbar is not None:
+            pbar.close()
+
+    # -- applying a result (UI thread) ---------------------------------------------------
+    def apply(self, result: LoadResult) -> None:
+        """Put a finished load on screen (UI thread): swap data into the layers, restore
+        their colouring, update metadata and status, emit signals."""
+        old_level = self._shown.level
+        new = {
+            kw["metadata"][META]["role"]: (data, kw, kind) for data, kw, kind in result.layer_data
+        }
+        for role in list(self._layer_refs):
+            layer = self._layer(role)
+            if layer is None:
+                continue
+            if role in new:
+                self._update_layer(role, layer, new.pop(role))
+            else:
+                self._empty_layer(role, layer)
+        viewer = self.viewer
+        for item in new.values():  # roles the view had no data for until now
+            if viewer is None:
+                break
+            from napari.layers import Layer
+
+            data, kwargs, kind = item
+            meta = kwargs.setdefault("metadata", {}).setdefault(META, {})
+            meta["session"] = self._session_token()
+            layer = Layer.create(data, kwargs, kind)
+            self.add_layer(layer)
+            viewer.layers.append(layer)
+        self._shown = _Shown(result.level, np.asarray(result.chunks, np.int64), result.key)
+        self.vertex_count = int(result.vertex_count)
+        self.trimmed = int(result.trimmed)
+        for layer in self.layers:
+            self._write_metadata(layer)
+        if result.failed:
+            _notify_warning(
+                f"{self.store.name}: level {result.level}: "
+                f"{len(result.failed)} chunk(s) could not be loaded and are left out: "
+                + "; ".join(f"{'.'.join(map(str, c))} ({msg})" for c, msg in result.failed[:5])
+            )
+        self._status(self._summary())
+        if result.level != old_level:
+            self.events.level_changed.emit(int(result.level))
+        self.events.refreshed.emit()
+
+    def _session_token(self) -> str:
+        for layer in self.layers:
+            token = layer.metadata.get(META, {}).get("session")
+            if token:
+                return token
+        return uuid.uuid4().hex
+
+    def _summary(self) -> str:
+        text = (
+            f"{self.store.name}: level {self.level}"
+            f"{' (locked)' if self._locked is not None else ''}, "
+            f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices"
+        )
+        if self.trimmed:
+            text += f" (budget {self.vertex_budget:,}: {self.trimmed:,} chunks left out)"
+        return text
+
+    def _status(self, text: str) -> None:
+        viewer = self.viewer
+        if viewer is not None:
+            viewer.status = text
+
+    def _write_metadata(self, layer: Any) -> None:
+        meta = layer.metadata.setdefault(META, {})
+        meta["level"] = int(self._shown.level)
+        meta["chunks"] = np.asarray(self._shown.chunks, dtype=np.int64).tolist()
+        meta["locked_level"] = self._locked
+        meta["vertex_budget"] = int(self.vertex_budget)
+
+    def _update_layer(self, role: str, layer: Any, item: LayerData) -> None:
+        data, kwargs, kind = item
+        memory = self._colour[role]
+        memory.observe(_capture(layer))
+        with _batched(layer):
+            _swap(layer, data, kwargs, memory)
+        memory.applied = _capture(layer)
+        meta = layer.metadata.setdefault(META, {})
+        new_meta = kwargs.get("metadata", {}).get(META, {})
+        for key in ("vertex_count", "colour_by", "categories"):
+            if key in new_meta:
+                meta[key] = new_meta[key]
+
+    def _empty_layer(self, role: str, layer: Any) -> None:
+        memory = self._colour[role]
+        memory.observe(_capture(layer))
+        with _batched(layer):
+            _swap_empty(layer, self.store)
+        memory.applied = _capture(layer)
+        layer.metadata.setdefault(META, {})["vertex_count"] = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"<ZVLayerController {self.store.name!r} level={self.level} "
+            f"chunks={len(self.chunks)} vertices={self.vertex_count} "
+            f"locked={self._locked} budget={self.vertex_budget}>"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# colouring that survives data swaps
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Colour:
+    """The colouring of one colour channel of a layer (face, edge, tracks, surface)."""
+
+    mode: str  # "direct", "cycle", "colormap"
+    feature: str | None
+    colormap: str | None
+    contrast_limits: tuple[float, float] | None
+    uniform: tuple[float, ...] | None  # the one direct colour, when all rows share it
+    fingerprint: int | None  # direct per-row colours: hash of the array
+
+
+@dataclass(frozen=True)
+class _LayerColour:
+    channel: _Colour | None
+    size: float | None = None
+
+
+@dataclass
+class _ColourMemory:
+    applied: _LayerColour  # what the last swap left on the layer
+    intent: _Colour | None = None  # the colouring the user chose (None: the builder's)
+    size: float | None = None  # the point size the user chose (None: the builder's)
+    limits: dict[str, Any] = field(default_factory=dict)  # first contrast limits per feature
+
+    def observe(self, before: _LayerColour) -> None:
+        """Record what the user changed since the last swap (``before`` vs ``applied``)."""
+        if before.channel != self.applied.channel:
+            channel = before.channel
+            # per-row direct colours cannot be carried to other rows: the builder's then
+            reusable = channel is not None and (channel.mode != "direct" or channel.uniform)
+            self.intent = channel if reusable else None
+        if before.size is not None and before.size != self.applied.size:
+            self.size = before.size
+
+
+def _kind(layer: Any) -> str:
+    return type(layer).__name__.lower()
+
+
+def _channel_attr(kind: str) -> str | None:
+    return {"points": "face", "vectors": "edge", "shapes": "edge"}.get(kind)
+
+
+def _capture(layer: Any) -> _LayerColour:
+    kind = _kind(layer)
+    attr = _channel_attr(kind)
+    if attr is not None:
+        size = None
+        if kind == "points":
+            sizes = np.asarray(layer.size, dtype=float)
+            size = float(sizes[0]) if sizes.size else float(layer.current_size)
+        return _LayerColour(_capture_manager(layer, attr), size)
+    if kind == "tracks":
+        return _LayerColour(
+            _Colour("colormap", layer.color_by, str(layer.colormap), None, None, None)
+        )
+    if kind == "surface":
+        cmap = layer.colormap
+        feature = layer.metadata.get(META, {}).get("colour_by")
+        return _LayerColour(
+            _Colour(
+                "colormap",
+                feature,
+                getattr(cmap, "name", str(cmap)),
+                tuple(float(v) for v in layer.contrast_limits),
+                None,
+                None,
+            )
+        )
+    return _LayerColour(None)
+
+
+def _capture_manager(layer: Any, attr: str) -> _Colour:
+    mode = str(getattr(layer, f"{attr}_color_mode"))
+    feature = None
+    manager = getattr(layer, f"_{attr}", None)
+    if manager is not None and getattr(manager, "color_properties", None) is not None:
+        feature = manager.color_properties.name
+    elif getattr(layer, f"_{attr}_color_property", ""):
+        feature = getattr(layer, f"_{attr}_color_property")
+    cmap = getattr(layer, f"{attr}_colormap", None)
+    limits = getattr(layer, f"{attr}_contrast_limits", None)
+    uniform = fingerprint = None
+    if mode == "direct":
+        colours = np.asarray(getattr(layer, f"{attr}_color"), dtype=np.float32).reshape(-1, 4)
+        if len(colours) and np.all(colours == colours[0]):
+            uniform = tuple(float(c) for c in colours[0])
+        elif len(colours):
+            fingerprint = hash(colours.tobytes())
+    return _Colour(
+        mode,
+        feature if mode != "direct" else None,
+        getattr(cmap, "name", None),
+        None if limits is None or mode == "direct" else tuple(float(v) for v in limits),
+        uniform,
+        fingerprint,
+    )
+
+
+def _swap(layer: Any, data: Any, kwargs: dict, memory: _ColourMemory) -> None:
+    """Replace ``layer``'s data and features with a builder's output, then colour it as the
+    user chose (``memory.intent``) when that still applies to the new features, else as the
+    builder proposes (with the contrast limits first used for that feature, so colours stay
+    put across refreshes). Point sizes stay what they were."""
+    kind = _kind(layer)
+    features = kwargs.get("features", {})
+    intent = memory.intent
+    chosen = intent  # what the user chose, even when its feature is missing here
+    if intent is not None and intent.mode != "direct" and intent.feature not in features:
+        intent = None  # e.g. a coarse level without that attribute: the builder's default
+    attr = _channel_attr(kind)
+    if attr is not None:
+        current = _capture_manager(layer, attr)
+        if current.feature is not None and current.feature not in features:
+            # napari would warn that the colour-by feature was dropped: unlink it first
+            setattr(layer, f"{attr}_color", "white")
+        with _uniform_symbols_fast() if kind == "points" else nullcontext():
+            layer.data = data
+        layer.features = features
+        target = intent if intent is not None else _builder_colour(attr, kwargs, memory)
+        _apply_colour(layer, attr, target)
+        if kind == "points":
+            # the user's size if they changed it, else the builder's size for this level
+            size = memory.size if memory.size is not None else kwargs.get("size")
+            if size is not None:
+                size = float(size)
+                sizes = np.asarray(layer.size, dtype=float)
+                if sizes.size and not np.all(sizes == size):
+                    layer.size = size
+                layer.current_size = size
+        return
+    if kind == "tracks":
+        if layer.color_by != "track_id":
+            # napari resets features on a data swap and warns that color_by is missing
+            layer._color_by = "track_id"
+        layer.data = data
+        layer.features = features
+        for name, cmap in (kwargs.get("colormaps_dict") or {}).items():
+            layer.colormaps_dict.setdefault(name, cmap)
+        colour_by = intent.feature if intent is not None else kwargs.get("color_by", "track_id")
+        if colour_by not in layer.properties_to_color_by:
+            colour_by = "track_id"
+        layer.color_by = colour_by
+        if intent is not None and intent.colormap and layer.colormap != intent.colormap:
+            layer.colormap = intent.colormap
+        return
+    if kind == "surface":
+        vertices, faces, values = data
+        meta = kwargs.get("metadata", {}).get(META, {})
+        name = intent.feature if intent is not None else meta.get("colour_by")
+        if name is not None and name in features:
+            values = np.asarray(features[name], dtype=np.float32)
+        layer.data = (vertices, faces, values)
+        layer.features = features
+        cmap = chosen.colormap if chosen is not None else None  # a colormap suits any feature
+        if cmap and getattr(layer.colormap, "name", None) != cmap:
+            layer.colormap = cmap
+        if intent is not None and intent.contrast_limits is not None:
+            layer.contrast_limits = intent.contrast_limits
+        elif name is not None:
+            limits = memory.limits.setdefault(name, kwargs.get("contrast_limits"))
+            if limits is not None:
+                layer.contrast_limits = limits
+        layer.metadata.setdefault(META, {})["colour_by"] = name
+        return
+    layer.data = data
+    if hasattr(layer, "features"):
+        layer.features = features
+
+
+def _builder_colour(attr: str, kwargs: dict, memory: _ColourMemory) -> Any:
+    """The colouring a builder proposes: a :class:`_Colour` for a colour-by feature (with
+    the contrast limits first seen for it), else the direct colour(s) as given."""
+    colour = kwargs.get(f"{attr}_color")
+    features = kwargs.get("features", {})
+    if isinstance(colour, str) and colour in features:
+        cmap = kwargs.get(f"{attr}_colormap")
+        limits = kwargs.get(f"{attr}_contrast_limits")
+        if limits is not None:
+            limits = memory.limits.setdefault(colour, tuple(float(v) for v in limits))
+        return _Colour("colormap", colour, getattr(cmap, "name", cmap), limits, None, None)
+    return colour
+
+
+def _apply_colour(layer: Any, attr: str, target: Any) -> None:
+    """Colour ``layer``'s ``attr`` channel: a :class:`_Colour` (feature or uniform), or
+    direct colour(s) (a name or an ``(N, 4)`` array); changes only what differs."""
+    if target is None:
+        return
+    if not isinstance(target, _Colour):
+        setattr(layer, f"{attr}_color", target)
+        return
+    if target.mode == "direct":
+        if target.uniform is not None:
+            setattr(layer, f"{attr}_color", np.asarray(target.uniform, dtype=np.float32))
+        return
+    current = _capture_manager(layer, attr)
+    if current.feature != target.feature or current.mode != target.mode:
+        setattr(layer, f"{attr}_color", target.feature)
+        setattr(layer, f"{attr}_color_mode", target.mode)
+    if target.mode != "colormap":
+        return
+    if target.colormap and current.colormap != target.colormap:
+        setattr(layer, f"{attr}_colormap", target.colormap)
+    if target.contrast_limits is not None:
+        limits = getattr(layer, f"{attr}_contrast_limits", None)
+        if limits is None or tuple(float(v) for v in limits) != tuple(target.contrast_limits):
+            setattr(layer, f"{attr}_contrast_limits", target.contrast_limits)
+
+
+@contextmanager
+def _uniform_symbols_fast():
+    """While growing a Points layer, napari 0.9 re-validates the marker symbol of *every*
+    point one by one (``coerce_symbols``: ~1 us per point, 0.1 s per 100,000 points on the
+    UI thread). All our points share one symbol: for an array holding one symbol
+    throughout, validate it once and broadcast; anything else goes to napari's function.
+    Patched only for the duration of one ``layer.data = ...`` on the UI thread."""
+    try:
+        import napari.layers.points.points as points_module
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    original = getattr(points_module, "coerce_symbols", None)
+    if original is None:  # pragma: no cover - napari changed: nothing to speed up
+        yield
+        return
+
+    def coerce(symbol: Any) -> np.ndarray:
+        if isinstance(symbol, np.ndarray) and symbol.dtype == object and symbol.size > 1:
+            flat = symbol.ravel().tolist()
+            canon = original(np.asarray(flat[:1], dtype=object))[0]  # a Symbol member
+            text = str(getattr(canon, "value", canon))
+            # napari concatenates existing Symbol members with numpy strings of new points
+            # list.count compares by identity first, then as strings (fast for str and
+            # numpy str elements; slow only for Symbol members, i.e. on a first growth)
+            if flat.count(text) == len(flat):
+                # one shared plain string ("disc"): equal to the Symbol member everywhere
+                # napari compares or coerces it, and napari's canvas turns every shown
+                # point's symbol into text on each update -- instant for a str, ~1 us for
+                # a Symbol member
+                out = np.empty(symbol.shape, dtype=object)
+                out.fill(text)
+                return out
+        return original(symbol)
+
+    points_module.coerce_symbols = coerce
+    try:
+        yield
+    finally:
+        points_module.coerce_symbols = original
+
+
+#: events re-emitted once after a batched swap, per layer kind (listeners other than the
+#: canvas: napari's dims/extent bookkeeping, layer controls, the Tracks shaders)
+_AFTER_SWAP = {
+    "points": ("features",),
+    "vectors": ("features", "edge_color_mode"),
+    "shapes": ("features",),
+    "tracks": ("properties", "rebuild_tracks", "rebuild_graph", "color_by", "colormap"),
+    "surface": ("features", "colormap", "contrast_limits"),
+}
+
+
+@contextmanager
+def _batched(layer: Any):
+    """Swap data and colours with the layer's events and re-slicing held back, then refresh
+    once: every setter would otherwise re-slice the layer and rebuild its canvas visual
+    (napari's Points visual converts every shown point's symbol to text on each update)."""
+    kind = _kind(layer)
+    with ExitStack() as stack:
+        block_refresh = getattr(layer, "_block_refresh", None)
+        if block_refresh is not None:
+            stack.enter_context(block_refresh())
+        stack.enter_context(layer.events.blocker_all())
+        for name in ("_face", "_border", "_edge"):
+            manager = getattr(layer, name, None)
+            events = getattr(manager, "events", None)
+            if events is not None and hasattr(events, "blocker_all"):
+                stack.enter_context(events.blocker_all())
+        yield
+    layer.refresh()
+    try:
+        from napari.layers.base._base_constants import ActionType
+
+        changed: Any = ActionType.CHANGED
+    except ImportError:  # pragma: no cover - other napari versions
+        changed = "changed"
+    layer.events.data(value=layer.data, action=changed, data_indices=(), vertex_indices=((),))
+    for name in _AFTER_SWAP.get(kind, ()):
+        emitter = getattr(layer.events, name, None)
+        if emitter is not None:
+            emitter()
+
+
+def _swap_empty(layer: Any, store: Any) -> None:
+    """No data in view: an empty layer (Tracks cannot be empty: one invisible vertex)."""
+    kind = _kind(layer)
+    ndim = int(layer.ndim)
+    if kind == "tracks":
+        lo = np.asarray(store.bounds[0], dtype=float)[::-1] / np.asarray(layer.scale[1:])
+        columns = {name: np.zeros(1) for name in layer.features.columns if name != "track_id"}
+        colour_by = layer.color_by
+        if colour_by != "track_id":
+            layer._color_by = "track_id"
+        layer.data = np.concatenate([[0.0, 0.0], lo]).reshape(1, -1)
+        layer.features = columns
+        if colour_by in layer.properties_to_color_by:
+            layer.color_by = colour_by
+        return
+    if kind == "surface":
+        layer.data = (np.empty((0, ndim)), np.empty((0, 3), np.int64), np.empty(0))
+        return
+    columns = {}
+    if hasattr(layer, "features"):
+        columns = {name: layer.features[name].to_numpy()[:0] for name in layer.features.columns}
+    if kind == "vectors":
+        layer.data = np.empty((0, 2, ndim))
+    elif kind == "shapes":
+        layer.data = []
+    else:
+        layer.data = np.empty((0, ndim))
+    if hasattr(layer, "features"):
+        layer.features = columns  # the same (empty) columns: readers of features keep working
+
+
+# --------------------------------------------------------------------------------------------
+# the worker
+# --------------------------------------------------------------------------------------------
+
+_POOL: Any = None
+_RELAY: Any = None
+
+
+def _pool() -> Any:
+    """A thread pool of our own (two threads: a load, and a cancelled one finishing its
+    batch), so loads never queue behind other plugins' workers."""
+    global _POOL
+    if _POOL is None:
+        from qtpy.QtCore import QThreadPool
+
+        _POOL = QThreadPool()
+        _POOL.setMaxThreadCount(2)
+    return _POOL
+
+
+def _relay() -> Any:
+    """The one QObject (UI thread, never deleted) that carries every job's progress, result,
+    error and end to the UI thread. Jobs hold no Qt objects, so they may be freed on any
+    thread."""
+    global _RELAY
+    if _RELAY is None:
+        from qtpy.QtCore import QObject, Signal
+
+        class _Relay(QObject):
+            progress = Signal(object)
+            result = Signal(object)
+            error = Signal(object)
+            finished = Signal(object)
+
+        _RELAY = _Relay()
+        _RELAY.progress.connect(lambda item: _deliver(item, "_on_progress"))
+        _RELAY.result.connect(lambda item: _deliver(item, "_on_result"))
+        _RELAY.error.connect(lambda item: _deliver(item, "_on_error"))
+        _RELAY.finished.connect(lambda job: _deliver((job, job), "_on_finished"))
+    return _RELAY
+
+
+def _deliver(item: tuple, method: str) -> None:
+    job, value = item
+    controller = job.controller()
+    if controller is not None:
+        getattr(controller, method)(value)
+
+
+class _LoadJob:
+    """Runs a :meth:`.loader.Loader.run` generator on a worker thread (``QThreadPool``); its
+    progress, result, error and end reach the controller on the UI thread through Qt
+    signals.
+
+    napari's ``thread_worker`` is not used: superqt wraps every worker run in
+    ``warnings.catch_warnings()``, which is not thread-safe -- a worker ending while the UI
+    thread is inside its own ``catch_warnings`` restores a stale global filter list (e.g.
+    leaving "error" filters behind) -- and napari 0.9.2 never relays the captured warnings.
+    Warnings raised here (skipped chunks) go to the global ``warnings.showwarning``, which
+    napari's notification manager shows (on the UI thread)."""
+
+    def __init__(self, controller: ZVLayerController, fn: Any, *args: Any) -> None:
+        self.controller = weakref.ref(controller)
+        self._fn = fn
+        self._args = args
+        self._abort = False
+
+    def start(self) -> None:
+        from qtpy.QtCore import QRunnable
+
+        relay = _relay()
+        job = self
+
+        class _Runnable(QRunnable):  # deleted by the pool once run (autoDelete)
+            def run(self) -> None:  # worker thread
+                job._run(relay)
+
+        _pool().start(_Runnable())
+
+    def quit(self) -> None:
+        """Ask the job to stop at the next batch boundary (its result is dropped)."""
+        self._abort = True
+
+    def _run(self, relay: Any) -> None:
+        try:
+            gen = self._fn(*self._args)
+            while True:
+                if self._abort:
+                    gen.close()
+                    break
+                try:
+                    progress = next(gen)
+                except StopIteration as stop:
+                    if not self._abort:
+                        relay.result.emit((self, stop.value))
+                    break
+                relay.progress.emit((self, progress))
+        except Exception as exc:  # noqa: BLE001 - reported on the UI thread
+            if not self._abort:
+                relay.error.emit((self, exc))
+        finally:
+            relay.finished.emit(self)
+
+
+def _notify_warning(message: str) -> None:
+    from napari.utils.notifications import show_warning
+
+    show_warning(message)
+
+
+# --------------------------------------------------------------------------------------------
+# attaching controllers to layers napari's reader made
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Pending:
+    """A store the reader opened; its layers are on their way into a viewer."""
+
+    store: Any
+    loader: Loader
+    n_layers: int
+    shown: tuple[int, np.ndarray, tuple | None]
+    vertex_budget: int | None
+    arrived: int = 0
+
+
+#: session token -> pending open (bounded: reads never added to a viewer are dropped)
+_PENDING: OrderedDict[str, _Pending] = OrderedDict()
+_MAX_PENDING = 32
+#: session token -> controller (weak: the layers keep controllers alive)
+_SESSIONS: weakref.WeakValueDictionary[str, ZVLayerController] = weakref.WeakValueDictionary()
+_HOOKED: weakref.WeakSet = weakref.WeakSet()
+_counter = itertools.count()
+
+
+def register_pending(
+    store: Any,
+    loader: Loader,
+    n_layers: int,
+    shown: tuple[int, np.ndarray, tuple | None],
+    vertex_budget: int | None = None,
+) -> str:
+    """Remember an opened store until its ``n_layers`` layers reach a viewer; returns the
+    session token the reader writes into each layer's ``metadata["zarr_vectors"]["session"]``."""
+    token = f"{uuid.uuid4().hex}-{next(_counter)}"
+    _PENDING[token] = _Pending(store, loader, int(n_layers), shown, vertex_budget)
+    while len(_PENDING) > _MAX_PENDING:
+        _PENDING.popitem(last=False)
+    install_viewer_hooks()
+    return token
+
+
+def install_viewer_hooks() -> None:
+    """Watch the layer lists of every open ``napari.Viewer`` (once per viewer) so that
+    layers a reader made get a controller when they are inserted.
+
+    napari's npe2 readers return layer data and never see the viewer; every path that opens
+    a file (drag and drop, *File > Open*, ``viewer.open``, ``napari path``, samples) reads
+    first and then inserts the layers into the viewer that asked, which exists by then.
+    """
+    try:
+        from napari import Viewer
+    except ImportError:  # pragma: no cover
+        return
+    viewers = list(getattr(Viewer, "_instances", ()))
+    if not viewers:
+        from napari import current_viewer
+
+        current = current_viewer()
+        viewers = [current] if current is not None else []
+    for viewer in viewers:
+        hook_viewer(viewer)
+
+
+def hook_viewer(viewer: Any) -> None:
+    """Watch one viewer's layer insertions (idempotent)."""
+    if viewer in _HOOKED:
+        return
+    _HOOKED.add(viewer)
+    ref = weakref.ref(viewer)
+
+    def on_inserted(event: Any) -> None:
+        v = ref()
+        if v is not None:
+            _attach(v, event.value)
+
+    viewer.layers.events.inserted.connect(on_inserted)
+
+
+def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
+    meta = getattr(layer, "metadata", {}).get(META)
+    token = meta.get("session") if isinstance(meta, dict) else None
+    if not token:
+        return None
+    pending = _PENDING.get(token)
+    controller = _SESSIONS.get(token)
+    if pending is None:
+        return None  # complete already (e.g. a duplicated layer): not managed
+    if controller is None:
+        controller = ZVLayerController(
+            viewer,
+            pending.store,
+            (),
+            loader=pending.loader,
+            vertex_budget=pending.vertex_budget,
+            shown=pending.shown,
+            autostart=False,
+        )
+        _SESSIONS[token] = controller
+    controller.add_layer(layer)
+    pending.arrived += 1
+    if pending.arrived >= pending.n_layers:
+        _PENDING.pop(token, None)
+    controller.schedule()
+    return controller
+
+
+def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
+    """Open a ZV store in ``viewer`` with level of detail; returns its controller.
+
+    ``options``: ``vertex_budget`` (this store's budget), ``lock_level`` (start locked),
+    ``object_filter`` (allowed object ids).
+    """
+    from napari.layers import Layer
+
+    from .reader import read_zarr_vectors
+
+    budget = options.pop("vertex_budget", None)
+    locked = options.pop("lock_level", None)
+    allowed = options.pop("object_filter", None)
+    if options:
+        raise TypeError(f"unknown options: {sorted(options)}")
+    hook_viewer(viewer)
+    layer_data = read_zarr_vectors(path, vertex_budget=budget)
+    added = []
+    for data, kwargs, kind in (t for t in layer_data if len(t) == 3):
+        layer = Layer.create(data, kwargs, kind)
+        viewer.add_layer(layer)
+        added.append(layer)
+    controller = next((c for c in map(controller_for, added) if c is not None), None)
+    if controller is None:
+        raise RuntimeError(f"no layers to manage for {path}")
+    if locked is not None:
+        controller._locked = int(locked)
+    if allowed is not None:
+        controller._allowed = np.unique(np.asarray(allowed, dtype=np.int64).ravel())
+    if locked is not None or allowed is not None:
+        controller.refresh()
+    return controller

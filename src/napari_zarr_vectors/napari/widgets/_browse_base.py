@@ -1,0 +1,109 @@
+"""Common base of the browse widgets: follow the selected Zarr Vectors layer.
+
+Each widget acts on the *target* of the active layer (its level-of-detail controller, or a
+:class:`~napari_zarr_vectors.napari.browse_layers.StaticTarget`) and on the target's shared
+:class:`~napari_zarr_vectors.napari.browse_layers.BrowseSession` (object table + filters).
+When the active layer is not a Zarr Vectors layer the widget says so and waits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qtpy.QtCore import Qt
+from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from ..browse_layers import session_for, target_for, zv_meta
+
+NO_LAYER = "Select a Zarr Vectors layer (opened by napari-zarr-vectors) to browse it."
+
+
+class ZVBrowseWidget(QWidget):
+    """Follows ``viewer.layers.selection.events.active``; subclasses implement
+    :meth:`_target_changed` (and :meth:`_filters_changed` to hear other widgets)."""
+
+    #: whether an isolated-object layer is itself the layer to act on (store panel: yes);
+    #: otherwise the widget acts on the data layers of the isolated object's store
+    accept_isolated = False
+
+    def __init__(self, napari_viewer: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        # napari hands plugin widgets a PublicOnlyProxy of the viewer, whose layers are
+        # proxies too: controllers are registered by the real layer objects, so unwrap
+        self.viewer = unwrap(napari_viewer)
+        self.layer: Any = None
+        self.target: Any = None
+        self.session: Any = None
+        self.setLayout(QVBoxLayout())
+        self.layout().setAlignment(Qt.AlignmentFlag.AlignTop)
+        self.header = QLabel(NO_LAYER)
+        self.header.setWordWrap(True)
+        self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.layout().addWidget(self.header)
+        napari_viewer.layers.selection.events.active.connect(self._on_active)
+        napari_viewer.layers.events.removed.connect(self._on_removed)
+
+    # -- following the selection -------------------------------------------------------
+    def _on_active(self, event: Any = None) -> None:
+        self.follow(self.viewer.layers.selection.active)
+
+    def _on_removed(self, event: Any = None) -> None:
+        if self.layer is not None and self.layer not in self.viewer.layers:
+            self.follow(self.viewer.layers.selection.active)
+
+    def follow(self, layer: Any) -> None:
+        """Act on ``layer`` (``None`` or a non-ZV layer: nothing)."""
+        meta = zv_meta(layer)
+        target = None if meta is None else target_for(self.viewer, layer)
+        if meta is not None and meta.get("role") == "isolated" and not self.accept_isolated:
+            # an isolated object: keep browsing its store
+            layer = target.layers[0] if target is not None and target.layers else None
+            meta = zv_meta(layer)
+        if meta is None:
+            layer, target = None, None
+        if layer is self.layer and target is self.target:
+            return
+        if self.session is not None:
+            self.session.disconnect(self._filters_changed)
+        self.layer, self.target = layer, target
+        self.session = session_for(target) if target is not None else None
+        if self.session is not None:
+            self.session.connect(self._filters_changed)
+        if layer is None:
+            self.header.setText(NO_LAYER)
+        else:
+            level = getattr(target, "level", meta.get("level", 0)) if target else meta.get("level")
+            self.header.setText(f"<b>{meta.get('name', layer.name)}</b> · level {level}")
+        self._target_changed()
+
+    # -- hooks ---------------------------------------------------------------------------
+    def _target_changed(self) -> None:
+        """The layer / target changed (``self.layer`` may be ``None``)."""
+
+    def _filters_changed(self) -> None:
+        """Another widget changed the session's filters."""
+
+    @property
+    def store(self) -> Any:
+        if self.session is not None:
+            return self.session.store
+        if self.target is not None:
+            return self.target.store
+        return None
+
+
+def unwrap(obj: Any) -> Any:
+    """The object behind napari's ``PublicOnlyProxy`` (``obj`` itself otherwise)."""
+    return getattr(obj, "__wrapped__", obj)
+
+
+def clear_layout(layout: Any) -> None:
+    """Delete every widget of ``layout``."""
+    while layout.count():
+        item = layout.takeAt(0)
+        widget = item.widget()
+        if widget is not None:
+            widget.setParent(None)
+            widget.deleteLater()
+        elif item.layout() is not None:
+            clear_layout(item.layout())

@@ -1,0 +1,224 @@
+"""Pyramid QA overlays as napari layer data tuples (no Qt, no viewer).
+
+Store coordinates -> napari layer data, with the same conventions as :mod:`..layers`: store
+columns reversed (``(x, y, z)`` -> ``(z, y, x)``), data in units of the layer ``scale`` (the
+store's level-0 bin shape), world = ``data * scale`` = store coordinates reversed.
+
+* :func:`box_outline_segments` -- outlines of axis-aligned boxes as segments: a full wireframe
+  when every store axis is displayed, else the outlines in the displayed axes of the boxes
+  the current slab cuts, placed on the slab (napari's 2-D Vectors show a segment when its
+  start lies in the slab).
+* :func:`segments_layer` -- segments as a Vectors layer data tuple.
+* :func:`highlight` / :func:`harmonise_colours` -- recolour layer data tuples built by
+  :mod:`..layers` (isolated objects; side-by-side levels coloured alike).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..layers import (
+    OBJECT_ID,
+    LayerData,
+    StoreInfo,
+    _categorical_rgba,
+    _common_kwargs,
+    _flat_colormap,
+    _line_width,
+)
+from ..reader import _layer_scale
+
+#: Overlay colours (RGBA).
+CHUNK_COLOUR = (1.0, 0.75, 0.1, 1.0)
+BIN_COLOUR = (0.3, 0.9, 1.0, 1.0)
+LINK_COLOUR = (1.0, 1.0, 0.3, 1.0)
+HIGHLIGHT_COLOUR = (1.0, 0.0, 1.0, 1.0)
+
+#: Role names stored in ``metadata["zarr_vectors"]["role"]`` of QA layers.
+QA_ROLES = ("qa_chunks", "qa_bins", "qa_links", "qa_dropped", "qa_level")
+
+
+def box_corner_edges(nd: int) -> tuple[np.ndarray, np.ndarray]:
+    """Edges of the unit ``nd``-cube: two ``(E, nd)`` 0/1 arrays (start and end corners),
+    ``E = nd * 2**(nd - 1)``."""
+    corners = np.array(np.meshgrid(*[[0, 1]] * nd, indexing="ij")).reshape(nd, -1).T
+    a, b = np.nonzero(np.triu(np.abs(corners[:, None, :] - corners[None, :, :]).sum(-1) == 1))
+    return corners[a], corners[b]
+
+
+def box_outline_segments(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    displayed: Sequence[int] | None = None,
+    point: np.ndarray | None = None,
+    thickness: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Outline segments of boxes ``[lo, hi)`` (``(K, ndim)`` each, store order).
+
+    ``displayed`` are the store axes on screen (default: all). Boxes are kept when they cut
+    the slab ``point +- thickness / 2`` on every other axis, and their outline in the
+    displayed axes is placed at ``point`` there. Returns ``(starts, ends, box)``: ``(S, ndim)``
+    segment ends and the index of each segment's box (``E`` consecutive segments per box,
+    ``E = 4`` for two displayed axes, ``12`` for three).
+    """
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    ndim = lo.shape[1] if lo.ndim == 2 else 0
+    disp = list(range(ndim)) if displayed is None else sorted(int(a) for a in displayed)
+    other = [a for a in range(ndim) if a not in disp]
+    keep = np.ones(len(lo), dtype=bool)
+    if other:
+        p = np.asarray(point, dtype=np.float64)[other]
+        t = (
+            np.zeros(len(other))
+            if thickness is None
+            else np.asarray(thickness, dtype=np.float64)[other]
+        )
+        # half-open boxes [lo, hi) against the closed slab [p - t/2, p + t/2]
+        keep = np.all((lo[:, other] <= p + t / 2) & (hi[:, other] > p - t / 2), axis=1)
+    idx = np.flatnonzero(keep)
+    a, b = box_corner_edges(len(disp))
+    n_edges = len(a)
+    box = np.repeat(idx, n_edges)
+    starts = np.empty((len(box), ndim))
+    ends = np.empty((len(box), ndim))
+    if len(box):
+        span = (hi - lo)[box][:, disp]
+        base = lo[box][:, disp]
+        starts[:, disp] = base + np.tile(a, (len(idx), 1)) * span
+        ends[:, disp] = base + np.tile(b, (len(idx), 1)) * span
+        if other:
+            starts[:, other] = np.asarray(point, dtype=np.float64)[other]
+            ends[:, other] = starts[:, other]
+    return starts, ends, box
+
+
+def to_layer(positions: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Store coordinates (store order) -> layer data (napari order, units of ``scale``)."""
+    positions = np.asarray(positions, dtype=np.float64).reshape(-1, len(scale))
+    return (positions / np.asarray(scale, dtype=np.float64))[:, ::-1]
+
+
+def from_layer(data: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Layer data (napari order) -> store coordinates (store order)."""
+    data = np.asarray(data, dtype=np.float64)
+    return data[..., ::-1] * np.asarray(scale, dtype=np.float64)
+
+
+def overlay_info(store: Any, level: int) -> StoreInfo:
+    """The :class:`StoreInfo` of an overlay (store metadata only: no object attributes or
+    groups are read)."""
+    lo, hi = store.bounds
+    return StoreInfo(
+        path=str(store.path),
+        name=str(store.name),
+        geometry_type=str(store.geometry_type),
+        axes=tuple(str(a) for a in store.axes),
+        units=tuple(store.units),
+        bounds=(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)),
+        level=int(level),
+        scale=_layer_scale(store),
+    )
+
+
+def segments_layer(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    info: StoreInfo,
+    *,
+    role: str,
+    label: str,
+    colour: Sequence[float] | np.ndarray = CHUNK_COLOUR,
+    width: float | None = None,
+    style: str = "line",
+    features: dict[str, np.ndarray] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> LayerData:
+    """Segments ``starts[i] -> ends[i]`` (store order) as a Vectors layer data tuple with the
+    store's scale, axis labels and units, named ``"<store> <label>"`` (+ level)."""
+    scale = info.world_scale
+    p0 = to_layer(starts, scale)
+    p1 = to_layer(ends, scale)
+    data = np.stack([p0, p1 - p0], axis=1) if len(p0) else np.empty((0, 2, scale.size))
+    kwargs = _common_kwargs(info, role, label, None, extra=extra)
+    kwargs.update(
+        edge_color=np.asarray(colour, dtype=np.float32),
+        edge_width=float(_line_width(info) if width is None else width),
+        length=1.0,
+        vector_style=style,
+    )
+    if features:
+        kwargs["features"] = features
+    return data, kwargs, "vectors"
+
+
+# --------------------------------------------------------------------------------------------
+# recolouring layer data built by ..layers
+# --------------------------------------------------------------------------------------------
+
+_COLOUR_KEYS = {
+    "points": ("face_color", "face_colormap", "face_contrast_limits"),
+    "vectors": ("edge_color", "edge_colormap", "edge_contrast_limits"),
+    "shapes": ("edge_color", "edge_colormap", "edge_contrast_limits"),
+}
+
+
+def highlight(layer: LayerData, colour: Sequence[float] = HIGHLIGHT_COLOUR) -> LayerData:
+    """The same layer in one flat, loud colour (an isolated selection)."""
+    data, kwargs, kind = layer
+    kwargs = dict(kwargs)
+    if kind in _COLOUR_KEYS:
+        main, cmap, limits = _COLOUR_KEYS[kind]
+        kwargs.pop(cmap, None)
+        kwargs.pop(limits, None)
+        kwargs[main] = np.asarray(colour, dtype=np.float32)
+        if kind == "points":
+            kwargs["size"] = float(kwargs.get("size", 1.0)) * 1.5
+    elif kind == "tracks":
+        n = len(data)
+        features = dict(kwargs.get("features") or {})
+        features["zv_highlight"] = np.zeros(n)
+        kwargs["features"] = features
+        kwargs["color_by"] = "zv_highlight"
+        kwargs["colormaps_dict"] = {
+            **dict(kwargs.get("colormaps_dict") or {}),
+            "zv_highlight": _flat_colormap("zv_highlight", colour),
+        }
+    elif kind == "surface":
+        kwargs["colormap"] = _flat_colormap("zv_highlight", colour)
+    return data, kwargs, kind
+
+
+def harmonise_colours(layer: LayerData) -> LayerData:
+    """Colour a level's layer so every level of a store looks alike: by object id (stable
+    per-id colours) where the layer has object ids, else by segment direction (tracks).
+    Vertex attributes exist at level 0 only, so the reader's default colouring may differ
+    between levels."""
+    data, kwargs, kind = layer
+    kwargs = dict(kwargs)
+    features = kwargs.get("features") or {}
+    ids = features.get(OBJECT_ID) if hasattr(features, "get") else None
+    if kind in _COLOUR_KEYS and ids is not None and len(ids):
+        main, cmap, limits = _COLOUR_KEYS[kind]
+        kwargs.pop(cmap, None)
+        kwargs.pop(limits, None)
+        kwargs[main] = _categorical_rgba(np.asarray(ids))
+        _set_colour_by(kwargs, OBJECT_ID)
+    elif kind == "tracks":
+        maps = dict(kwargs.get("colormaps_dict") or {})
+        direction = next((k for k in maps if k.endswith("direction")), None)
+        if direction is not None:
+            kwargs["color_by"] = direction
+            _set_colour_by(kwargs, direction)
+    return data, kwargs, kind
+
+
+def _set_colour_by(kwargs: dict[str, Any], name: str) -> None:
+    meta = dict(kwargs.get("metadata") or {})
+    zv = dict(meta.get("zarr_vectors") or {})
+    zv["colour_by"] = name
+    meta["zarr_vectors"] = zv
+    kwargs["metadata"] = meta

@@ -1,0 +1,435 @@
+"""Group filter and object-attribute filter widgets.
+
+Both edit the shared :class:`~napari_zarr_vectors.napari.browse_layers.BrowseSession` of the
+selected store: its filters are ANDed on the level-0 object table (vectorised) and sent to
+the target with ``set_object_filter(allowed_ids)``, which applies them at every level and
+after every level-of-detail refresh.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from qtpy.QtCore import Qt, QTimer
+from qtpy.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..browse import (
+    CATEGORICAL,
+    GROUP_ID_LABEL,
+    AttributeSummary,
+    GroupFilter,
+    RangeFilter,
+    ValueFilter,
+    format_value,
+    group_label_choices,
+    group_labels,
+    summarise,
+)
+from ._browse_base import ZVBrowseWidget, clear_layout
+
+#: Slider changes are applied after this many milliseconds without a further change.
+APPLY_DELAY_MS = 150
+
+#: List item data role holding the group id (``None``: objects in no group).
+GROUP_ROLE = Qt.ItemDataRole.UserRole
+UNGROUPED = -1
+
+NO_OBJECTS = "This store has no objects: there is nothing to filter by."
+NO_GROUPS = "This store has no groups."
+NO_ATTRIBUTES = "This store has no object attributes."
+
+
+class GroupFilterWidget(ZVBrowseWidget):
+    """Tick groups to show or hide their objects; "only these" keeps the highlighted ones."""
+
+    def __init__(self, napari_viewer: Any) -> None:
+        super().__init__(napari_viewer)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.label_by = QComboBox()
+        self.label_by.setToolTip("Group attribute used to label the groups")
+        self.groups = QListWidget()
+        self.groups.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.all_button = QPushButton("All")
+        self.none_button = QPushButton("None")
+        self.only_button = QPushButton("Only these")
+        self.only_button.setToolTip("Show only the highlighted groups")
+        self.count = QLabel()
+
+        form = QFormLayout()
+        form.addRow("Label by", self.label_by)
+        buttons = QHBoxLayout()
+        for b in (self.all_button, self.none_button, self.only_button):
+            buttons.addWidget(b)
+        self.controls = QWidget()
+        box = QVBoxLayout(self.controls)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.addLayout(form)
+        box.addWidget(self.groups)
+        box.addLayout(buttons)
+        for w in (self.message, self.controls, self.count):
+            self.layout().addWidget(w)
+
+        self.label_by.currentTextChanged.connect(self._relabel)
+        self.groups.itemChanged.connect(self._ticked)
+        self.all_button.clicked.connect(lambda: self.set_checked(None))
+        self.none_button.clicked.connect(lambda: self.set_checked([]))
+        self.only_button.clicked.connect(self.only_selected)
+        self._updating = False
+        self._on_active()
+
+    # -- state -------------------------------------------------------------------------
+    def _target_changed(self) -> None:
+        self._updating = True
+        try:
+            self.groups.clear()
+            self.label_by.clear()
+            table = self.session.table if self.session is not None else None
+            if table is None:
+                self._show(None)
+                return
+            if not table.n_objects:
+                self._show(NO_OBJECTS)
+                return
+            if not table.has_groups:
+                self._show(NO_GROUPS)
+                return
+            self._show(None, controls=True)
+            self.label_by.addItems(group_label_choices(table))
+            self._fill(self.label_by.currentText())
+        finally:
+            self._updating = False
+        self._filters_changed()
+
+    def _show(self, message: str | None, controls: bool = False) -> None:
+        self.message.setText(message or "")
+        self.message.setVisible(message is not None)
+        self.controls.setVisible(controls)
+        self.count.setVisible(self.session is not None and self.session.table.n_objects > 0)
+
+    def _fill(self, by: str) -> None:
+        table = self.session.table
+        labels = group_labels(table, by if by else None)
+        counts = table.group_counts()
+        current = self.session.filters.group_filter
+        ticked = None if current is None else set(current.groups)
+        for g in table.group_ids():
+            item = QListWidgetItem(f"{labels[g]}  —  {counts[g]:,} objects")
+            if by != GROUP_ID_LABEL:
+                item.setToolTip(f"group id {g}")
+            item.setData(GROUP_ROLE, g)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            on = ticked is None or g in ticked
+            item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            self.groups.addItem(item)
+        n_free = int((~table.grouped()).sum())
+        if n_free:
+            item = QListWidgetItem(f"(in no group)  —  {n_free:,} objects")
+            item.setData(GROUP_ROLE, UNGROUPED)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            on = current is None or current.ungrouped
+            item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            self.groups.addItem(item)
+
+    def _relabel(self, by: str) -> None:
+        if self._updating or self.session is None:
+            return
+        self._updating = True
+        try:
+            self.groups.clear()
+            self._fill(by)
+        finally:
+            self._updating = False
+
+    def _items(self) -> list[QListWidgetItem]:
+        return [self.groups.item(i) for i in range(self.groups.count())]
+
+    def checked_groups(self) -> list[int]:
+        """Ticked group ids (:data:`UNGROUPED` for "in no group")."""
+        return [
+            int(it.data(GROUP_ROLE))
+            for it in self._items()
+            if it.checkState() == Qt.CheckState.Checked
+        ]
+
+    def set_checked(self, group_ids: list[int] | None) -> None:
+        """Tick exactly ``group_ids`` (``None``: all) and apply."""
+        self._updating = True
+        try:
+            for it in self._items():
+                on = group_ids is None or int(it.data(GROUP_ROLE)) in group_ids
+                it.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+        finally:
+            self._updating = False
+        self._apply()
+
+    def only_selected(self) -> None:
+        """Only these: tick the highlighted groups, untick the rest."""
+        chosen = [int(it.data(GROUP_ROLE)) for it in self.groups.selectedItems()]
+        if chosen:
+            self.set_checked(chosen)
+
+    def _ticked(self, item: Any = None) -> None:
+        if not self._updating:
+            self._apply()
+
+    def _apply(self) -> None:
+        if self.session is None or not self.session.table.has_groups:
+            return
+        ticked = self.checked_groups()
+        items = self._items()
+        if len(ticked) == len(items):
+            self.session.filters.group_filter = None
+        else:
+            groups = tuple(g for g in ticked if g != UNGROUPED)
+            self.session.filters.group_filter = GroupFilter(groups, UNGROUPED in ticked)
+        self.session.apply()
+
+    def _filters_changed(self) -> None:
+        if self.session is not None:
+            self.count.setText(self.session.filters.describe())
+
+
+class AttributeFilterWidget(ZVBrowseWidget):
+    """One control per chosen object attribute: a range slider (numeric) or a value list
+    (categorical / integer codes). Filters combine (AND) with each other and the groups."""
+
+    def __init__(self, napari_viewer: Any) -> None:
+        super().__init__(napari_viewer)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.choose = QComboBox()
+        self.add_button = QPushButton("Add filter")
+        self.clear_button = QPushButton("Clear all")
+        self.rows_box = QWidget()
+        self.rows = QVBoxLayout(self.rows_box)
+        self.rows.setContentsMargins(0, 0, 0, 0)
+        self.count = QLabel()
+        top = QHBoxLayout()
+        top.addWidget(self.choose, 1)
+        top.addWidget(self.add_button)
+        self.controls = QWidget()
+        box = QVBoxLayout(self.controls)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.addLayout(top)
+        box.addWidget(self.rows_box)
+        box.addWidget(self.clear_button)
+        for w in (self.message, self.controls, self.count):
+            self.layout().addWidget(w)
+        self.add_button.clicked.connect(lambda: self.add_filter(self.choose.currentText()))
+        self.clear_button.clicked.connect(self.clear_filters)
+        self.filter_rows: dict[str, _FilterRow] = {}
+        self._on_active()
+
+    def _target_changed(self) -> None:
+        clear_layout(self.rows)
+        self.filter_rows = {}
+        self.choose.clear()
+        table = self.session.table if self.session is not None else None
+        if table is None:
+            self._show(None)
+            return
+        if not table.n_objects:
+            self._show(NO_OBJECTS)
+            return
+        if not table.attributes:
+            self._show(NO_ATTRIBUTES)
+            return
+        self._show(None, controls=True)
+        self.choose.addItems(list(table.attributes))
+        for name, f in list(self.session.filters.attribute_filters.items()):
+            self.add_filter(name, existing=f)
+        self._filters_changed()
+
+    def _show(self, message: str | None, controls: bool = False) -> None:
+        self.message.setText(message or "")
+        self.message.setVisible(message is not None)
+        self.controls.setVisible(controls)
+        self.count.setVisible(controls)
+
+    def add_filter(self, name: str, existing: Any = None) -> _FilterRow | None:
+        """Show the control for attribute ``name`` (its filter starts inactive)."""
+        if self.session is None or name not in self.session.table.attributes:
+            return None
+        if name in self.filter_rows:
+            return self.filter_rows[name]
+        table = self.session.table
+        summary = summarise(name, table.attributes[name], table.present[name])
+        row = _FilterRow(summary, self._row_changed, self.remove_filter)
+        if existing is not None:
+            row.restore(existing)
+        self.filter_rows[name] = row
+        self.rows.addWidget(row)
+        return row
+
+    def remove_filter(self, name: str) -> None:
+        row = self.filter_rows.pop(name, None)
+        if row is not None:
+            row.setParent(None)
+            row.deleteLater()
+        if self.session is not None and name in self.session.filters.attribute_filters:
+            self.session.filters.set_attribute_filter(name, None)
+            self.session.apply()
+
+    def clear_filters(self) -> None:
+        for name in list(self.filter_rows):
+            self.filter_rows.pop(name).setParent(None)
+        if self.session is not None and self.session.filters.attribute_filters:
+            self.session.filters.attribute_filters.clear()
+            self.session.apply()
+
+    def _row_changed(self, name: str, f: Any) -> None:
+        if self.session is None:
+            return
+        if self.session.filters.attribute_filters.get(name) == f:
+            return
+        self.session.filters.set_attribute_filter(name, f)
+        self.session.apply()
+
+    def _filters_changed(self) -> None:
+        if self.session is not None:
+            self.count.setText(self.session.filters.describe())
+
+
+class _FilterRow(QGroupBox):
+    """The control of one attribute filter."""
+
+    def __init__(self, summary: AttributeSummary, changed: Any, remove: Any) -> None:
+        super().__init__()
+        self.summary = summary
+        self._changed = changed
+        self.setTitle(f"{summary.name}  ({summary.dtype})")
+        layout = QVBoxLayout(self)
+        head = QHBoxLayout()
+        info = QLabel(self._info_text())
+        info.setWordWrap(True)
+        head.addWidget(info, 1)
+        close = QToolButton()
+        close.setText("✕")
+        close.setToolTip("Remove this filter")
+        close.clicked.connect(lambda: remove(summary.name))
+        head.addWidget(close)
+        layout.addLayout(head)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(APPLY_DELAY_MS)
+        self._timer.timeout.connect(self.emit)
+        self.slider: Any = None
+        self.values: QListWidget | None = None
+        if summary.kind == CATEGORICAL:
+            self.values = QListWidget()
+            for value, n in zip(summary.categories, summary.counts, strict=False):
+                item = QListWidgetItem(f"{format_value(value)}  —  {n:,}")
+                item.setData(Qt.ItemDataRole.UserRole, value)
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                item.setCheckState(Qt.CheckState.Checked)
+                self.values.addItem(item)
+            self.values.setMaximumHeight(min(160, 22 * (len(summary.categories) + 1)))
+            self.values.itemChanged.connect(lambda *_: self.emit())
+            layout.addWidget(self.values)
+        elif summary.lo is not None:
+            from superqt import QLabeledDoubleRangeSlider, QLabeledRangeSlider
+
+            if summary.integer:
+                self.slider = QLabeledRangeSlider(Qt.Orientation.Horizontal)
+                self.slider.setRange(int(summary.lo), int(summary.hi))
+                self.slider.setValue((int(summary.lo), int(summary.hi)))
+            else:
+                self.slider = QLabeledDoubleRangeSlider(Qt.Orientation.Horizontal)
+                self.slider.setRange(summary.lo, summary.hi)
+                self.slider.setDecimals(_decimals(summary.lo, summary.hi))
+                self.slider.setValue((summary.lo, summary.hi))
+            spark = QLabel(summary.sparkline())
+            spark.setToolTip("histogram of the objects' values")
+            spark.setStyleSheet("font-family: monospace; letter-spacing: 0px;")
+            layout.addWidget(spark)
+            layout.addWidget(self.slider)
+            self.slider.valueChanged.connect(lambda *_: self._timer.start())
+        else:
+            layout.addWidget(QLabel("no values to filter on"))
+
+    def _info_text(self) -> str:
+        s = self.summary
+        text = f"{s.n_present:,} objects with a value"
+        if s.n_missing:
+            text += f", {s.n_missing:,} without (hidden while this filter is active)"
+        if s.kind != CATEGORICAL and s.lo is not None:
+            text += f"; range {format_value(s.lo)} … {format_value(s.hi)}"
+        return text
+
+    # -- values --------------------------------------------------------------------------
+    def set_range(self, lo: float, hi: float) -> None:
+        """Set the slider and apply at once (tests, scripts)."""
+        if self.slider is None:
+            raise ValueError(f"{self.summary.name} is not a numeric filter")
+        self.slider.setValue((lo, hi))
+        self._timer.stop()
+        self.emit()
+
+    def set_values(self, values: list[Any]) -> None:
+        """Tick exactly ``values`` and apply."""
+        if self.values is None:
+            raise ValueError(f"{self.summary.name} is not a categorical filter")
+        self.values.blockSignals(True)
+        for i in range(self.values.count()):
+            item = self.values.item(i)
+            on = item.data(Qt.ItemDataRole.UserRole) in values
+            item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+        self.values.blockSignals(False)
+        self.emit()
+
+    def current(self) -> Any:
+        """The filter this row stands for (``None`` while it lets everything through)."""
+        s = self.summary
+        if self.values is not None:
+            chosen = [
+                self.values.item(i).data(Qt.ItemDataRole.UserRole)
+                for i in range(self.values.count())
+                if self.values.item(i).checkState() == Qt.CheckState.Checked
+            ]
+            if len(chosen) == self.values.count():
+                return None
+            return ValueFilter(s.name, tuple(chosen))
+        if self.slider is None:
+            return None
+        lo, hi = (float(v) for v in self.slider.value())
+        if lo <= s.lo and hi >= s.hi:
+            return None
+        return RangeFilter(s.name, lo, hi)
+
+    def restore(self, f: Any) -> None:
+        if isinstance(f, RangeFilter) and self.slider is not None:
+            self.slider.blockSignals(True)
+            self.slider.setValue((f.lo, f.hi))
+            self.slider.blockSignals(False)
+        elif isinstance(f, ValueFilter) and self.values is not None:
+            self.values.blockSignals(True)
+            for i in range(self.values.count()):
+                item = self.values.item(i)
+                on = item.data(Qt.ItemDataRole.UserRole) in f.values
+                item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            self.values.blockSignals(False)
+
+    def emit(self) -> None:
+        self._changed(self.summary.name, self.current())
+
+
+def _decimals(lo: float, hi: float) -> int:
+    span = abs(hi - lo)
+    if span <= 0 or not np.isfinite(span):
+        return 3
+    return int(np.clip(3 - np.floor(np.log10(span)), 1, 8))

@@ -1,0 +1,277 @@
+"""Pick and isolate: click (or hover) an object to see its id and attributes; "isolate"
+loads that whole object at full resolution through its manifest (every chunk it names,
+whatever the view) into a highlighted layer; "clear" removes it."""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import Any
+
+import numpy as np
+from qtpy.QtCore import Qt
+from qtpy.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..browse import format_value, group_labels
+from ..browse_layers import (
+    META,
+    Pick,
+    isolate_layer_data,
+    layer_kind,
+    pick_at,
+    zv_meta,
+)
+from ..layers import GROUP_ID, GROUPS, OBJECT_ID
+from ._browse_base import ZVBrowseWidget
+
+#: Hover picks at most this often (seconds).
+HOVER_INTERVAL = 0.08
+
+NO_OBJECTS = (
+    "This store has no objects: picking shows the vertex under the cursor; "
+    "there is no object to isolate."
+)
+
+
+class PickWidget(ZVBrowseWidget):
+    """Dock widget: what is under the cursor, and isolating whole objects."""
+
+    def __init__(self, napari_viewer: Any) -> None:
+        super().__init__(napari_viewer)
+        self.on_click = QCheckBox("pick on click")
+        self.on_click.setChecked(True)
+        self.on_hover = QCheckBox("pick on hover")
+        self.info = QLabel("Click an object in the viewer.")
+        self.info.setTextFormat(Qt.TextFormat.RichText)
+        self.info.setWordWrap(True)
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.object_id = QSpinBox()
+        self.object_id.setRange(0, 2**31 - 1)
+        self.object_id.setPrefix("object ")
+        self.isolate_button = QPushButton("Isolate")
+        self.isolate_button.setToolTip(
+            "Load the whole object at full resolution (all its chunks) into a highlighted layer"
+        )
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.setToolTip("Remove the isolated objects of this store")
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        checks = QHBoxLayout()
+        checks.addWidget(self.on_click)
+        checks.addWidget(self.on_hover)
+        row = QHBoxLayout()
+        row.addWidget(self.object_id, 1)
+        row.addWidget(self.isolate_button)
+        row.addWidget(self.clear_button)
+        self.controls = QWidget()
+        inner = QVBoxLayout(self.controls)
+        inner.setContentsMargins(0, 0, 0, 0)
+        inner.addLayout(checks)
+        inner.addWidget(self.info)
+        inner.addLayout(row)
+        inner.addWidget(self.status)
+        self.layout().addWidget(self.controls)
+        self.last_pick: Pick | None = None
+        self._last_hover = 0.0
+        self._worker: Any = None
+        self.isolate_button.clicked.connect(lambda: self.isolate(self.object_id.value()))
+        self.clear_button.clicked.connect(self.clear)
+        napari_viewer.mouse_drag_callbacks.append(self._on_drag)
+        napari_viewer.mouse_move_callbacks.append(self._on_move)
+        self.destroyed.connect(lambda *_: self._disconnect(napari_viewer))
+        self._on_active()
+
+    def _disconnect(self, viewer: Any) -> None:
+        for callbacks, cb in (
+            (viewer.mouse_drag_callbacks, self._on_drag),
+            (viewer.mouse_move_callbacks, self._on_move),
+        ):
+            if cb in callbacks:
+                callbacks.remove(cb)
+
+    # -- target --------------------------------------------------------------------------
+    def _target_changed(self) -> None:
+        self.controls.setVisible(self.layer is not None)
+        self.last_pick = None
+        if self.layer is None:
+            return
+        has_objects = self.session is not None and self.session.table.n_objects > 0
+        self.isolate_button.setEnabled(has_objects)
+        self.object_id.setEnabled(has_objects)
+        if has_objects:
+            ids = self.session.table.ids
+            self.object_id.setRange(int(ids.min()), int(ids.max()))
+            self.info.setText("Click an object in the viewer.")
+            self.status.setText("")
+        else:
+            self.info.setText("Click a vertex in the viewer.")
+            self.status.setText(NO_OBJECTS)
+
+    # -- mouse -----------------------------------------------------------------------------
+    def _on_drag(self, viewer: Any, event: Any):
+        if self.layer is None or not self.on_click.isChecked():
+            return
+        dragged = False
+        yield
+        while event.type == "mouse_move":
+            dragged = True
+            yield
+        if not dragged:
+            self.pick_event(event)
+
+    def _on_move(self, viewer: Any, event: Any) -> None:
+        if self.layer is None or not self.on_hover.isChecked():
+            return
+        now = time.monotonic()
+        if now - self._last_hover < HOVER_INTERVAL:
+            return
+        self._last_hover = now
+        self.pick_event(event)
+
+    def pick_event(self, event: Any) -> Pick | None:
+        ndisplay = len(event.dims_displayed)
+        view = event.view_direction if ndisplay == 3 else None
+        return self.pick(event.position, list(event.dims_displayed), view_direction=view)
+
+    def pick(
+        self,
+        position: Any,
+        displayed: list[int] | None = None,
+        view_direction: Any = None,
+    ) -> Pick | None:
+        """Pick at a world ``position`` (viewer axis order); shows and returns the pick."""
+        if self.target is None:
+            return None
+        viewer = self.viewer
+        if displayed is None:
+            displayed = list(viewer.dims.displayed)
+        camera = viewer.scene.camera if hasattr(viewer, "scene") else viewer.camera
+        thickness = np.asarray(viewer.dims.thickness, np.float64)
+        slab = None
+        if view_direction is None:
+            # a 2-D slice shows about one data unit around the current point
+            slab = np.maximum(thickness / 2.0, _half_step(self.target.layers, len(thickness)))
+        hit = pick_at(
+            self.target.layers,
+            position,
+            displayed=displayed,
+            zoom=float(camera.zoom),
+            view_direction=view_direction,
+            slab=slab,
+        )
+        self.last_pick = hit
+        self.info.setText(self.describe(hit))
+        if hit is not None and hit.object_id is not None:
+            self.object_id.setValue(int(hit.object_id))
+        return hit
+
+    def describe(self, hit: Pick | None) -> str:
+        if hit is None:
+            return "Nothing under the cursor."
+        esc = html.escape
+        rows = []
+        table = self.session.table if self.session is not None else None
+        if hit.object_id is not None:
+            rows.append(f"<b>Object {hit.object_id}</b> <small>({esc(hit.layer.name)})</small>")
+            if table is not None and table.has_groups:
+                labels = group_labels(table)
+                groups = table.group_of(hit.object_id)
+                text = ", ".join(f"{esc(labels[g])} ({g})" for g in groups) or "none"
+                rows.append(f"groups: {text}")
+            if table is not None:
+                for name, value in table.attributes_of(hit.object_id).items():
+                    rows.append(f"{esc(name)}: {esc(format_value(value))}")
+        else:
+            rows.append(f"<b>Vertex</b> <small>({esc(hit.layer.name)})</small>")
+        skip = {OBJECT_ID, GROUP_ID, GROUPS}
+        if table is not None:
+            skip |= set(table.attributes) | {f"object_{n}" for n in table.attributes}
+        vertex = [
+            f"{esc(str(k))}: {esc(format_value(v))}"
+            for k, v in hit.features.items()
+            if k not in skip and k != "zv_highlight"
+        ]
+        if vertex:
+            what = "vertex" if layer_kind(hit.layer) != "vectors" else "segment"
+            rows.append(f"<i>this {what}</i>: " + "; ".join(vertex))
+        return "<br>".join(rows)
+
+    # -- isolate ---------------------------------------------------------------------------
+    def isolate(self, object_id: int, level: int = 0) -> Any:
+        """Read object ``object_id`` whole (level 0 by default) in a worker thread and add it
+        as highlighted layers. Returns the worker (``worker.finished`` fires when done)."""
+        from napari.qt.threading import create_worker
+
+        if self.store is None:
+            return None
+        store = self.store
+        self.object_id.setValue(int(object_id))
+        self.status.setText(f"loading object {object_id} …")
+        worker = create_worker(
+            isolate_layer_data, store, int(object_id), level, _start_thread=False
+        )
+        worker.returned.connect(lambda data, oid=object_id: self._isolated(oid, data))
+        worker.errored.connect(lambda e, oid=object_id: self.status.setText(f"object {oid}: {e}"))
+        self._worker = worker
+        worker.start()
+        return worker
+
+    def _isolated(self, object_id: int, layer_data: list[tuple]) -> None:
+        from napari.layers import Layer
+
+        path = str(self.store.path) if self.store is not None else None
+        # replace an earlier isolation of the same object
+        for layer in list(self.viewer.layers):
+            meta = zv_meta(layer)
+            if (
+                meta
+                and meta.get("role") == "isolated"
+                and meta.get("object_id") == object_id
+                and (path is None or meta.get("path") == path)
+            ):
+                self.viewer.layers.remove(layer)
+        active = self.viewer.layers.selection.active
+        added = []
+        for data, kwargs, kind in layer_data:
+            added.append(self.viewer.add_layer(Layer.create(data, kwargs, kind)))
+        if active is not None and active in self.viewer.layers:
+            self.viewer.layers.selection.active = active  # keep browsing the store
+        n = max((_vertex_count(layer) for layer in added), default=0)
+        self.status.setText(f"object {object_id}: {n:,} vertices at full resolution")
+
+    def isolated_layers(self) -> list[Any]:
+        """The isolated-object layers of the current store."""
+        path = str(self.store.path) if self.store is not None else None
+        return [
+            layer
+            for layer in self.viewer.layers
+            if (m := zv_meta(layer)) and m.get("role") == "isolated" and m.get("path") == path
+        ]
+
+    def clear(self) -> None:
+        """Remove the isolated objects of the current store."""
+        for layer in self.isolated_layers():
+            self.viewer.layers.remove(layer)
+        self.status.setText("")
+
+
+def _vertex_count(layer: Any) -> int:
+    meta = layer.metadata.get(META, {})
+    return int(meta.get("vertex_count", 0))
+
+
+def _half_step(layers: list[Any], ndim: int) -> np.ndarray:
+    """Half a data unit per world axis (the largest layer scale), right-aligned to ``ndim``."""
+    out = np.zeros(ndim)
+    for layer in layers:
+        scale = np.asarray(layer.scale, np.float64)[-ndim:]
+        out[-len(scale) :] = np.maximum(out[-len(scale) :], 0.5 * scale)
+    return out

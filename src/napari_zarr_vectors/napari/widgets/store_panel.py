@@ -1,0 +1,142 @@
+"""Store panel: what the selected layer's store holds.
+
+Geometry type, axes and units, bounds, levels (chunk and bin shapes, vertex and object
+counts), vertex / object / group attribute names and dtypes, groups. Metadata shows at once;
+per-level object counts need each level's object index and are read off the UI thread.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from qtpy.QtCore import Qt
+from qtpy.QtWidgets import QLabel, QScrollArea
+
+from ..browse import StoreSummary, format_value, store_summary
+from ..browse_layers import open_store_of
+from ._browse_base import ZVBrowseWidget
+
+
+class StorePanel(ZVBrowseWidget):
+    """Dock widget: a summary of the selected layer's store."""
+
+    accept_isolated = True
+
+    def __init__(self, napari_viewer: Any) -> None:
+        super().__init__(napari_viewer)
+        self.body = QLabel()
+        self.body.setTextFormat(Qt.TextFormat.RichText)
+        self.body.setWordWrap(True)
+        self.body.setAlignment(Qt.AlignmentFlag.AlignTop)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.body)
+        self.layout().addWidget(scroll)
+        self.summary: StoreSummary | None = None
+        self._worker: Any = None
+        self._on_active()
+
+    def _target_changed(self) -> None:
+        if self.layer is None:
+            self.summary = None
+            self.body.setText("")
+            return
+        store = self.store if self.target is not None else open_store_of(self.layer)
+        self.summary = store_summary(store, counts=False)
+        self.body.setText(summary_html(self.summary, counting=True))
+        self._count(store, self.layer)
+
+    def _count(self, store: Any, layer: Any) -> None:
+        """Read per-level object counts and groups in a worker thread, then show them."""
+        from napari.qt.threading import create_worker
+
+        if self._worker is not None:
+            self._worker.quit()
+        worker = create_worker(store_summary, store, counts=True, _start_thread=False)
+        worker.returned.connect(lambda s, lay=layer: self._counted(s, lay))
+        self._worker = worker
+        worker.start()
+
+    def _counted(self, summary: StoreSummary, layer: Any) -> None:
+        if layer is not self.layer:
+            return
+        self.summary = summary
+        self.body.setText(summary_html(summary))
+        self._worker = None
+
+    def _filters_changed(self) -> None:
+        pass
+
+
+def summary_html(s: StoreSummary, counting: bool = False) -> str:
+    """The panel text (rich text)."""
+    esc = html.escape
+    axes = ", ".join(
+        f"{esc(a)} ({esc(u)})" if u else esc(a) for a, u in zip(s.axes, s.units, strict=False)
+    )
+    lo, hi = s.bounds
+    bounds = ", ".join(
+        f"{esc(a)} {format_value(a0)} … {format_value(a1)}"
+        for a, a0, a1 in zip(s.axes, lo, hi, strict=False)
+    )
+    rows = [
+        f"<b>{esc(s.name)}</b> — {esc(s.geometry_type)}, ZV {esc(s.zv_version)}",
+        f"<small>{esc(s.path)}</small>",
+        f"<b>Axes:</b> {axes}",
+        f"<b>Bounds:</b> {bounds}",
+    ]
+    pending = "…" if counting else "—"
+    level_rows = "".join(
+        "<tr>"
+        f"<td>{lv.index}</td>"
+        f"<td>{_shape(lv.chunk_shape)}</td>"
+        f"<td>{_shape(lv.bin_shape)}</td>"
+        f"<td align='right'>{'—' if lv.vertex_count is None else f'{lv.vertex_count:,}'}</td>"
+        f"<td align='right'>{pending if lv.object_count is None else f'{lv.object_count:,}'}</td>"
+        "</tr>"
+        for lv in s.levels
+    )
+    rows.append(
+        "<b>Levels</b><table cellspacing='0' cellpadding='2'>"
+        "<tr><th>level</th><th>chunk</th><th>bin</th><th>vertices</th><th>objects</th></tr>"
+        f"{level_rows}</table>"
+    )
+    rows.append("<b>Vertex attributes:</b> " + _attrs(s.vertex_attributes, "none"))
+    if counting:
+        rows.append("<b>Objects:</b> counting…")
+    elif not s.n_objects:
+        rows.append("<b>Objects:</b> this store has no objects")
+    else:
+        rows.append(f"<b>Objects:</b> {s.n_objects:,}")
+    rows.append(
+        "<b>Object attributes:</b> "
+        + _attrs(s.object_attributes, "this store has no object attributes")
+    )
+    if counting:
+        rows.append("<b>Groups:</b> counting…")
+    elif not s.groups:
+        rows.append("<b>Groups:</b> this store has no groups")
+    else:
+        items = "".join(
+            f"<li>{esc(label)} (id {g}): {n:,} objects</li>" for g, label, n in s.groups
+        )
+        rows.append(f"<b>Groups:</b> {len(s.groups)}<ul style='margin:0'>{items}</ul>")
+        rows.append("<b>Group attributes:</b> " + _attrs(s.group_attributes, "none"))
+    return "<br>".join(rows)
+
+
+def _shape(values: tuple[float, ...]) -> str:
+    return " × ".join(format_value(v) for v in values)
+
+
+def _attrs(pairs: tuple[tuple[str, str], ...], empty: str) -> str:
+    if not pairs:
+        return empty
+    return ", ".join(f"{html.escape(n)} <i>({html.escape(d)})</i>" for n, d in pairs)
+
+
+def store_panel_widget(napari_viewer: Any) -> StorePanel:
+    """npe2 widget factory."""
+    return StorePanel(napari_viewer)

@@ -1,0 +1,539 @@
+"""The *Pyramid QA* dock widget (napari/widgets/pyramid.py) in a real viewer.
+
+Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/test_pyramid_widget.py``. With
+``NZV_DOCS_IMAGES=1`` the screenshot test writes ``docs/images/pyramid_qa.png``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _zv_napari import v07_store
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format import pyramid as core
+
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+V09 = Path(__file__).resolve().parents[1] / "data" / "v09"
+
+
+def has_controller() -> bool:
+    try:
+        from napari_zarr_vectors.napari import open_in_viewer  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def open_in(viewer, path):
+    """Open a store the way scripts do: through the level-of-detail engine when it exists,
+    else through the reader."""
+    try:
+        from napari_zarr_vectors.napari import open_in_viewer
+    except ImportError:
+        open_in_viewer = None
+    if open_in_viewer is not None:
+        return open_in_viewer(viewer, str(path))
+    viewer.open(str(path), plugin="napari-zarr-vectors")
+    return None
+
+
+def data_layer(viewer):
+    from napari_zarr_vectors.napari.widgets.pyramid import is_zv_layer
+
+    return next(
+        lyr
+        for lyr in viewer.layers
+        if is_zv_layer(lyr) and lyr.metadata["zarr_vectors"]["role"] != "bounds"
+    )
+
+
+@pytest.fixture
+def qa(make_napari_viewer, zv_reader_preference):
+    """``qa(path)`` -> (viewer, widget, store) with the store open and the widget docked."""
+    from napari_zarr_vectors.napari.widgets import PyramidQAWidget
+
+    def make(path, show=False):
+        viewer = make_napari_viewer(show=show)
+        open_in(viewer, path)
+        viewer.layers.selection.active = data_layer(viewer)
+        widget = PyramidQAWidget(viewer)
+        viewer.window.add_dock_widget(widget, name="Pyramid QA")
+        return viewer, widget, nzv.open_store(path)
+
+    return make
+
+
+def rows_of(positions, table):
+    """Index of every row of ``positions`` in ``table`` (exact float match), -1 if absent."""
+    table = np.ascontiguousarray(table, dtype=np.float64)
+    positions = np.ascontiguousarray(positions, dtype=np.float64)
+    view = np.dtype((np.void, 8 * table.shape[1]))
+    t, p = table.view(view).ravel(), positions.view(view).ravel()
+    order = np.argsort(t)
+    pos = np.minimum(np.searchsorted(t[order], p), len(t) - 1)
+    return np.where(t[order][pos] == p, order[pos], -1)
+
+
+def vectors_world(layer):
+    """A Vectors layer's segments as (starts, ends) in store order, world units."""
+    scale = np.asarray(layer.scale, dtype=np.float64)
+    data = np.asarray(layer.data, dtype=np.float64)
+    starts = data[:, 0] * scale
+    ends = (data[:, 0] + data[:, 1]) * scale
+    return starts[:, ::-1], ends[:, ::-1]
+
+
+# --------------------------------------------------------------------------------------------
+# overlay geometry (pure functions, no viewer)
+# --------------------------------------------------------------------------------------------
+
+
+def test_box_outlines_wireframe_and_slices():
+    from napari_zarr_vectors.napari.widgets._pyramid_layers import box_outline_segments
+
+    lo = np.array([[0.0, 0.0, 0.0], [10.0, 0.0, 10.0]])
+    hi = lo + 10.0
+    starts, ends, box = box_outline_segments(lo, hi)
+    assert starts.shape == (24, 3) and box.tolist() == [0] * 12 + [1] * 12
+    # every edge is axis-parallel, of the box's edge length
+    np.testing.assert_allclose(np.linalg.norm(ends - starts, axis=1), 10.0)
+    # a slab at z = 12 (store axis 2) cuts box 1 only: its x/y rectangle at z = 12
+    starts, ends, box = box_outline_segments(lo, hi, [0, 1], np.array([0, 0, 12.0]), np.zeros(3))
+    assert box.tolist() == [1] * 4
+    np.testing.assert_allclose(starts[:, 2], 12.0)
+    np.testing.assert_allclose(np.concatenate([starts, ends])[:, :2].min(0), [10.0, 0.0])
+    np.testing.assert_allclose(np.concatenate([starts, ends])[:, :2].max(0), [20.0, 10.0])
+    # boxes are half-open: z = 10 belongs to box 1 only; a thick slab touches both
+    _, _, box = box_outline_segments(lo, hi, [0, 1], np.array([0, 0, 10.0]), np.zeros(3))
+    assert set(box.tolist()) == {1}
+    _, _, box = box_outline_segments(lo, hi, [0, 1], np.array([0, 0, 10.0]), np.full(3, 5.0))
+    assert set(box.tolist()) == {0, 1}
+    # a 2-D store: rectangles
+    starts, ends, box = box_outline_segments(lo[:, :2], hi[:, :2])
+    assert starts.shape == (8, 2)
+
+
+def test_segments_layer_is_in_napari_order_and_data_units():
+    from napari_zarr_vectors.napari.widgets._pyramid_layers import overlay_info, segments_layer
+
+    store = nzv.open_store(v07_store("points"))
+    info = overlay_info(store, 1)
+    starts = np.array([[1.0, 2.0, 3.0]])
+    ends = np.array([[4.0, 6.0, 8.0]])
+    data, kwargs, kind = segments_layer(starts, ends, info, role="qa_links", label="x")
+    assert kind == "vectors"
+    scale = np.asarray(kwargs["scale"])
+    np.testing.assert_allclose(data[0, 0] * scale, starts[0, ::-1])
+    np.testing.assert_allclose((data[0, 0] + data[0, 1]) * scale, ends[0, ::-1])
+    assert kwargs["axis_labels"] == ("z", "y", "x")
+    assert kwargs["name"] == "points x (level 1)"
+    assert kwargs["metadata"]["zarr_vectors"]["role"] == "qa_links"
+
+
+# --------------------------------------------------------------------------------------------
+# level lock (needs the level-of-detail controller)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gui
+@pytest.mark.skipif(not has_controller(), reason="the level-of-detail controller (issue 4)")
+def test_lock_level_2_shows_level_2_at_every_zoom_and_unlock_returns_to_automatic(qa, qtbot):
+    viewer, widget, store = qa(v07_store("points"))
+    controller = widget.target.controller
+    assert controller is not None
+    camera = viewer.scene.camera
+
+    def settle():
+        controller.refresh()
+        qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
+
+    # automatic: zooming far in and far out picks different levels
+    automatic = {}
+    for zoom in (200.0, 0.05):
+        camera.zoom = zoom
+        settle()
+        automatic[zoom] = controller.level
+    assert automatic[200.0] < automatic[0.05]
+
+    chunks = widget.show_chunks(True)  # follows the shown level
+    widget.lock_level(2)
+    assert controller.locked_level == 2
+    for zoom in (200.0, 20.0, 1.0, 0.05):
+        camera.zoom = zoom
+        settle()
+        assert controller.level == 2
+        assert all(lyr.metadata["zarr_vectors"]["level"] == 2 for lyr in controller.layers)
+        assert widget.level_label.text().startswith("shown: level 2 (locked)")
+    assert widget.level_combo.currentText() == "level 2"
+    assert chunks.metadata["zarr_vectors"]["qa_level"] == 2
+    assert chunks.metadata["zarr_vectors"]["boxes"] == len(store.chunks(2))
+
+    widget.lock_level(None)
+    assert controller.locked_level is None
+    for zoom in (200.0, 0.05):
+        camera.zoom = zoom
+        settle()
+        assert controller.level == automatic[zoom]
+    assert widget.level_combo.currentText() == "automatic"
+
+    # the combo, the slider and the step buttons drive the same lock
+    widget.level_combo.setCurrentIndex(2)  # "level 1"
+    assert controller.locked_level == 1
+    widget.coarser_btn.click()
+    assert controller.locked_level == 2
+    widget.finer_btn.click()
+    widget.finer_btn.click()
+    assert controller.locked_level == 0
+    widget.level_slider.setValue(2)
+    assert controller.locked_level == 2
+    # viewer keys: Alt-Down finer, Alt-Up coarser
+    from napari.utils.key_bindings import coerce_keybinding
+
+    viewer.keymap[coerce_keybinding("Alt-Down")](viewer)
+    assert controller.locked_level == 1
+    viewer.keymap[coerce_keybinding("Alt-Up")](viewer)
+    assert controller.locked_level == 2
+
+
+# --------------------------------------------------------------------------------------------
+# statistics, dropped objects, side by side
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gui
+def test_statistics_table(qa, qtbot):
+    viewer, widget, store = qa(v07_store("points"))
+    qtbot.waitUntil(lambda: widget.stats_table.rowCount() == 3, timeout=10_000)
+    rows = core.level_statistics(store)
+    table = widget.stats_table
+    cell = [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(3)]
+    assert [c[0] for c in cell] == ["0", "1", "2"]
+    assert [c[1] for c in cell] == ["240", "63", "8"]
+    assert [c[2] for c in cell] == ["15 / 15", "15 / 15", "8 / 15"]
+    assert [c[4] for c in cell] == [str(r["chunks"]) for r in rows]
+    assert [c[7] for c in cell] == ["5×5×5", "10×10×10", "20×20×20"]
+    assert [c[8] for c in cell] == ["10×10×10", "10×10×10", "20×20×20"]
+    assert [c[9] for c in cell] == ["none", "per_object", "per_object"]
+
+
+@pytest.mark.gui
+def test_dropped_objects_listed_and_isolated(qa):
+    viewer, widget, store = qa(v07_store("points"))
+    ids = widget.list_dropped(0, 2)
+    np.testing.assert_array_equal(ids, core.dropped_objects(store, 0, 2))
+    assert len(ids) == 7
+    assert widget.dropped_list.count() == 7
+    assert "7 object(s) present at level 0 are absent at level 2" in widget.dropped_label.text()
+    # isolate two of them: exactly their level-0 vertices, highlighted
+    widget.dropped_list.item(0).setSelected(True)
+    widget.dropped_list.item(1).setSelected(True)
+    (layer,) = widget.isolate_dropped()
+    chosen = ids[:2]
+    truth = store.read(0, object_ids=chosen)
+    world = np.asarray(layer.data) * np.asarray(layer.scale)
+    np.testing.assert_allclose(np.sort(world[:, ::-1], axis=0), np.sort(truth.positions, axis=0))
+    assert set(np.unique(layer.features["object_id"])) == set(chosen.tolist())
+    np.testing.assert_allclose(np.unique(layer.face_color, axis=0), [[1.0, 0.0, 1.0, 1.0]])
+    assert layer.metadata["zarr_vectors"]["role"] == "qa_dropped"
+    # filter the shown layer to the selection, then clear the filter
+    controller = widget.target.controller
+    if controller is not None:
+        widget.filter_to_dropped()
+        np.testing.assert_array_equal(controller.object_filter, np.sort(chosen))
+        widget.clear_filter()
+        assert controller.object_filter is None
+
+
+@pytest.mark.gui
+def test_side_by_side_levels_share_colours_and_toggle(qa):
+    viewer, widget, store = qa(v07_store("points"))
+    layers = widget.add_levels([0, 1, 2])
+    assert [lyr.metadata["zarr_vectors"]["level"] for lyr in layers] == [0, 1, 2]
+    assert [lyr.name for lyr in layers] == [f"points points [level {i}]" for i in (0, 1, 2)]
+    for layer, level in zip(layers, (0, 1, 2), strict=True):
+        world = np.asarray(layer.data) * np.asarray(layer.scale)
+        assert len(world) == store.read(level).vertex_count
+    # same colouring: one colour per object id, identical at every level
+    colour_of = {}
+    for layer in layers:
+        for oid, rgba in zip(layer.features["object_id"], layer.face_color, strict=True):
+            colour_of.setdefault(int(oid), set()).add(tuple(np.round(rgba, 5)))
+    assert all(len(c) == 1 for c in colour_of.values())
+    # grid mode and toggling
+    widget.set_grid(True)
+    grid = getattr(viewer.canvas, "grid", None) or viewer.grid
+    assert grid.enabled
+    widget.set_grid(False)
+    assert not grid.enabled
+    shown = widget.toggle_side_by_side()
+    assert shown is layers[0] and [lyr.visible for lyr in layers] == [True, False, False]
+    widget.toggle_side_by_side()
+    widget.toggle_side_by_side()
+    assert widget.toggle_side_by_side() is None and all(lyr.visible for lyr in layers)
+    widget.remove_levels()
+    assert not any(lyr in viewer.layers for lyr in layers)
+
+
+# --------------------------------------------------------------------------------------------
+# chunk and bin outlines
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_chunk_overlay_has_exactly_the_non_empty_chunks(qa, level):
+    viewer, widget, store = qa(v07_store("points"))
+    viewer.dims.ndisplay = 3
+    layer = widget.show_chunks(True, level=level)
+    assert layer.metadata["zarr_vectors"]["role"] == "qa_chunks"
+    lo, hi = core.chunk_boxes(store, level)
+    assert len(lo) == len(store.chunks(level))
+    starts, ends = vectors_world(layer)
+    assert len(starts) == 12 * len(lo)
+    box = np.asarray(layer.features["box"])
+    np.testing.assert_array_equal(box, np.repeat(np.arange(len(lo)), 12))
+    # each box's 12 edges span exactly its chunk box, and every edge runs along one axis
+    ends_by_box = np.concatenate([starts, ends]).reshape(2, len(lo), 12, 3)
+    np.testing.assert_allclose(ends_by_box.min(axis=(0, 2)), lo)
+    np.testing.assert_allclose(ends_by_box.max(axis=(0, 2)), hi)
+    assert np.all(np.count_nonzero(np.abs(ends - starts) > 1e-9, axis=1) == 1)
+    # in 2-D: the chunks the current slab cuts, outlined on the slice
+    viewer.dims.ndisplay = 2
+    z_scale = store.levels[0].bin_shape[2]
+    for wanted in (-7.5, 0.0, 12.5):
+        viewer.dims.set_point(viewer.dims.ndim - 3, wanted)
+        z = viewer.dims.point[-3]  # napari snaps to its slider steps
+        starts, ends = vectors_world(layer)
+        cut = (lo[:, 2] <= z + z_scale / 2) & (hi[:, 2] > z - z_scale / 2)
+        assert len(starts) == 4 * cut.sum()
+        np.testing.assert_allclose(starts[:, 2], z)
+        drawn = np.unique(np.asarray(layer.features["box"]))
+        np.testing.assert_array_equal(drawn, np.flatnonzero(cut))
+        seg = np.concatenate([starts, ends]).reshape(2, -1, 4, 3)
+        np.testing.assert_allclose(seg.min(axis=(0, 2))[:, :2], lo[cut][:, :2])
+        np.testing.assert_allclose(seg.max(axis=(0, 2))[:, :2], hi[cut][:, :2])
+    widget.show_chunks(False)
+    assert layer not in viewer.layers
+
+
+@pytest.mark.gui
+def test_chunk_overlay_follows_the_shown_level(qa):
+    viewer, widget, store = qa(v07_store("points"))
+    layer = widget.show_chunks(True)
+    shown = widget.target.level
+    assert layer.metadata["zarr_vectors"]["qa_level"] == shown
+    assert layer.metadata["zarr_vectors"]["boxes"] == len(store.chunks(shown))
+
+
+@pytest.mark.gui
+def test_bin_overlay_of_one_chunk(qa):
+    viewer, widget, store = qa(v07_store("points"))
+    viewer.dims.ndisplay = 3
+    chunk = store.chunks(0)[5]
+    layer = widget.show_bins(chunk, occupied=False, level=0)
+    lo, hi = core.bin_boxes(store, 0, chunk)
+    starts, ends = vectors_world(layer)
+    assert len(starts) == 12 * len(lo) == 12 * 8
+    seg = np.concatenate([starts, ends]).reshape(2, len(lo), 12, 3)
+    np.testing.assert_allclose(seg.min(axis=(0, 2)), lo)
+    np.testing.assert_allclose(seg.max(axis=(0, 2)), hi)
+    occupied = widget.show_bins(chunk, occupied=True, level=0)
+    assert occupied is layer  # one bins layer, redrawn
+    lo_o, _ = core.bin_boxes(store, 0, chunk, occupied=True)
+    assert len(vectors_world(layer)[0]) == 12 * len(lo_o)
+    assert widget.chunk_edit.text() == ",".join(str(c) for c in chunk)
+
+
+# --------------------------------------------------------------------------------------------
+# cross-level links
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", [v07_store("points"), v07_store("streamlines"), V09 / "points.zarrvectors"]
+)
+@pytest.mark.gui
+def test_cross_level_link_segments_join_stored_vertices(qa, path):
+    viewer, widget, store = qa(path)
+    for fine in range(len(store.levels) - 1):
+        layer = widget.show_links(fine, "all")
+        assert layer.metadata["zarr_vectors"]["role"] == "qa_links"
+        starts, ends = vectors_world(layer)
+        expected = core.cross_level_segments(store, fine, +1)
+        assert len(starts) == len(expected) > 0
+        fine_pos = store.read(fine, attributes=False).positions
+        coarse_pos = store.read(fine + 1, attributes=False).positions
+        # endpoints are stored coordinates (float32 stored -> exact after the layer scale)
+        i = rows_of(np.float32(starts), np.float32(fine_pos))
+        j = rows_of(np.float32(ends), np.float32(coarse_pos))
+        assert np.all(i >= 0) and np.all(j >= 0)
+        np.testing.assert_allclose(starts, fine_pos[i], atol=1e-5)
+        np.testing.assert_allclose(ends, coarse_pos[j], atol=1e-5)
+        bins = store.level(fine + 1).bin_shape
+        np.testing.assert_array_equal(np.floor(fine_pos[i] / bins), np.floor(coarse_pos[j] / bins))
+        assert f"{len(expected):,} link(s) level {fine} → {fine + 1}" in widget.links_label.text()
+
+
+@pytest.mark.gui
+def test_links_of_a_picked_object_and_of_the_visible_box(qa):
+    viewer, widget, store = qa(v07_store("points"))
+    full = store.read(0)
+    target = full.positions[17]
+    # pick at the vertex (napari order), on its slice
+    viewer.dims.set_point(viewer.dims.ndim - 3, float(target[2]))
+    _, oid = widget.pick(target[::-1])
+    assert oid == int(full.vertex_object_ids[17])
+    assert widget.object_edit.text() == str(oid)
+    layer = widget.show_links(0)  # scope: picked objects
+    starts, _ = vectors_world(layer)
+    mine = full.positions[full.vertex_object_ids == oid]
+    assert len(starts) == len(mine)
+    assert np.all(rows_of(np.float32(starts), np.float32(mine)) >= 0)
+    assert np.all(layer.features["object_id"] == oid)
+    # visible box: only links whose fine vertex is inside it
+    from napari_zarr_vectors.napari.widgets.pyramid import visible_store_box
+
+    widget_box = visible_store_box(viewer, store)
+    lo, hi = widget_box
+    boxed = widget.show_links(0, "box")
+    starts, _ = vectors_world(boxed)
+    assert np.all((starts >= lo - 1e-4) & (starts <= hi + 1e-4))
+    expected = core.cross_level_segments(store, 0, +1, bbox=widget_box)
+    assert len(starts) == len(expected) > 0
+
+
+# --------------------------------------------------------------------------------------------
+# single-level stores, selection, npe2 wiring
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("name", ["graph_interleaved", "mesh_draco"])
+def test_single_level_store_says_so_and_stays_usable(qa, qtbot, name):
+    viewer, widget, store = qa(v07_store(name))
+    assert len(store.levels) == 1
+    assert "single level" in widget.header.text()
+    assert not widget.dropped_box.isEnabled()
+    assert not widget.side_box.isEnabled()
+    assert not widget.links_box.isEnabled()
+    assert not widget.level_combo.isEnabled()
+    assert widget.show_links(0, "all") is None
+    assert "no cross-level links" in widget.status.text()
+    widget.step_level(+1)  # a no-op, not an error
+    assert widget.list_dropped().size == 0
+    # what does not need two levels works
+    qtbot.waitUntil(lambda: widget.stats_table.rowCount() == 1, timeout=10_000)
+    viewer.dims.ndisplay = 3
+    layer = widget.show_chunks(True)
+    assert len(layer.data) == 12 * len(store.chunks(0))
+    bins = widget.show_bins(store.chunks(0)[0], occupied=True)
+    assert len(bins.data) > 0
+
+
+@pytest.mark.gui
+def test_widget_follows_layer_selection(qa):
+    viewer, widget, store = qa(v07_store("points"))
+    assert widget.target.store.name == "points"
+    open_in(viewer, v07_store("streamlines"))
+    streamlines = next(
+        lyr
+        for lyr in viewer.layers
+        if lyr.metadata.get("zarr_vectors", {}).get("name") == "streamlines"
+        and lyr.metadata["zarr_vectors"]["role"] != "bounds"
+    )
+    viewer.layers.selection.active = streamlines
+    assert widget.target.store.name == "streamlines"
+    assert "streamlines" in widget.header.text()
+    # selecting an overlay keeps the target
+    widget.show_chunks(True)
+    viewer.layers.selection.active = widget.chunk_overlay.layer
+    assert widget.target.store.name == "streamlines"
+    # removing the target's layers falls back to the other store
+    mine = [
+        lyr
+        for lyr in viewer.layers
+        if lyr.metadata.get("zarr_vectors", {}).get("qa") is None
+        and lyr.metadata.get("zarr_vectors", {}).get("name") == "streamlines"
+        and lyr.metadata["zarr_vectors"].get("role") != "qa_chunks"
+    ]
+    for lyr in mine:
+        viewer.layers.remove(lyr)
+    assert widget.target.store.name == "points"
+    # the chunk outlines stay on and now outline the points store
+    assert widget.chunk_overlay.layer.name.startswith("points chunks")
+
+
+@pytest.mark.gui
+def test_manifest_contributes_the_dock_widget_and_layer_actions(make_napari_viewer, qa):
+    import npe2
+    from napari.plugins import _initialize_plugins
+
+    from napari_zarr_vectors.napari.widgets import PyramidQAWidget, actions
+
+    _initialize_plugins()
+    manifest = npe2.PluginManager.instance().get_manifest("napari-zarr-vectors")
+    assert "Pyramid QA" in [w.display_name for w in manifest.contributions.widgets]
+    commands = {c.id for c in manifest.contributions.commands}
+    assert {
+        "napari-zarr-vectors.pyramid_qa",
+        "napari-zarr-vectors.lock_shown_level",
+        "napari-zarr-vectors.unlock_level",
+        "napari-zarr-vectors.outline_chunks",
+    } <= commands
+    viewer, _, store = qa(v07_store("points"))
+    _, docked = viewer.window.add_plugin_dock_widget("napari-zarr-vectors", "Pyramid QA")
+    assert isinstance(docked, PyramidQAWidget)
+    layer = data_layer(viewer)
+    actions.outline_chunks(layer, viewer)
+    assert docked.chunk_overlay.layer in viewer.layers
+    docked.show_chunks(False)
+    # the same action through napari's menu (Layers > Visualize > Zarr Vectors pyramid),
+    # napari injecting the active layer and the viewer
+    from napari._app_model import get_app_model
+
+    app = get_app_model()
+    submenus = [
+        str(getattr(i, "submenu", "")) for i in app.menus.get_menu("napari/layers/visualize")
+    ]
+    assert "napari-zarr-vectors.pyramid_menu" in submenus
+    viewer.layers.selection.active = layer
+    app.commands.execute_command("napari-zarr-vectors.outline_chunks").result()
+    assert docked.chunk_overlay.layer in viewer.layers
+    shown = docked.target.level
+    assert docked.chunk_overlay.layer.metadata["zarr_vectors"]["boxes"] == len(store.chunks(shown))
+
+
+@pytest.mark.gui
+def test_docs_screenshot(qa, qtbot):
+    """The docs picture: a 2-D slice of level 0 with the level-1 chunk outlines and the
+    level 0 -> 1 links, next to the widget."""
+    viewer, widget, store = qa(v07_store("points"), show=True)
+    viewer.window._qt_window.resize(1280, 860)
+    qtbot.waitUntil(lambda: widget.stats_table.rowCount() == 3, timeout=10_000)
+    widget.lock_level(0)
+    controller = widget.target.controller
+    if controller is not None:
+        qtbot.waitUntil(lambda: not controller.is_loading and controller.level == 0, timeout=20_000)
+    viewer.dims.set_point(viewer.dims.ndim - 3, 5.0)
+    widget.show_chunks(True, level=1)
+    widget.show_links(0, "all")
+    widget.list_dropped(0, 2)
+    viewer.reset_view()
+    qtbot.wait(300)
+    if controller is not None:
+        qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
+    image = viewer.screenshot(canvas_only=False, flash=False)
+    assert image.shape[0] > 200
+    if os.environ.get("NZV_DOCS_IMAGES") == "1":
+        from PIL import Image
+
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        target = DOCS_IMAGES / "pyramid_qa.png"
+        picture = Image.fromarray(image[..., :3])
+        picture.thumbnail((1024, 720), Image.Resampling.LANCZOS)
+        picture.save(target, optimize=True)
+        assert target.stat().st_size < 400_000
