@@ -216,21 +216,21 @@ def test_loading_runs_off_the_ui_thread_and_reports_progress(
 
     viewer = make_napari_viewer()
     c = opened(viewer, qtbot, v07_store("points"), vertex_budget=1_000, lock_level=0)
-    c.loader.batch_chunks = 8
-    slow_prefetch(monkeypatch, c.store, 0.15)
+    c.loader.batch_chunks = 16
+    slow_prefetch(monkeypatch, c.store, 0.5)  # a batch fetched on the UI thread: a 0.5 s gap
     progress = []
     c.events.loading.connect(lambda done, total: progress.append((done, total)))
     ticks = []
     timer = QTimer()
     timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
     timer.start(10)
-    to_3d(viewer, qtbot, c)  # all 63 chunks: 8 slow batches
+    to_3d(viewer, qtbot, c)  # all 63 chunks: 4 slow batches
     timer.stop()
     total = len(c.store.chunks(0))
-    assert progress == [(0, total), *((d, total) for d in range(8, total, 8)), (total, total)]
+    assert progress == [(0, total), *((d, total) for d in range(16, total, 16)), (total, total)]
     assert c.level == 0 and len(c.chunks) == total
     gaps = np.diff(ticks)
-    assert len(ticks) > 50 and gaps.max() < 0.12, f"UI thread stalled {gaps.max():.3f} s"
+    assert len(ticks) > 100 and gaps.max() < 0.3, f"UI thread stalled {gaps.max():.3f} s"
 
 
 def test_a_newer_view_cancels_the_running_load(make_napari_viewer, qtbot, monkeypatch):
@@ -343,6 +343,8 @@ def test_a_user_chosen_points_colour_survives_level_changes(make_napari_viewer, 
     settle(qtbot, c)
     np.testing.assert_allclose(layer.face_color, [[1, 0, 0, 1]] * len(layer.data))
     assert np.all(layer.size == 2.5)
+    # the marker symbol of every point is still the layer's (one shared value)
+    assert {str(s) for s in layer.symbol} == {str(layer.current_symbol)}
 
 
 def test_a_feature_missing_at_a_coarse_level_comes_back_at_level_0(make_napari_viewer, qtbot):

@@ -73,6 +73,9 @@ class _Shown:
     chunks: np.ndarray
     key: tuple | None
 
+    def __post_init__(self) -> None:
+        self.chunks.setflags(write=False)  # handed out by ZVLayerController.chunks
+
 
 class ZVLayerController:
     """View-driven level of detail for the layers of one opened store.
@@ -131,7 +134,7 @@ class ZVLayerController:
         if shown is None:
             level = lod.initial_level(store.levels, self.vertex_budget)
             shown = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
-        self._shown = _Shown(int(shown[0]), np.asarray(shown[1], dtype=np.int64), shown[2])
+        self._shown = _Shown(int(shown[0]), np.array(shown[1], dtype=np.int64), shown[2])
         from .reader import _layer_scale
 
         #: world units per layer data unit, napari axis order (the slab a 2-D view shows)
@@ -158,7 +161,7 @@ class ZVLayerController:
 
     @property
     def layers(self) -> list[Any]:
-        """The store's data layers (not the bounds box), in viewer order."""
+        """The store's data layers (not the bounds box), in the order they were added."""
         out = [r() for r in self._layer_refs.values()]
         return [layer for layer in out if layer is not None]
 
@@ -173,7 +176,7 @@ class ZVLayerController:
 
     @property
     def chunks(self) -> np.ndarray:
-        """``(K, key_ndim)`` chunk coordinates on screen."""
+        """``(K, key_ndim)`` chunk coordinates on screen (read-only)."""
         return self._shown.chunks
 
     @property
@@ -265,6 +268,7 @@ class ZVLayerController:
         self._layer_refs[role] = weakref.ref(layer)
         _REGISTRY[layer] = self
         self._colour[role] = _ColourMemory(applied=_capture(layer))
+        self.vertex_count = max(self.vertex_count, int(meta.get("vertex_count", 0) or 0))
         self._write_metadata(layer)
 
     def _add_bounds(self, layer: Any) -> None:
@@ -309,7 +313,8 @@ class ZVLayerController:
             self.close()
             return
         present = {id(layer) for layer in viewer.layers}
-        if not any(id(layer) in present for layer in self.layers):
+        mine = self.layers or [self.bounds_layer]  # a store without data in view yet
+        if not any(layer is not None and id(layer) in present for layer in mine):
             self.close()
 
     def _on_timer(self) -> None:
@@ -455,15 +460,17 @@ class ZVLayerController:
         new = {
             kw["metadata"][META]["role"]: (data, kw, kind) for data, kw, kind in result.layer_data
         }
+        viewer = self.viewer
+        present = {id(layer) for layer in viewer.layers} if viewer is not None else set()
         for role in list(self._layer_refs):
             layer = self._layer(role)
-            if layer is None:
+            if layer is None or id(layer) not in present:  # deleted by the user: leave it
+                new.pop(role, None)
                 continue
             if role in new:
                 self._update_layer(role, layer, new.pop(role))
             else:
                 self._empty_layer(role, layer)
-        viewer = self.viewer
         for item in new.values():  # roles the view had no data for until now
             if viewer is None:
                 break
@@ -475,7 +482,7 @@ class ZVLayerController:
             layer = Layer.create(data, kwargs, kind)
             self.add_layer(layer)
             viewer.layers.append(layer)
-        self._shown = _Shown(result.level, np.asarray(result.chunks, np.int64), result.key)
+        self._shown = _Shown(result.level, np.array(result.chunks, np.int64), result.key)
         self.vertex_count = int(result.vertex_count)
         self.trimmed = int(result.trimmed)
         for layer in self.layers:
@@ -672,7 +679,12 @@ def _swap(layer: Any, data: Any, kwargs: dict, memory: _ColourMemory) -> None:
             # napari would warn that the colour-by feature was dropped: unlink it first
             setattr(layer, f"{attr}_color", "white")
         with _uniform_symbols_fast() if kind == "points" else nullcontext():
-            layer.data = data
+            if kind == "points" and hasattr(layer, "_set_data"):
+                # the public setter only adds event emissions, with a Python tuple of every
+                # point index; _batched emits the data event once afterwards
+                layer._set_data(data)
+            else:
+                layer.data = data
         layer.features = features
         target = intent if intent is not None else _builder_colour(attr, kwargs, memory)
         _apply_colour(layer, attr, target)

@@ -66,6 +66,19 @@ def shared_cache() -> ChunkCache:
         return _SHARED_CACHE
 
 
+class _LevelChunks:
+    """``store.chunks`` of each of ``store.levels`` (in that order), listed on access."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __len__(self) -> int:
+        return len(self._store.levels)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self._store.chunks(self._store.levels[i].index)
+
+
 class StoreCacheView:
     """One opened store's window on the shared cache: keys are prefixed with a token of the
     :class:`Loader`, so two openings of the same path never share decoded chunks (a store
@@ -171,8 +184,9 @@ class Loader:
         lo, hi = (np.asarray(b, dtype=np.float64) for b in self.store.bounds)
         return lo[::-1].copy(), hi[::-1].copy()
 
-    def level_chunks(self) -> list[np.ndarray]:
-        return [self.store.chunks(lv.index) for lv in self.store.levels]
+    def level_chunks(self) -> _LevelChunks:
+        """The non-empty chunks of each level, listed when first indexed."""
+        return _LevelChunks(self.store)
 
     # -- planning ------------------------------------------------------------------------
     def plan(

@@ -376,16 +376,25 @@ def plan_level(
 
     ``levels`` are objects with ``index``, ``bin_shape``, ``chunk_shape`` and
     ``vertex_count`` (sorted or not); ``level_chunks[i]`` are the non-empty chunks of
-    ``levels[i]``; ``counts`` maps ``(level index, chunk key)`` to known row counts.
+    ``levels[i]`` (indexed only for the levels the plan considers, so it may list lazily); ``counts`` maps ``(level index, chunk key)`` to known row counts.
     """
     order = sorted(range(len(levels)), key=lambda k: levels[k].index)
     levels = [levels[k] for k in order]
-    level_chunks = [np.asarray(level_chunks[k], dtype=np.int64) for k in order]
+    source = level_chunks
+    listed: dict[int, np.ndarray] = {}
+
+    def chunks_of(i: int) -> np.ndarray:
+        # lazily: a level is listed only when the plan looks at it (listing a remote
+        # level can cost requests)
+        if i not in listed:
+            listed[i] = np.asarray(source[order[i]], dtype=np.int64)
+        return listed[i]
+
     lo, hi = (np.asarray(b, dtype=np.float64) for b in box)
 
     def estimate(i: int) -> tuple[np.ndarray, np.ndarray]:
         lv = levels[i]
-        all_chunks = level_chunks[i]
+        all_chunks = chunks_of(i)
         visible = chunks_in_box(all_chunks, np.asarray(lv.chunk_shape), lo, hi, margin)
         if prism is not None and len(lo) == 3:
             visible = chunks_in_prism(visible, np.asarray(lv.chunk_shape), prism)
