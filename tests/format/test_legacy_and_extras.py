@@ -103,12 +103,16 @@ def test_draco_store_without_dracopy_names_the_extra(monkeypatch: pytest.MonkeyP
         store.read(0)
 
 
-@pytest.mark.parametrize("version, name", [("v07", "points"), ("v07", "streamlines"), ("v09", "points")])
+@pytest.mark.parametrize(
+    "version, name", [("v07", "points"), ("v07", "streamlines"), ("v09", "points")]
+)
 def test_cross_level_links_without_chunks_are_all_records(version: str, name: str) -> None:
     store = nzv.open_store(DATA / version / f"{name}.zarrvectors")
     for level in (0, 1):
         every = store.links(level, +1)
         by_chunks = store.links(level, +1, store.chunks(level))
         assert len(every) == len(by_chunks) > 0
-        key = lambda ls: sorted(map(tuple, np.concatenate([ls.chunks.reshape(len(ls), -1), ls.rows], axis=1).tolist()))  # noqa: E731
+        key = lambda ls: sorted(
+            map(tuple, np.concatenate([ls.chunks.reshape(len(ls), -1), ls.rows], axis=1).tolist())
+        )  # noqa: E731
         assert key(every) == key(by_chunks)
