@@ -112,7 +112,10 @@ def test_cross_level_links_without_chunks_are_all_records(version: str, name: st
         every = store.links(level, +1)
         by_chunks = store.links(level, +1, store.chunks(level))
         assert len(every) == len(by_chunks) > 0
-        key = lambda ls: sorted(
-            map(tuple, np.concatenate([ls.chunks.reshape(len(ls), -1), ls.rows], axis=1).tolist())
-        )  # noqa: E731
-        assert key(every) == key(by_chunks)
+        assert _records(every) == _records(by_chunks)
+
+
+def _records(links) -> list[tuple[int, ...]]:
+    """Link records as sorted ``(chunk..., row...)`` tuples."""
+    flat = np.concatenate([links.chunks.reshape(len(links), -1), links.rows], axis=1)
+    return sorted(map(tuple, flat.tolist()))

@@ -410,14 +410,15 @@ def _segments(
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """Segment endpoints and a per-segment feature table.
 
-    Uses ``geometry.edges`` (graph, skeleton, line); a ``line`` store without edges falls back
-    to consecutive vertices of ``geometry.paths``. Features: object id (of the first vertex,
-    or of the path), edge attributes, the first vertex's attributes, the object's attributes.
+    Uses ``geometry.edges`` (graph, skeleton); lines use consecutive vertices of
+    ``geometry.paths``, so every segment carries its own path's object id even where coarse
+    levels share a metavertex between objects. Features: object id (of the path, or of the
+    first vertex), edge attributes, the first vertex's attributes, the object's attributes.
     """
     edges = np.asarray(geometry.edges, dtype=np.int64).reshape(-1, 2)
     edge_attrs: Mapping[str, np.ndarray] = geometry.edge_attributes
     object_ids = None
-    if len(edges) == 0 and geometry.paths:
+    if geometry.paths and (len(edges) == 0 or geometry.geometry_type == "line"):
         lengths = np.fromiter((len(p) for p in geometry.paths), np.int64, len(geometry.paths))
         rows = np.concatenate([np.asarray(p, np.int64) for p in geometry.paths])
         ends_of_paths = np.cumsum(lengths) - 1
