@@ -50,6 +50,7 @@ from qtpy.QtWidgets import (
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid as core
 
+from ..browse_layers import controller_of
 from ..layers import _line_width, layers_from_geometry
 from ..lod import ViewState, visible_box
 from ..reader import store_info
@@ -87,19 +88,6 @@ COLUMNS = (
     "chunk",
     "method",
 )
-
-
-def controller_of(layer: Any) -> Any | None:
-    """The level-of-detail controller of ``layer`` (``None`` when the layer has none or the
-    controller module is not available)."""
-    try:
-        from ..controller import controller_for
-    except ImportError:
-        return None
-    try:
-        return controller_for(layer)
-    except Exception:  # noqa: BLE001 - a layer the controller does not know
-        return None
 
 
 def is_zv_layer(layer: Any) -> bool:
