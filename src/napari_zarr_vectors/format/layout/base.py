@@ -13,6 +13,7 @@ Conventions
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -93,6 +94,42 @@ class Layout(ABC):
         self.io = io
         self.root = root
         self.levels = {lv.index: lv for lv in levels}
+        self._lock = threading.Lock()
+        self._docs: dict[str, dict[str, Any] | None] = {}
+
+    # -- node metadata (zarr.json), cached for the life of the layout ---------------------
+    def _doc(self, path: str) -> dict[str, Any] | None:
+        """The parsed ``zarr.json`` of the node at ``path`` (cached; ``None`` when absent)."""
+        with self._lock:
+            if path in self._docs:
+                return self._docs[path]
+        self._prefetch([path])
+        with self._lock:
+            return self._docs[path]
+
+    def _prefetch(self, paths: Sequence[str]) -> None:
+        """Fetch the ``zarr.json`` of every node path not cached yet, in one batch."""
+        with self._lock:
+            missing = [p for p in dict.fromkeys(paths) if p not in self._docs]
+        if not missing:
+            return
+        raws = self.io.get_many([f"{p}/zarr.json" for p in missing])
+        docs = {}
+        error = None
+        for p, raw in zip(missing, raws, strict=True):
+            try:
+                docs[p] = None if raw is None else self.io.parse_json(raw, f"{p}/zarr.json")
+            except ZVFormatError as exc:  # left uncached: raised when that node is used
+                error = error or exc
+        with self._lock:
+            self._docs.update(docs)
+        if error is not None and len(missing) == 1:
+            raise error
+
+    def _attrs(self, path: str) -> dict[str, Any] | None:
+        """The ``attributes`` of the node at ``path`` (``None`` when there is no node)."""
+        doc = self._doc(path)
+        return None if doc is None else (doc.get("attributes") or {})
 
     # -- helpers shared by implementations ---------------------------------------------
     def error(

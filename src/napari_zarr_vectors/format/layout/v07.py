@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -41,34 +40,10 @@ class V07Layout(Layout):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._lock = threading.Lock()
-        self._docs: dict[str, dict[str, Any] | None] = {}
         self._probed: OrderedDict[str, bytes] = OrderedDict()  # blob prefix -> zarr.json
         self._known: dict[tuple[int, str], set[tuple[int, ...]]] = {}
 
     # -- low-level blob access ----------------------------------------------------------
-    def _json(self, key: str) -> dict[str, Any] | None:
-        """A group ``zarr.json`` (cached; ``None`` when absent)."""
-        with self._lock:
-            if key in self._docs:
-                return self._docs[key]
-        self.prefetch_json([key])
-        with self._lock:
-            return self._docs[key]
-
-    def prefetch_json(self, keys: Sequence[str]) -> None:
-        """Fetch the JSON documents at ``keys`` not cached yet, in one concurrent batch."""
-        with self._lock:
-            missing = [k for k in dict.fromkeys(keys) if k not in self._docs]
-        if not missing:
-            return
-        raws = self.io.get_many(missing)
-        docs = {}
-        for key, raw in zip(missing, raws, strict=True):
-            docs[key] = None if raw is None else self.io.parse_json(raw, key)
-        with self._lock:
-            self._docs.update(docs)
-
     def prefetch_metadata(self, level: int) -> None:
         names = [
             n
@@ -76,11 +51,7 @@ class V07Layout(Layout):
             if n != "zarr.json"
         ]
         nodes = [*self.LEVEL_NODES, *(f"vertex_attributes/{n}" for n in names)]
-        self.prefetch_json([f"{level}/{n}/zarr.json" for n in nodes])
-
-    def _attrs(self, prefix: str) -> dict[str, Any] | None:
-        doc = self._json(f"{prefix}/zarr.json")
-        return None if doc is None else (doc.get("attributes") or {})
+        self._prefetch([f"{level}/{n}" for n in nodes])
 
     def _decode_blob(
         self, meta_raw: bytes | None, data_raw: bytes | None, where: str
@@ -260,13 +231,9 @@ class V07Layout(Layout):
         # no listing: probe the family metadata of every delta the levels allow
         candidates = candidate_deltas(level, list(self.levels))
         folders = ("links", "cross_chunk_links")
-        self.prefetch_json(
-            [f"{level}/{f}/{delta_name(d)}/zarr.json" for f in folders for d in candidates]
-        )
+        self._prefetch([f"{level}/{f}/{delta_name(d)}" for f in folders for d in candidates])
         return [
-            d
-            for d in candidates
-            if any(self._json(f"{level}/{f}/{delta_name(d)}/zarr.json") for f in folders)
+            d for d in candidates if any(self._doc(f"{level}/{f}/{delta_name(d)}") for f in folders)
         ]
 
     def link_width(self, level: int, delta: int = 0) -> int | None:
@@ -386,7 +353,7 @@ class V07Layout(Layout):
         n = int(attrs.get("num_objects", 0))
         knd = int(attrs.get("sid_ndim", self.key_ndim(level)))
         where = f"{level}/object_index"
-        if attrs.get("layout") == "vlen_manifests_v1" or self._json(f"{where}/manifests/zarr.json"):
+        if attrs.get("layout") == "vlen_manifests_v1" or self._doc(f"{where}/manifests"):
             manifests = self._vlen_items(f"{where}/manifests", n, level)
         else:
             data = self._blob(f"{where}/data", level, "object_index/data") or b""

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import math
 import struct
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -254,46 +253,12 @@ class V09Layout(Layout):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._lock = threading.Lock()
-        self._docs: dict[str, dict[str, Any] | None] = {}
         self._grids: dict[str, _Grid | None] = {}
         self._plain: dict[str, AsyncArray | None] = {}
         self._listings: dict[str, np.ndarray] = {}
         self._segments: dict[tuple[int, int], list[_Segment]] = {}
 
     # -- metadata ----------------------------------------------------------------------
-    def _doc(self, path: str) -> dict[str, Any] | None:
-        """The parsed ``zarr.json`` of the node at ``path`` (cached; ``None`` when absent)."""
-        with self._lock:
-            if path in self._docs:
-                return self._docs[path]
-        self._prefetch([path])
-        with self._lock:
-            return self._docs[path]
-
-    def _prefetch(self, paths: Sequence[str]) -> None:
-        """Fetch the ``zarr.json`` of every path not cached yet, in one batch."""
-        with self._lock:
-            missing = [p for p in dict.fromkeys(paths) if p not in self._docs]
-        if not missing:
-            return
-        raws = self.io.get_many([f"{p}/zarr.json" for p in missing])
-        docs = {}
-        error = None
-        for p, raw in zip(missing, raws, strict=True):
-            try:
-                docs[p] = None if raw is None else self.io.parse_json(raw, f"{p}/zarr.json")
-            except ZVFormatError as exc:  # left uncached: raised when that node is used
-                error = error or exc
-        with self._lock:
-            self._docs.update(docs)
-        if error is not None and len(missing) == 1:
-            raise error
-
-    def _attrs(self, path: str) -> dict[str, Any] | None:
-        doc = self._doc(path)
-        return None if doc is None else (doc.get("attributes") or {})
-
     def _open(self, path: str, level: int | None) -> AsyncArray | None:
         """The zarr array at ``path`` (``None`` when there is no node), built from the
         cached ``zarr.json`` so that metadata is fetched once per array."""
