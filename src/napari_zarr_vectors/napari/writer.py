@@ -107,26 +107,30 @@ class _Activity:
     def __init__(self, title: str) -> None:
         self.title = title
         self.bar: Any = None
+        self.closed = False
 
     def __call__(self, step: int, n_steps: int, description: str) -> None:
-        try:
-            from napari.utils import progress
-        except ImportError:  # pragma: no cover - napari is a dependency
+        if self.closed:  # a late step after the write ended
             return
+        from napari.utils import progress
+
         if self.bar is None:
             self.bar = progress(total=n_steps, desc=self.title)
-        self.bar.set_description(f"{self.title}: {description}")
-        if step > self.bar.n:
-            self.bar.update(step - self.bar.n)
+        bar = self.bar
+        bar.set_description(f"{self.title}: {description}")
+        if step > bar.n:
+            bar.update(step - bar.n)
 
     def finish(self) -> None:
-        if self.bar is not None and self.bar.total and self.bar.n < self.bar.total:
-            self.bar.update(self.bar.total - self.bar.n)
+        bar = self.bar
+        if bar is not None and bar.total and bar.n < bar.total:
+            bar.update(bar.total - bar.n)
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+        self.closed = True
+        bar, self.bar = self.bar, None
+        if bar is not None:
+            bar.close()
 
 
 # --------------------------------------------------------------------------------------------

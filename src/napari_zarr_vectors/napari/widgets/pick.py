@@ -29,6 +29,7 @@ from ..browse_layers import (
     pick_at,
     zv_meta,
 )
+from ..export import export_dialog
 from ..layers import GROUP_ID, GROUPS, OBJECT_ID
 from ._browse_base import ZVBrowseWidget
 
@@ -62,6 +63,11 @@ class PickWidget(ZVBrowseWidget):
         )
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip("Remove the isolated objects of this store")
+        self.export_button = QPushButton("Export…")
+        self.export_button.setToolTip(
+            "Save the isolated objects (else the objects passing the filters, else the whole "
+            "store), whole and at full resolution, as a new Zarr Vectors store"
+        )
         self.status = QLabel()
         self.status.setWordWrap(True)
         checks = QHBoxLayout()
@@ -71,6 +77,7 @@ class PickWidget(ZVBrowseWidget):
         row.addWidget(self.object_id, 1)
         row.addWidget(self.isolate_button)
         row.addWidget(self.clear_button)
+        row.addWidget(self.export_button)
         self.controls = QWidget()
         inner = QVBoxLayout(self.controls)
         inner.setContentsMargins(0, 0, 0, 0)
@@ -84,6 +91,7 @@ class PickWidget(ZVBrowseWidget):
         self._worker: Any = None
         self.isolate_button.clicked.connect(lambda: self.isolate(self.object_id.value()))
         self.clear_button.clicked.connect(self.clear)
+        self.export_button.clicked.connect(lambda: export_dialog(self))
         napari_viewer.mouse_drag_callbacks.append(self._on_drag)
         napari_viewer.mouse_move_callbacks.append(self._on_move)
         self.destroyed.connect(lambda *_: self._disconnect(napari_viewer))

@@ -1,0 +1,162 @@
+"""Export what the browse widgets selected: the isolated objects of a store, else the
+objects passing its filters, else the whole store, into a new store.
+
+The objects are read whole at level 0 through their manifests (every chunk they touch, not
+only the loaded ones) by :func:`napari_zarr_vectors.write.export_objects`, on a worker
+thread, with progress in napari's activity panel. The *Export…* button of the *Pick and
+isolate* widget calls :func:`export_dialog`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..write.engine import WriteError, check_target
+from ..write.export import export_objects
+from .writer import SUFFIX, _Activity
+
+#: What :func:`selection_ids` chose, for the status line.
+ISOLATED = "isolated"
+FILTERED = "filtered"
+EVERYTHING = "all"
+
+
+def selection_ids(
+    all_ids: np.ndarray,
+    allowed: np.ndarray | None,
+    isolated: Iterable[int] = (),
+) -> tuple[np.ndarray | None, str]:
+    """The object ids to export and why (pure).
+
+    Isolated objects win (what the user singled out); else the ids passing the filters
+    (``allowed``; ``None`` = no filter); else ``None``, the whole store.
+    """
+    isolated = np.unique(np.fromiter((int(i) for i in isolated), np.int64))
+    if isolated.size:
+        return isolated, ISOLATED
+    if allowed is not None:
+        return np.unique(np.asarray(allowed, np.int64)), FILTERED
+    return None, EVERYTHING
+
+
+def describe_selection(ids: np.ndarray | None, why: str, n_objects: int) -> str:
+    """``"3 isolated objects"``, ``"12 of 40 objects (filters)"``, ``"the whole store"``."""
+    if ids is None:
+        return "the whole store"
+    n = int(ids.size)
+    noun = "object" if n == 1 else "objects"
+    if why == ISOLATED:
+        return f"{n:,} isolated {noun}"
+    return f"{n:,} of {n_objects:,} objects (filters)"
+
+
+def widget_selection(widget: Any) -> tuple[np.ndarray | None, str]:
+    """What a browse widget (``PickWidget``) would export: its store's isolated objects,
+    else the shared filters' allowed ids, else everything."""
+    session = getattr(widget, "session", None)
+    allowed = session.filters.allowed() if session is not None else None
+    all_ids = session.table.ids if session is not None else np.empty(0, np.int64)
+    isolated_layers = widget.isolated_layers() if hasattr(widget, "isolated_layers") else []
+    isolated = [
+        int(layer.metadata["zarr_vectors"]["object_id"])
+        for layer in isolated_layers
+        if layer.metadata.get("zarr_vectors", {}).get("object_id") is not None
+    ]
+    return selection_ids(all_ids, allowed, isolated)
+
+
+def export_selection(
+    widget: Any, path: str | os.PathLike, *, pyramid: bool = True, start: bool = True
+) -> Any:
+    """Export the widget's selection (:func:`widget_selection`) of its store to ``path`` on
+    a worker thread; returns the worker (``returned`` gives the new store's path)."""
+    from napari.qt.threading import create_worker
+
+    store = widget.store
+    if store is None:
+        raise WriteError("select a Zarr Vectors layer first")
+    ids, why = widget_selection(widget)
+    n_objects = widget.session.table.n_objects if widget.session is not None else 0
+    what = describe_selection(ids, why, n_objects)
+    target = check_target(_with_suffix(path), [store.path])  # refuse before any work
+    # progress: the worker emits steps through a Qt signal, the bar lives on the UI thread
+    activity = _Activity(f"Exporting {target.name}")
+    relay = _relay(activity)
+    worker = create_worker(
+        export_objects,
+        store,
+        target,
+        ids,
+        pyramid=pyramid,
+        progress=relay.step.emit,
+        _start_thread=False,
+        _progress=False,
+        _ignore_errors=True,  # reported in the widget's status line
+    )
+    worker._zv_relay = relay  # keep it alive as long as the worker
+    worker.returned.connect(lambda _: activity.finish())
+    worker.finished.connect(activity.close)
+    status = getattr(widget, "status", None)
+    if status is not None:
+        status.setText(f"exporting {what} to {target.name} …")
+        worker.returned.connect(lambda p: status.setText(f"exported {what} to {p}"))
+        worker.errored.connect(lambda e: status.setText(f"export failed: {e}"))
+    if start:
+        worker.start()
+    return worker
+
+
+def export_dialog(widget: Any) -> Any:
+    """Ask for a new ``.zarrvectors`` name, then :func:`export_selection`."""
+    from qtpy.QtWidgets import QFileDialog
+
+    if widget.store is None:
+        return None
+    ids, why = widget_selection(widget)
+    n_objects = widget.session.table.n_objects if widget.session is not None else 0
+    start = str(Path(str(widget.store.path)).with_name(f"{widget.store.name}-export{SUFFIX}"))
+    path, _ = QFileDialog.getSaveFileName(
+        widget,
+        f"Export {describe_selection(ids, why, n_objects)} as a Zarr Vectors store",
+        start,
+        f"Zarr Vectors (*{SUFFIX})",
+    )
+    if not path:
+        return None
+    try:
+        return export_selection(widget, path)
+    except WriteError as e:
+        from napari.utils.notifications import show_error
+
+        status = getattr(widget, "status", None)
+        if status is not None:
+            status.setText(f"export refused: {e}")
+        show_error(str(e))
+        return None
+
+
+def _relay(activity: _Activity) -> Any:
+    """A QObject living on the UI thread whose ``step(int, int, str)`` signal, emitted from
+    the worker thread, reaches ``activity`` on the UI thread (a queued connection)."""
+    from qtpy.QtCore import QObject, Qt, Signal, Slot
+
+    class _Relay(QObject):
+        step = Signal(int, int, str)
+
+        @Slot(int, int, str)
+        def on_step(self, step: int, n_steps: int, description: str) -> None:
+            activity(step, n_steps, description)
+
+    relay = _Relay()
+    relay.step.connect(relay.on_step, Qt.ConnectionType.QueuedConnection)
+    return relay
+
+
+def _with_suffix(path: str | os.PathLike) -> Path:
+    target = Path(os.fspath(path))
+    return target if target.name.endswith(SUFFIX) else target.with_name(target.name + SUFFIX)
