@@ -139,15 +139,7 @@ def assemble(
         attrs[name] = table[np.clip(bins, 0, len(table) - 1)] if len(table) else bins
     vid = _object_ids_per_row(loaded, index) if index is not None else None
 
-    # row selection: whole loaded chunks, or the fragments of the selected objects
-    if selection.object_rows is not None and index is not None:
-        keep_rows = _selected_rows(loaded, index, selection.object_rows)
-    elif geometry_type == "point_cloud" and selection.bbox is not None:
-        lo, hi = selection.bbox
-        p = loaded.positions
-        keep_rows = np.flatnonzero(np.all((p >= lo) & (p <= hi), axis=1))
-    else:
-        keep_rows = None
+    keep_rows = _kept_rows(geometry_type, loaded, index, selection)
     remap = None
     if keep_rows is not None:
         remap = np.full(n, -1, dtype=np.int64)
@@ -195,6 +187,35 @@ def assemble(
     if remap is not None:
         _apply_remap(geom, remap, keep_rows)
     return geom
+
+
+def _kept_rows(
+    geometry_type: str,
+    loaded: LoadedChunks,
+    index: ObjectIndex | None,
+    selection: Selection,
+) -> np.ndarray | None:
+    """Sorted loaded rows a read keeps (``None`` = every loaded row).
+
+    The one place where a selection becomes rows: the fragments of the selected objects
+    (when objects or groups were asked for), intersected, for point clouds, with the
+    exact box. Every combination of ``bbox`` × ``object_ids`` × ``group_ids`` goes
+    through here, so the box filter cannot be skipped by one of them.
+    """
+    keep: np.ndarray | None = None
+    if selection.object_rows is not None:
+        keep = (
+            np.empty(0, np.int64)
+            if index is None
+            else _selected_rows(loaded, index, selection.object_rows)
+        )
+    if geometry_type == "point_cloud" and selection.bbox is not None:
+        lo, hi = selection.bbox
+        p = loaded.positions
+        candidates = keep if keep is not None else np.arange(loaded.n_rows)
+        q = p[candidates]
+        keep = candidates[np.all((q >= lo) & (q <= hi), axis=1)]
+    return keep
 
 
 def _apply_remap(geom: Geometry, remap: np.ndarray, keep_rows: np.ndarray) -> None:

@@ -16,6 +16,7 @@ import numcodecs
 import numpy as np
 
 from .errors import ZVFormatError
+from .validate import Source, int_list, list_field
 
 #: Largest payload a compressed frame may declare when the array gives no size of its own.
 MAX_PAYLOAD_BYTES = 1 << 31
@@ -72,7 +73,12 @@ def decode_bytes_chunk(
     ``expected_size`` (the array's declared byte length) bounds the decompressed size.
     Raises :class:`ZVFormatError` for unknown codecs or undecodable bytes.
     """
+    if not isinstance(codecs, list | tuple):
+        raise ZVFormatError(f"codecs {codecs!r} are not a list")
     chain = [c if isinstance(c, dict) else {"name": c} for c in codecs]
+    for c in chain:
+        if not isinstance(c.get("name"), str):
+            raise ZVFormatError(f"codec {c!r} has no name")
     if chain and chain[0].get("name") not in ("bytes", "endian"):
         raise ZVFormatError(
             f"unexpected array-to-bytes codec {chain[0].get('name')!r} for a byte blob"
@@ -111,3 +117,33 @@ def decode_bytes_chunk(
         except Exception as exc:  # numcodecs raises various types on corrupt input
             raise ZVFormatError(f"{name} decompression failed: {exc}") from None
     return data
+
+
+#: Largest all-zero blob materialised when a blob has no ``c/0`` (zarr's fill elision);
+#: a larger declared length with no bytes behind it is treated as corrupt metadata.
+MAX_FILL_BYTES = 1 << 26
+
+#: Largest blob length (bytes) a blob's ``zarr.json`` may declare.
+MAX_BLOB_BYTES = 1 << 40
+
+
+def decode_blob(meta: dict[str, Any], data_raw: bytes | None, src: Source) -> bytes:
+    """Payload of one 1-D ``uint8`` blob array (0.7 layout) from its parsed ``zarr.json``
+    and its ``c/0`` bytes (``None`` when zarr elided an all-zero chunk).
+
+    The declared ``shape`` and ``codecs`` are validated; the declared length bounds the
+    decompression, and an elided chunk larger than :data:`MAX_FILL_BYTES` is refused.
+    """
+    if meta.get("node_type") != "array":
+        raise src.error("node_type", "is not 'array'")
+    shape = int_list(meta.get("shape") or [0], "shape", src, None, 0, MAX_BLOB_BYTES)
+    n = shape[0] if shape else 0
+    codecs = list_field(meta, "codecs", src, None) or [{"name": "bytes"}]
+    if data_raw is None:  # zarr does not store an all-fill chunk: n zero bytes
+        if n > MAX_FILL_BYTES:
+            raise src.error("shape", f"declares {n} bytes that the store does not hold")
+        return bytes(n)
+    payload = decode_bytes_chunk(data_raw, codecs, n)
+    if len(payload) != n:
+        raise ZVFormatError(f"blob decodes to {len(payload)} bytes, its shape says {n}")
+    return payload

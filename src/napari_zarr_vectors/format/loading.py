@@ -15,6 +15,10 @@ from .decode.draco import decode_draco
 from .decode.fragments import FragmentIndex, decode_fragment_index
 from .errors import ZVChunkWarning, ZVFetchError, ZVFormatError
 from .layout.base import Layout
+from .validate import Source, int_field, int_list, list_field, str_field
+
+#: Most values per row a vertex attribute may declare.
+MAX_ROW_WIDTH = 1 << 16
 
 #: Marker of a chunk whose bytes could not be fetched: left out and never cached, so that
 #: a later read asks for it again.
@@ -34,25 +38,36 @@ class AttributeSpec:
 
     @classmethod
     def from_meta(
-        cls, name: str, array: str, meta: dict[str, Any], generation: str
+        cls, name: str, array: str, meta: dict[str, Any], generation: str, src: Source | None = None
     ) -> AttributeSpec:
+        """The spec of one vertex attribute from its array's ZV attributes (validated:
+        a corrupt field raises :class:`ZVFormatError` naming ``src``)."""
+        src = src or Source(None, f"{array}/zarr.json")
         row_shape = meta.get("row_shape")
         width: int | None = None
-        if row_shape is not None and len(row_shape) == 1 and int(row_shape[0]) > 1:
-            width = int(row_shape[0])
-        elif meta.get("channel_names"):
-            width = len(meta["channel_names"])
+        if row_shape is not None:
+            row_shape = int_list(row_shape, "row_shape", src, None, 0, MAX_ROW_WIDTH)
+        channels = list_field(meta, "channel_names", src, None)
+        if row_shape is not None and len(row_shape) == 1 and row_shape[0] > 1:
+            width = row_shape[0]
+        elif channels:
+            if len(channels) > MAX_ROW_WIDTH:
+                raise src.error("channel_names", f"names {len(channels)} channels")
+            width = len(channels)
         # 0.7 records no width at all and 0.9 polylines record row_shape [] for
         # multi-channel data (FORMAT09 §11.5): derive it from the byte length.
-        categories = tuple(meta["categories"]) if meta.get("encoding") == "dictionary" else None
-        fill = meta.get("_FillValue")
+        encoding = str_field(meta, "encoding", src, "raw")
+        categories = (
+            tuple(list_field(meta, "categories", src)) if encoding == "dictionary" else None
+        )
+        fill = int_field(meta, "_FillValue", src, None, -(1 << 63), (1 << 64) - 1)
         return cls(
             name,
             array,
-            parse_dtype(meta.get("dtype", "float32")),
+            parse_dtype(str_field(meta, "dtype", src, "float32")),
             width,
             categories,
-            None if fill is None else int(fill),
+            fill,
         )
 
 
@@ -62,7 +77,8 @@ def attribute_specs(layout: Layout, level: int) -> list[AttributeSpec]:
     for name in layout.list_attributes(level, "vertex"):
         array = f"vertex_attributes/{name}"
         meta = layout.array_attributes(level, array) or {}
-        specs.append(AttributeSpec.from_meta(name, array, meta, layout.generation))
+        src = Source(layout.io.name, f"{level}/{array}/zarr.json", level, array)
+        specs.append(AttributeSpec.from_meta(name, array, meta, layout.generation, src))
     return specs
 
 
@@ -118,8 +134,12 @@ def _fetch_and_decode(
     :data:`FAILED` where the bytes could not be fetched."""
     ndim = layout.root.ndim
     vmeta = layout.array_attributes(level, "vertices") or {}
-    encoding = vmeta.get("encoding", "raw")
-    vdtype = parse_dtype(vmeta.get("dtype", "float32"))
+    vsrc = Source(layout.io.name, f"{level}/vertices/zarr.json", level, "vertices")
+    encoding = str_field(vmeta, "encoding", vsrc, "raw")
+    try:
+        vdtype = parse_dtype(str_field(vmeta, "dtype", vsrc, "float32"))
+    except ZVFormatError as exc:
+        raise exc.located(store=layout.io.name, level=level, array="vertices") from None
     arrays = ["vertices", "vertex_fragments", *(s.array for s in specs)]
     cells = layout.read_cells(level, arrays, chunks)
     out: list[ChunkData | object | None] = [None] * len(chunks)

@@ -9,6 +9,19 @@ from typing import Any
 import numpy as np
 
 from .errors import NotAZVStoreError, UnsupportedVersionError, ZVFormatError
+from .validate import (
+    Source,
+    as_mapping,
+    bool_field,
+    float_field,
+    float_list,
+    int_field,
+    str_field,
+    str_list,
+)
+
+#: Most axes a store may declare.
+MAX_NDIM = 16
 
 GEOMETRY_TYPES = ("point_cloud", "line", "polyline", "streamline", "graph", "skeleton", "mesh")
 
@@ -81,31 +94,28 @@ class RootMetadata:
         return parse_version(self.zv_version)
 
 
-def _floats(value: Any, n: int, what: str, store: str) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise ZVFormatError(f"{what} is not a list of numbers", store=store) from None
-    if arr.size != n:
-        raise ZVFormatError(f"{what} has {arr.size} values for {n} axes", store=store)
-    return arr
-
-
 def parse_root(doc: dict[str, Any] | None, store: str) -> RootMetadata:
-    """Validate a root ``zarr.json`` document and return its ZV metadata."""
+    """Validate a root ``zarr.json`` document and return its ZV metadata.
+
+    Every field is type- and range-checked: a corrupted value raises :class:`ZVFormatError`
+    naming ``zarr.json`` and the field.
+    """
     if doc is None:
         raise NotAZVStoreError(f"{store} is not a Zarr Vectors store: no zarr.json at its root")
     if doc.get("zarr_format") != 3 or doc.get("node_type") != "group":
         raise NotAZVStoreError(
             f"{store} is not a Zarr Vectors store: the root is not a Zarr v3 group"
         )
+    src = Source(store, "zarr.json")
     attrs = doc.get("attributes") or {}
-    zv = attrs.get("zarr_vectors")
+    zv = attrs.get("zarr_vectors") if isinstance(attrs, dict) else None
     if not isinstance(zv, dict):
         raise NotAZVStoreError(
             f"{store} is not a Zarr Vectors store: its root has no 'zarr_vectors' attributes"
         )
-    version = str(zv.get("zv_version", ""))
+    version = zv.get("zv_version", "")
+    if not isinstance(version, str):
+        raise src.error("zarr_vectors.zv_version", f"is {version!r}, expected a string")
     vt = parse_version(version)
     if vt[:2] not in SUPPORTED_VERSIONS:
         supported = ", ".join(f"{a}.{b}.x" for a, b in SUPPORTED_VERSIONS)
@@ -114,15 +124,25 @@ def parse_root(doc: dict[str, Any] | None, store: str) -> RootMetadata:
             f"(this reader reads {supported})"
         )
     gtypes = zv.get("geometry_types") or []
-    if not gtypes or gtypes[0] not in GEOMETRY_TYPES:
-        raise ZVFormatError(f"unknown geometry_types {gtypes!r}", store=store)
+    if not isinstance(gtypes, list) or not gtypes or gtypes[0] not in GEOMETRY_TYPES:
+        raise ZVFormatError(
+            f"zarr.json: field 'zarr_vectors.geometry_types' is {gtypes!r}, expected one of "
+            f"{list(GEOMETRY_TYPES)}",
+            store=store,
+        )
     ms = attrs.get("multiscales") or [{}]
     ms0 = ms[0] if isinstance(ms, list) and ms and isinstance(ms[0], dict) else {}
     axes_meta = ms0.get("axes") or []
+    if not isinstance(axes_meta, list) or not all(isinstance(a, dict) for a in axes_meta):
+        raise src.error("multiscales[0].axes", "is not a list of axis objects")
     chunk_raw = zv.get("chunk_shape")
     if chunk_raw is None:
         raise ZVFormatError("root metadata has no chunk_shape", store=store)
+    if not isinstance(chunk_raw, list) or not 1 <= len(chunk_raw) <= MAX_NDIM:
+        raise src.error("zarr_vectors.chunk_shape", f"is {chunk_raw!r}, expected a list")
     ndim = len(axes_meta) if axes_meta else len(chunk_raw)
+    if not 1 <= ndim <= MAX_NDIM:
+        raise src.error("multiscales[0].axes", f"has {ndim} axes, expected 1..{MAX_NDIM}")
     if not axes_meta:
         axes_meta = (
             [{"name": n, "type": "space"} for n in "xyz"[:ndim]]
@@ -130,49 +150,61 @@ def parse_root(doc: dict[str, Any] | None, store: str) -> RootMetadata:
             else [{"name": f"axis{i}", "type": "space"} for i in range(ndim)]
         )
     axes = tuple(str(a.get("name", f"axis{i}")) for i, a in enumerate(axes_meta))
-    chunk_shape = _floats(chunk_raw, ndim, "chunk_shape", store)
+    chunk_shape = float_list(chunk_raw, "zarr_vectors.chunk_shape", src, ndim)
     if np.any(chunk_shape <= 0):
         raise ZVFormatError(f"chunk_shape {chunk_shape.tolist()} is not positive", store=store)
     bounds_raw = zv.get("bounds")
-    if bounds_raw is None or len(bounds_raw) != 2:
+    if not isinstance(bounds_raw, list) or len(bounds_raw) != 2:
         raise ZVFormatError("root metadata has no [min, max] bounds", store=store)
-    lo = _floats(bounds_raw[0], ndim, "bounds[0]", store)
-    hi = _floats(bounds_raw[1], ndim, "bounds[1]", store)
+    lo = float_list(bounds_raw[0], "zarr_vectors.bounds[0]", src, ndim)
+    hi = float_list(bounds_raw[1], "zarr_vectors.bounds[1]", src, ndim)
     base_bin = zv.get("base_bin_shape")
+    base_bin_shape = (
+        None if base_bin is None else float_list(base_bin, "zarr_vectors.base_bin_shape", src, ndim)
+    )
+    if base_bin_shape is not None and np.any(base_bin_shape <= 0):
+        raise src.error("zarr_vectors.base_bin_shape", "is not positive")
+    caps = zv.get("format_capabilities") or ()
+    datasets = ms0.get("datasets") or ()
+    if not isinstance(datasets, list | tuple):
+        raise src.error("multiscales[0].datasets", f"is {datasets!r}, expected a list")
     return RootMetadata(
         zv_version=version,
         geometry_type=str(gtypes[0]),
         axes=axes,
         axis_types=tuple(str(a.get("type", "space")) for a in axes_meta),
-        units=tuple(a.get("unit") for a in axes_meta),
+        units=tuple(a.get("unit") if isinstance(a.get("unit"), str) else None for a in axes_meta),
         chunk_shape=chunk_shape,
         bounds=(lo, hi),
-        base_bin_shape=None
-        if base_bin is None
-        else _floats(base_bin, ndim, "base_bin_shape", store),
+        base_bin_shape=base_bin_shape,
         links_convention=str(zv.get("links_convention", "implicit_sequential")),
-        format_capabilities=tuple(zv.get("format_capabilities") or ()),
-        datasets=tuple(d for d in ms0.get("datasets") or () if isinstance(d, dict)),
+        format_capabilities=tuple(str(c) for c in caps) if isinstance(caps, list) else (),
+        datasets=tuple(d for d in datasets if isinstance(d, dict)),
         raw=attrs,
     )
 
 
-def _transform(dataset: dict[str, Any], kind: str) -> list[float] | None:
+def _transform(dataset: dict[str, Any], kind: str, src: Source) -> np.ndarray | None:
     for t in dataset.get("coordinateTransformations") or ():
         if isinstance(t, dict) and t.get("type") == kind:
-            return t.get(kind)
+            value = t.get(kind)
+            return None if value is None else float_list(value, f"datasets {kind}", src)
     return None
 
 
 def parse_level(root: RootMetadata, path: str, doc: dict[str, Any] | None, store: str) -> LevelInfo:
-    """Build the :class:`LevelInfo` of level ``path`` from its ``zarr.json`` and the root."""
+    """Build the :class:`LevelInfo` of level ``path`` from its ``zarr.json`` and the root.
+
+    Every field is type- and range-checked (:mod:`.validate`): a corrupted value raises
+    :class:`ZVFormatError` naming ``<level>/zarr.json`` and the field.
+    """
     index = int(path)
-    attrs = ((doc or {}).get("attributes") or {}).get("zarr_vectors_level") or {}
+    src = Source(store, f"{path}/zarr.json", index)
+    top = as_mapping((doc or {}).get("attributes"), "attributes", src)
+    attrs = as_mapping(top.get("zarr_vectors_level"), "zarr_vectors_level", src)
     ndim = root.ndim
     chunk = attrs.get("chunk_shape")
-    chunk_shape = (
-        root.chunk_shape if chunk is None else _floats(chunk, ndim, "level chunk_shape", store)
-    )
+    chunk_shape = root.chunk_shape if chunk is None else float_list(chunk, "chunk_shape", src, ndim)
     if np.any(chunk_shape <= 0):
         raise ZVFormatError("level chunk_shape is not positive", store=store, level=index)
     base_bin = root.base_bin_shape if root.base_bin_shape is not None else root.chunk_shape
@@ -180,30 +212,42 @@ def parse_level(root: RootMetadata, path: str, doc: dict[str, Any] | None, store
     bin_ratio = np.ones(ndim)
     bin_shape = base_bin.copy()
     if dataset is not None and index > 0:
-        scale = _transform(dataset, "scale")
-        trans = _transform(dataset, "translation")
+        rsrc = Source(store, "zarr.json", index)
+        scale = _transform(dataset, "scale", rsrc)
+        trans = _transform(dataset, "translation", rsrc)
         if scale is not None and len(scale) == ndim:
-            bin_ratio = np.round(np.asarray(scale, dtype=np.float64))
+            bin_ratio = np.round(scale)
             bin_shape = base_bin * bin_ratio
         if trans is not None and len(trans) == ndim:
-            bin_shape = 2.0 * np.asarray(trans, dtype=np.float64)
+            bin_shape = 2.0 * trans
             bin_ratio = np.round(bin_shape / base_bin)
     dims = attrs.get("chunk_dims")
+    if dims is not None:
+        dims = str_list(dims, "chunk_dims", src)
+        if len(dims) > MAX_NDIM:
+            raise src.error("chunk_dims", f"has {len(dims)} names")
     values = attrs.get("chunk_attribute_values")
+    if values is not None and not isinstance(values, list):
+        raise src.error("chunk_attribute_values", f"is {values!r}, expected a list")
+    parent = int_field(attrs, "parent_level", src, None, 0, 1 << 20)
+    inherited = int_field(attrs, "inherited_num_objects", src, None)
+    cattr = str_field(attrs, "chunk_attribute_name", src, None)
     return LevelInfo(
         index=index,
         path=path,
         chunk_shape=chunk_shape,
         bin_shape=bin_shape,
         bin_ratio=bin_ratio,
-        vertex_count=int(attrs.get("vertex_count", 0) or 0),
-        object_sparsity=float(attrs.get("object_sparsity", 1.0) or 1.0),
-        coarsening_method=str(attrs.get("coarsening_method", "none" if index == 0 else "unknown")),
-        parent_level=attrs.get("parent_level"),
-        preserves_object_ids=bool(attrs.get("preserves_object_ids", False)),
-        inherited_num_objects=attrs.get("inherited_num_objects"),
+        vertex_count=int_field(attrs, "vertex_count", src, 0),
+        object_sparsity=float_field(attrs, "object_sparsity", src, 1.0, 0.0, None) or 1.0,
+        coarsening_method=str_field(
+            attrs, "coarsening_method", src, "none" if index == 0 else "unknown"
+        ),
+        parent_level=parent,
+        preserves_object_ids=bool_field(attrs, "preserves_object_ids", src),
+        inherited_num_objects=inherited,
         chunk_dims=tuple(dims) if dims else None,
-        chunk_attribute_name=attrs.get("chunk_attribute_name"),
+        chunk_attribute_name=cattr,
         chunk_attribute_values=tuple(values) if values is not None else None,
         attributes=attrs,
     )

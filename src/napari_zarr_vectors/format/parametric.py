@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .codecs import decode_bytes_chunk
+from .codecs import decode_blob
 from .decode.arrays import parse_dtype
 from .decode.groups import decode_csr_groups
 from .errors import ZVFormatError
 from .io import StoreIO
+from .validate import Source, as_mapping, int_field, int_list, list_field, mapping_field, str_field
 
 
 @dataclass(frozen=True)
@@ -38,19 +39,15 @@ def _blob(io: StoreIO, prefix: str) -> bytes | None:
     if meta_raw is None:
         return None
     meta = io.parse_json(meta_raw, f"{prefix}/zarr.json")
-    n = int((meta.get("shape") or [0])[0])
-    if data_raw is None:
-        return bytes(n)
-    payload = decode_bytes_chunk(data_raw, meta.get("codecs") or [{"name": "bytes"}], n)
-    if len(payload) != n:
-        raise ZVFormatError(
-            f"{prefix} decodes to {len(payload)} bytes, its shape says {n}", store=io.name
-        )
-    return payload
+    try:
+        return decode_blob(meta, data_raw, Source(io.name, f"{prefix}/zarr.json"))
+    except ZVFormatError as exc:
+        raise exc.located(store=io.name, array=prefix) from None
 
 
 def _attrs(io: StoreIO, prefix: str) -> dict:
-    return (io.get_json(f"{prefix}/zarr.json") or {}).get("attributes") or {}
+    doc = io.get_json(f"{prefix}/zarr.json") or {}
+    return as_mapping(doc.get("attributes"), "attributes", Source(io.name, f"{prefix}/zarr.json"))
 
 
 def _arrays(io: StoreIO, folder: str) -> dict[str, np.ndarray]:
@@ -63,12 +60,15 @@ def _arrays(io: StoreIO, folder: str) -> dict[str, np.ndarray]:
         raw = _blob(io, f"{folder}/{name}/data")
         if raw is None:
             continue
-        dtype = parse_dtype(meta.get("dtype", "float64"))
+        src = Source(io.name, f"{folder}/{name}/zarr.json")
+        dtype = parse_dtype(str_field(meta, "dtype", src, "float64"))
         if len(raw) % dtype.itemsize:
             raise ZVFormatError(f"{folder}/{name} is not whole {dtype} values", store=io.name)
         values = np.frombuffer(raw, dtype)
         shape = meta.get("shape")
-        if shape and int(np.prod(shape)) == values.size:
+        if shape is not None:
+            shape = int_list(shape, "shape", src)
+        if shape and int(np.prod(shape, dtype=object)) == values.size:
             values = values.reshape(shape)
         out[name] = values
     return out
@@ -79,12 +79,15 @@ def read_parametric(io: StoreIO) -> Parametric:
     root = io.get_json("parametric/zarr.json")
     if root is None:
         return Parametric()
-    types = (root.get("attributes") or {}).get("parametric_types") or {}
+    rsrc = Source(io.name, "parametric/zarr.json")
+    types = mapping_field(_attrs(io, "parametric"), "parametric_types", rsrc)
     meta = _attrs(io, "parametric/objects")
     raw = _blob(io, "parametric/objects/data")
     if raw is None:
         return Parametric()
-    n, width = int(meta.get("num_objects", 0)), int(meta.get("max_row_length", 0))
+    osrc = Source(io.name, "parametric/objects/zarr.json")
+    n = int_field(meta, "num_objects", osrc, 0)
+    width = int_field(meta, "max_row_length", osrc, 0)
     if n < 0 or width < 1 or len(raw) != 8 * n * width:
         raise ZVFormatError(
             "parametric objects blob does not hold num_objects x max_row_length float64",
@@ -92,14 +95,22 @@ def read_parametric(io: StoreIO) -> Parametric:
             array="parametric/objects",
         )
     rows = np.frombuffer(raw, "<f8").reshape(n, width)
+    if n and not (np.all(np.isfinite(rows[:, 0])) and np.all(np.abs(rows[:, 0]) < 2**53)):
+        raise ZVFormatError(
+            "parametric object type ids are not finite integers",
+            store=io.name,
+            array="parametric/objects",
+        )
     names_raw = _blob(io, "parametric/names/data")
     names = names_raw.decode("utf-8", errors="replace").split("\n") if names_raw else []
     attrs = _arrays(io, "parametric/object_attributes")
     objects = []
     for i, row in enumerate(rows):
         tid = int(row[0])
-        spec = types.get(str(tid), {})
-        coeff_names = spec.get("coefficients") or [f"c{j}" for j in range(width - 1)]
+        spec = as_mapping(types.get(str(tid)), f"parametric_types.{tid}", rsrc)
+        coeff_names = list_field(spec, "coefficients", rsrc, None) or [
+            f"c{j}" for j in range(width - 1)
+        ]
         coeffs = {
             c: float(v) for c, v in zip(coeff_names, row[1:], strict=False) if not np.isnan(v)
         }
@@ -116,7 +127,8 @@ def read_parametric(io: StoreIO) -> Parametric:
     groups: dict[int, np.ndarray] = {}
     gmeta = io.get_json("parametric/groups/zarr.json")
     if gmeta is not None:
-        n_groups = int(((gmeta.get("attributes") or {}).get("num_groups")) or 0)
+        gsrc = Source(io.name, "parametric/groups/zarr.json")
+        n_groups = int_field(_attrs(io, "parametric/groups"), "num_groups", gsrc, 0)
         data = _blob(io, "parametric/groups/data") or b""
         offsets = _blob(io, "parametric/groups/offsets") or b""
         try:

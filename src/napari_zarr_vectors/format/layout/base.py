@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import ZVFormatError
 from ..io import StoreIO
 from ..metadata import LevelInfo, RootMetadata
+from ..validate import Source, as_mapping
 
 
 @dataclass
@@ -127,9 +128,20 @@ class Layout(ABC):
             raise error
 
     def _attrs(self, path: str) -> dict[str, Any] | None:
-        """The ``attributes`` of the node at ``path`` (``None`` when there is no node)."""
+        """The ``attributes`` of the node at ``path`` (``None`` when there is no node);
+        raises :class:`ZVFormatError` naming the file when they are not a JSON object."""
         doc = self._doc(path)
-        return None if doc is None else (doc.get("attributes") or {})
+        return (
+            None if doc is None else as_mapping(doc.get("attributes"), "attributes", self.src(path))
+        )
+
+    def src(self, path: str, level: int | None = None, array: str | None = None) -> Source:
+        """The :class:`~napari_zarr_vectors.format.validate.Source` of the node at ``path``
+        (its ``zarr.json``), for the validation helpers."""
+        if level is None:
+            head = path.split("/", 1)[0]
+            level = int(head) if head.isdigit() else None
+        return Source(self.io.name, f"{path}/zarr.json", level, array)
 
     # -- helpers shared by implementations ---------------------------------------------
     def error(

@@ -10,13 +10,15 @@ from typing import Any
 import numpy as np
 import zarr
 
-from ..codecs import decode_bytes_chunk
+from ..codecs import decode_blob
 from ..decode.arrays import decode_attribute, parse_dtype
 from ..decode.groups import decode_csr_groups
 from ..decode.links import decode_cross_chunk_records, decode_flat_links, decode_ragged_links
 from ..decode.manifests import split_flat_manifests, split_offset_manifests
 from ..discovery import candidate_deltas, level_chunk_grid, warn_unlisted
 from ..errors import ZVChunkWarning, ZVError, ZVFetchError, ZVFormatError, chunk_key
+from ..metadata import MAX_NDIM
+from ..validate import Source, int_field, int_list, str_field
 from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
 from .keys import delta_name, parse_chunk_keys, sort_chunks
 
@@ -31,6 +33,8 @@ _ATTRIBUTE_DIRS = {
 #: Blob ``zarr.json`` documents kept from probing an unlistable level, so that reading the
 #: chunks found does not fetch them again.
 MAX_PROBED_META = 1 << 16
+#: Most endpoints a link record may have.
+MAX_LINK_WIDTH = 64
 
 
 class V07Layout(Layout):
@@ -60,18 +64,7 @@ class V07Layout(Layout):
         if meta_raw is None:
             return None
         meta = self.io.parse_json(meta_raw, where)
-        if meta.get("node_type") != "array":
-            raise ZVFormatError(f"{where} is not a Zarr array")
-        shape = meta.get("shape") or [0]
-        n = int(shape[0]) if shape else 0
-        if n < 0:
-            raise ZVFormatError(f"{where} has a negative shape")
-        if data_raw is None:  # zarr does not store an all-fill chunk: n zero bytes
-            return bytes(n)
-        payload = decode_bytes_chunk(data_raw, meta.get("codecs") or [{"name": "bytes"}], n)
-        if len(payload) != n:
-            raise ZVFormatError(f"blob decodes to {len(payload)} bytes, its shape says {n}")
-        return payload
+        return decode_blob(meta, data_raw, Source(None, where))
 
     def _blobs(self, prefixes: Sequence[str]) -> list[bytes | ZVFormatError | None]:
         """Payloads of several blob arrays, fetched concurrently (``zarr.json`` + ``c/0``
@@ -241,7 +234,7 @@ class V07Layout(Layout):
         for prefix in (f"{level}/links/{d}", f"{level}/cross_chunk_links/{d}"):
             attrs = self._attrs(prefix)
             if attrs and "link_width" in attrs:
-                return int(attrs["link_width"])
+                return int_field(attrs, "link_width", self.src(prefix), lo=1, hi=MAX_LINK_WIDTH)
         return None
 
     def read_links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
@@ -314,8 +307,9 @@ class V07Layout(Layout):
         attrs = self._attrs(prefix)
         if not attrs:
             return None
-        width = int(attrs.get("link_width", 2))
-        knd = int(attrs.get("sid_ndim", self.key_ndim(level)))
+        src = self.src(prefix, level, f"cross_chunk_links/{d}")
+        width = int_field(attrs, "link_width", src, 2, 1, MAX_LINK_WIDTH)
+        knd = int_field(attrs, "sid_ndim", src, self.key_ndim(level), 1, MAX_NDIM)
         blob = self._blob(f"{prefix}/data", level, f"cross_chunk_links/{d}/data")
         if blob is None:
             return None
@@ -325,8 +319,8 @@ class V07Layout(Layout):
             raise exc.located(
                 store=self.io.name, level=level, array=f"cross_chunk_links/{d}"
             ) from None
-        n_declared = attrs.get("num_links")
-        if n_declared is not None and int(n_declared) != len(cr):
+        n_declared = int_field(attrs, "num_links", src, None)
+        if n_declared is not None and n_declared != len(cr):
             raise self.error(
                 f"cross-chunk links hold {len(cr)} records, metadata says {n_declared}",
                 level,
@@ -334,12 +328,12 @@ class V07Layout(Layout):
             )
         attrs_out: dict[str, np.ndarray] = {}
         for name in self.io.list_dir(f"{level}/cross_chunk_link_attributes"):
-            meta = self._attrs(f"{level}/cross_chunk_link_attributes/{name}/{d}") or {}
-            raw = self._blob(f"{level}/cross_chunk_link_attributes/{name}/{d}/data", level)
+            apath = f"{level}/cross_chunk_link_attributes/{name}/{d}"
+            meta = self._attrs(apath) or {}
+            raw = self._blob(f"{apath}/data", level)
             if raw is not None:
-                attrs_out[name] = decode_attribute(
-                    raw, parse_dtype(meta.get("dtype", "float32")), len(cr), None
-                )
+                dtype = str_field(meta, "dtype", self.src(apath, level), "float32")
+                attrs_out[name] = decode_attribute(raw, parse_dtype(dtype), len(cr), None)
         if chunks is None:
             return cc, cr, attrs_out
         keep = _touches(cc, chunks, delta)
@@ -350,9 +344,10 @@ class V07Layout(Layout):
         attrs = self._attrs(f"{level}/object_index")
         if attrs is None:
             return None
-        n = int(attrs.get("num_objects", 0))
-        knd = int(attrs.get("sid_ndim", self.key_ndim(level)))
         where = f"{level}/object_index"
+        src = self.src(where, level, "object_index")
+        n = int_field(attrs, "num_objects", src, 0)
+        knd = int_field(attrs, "sid_ndim", src, self.key_ndim(level), 1, MAX_NDIM)
         if attrs.get("layout") == "vlen_manifests_v1" or self._doc(f"{where}/manifests"):
             manifests = self._vlen_items(f"{where}/manifests", n, level)
         else:
@@ -413,7 +408,14 @@ class V07Layout(Layout):
 
     def _shaped(self, raw: bytes, meta: dict[str, Any], level: int, array: str) -> np.ndarray:
         try:
-            dtype = parse_dtype(meta.get("dtype", "float64"))
+            dtype = parse_dtype(
+                str_field(
+                    meta,
+                    "dtype",
+                    Source(self.io.name, f"{level}/{array}/zarr.json", level),
+                    "float64",
+                )
+            )
         except ZVFormatError as exc:
             raise exc.located(store=self.io.name, level=level, array=array) from None
         if len(raw) % dtype.itemsize:
@@ -421,8 +423,10 @@ class V07Layout(Layout):
         values = np.frombuffer(raw, dtype)
         shape = meta.get("shape")
         if shape:
-            shape = tuple(int(s) for s in shape)
-            if int(np.prod(shape)) != values.size:
+            shape = tuple(
+                int_list(shape, "shape", Source(self.io.name, f"{level}/{array}/zarr.json", level))
+            )
+            if int(np.prod(shape, dtype=object)) != values.size:
                 raise self.error(
                     f"{values.size} values do not fill shape {list(shape)}", level, array
                 )
@@ -433,7 +437,7 @@ class V07Layout(Layout):
         attrs = self._attrs(f"{level}/groups")
         if attrs is None:
             return None
-        n_groups = int(attrs.get("num_groups", 0))
+        n_groups = int_field(attrs, "num_groups", self.src(f"{level}/groups", level), 0)
         data, offsets = self._blobs([f"{level}/groups/data", f"{level}/groups/offsets"])
         for part in (data, offsets):
             if isinstance(part, ZVFormatError):

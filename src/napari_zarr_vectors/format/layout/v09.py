@@ -49,11 +49,23 @@ from ..discovery import (
     warn_unlisted,
 )
 from ..errors import ZVFetchError, ZVFormatError
+from ..validate import (
+    MAX_COORD,
+    bool_field,
+    int_field,
+    int_list,
+    list_field,
+    mapping_field,
+    str_field,
+)
 from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
 from .keys import delta_name, parse_chunk_keys, sort_chunks
 from .v07 import _ATTRIBUTE_DIRS, _concat_attr, _missing
 
 #: bytes-to-bytes codecs the direct cell path can undo (through :mod:`..codecs`).
+#: Most object ids one ``group_ranges`` entry may span.
+MAX_GROUP_RANGE = 1 << 26
+
 _DIRECT_CODECS = frozenset({"zstd", "blosc", "gzip", "crc32c"})
 _VLEN_HEAD = struct.Struct("<II")
 
@@ -296,23 +308,36 @@ class V09Layout(Layout):
 
     def _make_grid(self, level: int, array: str, path: str, arr: AsyncArray) -> _Grid:
         knd = self.key_ndim(level)
-        attrs = dict(arr.metadata.attributes or {})
-        shape = np.asarray(arr.shape, dtype=np.int64)
+        attrs = self._attrs(path) or {}
+        src = self.src(path, level, array)
+        shape = np.asarray(int_list(list(arr.shape), "shape", src, None, 0, MAX_COORD), np.int64)
         if shape.size != knd:
             raise self.error(
                 f"grid array of rank {shape.size}, the level's chunk keys have {knd} axes",
                 level,
                 array,
             )
-        origin = np.asarray(attrs.get("chunk_grid_origin") or [0] * knd, dtype=np.int64)
+        origin_raw = attrs.get("chunk_grid_origin")
+        origin = np.asarray(
+            [0] * knd
+            if origin_raw is None
+            else int_list(origin_raw, "chunk_grid_origin", src, None, -MAX_COORD, MAX_COORD),
+            dtype=np.int64,
+        )
         if origin.shape != (knd,):
             raise self.error(
                 f"chunk_grid_origin {origin.tolist()} has the wrong rank", level, array
             )
+        nonempty = attrs.get("nonempty_chunks")
+        if nonempty is not None and not (
+            isinstance(nonempty, list) and all(isinstance(k, str) for k in nonempty)
+        ):
+            raise src.error("nonempty_chunks", "is not a list of chunk key strings")
         doc = self._doc(path) or {}
         codecs = [c if isinstance(c, dict) else {"name": c} for c in doc.get("codecs") or []]
-        grid_cfg = (doc.get("chunk_grid") or {}).get("configuration") or {}
-        one_cell = list(grid_cfg.get("chunk_shape") or []) == [1] * knd
+        grid_doc = doc.get("chunk_grid")
+        grid_cfg = (grid_doc.get("configuration") if isinstance(grid_doc, dict) else None) or {}
+        one_cell = isinstance(grid_cfg, dict) and grid_cfg.get("chunk_shape") == [1] * knd
         direct = None
         if (
             one_cell
@@ -555,7 +580,9 @@ class V09Layout(Layout):
         attrs = self._attrs(f"{level}/links/{delta_name(delta)}")
         if not attrs or "link_width" not in attrs:
             return None
-        return int(attrs["link_width"])
+        return int_field(
+            attrs, "link_width", self.src(f"{level}/links/{delta_name(delta)}"), lo=1, hi=64
+        )
 
     def _link_segments(self, level: int, delta: int, width: int) -> list[_Segment]:
         with self._lock:
@@ -590,20 +617,22 @@ class V09Layout(Layout):
                 continue
             raw = grid.attrs.get("offsets")
             offsets = raw if isinstance(raw, list) else _parse_offsets(name)
+            src = self.src(f"{level}/{array}", level, array)
             try:
-                off = np.asarray(offsets, dtype=np.int64).reshape(
-                    -1, len(offsets[0]) if offsets else knd
-                )
+                off = np.asarray(
+                    [int_list(o, "offsets", src, None, -MAX_COORD, MAX_COORD) for o in offsets],
+                    dtype=np.int64,
+                ).reshape(-1, len(offsets[0]) if offsets else knd)
             except (TypeError, ValueError, IndexError):
                 raise self.error(f"unreadable link offsets {raw!r}", level, array) from None
             if off.shape[1] < knd:  # spatial offsets on a chunk-by-attribute grid
                 off = np.concatenate([np.zeros((len(off), knd - off.shape[1]), np.int64), off], 1)
-            seg_width = int(grid.attrs.get("link_width", width))
+            seg_width = int_field(grid.attrs, "link_width", src, width, 1, 64)
             if off.shape != (seg_width - 1, knd) or seg_width != width:
                 raise self.error(
                     f"offsets {off.tolist()} do not fit link width {width}", level, array
                 )
-            has_perm = bool(grid.attrs.get("has_perm", False))
+            has_perm = bool_field(grid.attrs, "has_perm", src)
             intra = delta == 0 and not off.any()
             segments.append(_Segment(name, grid, off, has_perm, intra))
         with self._lock:
@@ -719,10 +748,13 @@ class V09Layout(Layout):
     ) -> np.ndarray:
         """One link attribute for the rows of several cells (NaN where a cell has none)."""
         meta = self.array_attributes(level, array) or {}
-        row_shape = meta.get("row_shape") or []
+        src = self.src(f"{level}/{array}", level, array)
+        row_shape = int_list(meta.get("row_shape") or [], "row_shape", src, None, 1, 1 << 16)
         width = int(np.prod(row_shape)) if row_shape else None
+        if width is not None and width > 1 << 16:
+            raise src.error("row_shape", f"declares {width} values per row")
         try:
-            dtype = parse_dtype(meta.get("dtype", "float32"))
+            dtype = parse_dtype(str_field(meta, "dtype", src, "float32"))
         except ZVFormatError as exc:
             raise exc.located(store=self.io.name, level=level, array=array) from None
         for blob, chunk in zip(blobs, chunks, strict=True):
@@ -786,7 +818,8 @@ class V09Layout(Layout):
                 level,
                 "object_index/manifests",
             )
-        n = int(attrs.get("num_objects", manifests.shape[0]))
+        src = self.src(f"{level}/object_index", level, "object_index")
+        n = int_field(attrs, "num_objects", src, manifests.shape[0])
         if manifests.shape[0] < n:
             raise self.error(
                 f"object index holds {manifests.shape[0]} manifests, expected {n}",
@@ -813,12 +846,12 @@ class V09Layout(Layout):
         paths = [f"object_attributes/{n}" for n in names]
         values = self._read_whole(level, paths)
         index = self._attrs(f"{level}/object_index") or {}
-        rows = index.get("num_objects")
+        rows = int_field(index, "num_objects", self.src(f"{level}/object_index", level), None)
         out: dict[str, ObjectAttribute] = {}
         for name, path, vals in zip(names, paths, values, strict=True):
             if vals is None:
                 continue
-            if vals.ndim == 0 or (rows is not None and vals.shape[0] != int(rows)):
+            if vals.ndim == 0 or (rows is not None and vals.shape[0] != rows):
                 raise self.error(
                     f"object attribute of shape {list(vals.shape)} for {rows} object rows",
                     level,
@@ -837,10 +870,12 @@ class V09Layout(Layout):
             return None
         if doc.get("node_type") != "array":
             raise self.error("groups is not a Zarr array", level, "groups")
-        attrs = doc.get("attributes") or {}
+        attrs = self._attrs(f"{level}/groups") or {}
+        src = self.src(f"{level}/groups", level, "groups")
+        ranges = mapping_field(attrs, "group_ranges", src)
         (rows,) = self._read_whole(level, ["groups"])
         rows = np.asarray(rows, dtype=object).reshape(-1)
-        n_groups = int(attrs.get("num_groups", rows.size))
+        n_groups = int_field(attrs, "num_groups", src, rows.size, 0, rows.size + len(ranges))
         members: dict[int, np.ndarray] = {}
         for g in range(n_groups):
             raw = _cell_value(rows[g]) if g < rows.size else None
@@ -850,18 +885,25 @@ class V09Layout(Layout):
                     f"group {g} holds {len(raw)} bytes, not whole int64 ids", level, "groups"
                 )
             members[g] = np.frombuffer(raw, "<i8").astype(np.int64)
-        for key, bounds in (attrs.get("group_ranges") or {}).items():
+        for key, bounds in ranges.items():
             try:
-                g, lo, hi = int(key), int(bounds[0]), int(bounds[1])
-            except (TypeError, ValueError, IndexError):
+                g = int(key)
+                lo, hi = int_list(bounds, f"group_ranges.{key}", src, None, 0, MAX_COORD)[:2]
+            except (TypeError, ValueError):
                 raise self.error(
                     f"unreadable group range {key!r}: {bounds!r}", level, "groups"
                 ) from None
             if hi < lo:
                 raise self.error(f"group {g} range {lo}..{hi} is reversed", level, "groups")
+            if hi - lo > MAX_GROUP_RANGE:
+                raise src.error(f"group_ranges.{key}", f"spans {hi - lo} ids")
             extra = np.arange(lo, hi, dtype=np.int64)
             members[g] = np.concatenate([members.get(g, np.empty(0, np.int64)), extra])
-        names = {g: str(n) for g, n in enumerate(attrs.get("group_names") or []) if n is not None}
+        names = {
+            g: str(n)
+            for g, n in enumerate(list_field(attrs, "group_names", src, []))
+            if n is not None
+        }
         return GroupTable(members, names)
 
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
