@@ -184,7 +184,8 @@ def test_transient_classification():
     assert not is_transient(status(403)) and not is_transient(status(400))
     assert is_transient(aiohttp.ClientPayloadError("Response payload is not completed"))
     assert is_transient(aiohttp.ServerDisconnectedError())
-    assert is_transient(asyncio.TimeoutError()) and is_transient(ConnectionResetError())
+    # asyncio's name for it, as aiohttp raises it (an alias of TimeoutError since 3.11)
+    assert is_transient(asyncio.TimeoutError()) and is_transient(ConnectionResetError())  # noqa: UP041
     assert not is_transient(FileNotFoundError()) and not is_transient(PermissionError())
     assert not is_transient(ValueError("bug"))
 
