@@ -19,6 +19,7 @@ from napari_zarr_vectors.napari import reader as zv_reader
 from napari_zarr_vectors.napari.reader import (
     PLUGIN_NAME,
     READER_PATTERN,
+    READER_PATTERNS,
     choose_level,
     napari_get_reader,
     register_reader_preference,
@@ -406,14 +407,82 @@ def test_on_activate_registers_the_reader_preference(fresh_napari_settings):
     assert fresh_napari_settings.plugins.extension2reader[READER_PATTERN] == PLUGIN_NAME
 
 
+def test_both_store_suffixes_become_preferences(fresh_napari_settings):
+    assert READER_PATTERNS == ("*.zarrvectors/", "*.zv/")
+    assert not set(READER_PATTERNS) & set(fresh_napari_settings.plugins.extension2reader)
+    read(v07_store("points"))
+    prefs = fresh_napari_settings.plugins.extension2reader
+    assert {p: prefs[p] for p in READER_PATTERNS} == dict.fromkeys(READER_PATTERNS, PLUGIN_NAME)
+
+
 def test_a_users_own_choice_is_kept(fresh_napari_settings):
     plugins = fresh_napari_settings.plugins
     plugins.extension2reader = {READER_PATTERN: "napari-ome-zarr", "*.tif": "napari"}
+    assert register_reader_preference() is True  # only the pattern the user left open
+    assert plugins.extension2reader == {
+        READER_PATTERN: "napari-ome-zarr",
+        "*.tif": "napari",
+        "*.zv/": PLUGIN_NAME,
+    }
+    plugins.extension2reader = {**plugins.extension2reader, "*.zv/": "napari"}
     assert register_reader_preference() is False
-    assert plugins.extension2reader == {READER_PATTERN: "napari-ome-zarr", "*.tif": "napari"}
+    assert plugins.extension2reader["*.zv/"] == "napari"
 
 
 def test_preference_is_saved_to_the_settings_file(fresh_napari_settings):
     register_reader_preference()
     text = Path(fresh_napari_settings.config_path).read_text()
     assert "zarrvectors" in text and PLUGIN_NAME in text
+
+
+@pytest.fixture
+def viewer_model():
+    from napari.components import ViewerModel
+    from napari.plugins import _initialize_plugins
+
+    _initialize_plugins()
+    return ViewerModel()
+
+
+@pytest.mark.parametrize("suffix", ["", "/"])
+def test_a_zv_store_opens_with_this_plugin_once_registered(
+    tmp_path, viewer_model, fresh_napari_settings, suffix
+):
+    """zarr-vectors' short suffix: ``*.zv/`` is a preference too, so a ``.zv`` store opens
+    without the reader dialog, with the same layers as the ``.zarrvectors`` original."""
+    store = Path(shutil.copytree(v07_store("skeleton"), tmp_path / "skeleton.zv"))
+    zv_reader.on_activate(None)
+    assert fresh_napari_settings.plugins.extension2reader["*.zv/"] == PLUGIN_NAME
+    opened = viewer_model.open(str(store) + suffix, plugin=None)
+    assert {layer.source.reader_plugin for layer in opened} == {PLUGIN_NAME}
+    reference = by_role(read(v07_store("skeleton")))
+    got = {layer.metadata["zarr_vectors"]["role"]: layer for layer in opened}
+    assert sorted(got) == sorted(reference) and len(got) == 3
+    for role, (data, _, layer_type) in reference.items():
+        assert got[role]._type_string == layer_type
+        np.testing.assert_array_equal(np.asarray(got[role].data), np.asarray(data))
+
+
+def test_which_names_napari_offers_this_reader_for(tmp_path):
+    """The manifest's filename_patterns, as napari uses them: folders of any name are offered
+    (``accepts_directories``); URLs and the Preferences dialog's pattern filter match the
+    patterns (the dialog strips the trailing ``/``); other suffixes are not offered."""
+    from napari.plugins import _initialize_plugins
+    from napari.plugins._npe2 import get_readers
+
+    _initialize_plugins()
+    folder = tmp_path / "any-name"
+    folder.mkdir()
+    offered = [
+        str(folder),
+        "https://example.org/data/a.zarrvectors",
+        "https://example.org/data/a.zarrvectors/",
+        "https://example.org/data/a.zv",
+        "https://example.org/data/a.zv/",
+        *READER_PATTERNS,
+    ]
+    assert {p: PLUGIN_NAME in get_readers(p) for p in offered} == dict.fromkeys(offered, True)
+    not_offered = ["https://example.org/a.zarr", str(tmp_path / "scan.zvi"), "*.tif"]
+    assert {p: PLUGIN_NAME in get_readers(p) for p in not_offered} == dict.fromkeys(
+        not_offered, False
+    )

@@ -11,8 +11,11 @@ accepts directories for a directory, so napari's builtin reader and napari-ome-z
 qualify for a ``.zarrvectors`` folder: napari then asks the user to choose (drag and drop)
 or raises ``MultipleReaderError`` (``viewer.open``). A plugin cannot change that choice
 before napari runs any of its code, so the plugin registers itself as the preferred reader
-for ``*.zarrvectors/`` the first time any of its code runs (plugin activation, a read, a
-sample) unless the user already chose a reader for that pattern: :func:`register_reader_preference`.
+for ``*.zarrvectors/`` and ``*.zv/`` (zarr-vectors' canonical and short store suffixes) the
+first time any of its code runs (plugin activation, a read, a sample), for each pattern the
+user has not already chosen a reader for: :func:`register_reader_preference`. Folders with
+any other name still open through napari's reader dialog, which offers this plugin whenever
+:func:`napari_get_reader` recognises the folder.
 """
 
 from __future__ import annotations
@@ -34,8 +37,15 @@ from .lod import initial_level
 #: npe2 plugin name (must match ``napari.yaml``).
 PLUGIN_NAME = "napari-zarr-vectors"
 
-#: Reader-preference pattern napari matches against directories (note the trailing slash).
-READER_PATTERN = "*.zarrvectors/"
+#: Reader-preference patterns napari matches against directories (note the trailing slash):
+#: zarr-vectors' canonical store suffix and its accepted short form.
+READER_PATTERNS = ("*.zarrvectors/", "*.zv/")
+
+#: The canonical one of :data:`READER_PATTERNS`.
+READER_PATTERN = READER_PATTERNS[0]
+
+#: Store-name suffixes that make a URL worth asking the core about.
+STORE_SUFFIXES = (".zarrvectors", ".zv")
 
 #: Budget of :func:`choose_level` when called without one. The level-of-detail reader uses
 #: :func:`.settings.vertex_budget` instead (``NZV_VERTEX_BUDGET``).
@@ -59,11 +69,11 @@ def is_zarr_vectors_path(path: PathLike) -> bool:
     """Whether ``path`` is a ZV store root (or its root ``zarr.json``).
 
     Local paths: reads the root ``zarr.json`` only and looks for a ``zarr_vectors`` block.
-    URLs: asks the core (metadata only) when the URL names a ``.zarrvectors`` store.
+    URLs: asks the core (metadata only) when the URL names a ``.zarrvectors`` or ``.zv`` store.
     """
     text = os.fspath(path)
     if "://" in text:
-        if ".zarrvectors" not in text:
+        if not any(suffix in text for suffix in STORE_SUFFIXES):
             return False
         try:
             nzv.open_store(text)
@@ -241,18 +251,19 @@ def _shapes_hint(store: Any) -> int | None:
 
 
 def register_reader_preference() -> bool:
-    """Make this plugin napari's reader for ``*.zarrvectors/`` folders.
+    """Make this plugin napari's reader for ``*.zarrvectors/`` and ``*.zv/`` folders.
 
-    Does nothing when the user already associated a reader with that pattern. Returns whether
-    the settings changed. Safe to call repeatedly (a dict lookup once set).
+    Leaves alone each pattern the user already associated with a reader. Returns whether the
+    settings changed. Safe to call repeatedly (dict lookups once set).
     """
     from napari.settings import get_settings
 
     plugins = get_settings().plugins
     current = plugins.extension2reader
-    if READER_PATTERN in current:
+    missing = [pattern for pattern in READER_PATTERNS if pattern not in current]
+    if not missing:
         return False
-    plugins.extension2reader = {**current, READER_PATTERN: PLUGIN_NAME}
+    plugins.extension2reader = {**current, **dict.fromkeys(missing, PLUGIN_NAME)}
     return True
 
 
