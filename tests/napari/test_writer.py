@@ -184,6 +184,13 @@ def test_shapes_paths_and_lines(tmp_path):
     for got, want in zip(back.data, paths, strict=True):
         np.testing.assert_allclose(got * back.scale, want * 0.5, rtol=1e-6)
     assert back.features["q"].tolist() == [7, 9]
+    # ... and that layer, opened from a store, saves as the same store again
+    again = nzv.open_store(save(back, tmp_path / "again.zarrvectors"))
+    assert again.geometry_type == "polyline" and again.axes == store.axes
+    g2 = again.read(0)
+    for i in range(2):
+        np.testing.assert_array_equal(g2.positions[g2.paths[i]], g.positions[g.paths[i]])
+    assert again.object_attributes(0)["q"].tolist() == [7, 9]
 
     lines = Shapes([np.array([[0, 0], [3, 4.0]])] * 2, shape_type="line")
     lines.data = [np.array([[0, 0], [3, 4.0]]), np.array([[1, 1], [2, 2.0]])]
@@ -442,6 +449,12 @@ def test_saving_a_level_of_detail_layer_saves_what_it_holds_and_says_so(
     layers = viewer.open(str(src), plugin="napari-zarr-vectors")
     bounds, data = layers  # the bounds box and the polylines
     assert data.metadata["zarr_vectors"].get("session") is not None
+    from napari_zarr_vectors.napari import controller_for
+
+    controller = controller_for(data)
+    qtbot.wait(300)
+    qtbot.waitUntil(lambda: not controller.is_loading, timeout=10_000)
+    shown = np.array(data.data, copy=True)  # what the layer holds when saved (UI thread)
     viewer.layers.selection = {bounds, data}  # the bounds box is left out
     with pytest.warns(UserWarning, match="only what is loaded"):
         written = viewer.layers.save(
@@ -450,6 +463,35 @@ def test_saving_a_level_of_detail_layer_saves_what_it_holds_and_says_so(
     store = nzv.open_store(written[0])
     assert store.geometry_type == "polyline"
     g = store.read(0)
-    assert g.vertex_count == len(data.data)
-    spatial = data.data[:, 2:] * data.scale[1:]
+    assert g.vertex_count == len(shown)
+    spatial = shown[:, 2:] * data.scale[1:]
     assert rows(g.positions) == rows(spatial[:, ::-1])
+
+
+def test_string_vertex_attributes_survive_a_tracks_layer(tmp_path):
+    """Tracks colour numbers only: the reader codes strings, the writer decodes them back."""
+    from napari_zarr_vectors.write import WriteSpec
+
+    positions = np.array([[0, 0, 0], [5, 5, 5], [9, 9, 9], [20, 1, 1], [25, 2, 2.0]])
+    kind = np.array(["root", "mid", "tip", "root", "tip"], dtype=object)
+    spec = WriteSpec(
+        "streamline",
+        positions,
+        axes=("x", "y", "z"),
+        units=("millimeter",) * 3,
+        lengths=[3, 2],
+        vertex_attributes={"kind": kind},
+        object_attributes={"fa": np.array([0.25, 0.75], np.float32)},
+    )
+    src = write_store(tmp_path / "src.zarrvectors", spec, pyramid=False)
+    (layer,) = reopen(src)
+    assert layer._type_string == "tracks"
+    assert layer.features["kind"].dtype.kind in "iu"  # coded for Tracks
+    out = nzv.open_store(save(layer, tmp_path / "copy.zarrvectors"))
+    assert out.geometry_type == "streamline"
+    assert out.units == ["millimeter"] * 3
+    g = out.read(0)
+    order = np.concatenate(g.paths)
+    np.testing.assert_array_equal(g.positions[order], f32(positions))
+    assert g.vertex_attributes["kind"][order].tolist() == kind.tolist()
+    assert out.object_attributes(0)["fa"].tolist() == [0.25, 0.75]

@@ -301,6 +301,16 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
     """One ``Dataset.add_*`` call for ``spec``, then groups / group attributes."""
     kind = spec.geometry_type
     vattrs = {k: _vertex_attribute(v) for k, v in spec.vertex_attributes.items()}
+    categories: dict[str, list[str]] = {}
+    if kind != "point_cloud":  # only the point writer dictionary-encodes text itself
+        for k, v in list(vattrs.items()):
+            if v.dtype.kind == "O":
+                cats, codes = np.unique(v.astype(str), return_inverse=True)
+                vattrs[k] = codes.reshape(v.shape).astype(np.int32)
+                categories[k] = cats.tolist()
+    for k, v in spec.edge_attributes.items():
+        if np.asarray(v).dtype.kind in "OUS":
+            raise WriteError(f"edge attribute {k!r} holds text: only numbers can be written")
     groups = _dense_groups(spec.groups)
     groups_written = False
     if kind in PATH_TYPES:
@@ -366,6 +376,13 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
                 tree=kind == "skeleton",
             )
     _write_groups(ds, groups if not groups_written else {}, spec.group_attributes)
+    level0 = ds.level(0).store if categories else None
+    for k, cats in categories.items():
+        # the dictionary encoding the point writer uses (codes + categories on the array)
+        level0.write_array_meta(
+            f"vertex_attributes/{k}",
+            {"encoding": "dictionary", "categories": cats, "ordered": False},
+        )
 
 
 def _write_groups(ds: Any, groups: dict[int, list[int]], group_attributes: dict) -> None:
