@@ -126,6 +126,8 @@ def test_export_points_by_group_keeps_ids_and_attributes(tmp_path):
 
     assert key(g_new) == key(g_old)
     assert new.groups(0)[1].tolist() == allowed.tolist()
+    for k, v in store.group_attributes(0).items():  # group ids unchanged: same attributes
+        np.testing.assert_array_equal(new.group_attributes(0)[k], v)
     for k, v in store.object_attributes(0).items():
         np.testing.assert_array_equal(new.object_attributes(0)[k][allowed], v[allowed])
 

@@ -292,6 +292,10 @@ def test_store_layers_save_as_their_geometry_with_ids_attributes_and_groups(name
     assert {g: m.tolist() for g, m in b.groups(0).items()} == {
         g: np.intersect1d(m, ids).tolist() for g, m in a.groups(0).items()
     }
+    gaa, gab = a.group_attributes(0), b.group_attributes(0)
+    assert set(gab) == set(gaa)
+    for k, v in gaa.items():
+        np.testing.assert_array_equal(gab[k], v)
     for k, v in ga.vertex_attributes.items():
         if name == "lines":  # a segment carries its first endpoint's values only
             continue

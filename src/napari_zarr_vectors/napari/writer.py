@@ -185,7 +185,11 @@ def spec_from_layer(data: Any, attributes: Mapping[str, Any], layer_type: str) -
             UserWarning,
             stacklevel=3,
         )
-    return build(data, attributes)
+    spec = build(data, attributes)
+    if spec.groups and meta.get("path"):
+        # group ids are kept, so the store's group attributes still describe them
+        spec.group_attributes = _source_group_attributes(meta["path"])
+    return spec
 
 
 def points_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
@@ -577,6 +581,16 @@ def _store_names(path: Any) -> tuple[set[str], set[str]] | None:
         return set(store.object_attributes(0)), set(store.vertex_attribute_names(0))
     except Exception:  # noqa: BLE001 - the store may be gone; fall back to the data
         return None
+
+
+def _source_group_attributes(path: Any) -> dict[str, np.ndarray]:
+    """The group attributes of the store at ``path`` (level 0); empty when it is gone."""
+    try:
+        from ..format.store import open_store
+
+        return {str(k): np.asarray(v) for k, v in open_store(str(path)).group_attributes(0).items()}
+    except Exception:  # noqa: BLE001 - the store may be gone: the layer's data is still saved
+        return {}
 
 
 def _split(
