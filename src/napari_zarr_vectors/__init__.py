@@ -22,6 +22,7 @@ from .format import (
     open_store,
 )
 
+#: The package version, written only here (pyproject.toml reads it: tool.setuptools.dynamic).
 __version__ = "0.1.0"
 
 __all__ = [
