@@ -371,10 +371,13 @@ def test_filters_and_colours_persist_across_a_zoom_that_changes_level(make_napar
     from napari_zarr_vectors.napari.widgets.filters import GroupFilterWidget
 
     viewer = make_napari_viewer()
-    # 150 vertices: the whole store shows at level 2, a 4x zoom shows part of level 0
     target = open_zv(viewer, qtbot, "v09", "points", vertex_budget=150)
     if isinstance(target, StaticTarget):
         pytest.skip("needs the level-of-detail controller")
+    # zoomed out until level-1 bins span 3 screen pixels: a coarse level resolves the view;
+    # a 4x zoom from there makes level-1 bins 12 px wide and level-0 bins 6 px: level 0
+    viewer.scene.camera.zoom = 3.0 / float(np.max(target.store.level(1).bin_shape))
+    settle(qtbot, target)
     groups = dock(viewer, GroupFilterWidget)
     colour = dock(viewer, ColourByWidget)
     groups.set_checked([1])

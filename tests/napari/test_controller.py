@@ -73,14 +73,18 @@ def to_3d(viewer, qtbot, c):
 # --------------------------------------------------------------------------------------------
 
 
-def test_zooming_into_a_corner_loads_the_finer_level_and_exactly_the_chunks_in_view(
+def test_a_view_over_budget_thins_its_level_and_zooming_in_loads_exactly_the_chunks_in_view(
     make_napari_viewer, qtbot
 ):
     viewer = make_napari_viewer()
     c = opened(viewer, qtbot, v07_store("points"), vertex_budget=20)  # 240 / 63 / 8 vertices
     store = c.store
-    assert c.level == 1, "the whole slab at level 0 exceeds 20 vertices"
-    assert keys(c.chunks) == expected_2d_chunks(viewer, store, 1)
+    # the slab at level 0 holds more than 20 points: the level stays (the screen resolves
+    # its bins) and a stable part of its points is shown instead of a coarser level
+    assert c.level == 0 and 0 < c.vertex_count <= 20 and c.shown.fraction < 1
+    assert keys(c.chunks) == expected_2d_chunks(viewer, store, 0)
+    layer = c.layers[0]
+    overview = {tuple(p) for p in np.asarray(layer.data) * np.asarray(layer.scale)}
     cam = viewer.scene.camera
     overview_zoom = cam.zoom
     levels = []
@@ -89,24 +93,30 @@ def test_zooming_into_a_corner_loads_the_finer_level_and_exactly_the_chunks_in_v
     cam.zoom = overview_zoom * 4
     cam.center = (0.0, -15.0, -15.0)
     settle(qtbot, c)
-    assert c.level == 0
+    assert c.level == 0 and c.vertex_count <= 20
     shown = keys(c.chunks)
     assert shown == expected_2d_chunks(viewer, store, 0)
     assert 0 < len(shown) < len(store.chunks(0))
     meta = c.layers[0].metadata["zarr_vectors"]
     assert meta["level"] == 0 and keys(meta["chunks"]) == shown
-    # every vertex on screen lies in a shown chunk
-    layer = c.layers[0]
+    assert meta["vertices_shown"] == c.vertex_count
+    # every vertex on screen lies in a shown chunk and in the cropped view
     world = np.asarray(layer.data) * np.asarray(layer.scale)
     assert len(world) == c.vertex_count > 0
     assert keys(np.floor(world[:, ::-1] / 10.0)) <= shown
+    vis = lod.visible_box(c.view_state(), *c.loader.extent_napari())
+    lo, hi = lod.snap_box(lod.grow_box(vis, [1, 2]), [1, 2])  # the loader's crop box
+    assert np.all((world >= lo) & (world <= hi))
+    # zooming in only adds points: those of the overview inside this view stay
+    zoomed = {tuple(p) for p in world}
+    assert {p for p in overview if np.all((p >= lo) & (p <= hi))} <= zoomed
 
     cam.zoom = overview_zoom
     cam.center = (0.0, 0.0, 0.0)
     settle(qtbot, c)
-    assert c.level == 1
-    assert keys(c.chunks) == expected_2d_chunks(viewer, store, 1)
-    assert levels == [0, 1]
+    assert c.level == 0 and keys(c.chunks) == expected_2d_chunks(viewer, store, 0)
+    assert {tuple(p) for p in np.asarray(layer.data) * np.asarray(layer.scale)} == overview
+    assert levels == []  # the budget never moved the level
 
 
 def test_zoomed_out_far_enough_the_bins_decide_the_level(make_napari_viewer, qtbot):
@@ -152,7 +162,9 @@ def test_3d_views_load_what_the_camera_sees(make_napari_viewer, qtbot):
     viewer = make_napari_viewer()
     c = opened(viewer, qtbot, v07_store("points"), vertex_budget=100)
     to_3d(viewer, qtbot, c)
-    assert c.level == 1 and keys(c.chunks) == keys(c.store.chunks(1))  # all of it, coarse
+    # all of it, at the level the screen resolves, thinned to the budget
+    assert c.level == 0 and keys(c.chunks) == keys(c.store.chunks(0))
+    assert 0 < c.vertex_count <= 100 and c.shown.fraction < 1
     viewer.scene.camera.zoom *= 6
     settle(qtbot, c)
     assert c.level == 0
@@ -471,11 +483,38 @@ def test_budget_setting_and_per_store_override(make_napari_viewer, qtbot, monkey
     viewer = make_napari_viewer()
     c = opened(viewer, qtbot, v07_store("points"))
     to_3d(viewer, qtbot, c)
-    assert c.vertex_budget == 20 and c.level == 2  # 63 > 20 >= 8
+    assert c.vertex_budget == 20 and 0 < c.vertex_count <= 20
+    before = c.vertex_count
     c.vertex_budget = 100
     settle(qtbot, c)
-    assert c.level == 1
-    assert c.layers[0].metadata["zarr_vectors"]["vertex_budget"] == 100
+    assert c.level == 0 and before < c.vertex_count <= 100
+    meta = c.layers[0].metadata["zarr_vectors"]
+    assert meta["vertex_budget"] == 100 and meta["vertices_shown"] == c.vertex_count
+    assert 0 < meta["shown_fraction"] < 1 and meta["items_in_view"] == 240
+    assert meta["vertices_left_out"] == 240 - c.vertex_count
+    assert "showing" in viewer.status and "of the ~240 points in view" in viewer.status
+
+
+def test_the_default_budget_adapts_to_the_measured_swap_cost(monkeypatch):
+    from napari_zarr_vectors.napari import settings
+
+    cost = settings.SwapCost()
+    monkeypatch.setattr(settings.get_settings(), "swap_cost", cost)
+    monkeypatch.setattr(settings.get_settings(), "vertex_budget", None)  # adaptive
+    assert settings.vertex_budget() == settings.DEFAULT_VERTEX_BUDGET  # nothing measured
+    cost.observe(0.05, 1_000)  # too small a swap to say anything
+    assert settings.vertex_budget() == settings.DEFAULT_VERTEX_BUDGET
+    cost.observe(0.1, 200_000)  # 0.5 us per vertex: 0.1 s holds 200,000
+    assert settings.vertex_budget() == 200_000
+    cost.observe(0.4, 100_000)  # slower swaps lower it (running average)
+    assert settings.vertex_budget() < 200_000
+    for _ in range(50):
+        cost.observe(10.0, 10_000)  # never below the floor
+    assert settings.vertex_budget() == settings.MIN_AUTO_BUDGET
+    settings.configure(vertex_budget=75_000)
+    assert settings.vertex_budget() == 75_000  # a set budget wins
+    settings.configure(vertex_budget="auto")
+    assert settings.vertex_budget() == settings.MIN_AUTO_BUDGET
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,11 +12,10 @@ from _zv_napari import DATA, v07_store
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
 from napari_zarr_vectors.napari import lod
-from napari_zarr_vectors.napari.loader import (
-    Loader,
-    LoadRequest,
-    Progress,
+from napari_zarr_vectors.napari.loader import Loader, LoadRequest, Progress
+from napari_zarr_vectors.napari.view_geometry import (
     filter_geometry,
+    position_rank,
     resident_vertices,
 )
 
@@ -60,15 +59,25 @@ def keys(chunks) -> set[tuple[int, ...]]:
 # --------------------------------------------------------------------------------------------
 
 
-def test_a_whole_store_request_loads_the_overview_the_budget_allows():
+def test_a_whole_store_request_shows_the_resolution_level_thinned_to_the_budget():
     loader = loader_for(v07_store("points"))  # 240 / 63 / 8 vertices
+    store = loader.store
     _, result = run(loader, LoadRequest(budget=100))
-    assert result.level == 1
-    assert keys(result.chunks) == keys(loader.store.chunks(1))
-    assert result.vertex_count == 63
+    # no camera: the level a 1000-pixel view of the whole store resolves, never a coarser
+    # one for the budget; the budget thins its points instead
+    lo, hi = (np.asarray(b, float) for b in store.bounds)
+    assert result.level == lod.resolution_level(store.levels, float(np.max(hi - lo)) / 1000)
+    assert keys(result.chunks) == keys(store.chunks(result.level))
+    whole = store.read(result.level)
+    assert 0 < result.vertex_count <= 100 < whole.vertex_count
+    assert result.fraction < 1 and result.item_kind == "vertices"
+    assert result.items_in_view == whole.vertex_count == result.vertices_in_view
+    # exactly the points ranked below the fraction
+    expected = whole.positions[position_rank(whole.positions) < result.fraction]
+    assert {tuple(p) for p in result.geometry.positions} == {tuple(p) for p in expected}
     ((data, kwargs, kind),) = result.layer_data
-    assert kind == "points" and len(data) == 63
-    assert kwargs["metadata"]["zarr_vectors"]["level"] == 1
+    assert kind == "points" and len(data) == result.vertex_count
+    assert kwargs["metadata"]["zarr_vectors"]["level"] == result.level
     assert kwargs["name"] == "points points"  # level-of-detail layers: no level in the name
 
 
@@ -88,7 +97,7 @@ def test_the_same_plan_is_not_loaded_again():
     progress, again = run(loader, LoadRequest(budget=100, current_key=first.key))
     assert again.unchanged and not again.layer_data and progress == []
     _, forced = run(loader, LoadRequest(budget=100, current_key=first.key, force=True))
-    assert not forced.unchanged and forced.vertex_count == 63
+    assert not forced.unchanged and forced.vertex_count == first.vertex_count
 
 
 def test_a_cancelled_run_stops_between_batches_and_returns_nothing():
@@ -137,12 +146,12 @@ def test_the_budget_holds_even_when_the_store_underestimates_its_levels():
     # claim 1 vertex per level: every estimate fits, the real counts do not
     store.levels = [dataclasses.replace(lv, vertex_count=1) for lv in store.levels]
     _, result = run(loader, LoadRequest(budget=30))
-    assert result.vertex_count <= 30
+    assert 0 < result.vertex_count <= 30
     assert resident_vertices(result.geometry) == result.vertex_count
-    assert result.level == 2  # 8 vertices: the first level that really fits
     _, locked = run(loader, LoadRequest(budget=30, locked=0))
-    assert locked.level == 0 and 0 < locked.vertex_count <= 30
-    assert 0 < len(locked.chunks) < len(store.chunks(0)) and locked.trimmed > 0
+    # a locked level is that level, every chunk of the view read, thinned to the budget
+    assert locked.level == 0 and 0 < locked.vertex_count <= 30 and locked.fraction < 1
+    assert keys(locked.chunks) == keys(store.chunks(0)) and locked.trimmed == 0
 
 
 def test_a_2d_point_cloud_view_keeps_only_the_slab():

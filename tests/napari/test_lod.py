@@ -186,17 +186,23 @@ CHUNKS = [grid_chunks(4), grid_chunks(4), grid_chunks(2)]  # 64 / 64 / 8 chunks
 WHOLE = (np.zeros(3), np.full(3, 39.0))
 
 
-def test_budget_picks_a_coarser_level_for_the_whole_view():
+def test_an_over_budget_view_keeps_its_level_and_reads_a_ladder_fraction_of_the_objects():
     plan = lod.plan_level(LEVELS, CHUNKS, WHOLE, pixel_size=0.01, budget=10_000)
-    assert plan.level == 1 and len(plan.chunks) == 64 and plan.estimated_vertices == 8_000
-    assert lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, budget=100_000).level == 0
-    assert lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, budget=5_000).level == 2
+    # resolution decides the level (0); the budget decides the part of the objects read
+    assert plan.level == 0 and len(plan.chunks) == 64 and plan.estimated_vertices == 64_000
+    assert plan.fraction == pytest.approx(2 ** (-11 / 4))  # largest step <= 10,000 / 64,000
+    assert plan.fraction * 64_000 <= 10_000
+    whole = lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, budget=100_000)
+    assert whole.level == 0 and whole.fraction == 1.0
+    # a filter letting a quarter of the objects through needs a larger fraction of them
+    quarter = lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, budget=10_000, share=0.25)
+    assert quarter.estimated_vertices == 16_000 and quarter.fraction > plan.fraction
 
 
 def test_a_small_view_gets_the_finest_level():
     corner = (np.zeros(3), np.full(3, 9.0))  # one level-0 chunk: 1,000 vertices
     plan = lod.plan_level(LEVELS, CHUNKS, corner, pixel_size=0.01, budget=10_000)
-    assert plan.level == 0 and plan.chunks.tolist() == [[0, 0, 0]]
+    assert plan.level == 0 and plan.chunks.tolist() == [[0, 0, 0]] and plan.fraction == 1.0
 
 
 def test_zoomed_out_views_get_the_coarsest_level_whose_bins_are_a_few_pixels():
@@ -204,20 +210,25 @@ def test_zoomed_out_views_get_the_coarsest_level_whose_bins_are_a_few_pixels():
     assert lod.plan_level(LEVELS, CHUNKS, WHOLE, pixel_size=1.0, budget=10**9).level == 2
     # 0.5 units per pixel: bins 2, 4, 8 pixels -> level 1 is the coarsest within 4 pixels
     assert lod.plan_level(LEVELS, CHUNKS, WHOLE, pixel_size=0.5, budget=10**9).level == 1
+    # the budget never moves it: a tiny budget at 0.5 units per pixel stays at level 1
+    assert lod.plan_level(LEVELS, CHUNKS, WHOLE, pixel_size=0.5, budget=10).level == 1
+    assert lod.resolution_level(LEVELS, 0.5) == 1 and lod.resolution_level(LEVELS, 0.01) == 0
 
 
-def test_locked_and_minimum_levels():
+def test_a_locked_level_is_shown_whatever_the_zoom_and_budget():
     plan = lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, budget=10**9, locked=2)
-    assert plan.level == 2 and len(plan.chunks) == 8
-    assert lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, budget=10**9, min_level=1).level == 1
+    assert plan.level == 2 and len(plan.chunks) == 8 and plan.fraction == 1.0
+    small = lod.plan_level(LEVELS, CHUNKS, WHOLE, 5.0, budget=500, locked=0)
+    assert small.level == 0 and len(small.chunks) == 64 and small.fraction <= 500 / 64_000
     with pytest.raises(KeyError):
         lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, locked=7)
 
 
-def test_a_locked_level_over_budget_is_trimmed_nearest_first():
-    plan = lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, budget=5_000, locked=0, center=np.zeros(3))
-    assert plan.level == 0 and plan.estimated_vertices <= 5_000
-    assert len(plan.chunks) == 5 and plan.trimmed == 59
+def test_a_view_over_the_read_cap_reads_the_chunks_nearest_its_centre():
+    plan = lod.plan_level(
+        LEVELS, CHUNKS, WHOLE, 0.01, budget=10**9, center=np.zeros(3), read_cap=5_000
+    )
+    assert plan.level == 0 and len(plan.chunks) == 5 and plan.trimmed == 59
     assert [0, 0, 0] in plan.chunks.tolist()
 
 
@@ -226,9 +237,21 @@ def test_learnt_counts_and_crops_change_the_estimate():
     plan = lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, budget=5_000, crop=crop)
     # level 0: 16 chunks in the first z layer x 1,000 vertices x 1/4 = 4,000
     assert plan.level == 0 and len(plan.chunks) == 64 and plan.estimated_vertices == 4_000
+    assert plan.fraction == 1.0
     counts = {(0, tuple(c)): 0 for c in CHUNKS[0].tolist()}
     plan = lod.plan_level(LEVELS, CHUNKS, WHOLE, 0.01, budget=10, counts=counts)
-    assert plan.level == 0 and plan.estimated_vertices == 0
+    assert plan.level == 0 and plan.estimated_vertices == 0 and plan.fraction == 1.0
+
+
+def test_snapped_boxes_do_not_change_for_small_pans():
+    box = (np.array([0.0, 100.0, 100.0]), np.array([10.0, 300.0, 500.0]))
+    a = lod.snap_box(box, [1, 2])
+    b = lod.snap_box((box[0] + [0, 3, 3], box[1] + [0, 3, 3]), [1, 2])
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert a[0][0] == 0.0 and a[1][0] == 10.0  # the slab axis is left exact
+    assert np.all(a[0] <= box[0]) and np.all(a[1] >= box[1])  # only ever grows
+    c = lod.snap_box((box[0] + [0, 40, 40], box[1] + [0, 40, 40]), [1, 2])
+    assert not np.array_equal(a[0], c[0])  # a larger pan moves it
 
 
 def test_initial_level_is_the_finest_whole_level_within_budget():

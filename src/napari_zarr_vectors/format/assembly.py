@@ -31,13 +31,22 @@ def _entries_in_loaded(loaded: LoadedChunks, index: ObjectIndex, entries: np.nda
     return loaded.table.index_of(index.chunks[entries])
 
 
-def _object_ids_per_row(loaded: LoadedChunks, index: ObjectIndex) -> np.ndarray:
-    """Object id of every loaded row (the first object whose manifest names it), -1 if none."""
-    entries = np.arange(index.frags.size)
+def _object_ids_per_row(
+    loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Object id of every loaded row (the first object whose manifest names it), -1 if none.
+
+    With ``object_rows`` (a selection), only those objects' manifests are looked at: the
+    rows a selective read keeps are theirs, and a store of many objects is not scanned
+    whole for a few of them."""
+    entries = (
+        np.arange(index.frags.size) if object_rows is None else index.entries_of_rows(object_rows)
+    )
     cidx = _entries_in_loaded(loaded, index, entries)
     ok = cidx >= 0
-    rows, counts = loaded.fragment_rows(cidx[ok], index.frags[ok])
-    owner = np.repeat(index.ids[index.entry_rows[ok]], counts)
+    entries = entries[ok]
+    rows, counts = loaded.fragment_rows(cidx[ok], index.frags[entries])
+    owner = np.repeat(index.ids[index.entry_rows[entries]], counts)
     out = np.full(loaded.n_rows, -1, dtype=np.int64)
     if rows.size:
         uniq, first = np.unique(rows, return_index=True)
@@ -74,7 +83,9 @@ def _selected_rows(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.nda
     cidx = _entries_in_loaded(loaded, index, entries)
     ok = cidx >= 0
     rows, _ = loaded.fragment_rows(cidx[ok], index.frags[entries][ok])
-    return np.unique(rows)
+    mask = np.zeros(loaded.n_rows, dtype=bool)  # sorted and unique in O(rows), no sort
+    mask[rows] = True
+    return np.flatnonzero(mask)
 
 
 def _link_rows(loaded: LoadedChunks, links: LinkSet) -> np.ndarray:
@@ -137,7 +148,7 @@ def assemble(
         bins = np.repeat(loaded.table.chunks[:, 0], sizes)
         table = np.asarray(values, dtype=object)
         attrs[name] = table[np.clip(bins, 0, len(table) - 1)] if len(table) else bins
-    vid = _object_ids_per_row(loaded, index) if index is not None else None
+    vid = _object_ids_per_row(loaded, index, selection.object_rows) if index is not None else None
 
     keep_rows = _kept_rows(geometry_type, loaded, index, selection)
     remap = None
@@ -233,10 +244,16 @@ def _apply_remap(geom: Geometry, remap: np.ndarray, keep_rows: np.ndarray) -> No
         f = remap[geom.faces]
         geom.faces = f[np.all(f >= 0, axis=1)]
     if geom.paths:
-        mapped = [remap[p] for p in geom.paths]
-        keep = [bool(m.size) and bool(np.all(m >= 0)) for m in mapped]
-        geom.paths = [m for m, k in zip(mapped, keep, strict=True) if k]
-        geom.path_object_ids = geom.path_object_ids[np.asarray(keep, dtype=bool)]
+        lengths = np.fromiter((len(p) for p in geom.paths), np.int64, len(geom.paths))
+        flat = remap[np.concatenate(geom.paths)]
+        # a path stays when it is non-empty and every one of its rows is kept
+        dropped = np.bincount(
+            np.repeat(np.arange(len(lengths)), lengths), weights=flat < 0, minlength=len(lengths)
+        )
+        keep = (lengths > 0) & (dropped == 0)
+        mapped = np.split(flat, np.cumsum(lengths)[:-1])
+        geom.paths = [m for m, k in zip(mapped, keep.tolist(), strict=True) if k]
+        geom.path_object_ids = geom.path_object_ids[keep]
 
 
 def _vertex_attributes(loaded: LoadedChunks, specs: list[AttributeSpec]) -> dict[str, np.ndarray]:

@@ -17,7 +17,7 @@ from zarr.abc.store import Store as ZarrStore
 
 from .assembly import Selection, assemble
 from .cache import ChunkCache
-from .chunks import LoadedChunks
+from .chunks import ChunkTable, LoadedChunks
 from .errors import ZVChunkWarning, ZVError, ZVFormatError
 from .geometry import Geometry
 from .io import StoreIO
@@ -330,7 +330,8 @@ class Store:
             ``bbox`` (the intersection is read). Ids not in the store select nothing.
         chunks
             Read exactly these chunk coordinates (``(K, key_ndim)``), e.g. from a
-            level-of-detail planner.
+            level-of-detail planner; with ``object_ids``/``group_ids``, only those of them
+            the objects' manifests name.
         attributes
             Decode vertex attributes (default) or skip them.
         strict
@@ -350,7 +351,8 @@ class Store:
         selection = Selection(bbox=box)
         if object_ids is not None or group_ids is not None:
             selection.object_rows = self._object_rows(index, object_ids, group_ids)
-            target = self._manifest_chunks(index, selection.object_rows, knd)
+            named = None if chunks is None else np.asarray(chunks, np.int64).reshape(-1, knd)
+            target = self._manifest_chunks(index, selection.object_rows, knd, named)
         elif chunks is not None:
             target = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
         elif (
@@ -446,11 +448,22 @@ class Store:
         return index.rows_of_ids(np.concatenate(wanted))
 
     @staticmethod
-    def _manifest_chunks(index: ObjectIndex | None, rows: np.ndarray, key_ndim: int) -> np.ndarray:
-        """The chunks named by the manifests of object rows ``rows``, in level order."""
+    def _manifest_chunks(
+        index: ObjectIndex | None,
+        rows: np.ndarray,
+        key_ndim: int,
+        among: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The chunks named by the manifests of object rows ``rows``, in level order; with
+        ``among``, only those of these chunks (in their order) the manifests name."""
         if index is None or rows.size == 0:
             return np.empty((0, key_ndim), np.int64)
-        return sort_chunks(np.unique(index.chunks[index.entries_of_rows(rows)], axis=0))
+        named = index.chunks[index.entries_of_rows(rows)]
+        if among is not None:  # a lookup in the given chunks: no sort of the entries
+            at = ChunkTable(among).index_of(named)
+            hit = np.bincount(at[at >= 0], minlength=len(among)) > 0
+            return among[hit]
+        return sort_chunks(np.unique(named, axis=0))
 
     def _read_links(self, level: int, loaded: LoadedChunks, strict: bool) -> LinkSet | None:
         if self.geometry_type not in ("graph", "skeleton", "mesh") or loaded.n_rows == 0:

@@ -41,6 +41,7 @@ from . import lod
 from .layers import LayerData
 from .loader import Loader, LoadRequest, LoadResult, Progress, shared_cache
 from .settings import get_settings
+from .settings import vertex_budget as default_budget
 
 #: layer metadata key of this plugin
 META = "zarr_vectors"
@@ -131,6 +132,8 @@ class ZVLayerController:
         self.last_update_seconds = 0.0
         self.vertex_count = 0
         self.trimmed = 0
+        #: what part of the view the layers show (the object subset, what was left out)
+        self.shown = _ShownPart()
         if shown is None:
             level = lod.initial_level(store.levels, self.vertex_budget)
             shown = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
@@ -199,7 +202,7 @@ class ZVLayerController:
         """Vertices this store's layers may hold (the plugin default unless set)."""
         if self._vertex_budget is not None:
             return self._vertex_budget
-        return get_settings().vertex_budget
+        return default_budget()
 
     @vertex_budget.setter
     def vertex_budget(self, value: int | None) -> None:
@@ -436,6 +439,8 @@ class ZVLayerController:
         t0 = time.perf_counter()
         self.apply(result)
         self.last_update_seconds = time.perf_counter() - t0
+        # the adaptive budget learns what a swap costs on this machine
+        get_settings().swap_cost.observe(self.last_update_seconds, self.vertex_count)
 
     def _open_progress(self, p: Progress) -> None:
         try:
@@ -485,6 +490,7 @@ class ZVLayerController:
         self._shown = _Shown(result.level, np.array(result.chunks, np.int64), result.key)
         self.vertex_count = int(result.vertex_count)
         self.trimmed = int(result.trimmed)
+        self.shown = _ShownPart.of(result)
         for layer in self.layers:
             self._write_metadata(layer)
         if result.failed:
@@ -511,8 +517,11 @@ class ZVLayerController:
             f"{' (locked)' if self._locked is not None else ''}, "
             f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices"
         )
+        part = self.shown.describe(_item_label(self.store.geometry_type))
+        if part:
+            text += f"; {part}"
         if self.trimmed:
-            text += f" (budget {self.vertex_budget:,}: {self.trimmed:,} chunks left out)"
+            text += f"; {self.trimmed:,} chunks of the view not read (too many to read at once)"
         return text
 
     def _status(self, text: str) -> None:
@@ -526,6 +535,11 @@ class ZVLayerController:
         meta["chunks"] = np.asarray(self._shown.chunks, dtype=np.int64).tolist()
         meta["locked_level"] = self._locked
         meta["vertex_budget"] = int(self.vertex_budget)
+        # the budget what is on screen was cut to (an adaptive budget moves between loads)
+        meta["loaded_budget"] = int(self.shown.budget or self.vertex_budget)
+        meta["vertices_shown"] = int(self.vertex_count)
+        meta.update(self.shown.as_metadata())
+        meta["chunks_not_read"] = int(self.trimmed)
 
     def _update_layer(self, role: str, layer: Any, item: LayerData) -> None:
         data, kwargs, kind = item
@@ -554,6 +568,66 @@ class ZVLayerController:
             f"chunks={len(self.chunks)} vertices={self.vertex_count} "
             f"locked={self._locked} budget={self.vertex_budget}>"
         )
+
+
+@dataclass(frozen=True)
+class _ShownPart:
+    """What part of the view the layers show (from a :class:`.loader.LoadResult`)."""
+
+    fraction: float = 1.0
+    item_kind: str = "objects"
+    items_in_view: int = 0
+    items_shown: int = 0
+    vertices_in_view: int = 0
+    left_out: int = 0
+    budget: int = 0
+
+    @classmethod
+    def of(cls, result: LoadResult) -> _ShownPart:
+        return cls(
+            float(result.fraction),
+            result.item_kind,
+            int(result.items_in_view),
+            int(result.items_shown),
+            int(result.vertices_in_view),
+            int(result.left_out),
+            int(result.budget),
+        )
+
+    def describe(self, label: str) -> str:
+        """``"showing 14% of the 200,000 streamlines in view"`` (empty when all are shown)."""
+        if self.fraction >= 1.0:
+            return ""
+        noun = "points" if self.item_kind == "vertices" else label
+        pct = 100.0 * self.fraction
+        share = f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
+        return (
+            f"showing {share} of the ~{self.items_in_view:,} {noun} in view "
+            f"({self.items_shown:,} shown, ~{self.left_out:,} vertices left out by the "
+            "budget; zoom in for more)"
+        )
+
+    def as_metadata(self) -> dict[str, Any]:
+        return {
+            "shown_fraction": float(self.fraction),
+            "subset_of": self.item_kind,
+            "items_in_view": int(self.items_in_view),
+            "items_shown": int(self.items_shown),
+            "vertices_in_view": int(self.vertices_in_view),
+            "vertices_left_out": int(self.left_out),
+        }
+
+
+def _item_label(geometry_type: str) -> str:
+    return {
+        "streamline": "streamlines",
+        "polyline": "polylines",
+        "line": "lines",
+        "skeleton": "skeletons",
+        "graph": "graph objects",
+        "mesh": "meshes",
+        "point_cloud": "points",
+    }.get(geometry_type, "objects")
 
 
 # --------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
 from napari_zarr_vectors.format.geometry import Geometry
 
-from . import lod
+from . import lod, view_geometry
 from .layers import LayerData, StoreInfo, layers_from_geometry
 
 #: errors that concern the whole store, not one chunk: raised, not skipped
@@ -47,8 +47,12 @@ BATCH_CHUNKS = 16
 #: a load is fetched in at most this many batches (larger batches for many chunks)
 MAX_BATCHES = 8
 
-#: at most this many re-plans when the real vertex count exceeds the budget
-MAX_REPLANS = 4
+#: at most this many re-reads (from the cache) when everything a subset read found fits
+MAX_REREADS = 2
+
+#: a subset read takes this many ladder steps more than the estimate asks for, so that the
+#: budget, not the estimate, decides what is shown
+READ_AHEAD = 2
 
 _CACHE_LOCK = threading.Lock()
 _SHARED_CACHE: ChunkCache | None = None
@@ -149,8 +153,24 @@ class LoadResult:
     failed: list[tuple[tuple[int, ...], str]] = field(default_factory=list)
     #: ``True`` when the plan equals what is on screen: nothing to update
     unchanged: bool = False
-    #: the store-order crop box of a 2-D point-cloud view (``None``: whole chunks)
+    #: the store-order box the geometry was cropped to (``None``: whole chunks)
     crop: tuple[np.ndarray, np.ndarray] | None = None
+    #: the object subset shown (:mod:`.view_geometry`): objects ranked below it; 1 = all
+    fraction: float = 1.0
+    #: what the subset counts ("objects", or "vertices" for point clouds) and how many of
+    #: them the view holds (estimated from the part read when ``fraction < 1``) / shows
+    item_kind: str = "objects"
+    items_in_view: int = 0
+    items_shown: int = 0
+    #: vertices the layers would hold with every object in view (estimated likewise)
+    vertices_in_view: int = 0
+    #: the vertex budget this load was cut to
+    budget: int = 0
+
+    @property
+    def left_out(self) -> int:
+        """Vertices of the view the budget left out (estimated)."""
+        return max(int(self.vertices_in_view) - int(self.vertex_count), 0)
 
 
 class Loader:
@@ -190,37 +210,36 @@ class Loader:
 
     # -- planning ------------------------------------------------------------------------
     def plan(
-        self, request: LoadRequest, min_level: int | None = None
+        self, request: LoadRequest
     ) -> tuple[lod.LevelPlan, tuple[np.ndarray, np.ndarray] | None]:
-        """``(plan, crop)`` for a request; ``crop`` (store order) is the part of the chunks
-        the layers keep (2-D point-cloud slab), ``None`` for whole chunks."""
+        """``(plan, crop)`` for a request; ``crop`` (store order) is the box the geometry is
+        cut to (``None``: whole chunks, a camera-less overview)."""
         lo_s, hi_s = (np.asarray(b, dtype=np.float64) for b in self.store.bounds)
         view = request.view
         crop = None
         prism = None
-        if view is None:
-            if min_level is None and request.locked is None:
-                return self._overview_plan(request), None
+        if view is None:  # the whole store, as a fitted view of OVERVIEW_PIXELS would see it
             box = (lo_s, hi_s)
-            pixel = float(np.max(hi_s - lo_s)) / 1000.0 if np.all(hi_s > lo_s) else 1.0
+            extent = float(np.max(hi_s - lo_s)) if np.all(hi_s >= lo_s) else 0.0
+            pixel = extent / lod.OVERVIEW_PIXELS if extent > 0 else 1.0
             center = (lo_s + hi_s) / 2
         else:
             vis = lod.visible_box(view, *self.extent_napari())
             pixel = view.pixel_size
             if lod.is_empty(vis):
-                plan = lod.LevelPlan(self._zoom_level(pixel, request), self._no_chunks(), 0)
-                return plan, None
+                level = (
+                    int(request.locked)
+                    if request.locked is not None
+                    else lod.resolution_level(self.store.levels, pixel)
+                )
+                return lod.LevelPlan(level, self._no_chunks(), 0), None
             grow_axes = list(view.displayed[-3:] if view.is_3d else view.displayed[-2:])
-            box = lod.to_store(lod.grow_box(vis, grow_axes))
+            grown = lod.snap_box(lod.grow_box(vis, grow_axes), grow_axes)
+            box = lod.to_store(grown)
             if self.ndim == 3 and tuple(view.displayed[-3:]) == (0, 1, 2):
                 prism = lod.Prism.of_view(view, lod.MARGIN)
             center = lod.to_store(((vis[0] + vis[1]) / 2, (vis[0] + vis[1]) / 2))[0]
-            if self.store.geometry_type == "point_cloud" and not view.is_3d:
-                c_lo, c_hi = np.full(self.ndim, -np.inf), np.full(self.ndim, np.inf)
-                for axis in range(self.ndim):
-                    if axis not in grow_axes:
-                        c_lo[axis], c_hi[axis] = vis[0][axis], vis[1][axis]
-                crop = lod.to_store((c_lo, c_hi))
+            crop = box
         with self._lock:
             counts = dict(self.counts)
         plan = lod.plan_level(
@@ -230,45 +249,26 @@ class Loader:
             pixel,
             request.budget,
             locked=request.locked,
-            min_level=min_level,
             counts=counts,
             crop=crop,
             center=center,
             prism=prism,
+            share=self._filter_share(request),
         )
         return plan, crop
 
-    def _overview_plan(self, request: LoadRequest) -> lod.LevelPlan:
-        """The whole store without a camera: :func:`.lod.initial_level` from the levels'
-        vertex counts (no listing of the other levels), all chunks of that level, the
-        chunks nearest the centre when even the coarsest level exceeds the budget."""
-        level = lod.initial_level(self.store.levels, request.budget)
-        info = self.store.level(level)
-        chunks = self.store.chunks(level)
-        with self._lock:
-            known = {k[1]: v for k, v in self.counts.items() if k[0] == level}
-        est = lod.chunk_estimates(info, chunks, len(chunks), known)
-        lo, hi = (np.asarray(b, dtype=np.float64) for b in self.store.bounds)
-        kept, kept_est = lod.trim_to_budget(
-            chunks, est, np.asarray(info.chunk_shape), (lo + hi) / 2, request.budget
-        )
-        return lod.LevelPlan(
-            level,
-            kept,
-            int(round(float(kept_est.sum()))),
-            trimmed=len(chunks) - len(kept),
-            estimates=kept_est,
-        )
+    def _filter_share(self, request: LoadRequest) -> float:
+        """The part of the objects an object filter lets through (1 without a filter)."""
+        if request.allowed_ids is None or self.store.geometry_type == "point_cloud":
+            return 1.0
+        total = len(self._level_ids(0))
+        return min(len(request.allowed_ids) / total, 1.0) if total else 1.0
 
-    def _zoom_level(self, pixel: float, request: LoadRequest) -> int:
-        if request.locked is not None:
-            return int(request.locked)
-        fine = [
-            lv.index
-            for lv in self.store.levels
-            if float(np.max(lv.bin_shape)) <= lod.MAX_BIN_PIXELS * pixel
-        ]
-        return int(max(fine)) if fine else int(min(lv.index for lv in self.store.levels))
+    def _level_ids(self, level: int) -> np.ndarray:
+        try:
+            return np.asarray(self.store.object_ids(level), dtype=np.int64)
+        except nzv.ZVError:
+            return np.empty(0, np.int64)
 
     def _no_chunks(self) -> np.ndarray:
         return np.empty((0, self.store.levels[0].key_ndim), np.int64)
@@ -279,56 +279,47 @@ class Loader:
         chunks: np.ndarray,
         crop: tuple[np.ndarray, np.ndarray] | None,
         allowed_ids: np.ndarray | None,
+        budget: int = 0,
     ) -> tuple:
-        """What identifies the data on screen (same key: same layer data)."""
+        """What identifies the data on screen (same key: same layer data; the object subset
+        is decided by the budget from what was read, not by the plan's estimate)."""
         chunk_key = tuple(map(tuple, np.asarray(chunks, dtype=np.int64).tolist()))
         crop_key = None
         if crop is not None:
             crop_key = tuple(np.round(np.concatenate(crop), 6).tolist())
         filt = None if allowed_ids is None else hash(np.asarray(allowed_ids).tobytes())
-        return (int(level), chunk_key, crop_key, filt)
+        return (int(level), chunk_key, crop_key, filt, int(budget))
 
     # -- running -------------------------------------------------------------------------
     def run(
         self, request: LoadRequest, cancelled: Callable[[], bool] = lambda: False
     ) -> Generator[Progress, None, LoadResult | None]:
-        """Plan, fetch (yielding :class:`Progress` per batch), assemble and build layer data.
-        Returns ``None`` when ``cancelled()`` turns true between batches."""
+        """Plan, fetch (yielding :class:`Progress` per batch), assemble, cut to the view and
+        the budget, and build layer data. Returns ``None`` when ``cancelled()`` turns true
+        between batches."""
         plan, crop = self.plan(request)
+        key = self.key_of(plan.level, plan.chunks, crop, request.allowed_ids, request.budget)
+        if key == request.current_key and not request.force:
+            return LoadResult(
+                request.generation,
+                plan.level,
+                plan.chunks,
+                key,
+                unchanged=True,
+                trimmed=plan.trimmed,
+                crop=crop,
+                fraction=plan.fraction,
+            )
         failed: list[tuple[tuple[int, ...], str]] = []
-        coarsest = max(lv.index for lv in self.store.levels)
-        for attempt in range(MAX_REPLANS + 1):
-            key = self.key_of(plan.level, plan.chunks, crop, request.allowed_ids)
-            if key == request.current_key and not request.force:
-                return LoadResult(
-                    request.generation,
-                    plan.level,
-                    plan.chunks,
-                    key,
-                    unchanged=True,
-                    trimmed=plan.trimmed,
-                    crop=crop,
-                )
-            ok = yield from self._fetch(request, plan, failed, cancelled)
-            if ok is None:
-                return None
-            geometry = self._read(plan.level, ok, crop)
-            self._learn(plan.level, geometry, crop)
-            resident = resident_vertices(geometry)
-            if resident <= request.budget or attempt == MAX_REPLANS:
-                break
-            # the estimate was low: a coarser level, else fewer chunks (learnt counts)
-            if request.locked is None and plan.level < coarsest:
-                plan, crop = self.plan(request, min_level=plan.level + 1)
-            else:
-                shrink = request.budget / max(resident, 1) if attempt else 1.0
-                plan = self._trim_by_counts(plan, crop, request, shrink)
+        ok = yield from self._fetch(request, plan, failed, cancelled)
+        if ok is None:
+            return None
+        subset, fraction, read = self._assemble(plan, ok, crop, request)
         if cancelled():
             return None
-        if request.allowed_ids is not None:
-            geometry = filter_geometry(geometry, request.allowed_ids)
-            resident = resident_vertices(geometry)
+        geometry = subset.geometry
         layer_data = layers_from_geometry(geometry, self.info(plan.level), bounds_layer=False)
+        scale = 1.0 / read if read > 0 else 1.0
         return LoadResult(
             request.generation,
             plan.level,
@@ -336,11 +327,61 @@ class Loader:
             key,
             geometry=geometry,
             layer_data=layer_data,
-            vertex_count=resident,
+            vertex_count=subset.vertices_shown,
             trimmed=plan.trimmed,
             failed=failed,
             crop=crop,
+            fraction=fraction,
+            item_kind=subset.kind,
+            items_in_view=int(round(subset.items_in_view * scale)),
+            items_shown=subset.items_shown,
+            vertices_in_view=int(round(subset.vertices_in_view * scale)),
+            budget=int(request.budget),
         )
+
+    def _assemble(
+        self,
+        plan: lod.LevelPlan,
+        chunks: np.ndarray,
+        crop: tuple[np.ndarray, np.ndarray] | None,
+        request: LoadRequest,
+    ) -> tuple[view_geometry.Subset, float, float]:
+        """Read a little more than the planned object fraction of ``chunks``, crop it to the
+        view and cut it to the budget exactly (:func:`.view_geometry.subset_to_budget`).
+
+        The fraction shown is then the same whatever the estimate was: the largest ladder
+        step whose objects fit, chosen among objects that were all read. When everything
+        read fits, the objects ranked next may fit too: read again with a larger fraction
+        (from the cache). Returns the subset, the fraction shown and the fraction read."""
+        by_object = self.store.geometry_type != "point_cloud"
+        ids = self._level_ids(plan.level) if by_object else np.empty(0, np.int64)
+        if request.allowed_ids is not None and len(ids):
+            ids = ids[np.isin(ids, request.allowed_ids)]
+        ranks = view_geometry.object_rank(ids) if len(ids) else None
+        fraction = 1.0 if ranks is None else view_geometry.ladder_step(plan.fraction, READ_AHEAD)
+        for attempt in range(MAX_REREADS + 1):
+            wanted = request.allowed_ids if by_object else None
+            if ranks is not None and fraction < 1.0:
+                wanted = ids[ranks < fraction]
+            geometry = self.store.read(
+                plan.level, chunks=chunks, object_ids=wanted, cache=self.cache
+            )
+            self._learn(plan.level, geometry, fraction)
+            if request.allowed_ids is not None and ranks is None:
+                geometry = view_geometry.filter_geometry(geometry, request.allowed_ids)
+            if crop is not None:
+                geometry = view_geometry.crop_geometry(geometry, crop)
+            subset = view_geometry.subset_to_budget(geometry, request.budget)
+            if subset.fraction < 1.0:  # cut among objects that were all read: exact
+                return subset, subset.fraction, fraction
+            if fraction >= 1.0 or attempt == MAX_REREADS:
+                break
+            shown = max(subset.vertices_shown, 1)
+            fraction = max(
+                view_geometry.ladder_floor(fraction * request.budget / shown),
+                view_geometry.ladder_step(fraction, 1),
+            )
+        return subset, fraction, fraction
 
     def load(self, request: LoadRequest) -> LoadResult | None:
         """Run synchronously, fetching every chunk in one batch (nothing to report between
@@ -397,27 +438,11 @@ class Loader:
         keep = [i for i, c in enumerate(chunks.tolist()) if tuple(c) not in bad]
         return chunks[keep]
 
-    def _read(
-        self, level: int, chunks: np.ndarray, crop: tuple[np.ndarray, np.ndarray] | None
-    ) -> Geometry:
-        bbox = None
-        if crop is not None and len(chunks):
-            info = self.store.level(level)
-            edge = np.asarray(info.chunk_shape, dtype=np.float64)
-            spatial = np.asarray(chunks, dtype=np.int64)[:, -self.ndim :]
-            c_lo = spatial.min(axis=0) * edge
-            c_hi = (spatial.max(axis=0) + 1) * edge
-            lo = np.where(np.isfinite(crop[0]), crop[0], c_lo)
-            hi = np.where(np.isfinite(crop[1]), crop[1], c_hi)
-            bbox = (lo, np.maximum(hi, lo))
-        return self.store.read(level, bbox=bbox, chunks=chunks, cache=self.cache)
-
-    def _learn(
-        self, level: int, geometry: Geometry, crop: tuple[np.ndarray, np.ndarray] | None
-    ) -> None:
-        """Remember per-chunk row counts (scaled up from a crop) for later estimates."""
+    def _learn(self, level: int, geometry: Geometry, fraction: float) -> None:
+        """Remember per-chunk row counts for later estimates (rows of a read of ``fraction``
+        of the objects are scaled up by ``1 / fraction``)."""
         info = self.store.level(level)
-        if info.key_ndim != self.ndim or not geometry.vertex_count or geometry.chunks is None:
+        if info.key_ndim != self.ndim or geometry.chunks is None or fraction <= 0:
             return
         edge = np.asarray(info.chunk_shape, dtype=np.float64)
         loaded = np.asarray(geometry.chunks, dtype=np.int64).reshape(-1, self.ndim)
@@ -425,51 +450,17 @@ class Loader:
             return
         # count rows per chunk through linear chunk indices (a row-wise np.unique sorts a
         # void view and holds the GIL ~1 us per row: the UI thread would stall)
-        keys = np.floor(geometry.positions / edge).astype(np.int64)
-        base = np.minimum(keys.min(axis=0), loaded.min(axis=0))
-        dims = np.maximum(keys.max(axis=0), loaded.max(axis=0)) - base + 1
-        rows = np.bincount(
-            np.ravel_multi_index((keys - base).T, dims), minlength=int(np.prod(dims))
-        )
-        at = np.ravel_multi_index((loaded - base).T, dims)
-        found = dict(zip(map(tuple, loaded.tolist()), rows[at].tolist(), strict=True))
-        frac = lod.crop_fraction(loaded, edge, crop)
+        keys = np.floor(np.asarray(geometry.positions, np.float64) / edge).astype(np.int64)
+        if not len(keys):
+            keys = loaded[:0]
+        lo = np.vstack([keys, loaded]).min(axis=0)
+        dims = np.vstack([keys, loaded]).max(axis=0) - lo + 1
+        rows = np.bincount(np.ravel_multi_index((keys - lo).T, dims), minlength=int(np.prod(dims)))
+        at = np.ravel_multi_index((loaded - lo).T, dims)
+        found = rows[at] / fraction
         with self._lock:
-            for c, f in zip(map(tuple, loaded.tolist()), frac.tolist(), strict=True):
-                if f >= 0.05:
-                    self.counts[(level, c)] = found.get(c, 0) / f
-
-    def _trim_by_counts(
-        self,
-        plan: lod.LevelPlan,
-        crop: tuple[np.ndarray, np.ndarray] | None,
-        request: LoadRequest,
-        shrink: float = 1.0,
-    ) -> lod.LevelPlan:
-        """The plan's chunks re-estimated with learnt counts and trimmed to the budget
-        (times ``shrink`` when an earlier trim still came out too big)."""
-        info = self.store.level(plan.level)
-        with self._lock:
-            known = {k[1]: v for k, v in self.counts.items() if k[0] == plan.level}
-        est = lod.chunk_estimates(
-            info, plan.chunks, len(self.store.chunks(plan.level)), known, crop
-        )
-        # a little headroom: learnt counts are exact for whole chunks, not for crops
-        budget = int(request.budget * shrink * (0.95 if crop is not None else 1.0))
-        center = None
-        if request.view is not None:
-            vis = lod.visible_box(request.view, *self.extent_napari())
-            center = lod.to_store(((vis[0] + vis[1]) / 2, (vis[0] + vis[1]) / 2))[0]
-        kept, kept_est = lod.trim_to_budget(
-            plan.chunks, est, np.asarray(info.chunk_shape), center, budget
-        )
-        return lod.LevelPlan(
-            plan.level,
-            kept,
-            int(round(float(kept_est.sum()))),
-            trimmed=plan.trimmed + len(plan.chunks) - len(kept),
-            estimates=kept_est,
-        )
+            for c, n in zip(map(tuple, loaded.tolist()), found.tolist(), strict=True):
+                self.counts[(level, c)] = n
 
     def info(self, level: int) -> StoreInfo:
         """What the layer builders need to know about ``level`` (cached per level)."""
@@ -484,68 +475,3 @@ class Loader:
             with self._lock:
                 self._infos[level] = cached
         return cached
-
-
-def resident_vertices(geometry: Geometry) -> int:
-    """Vertices the layers will hold: the rows of the paths for path types (coarse levels
-    share metavertices between objects, and each path holds its own copy), else the
-    geometry's vertices."""
-    n = geometry.vertex_count
-    if geometry.paths:
-        n = max(n, int(sum(len(p) for p in geometry.paths)))
-    return int(n)
-
-
-# --------------------------------------------------------------------------------------------
-# object filter
-# --------------------------------------------------------------------------------------------
-
-
-def filter_geometry(geometry: Geometry, allowed_ids: np.ndarray) -> Geometry:
-    """Only the objects ``allowed_ids``: paths by their object id, vertices by theirs, edges
-    and faces whose vertices all stay; rows are compacted. Stores without object ids are
-    returned unchanged."""
-    allowed = np.unique(np.asarray(allowed_ids, dtype=np.int64).ravel())
-    n = geometry.vertex_count
-    if geometry.vertex_object_ids is None and not geometry.paths:
-        return geometry
-    if geometry.paths:
-        path_ids = np.asarray(geometry.path_object_ids, dtype=np.int64)
-        keep_path = np.isin(path_ids, allowed)
-        paths = [
-            np.asarray(p, np.int64) for p, k in zip(geometry.paths, keep_path, strict=True) if k
-        ]
-        keep = np.zeros(n, bool)
-        if paths:
-            keep[np.concatenate(paths)] = True
-    else:
-        keep_path = None
-        paths = []
-        keep = np.isin(np.asarray(geometry.vertex_object_ids, dtype=np.int64), allowed)
-    remap = np.full(n, -1, dtype=np.int64)
-    remap[keep] = np.arange(int(keep.sum()))
-    edges = np.asarray(geometry.edges, dtype=np.int64).reshape(-1, 2)
-    edge_keep = keep[edges].all(axis=1) if len(edges) else np.zeros(0, bool)
-    faces = np.asarray(geometry.faces, dtype=np.int64).reshape(-1, 3)
-    face_keep = keep[faces].all(axis=1) if len(faces) else np.zeros(0, bool)
-    return Geometry(
-        geometry_type=geometry.geometry_type,
-        level=geometry.level,
-        positions=geometry.positions[keep],
-        vertex_attributes={k: np.asarray(v)[keep] for k, v in geometry.vertex_attributes.items()},
-        vertex_object_ids=(
-            None
-            if geometry.vertex_object_ids is None
-            else np.asarray(geometry.vertex_object_ids)[keep]
-        ),
-        edges=remap[edges[edge_keep]],
-        edge_attributes={k: np.asarray(v)[edge_keep] for k, v in geometry.edge_attributes.items()},
-        faces=remap[faces[face_keep]],
-        paths=[remap[p] for p in paths],
-        path_object_ids=(
-            np.asarray(geometry.path_object_ids)[keep_path]
-            if keep_path is not None
-            else geometry.path_object_ids
-        ),
-        chunks=geometry.chunks,
-    )

@@ -12,14 +12,15 @@ only the store's own ``ndim`` axes (the viewer's extra leading axes, such as the
 ``t`` axis of the bounds box, are dropped by the controller). :func:`to_store` maps such a
 box back to store order; :func:`plan_level` and :func:`chunks_in_box` work in store order.
 
-How a level is chosen (docs/level-of-detail.md)
+How a view is planned (docs/level-of-detail.md)
 -----------------------------------------------
-1. The coarsest level whose bin edge spans at most :data:`MAX_BIN_PIXELS` screen pixels
-   (level 0 when none does).
-2. Coarser while the chunks that level needs for the visible box (grown by
-   :data:`MARGIN`) are estimated to hold more than the vertex budget.
-3. When even the coarsest level (or a locked level) exceeds the budget, the chunks nearest
-   the view centre are kept up to the budget (:func:`trim_to_budget`).
+1. **Resolution first**: the coarsest level whose bin edge spans at most
+   :data:`MAX_BIN_PIXELS` screen pixels (level 0 when none does), or the locked level.
+2. Its chunks meeting the visible box (grown by :data:`MARGIN`) are read, the nearest
+   ones up to :data:`READ_CAP_VERTICES`.
+3. **Then objects**: when what the layers would hold (the geometry cropped to the box)
+   is estimated over the vertex budget, a stable fraction of the objects is read
+   (:mod:`.view_geometry`); the loader makes the count exact after reading.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .view_geometry import ladder_floor
 
 #: Default number of vertices a view may hold (see :mod:`.settings`, which owns the value
 #: users configure; this is the fallback of the pure functions).
@@ -39,6 +42,16 @@ MAX_BIN_PIXELS = 4.0
 #: The visible box is grown by this fraction of its size on every side of the displayed axes
 #: before chunks are selected, so that small pans need no new chunks.
 MARGIN = 0.1
+
+#: The crop box snaps to a grid of about 1/SNAP_STEPS of its size (:func:`snap_box`).
+SNAP_STEPS = 8.0
+
+#: A view reads at most about this many vertices (whole chunks, before cropping and the
+#: object subset): beyond it, the chunks nearest the view centre (about 250 MB decoded).
+READ_CAP_VERTICES = 20_000_000
+
+#: Screen pixels a camera-less overview (the reader's first read) is planned for.
+OVERVIEW_PIXELS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -161,6 +174,24 @@ def grow_box(
         pad = fraction * max(hi[a] - lo[a], 0.0)
         lo[a] -= pad
         hi[a] += pad
+    return lo, hi
+
+
+def snap_box(
+    box: tuple[np.ndarray, np.ndarray], axes: Sequence[int], steps: float = SNAP_STEPS
+) -> tuple[np.ndarray, np.ndarray]:
+    """``box`` grown outwards on ``axes`` to a grid whose step is a power of two near
+    ``1 / steps`` of the box's largest side there: views that pan or zoom a little get the
+    same box (so the same crop, and nothing to reload)."""
+    lo, hi = (np.asarray(b, dtype=np.float64).copy() for b in box)
+    axes = [a for a in axes if np.isfinite(lo[a]) and np.isfinite(hi[a]) and hi[a] > lo[a]]
+    if not axes:
+        return lo, hi
+    size = max(float(hi[a] - lo[a]) for a in axes)
+    step = 2.0 ** np.floor(np.log2(size / steps))
+    for a in axes:
+        lo[a] = np.floor(lo[a] / step) * step
+        hi[a] = np.ceil(hi[a] / step) * step
     return lo, hi
 
 
@@ -287,15 +318,19 @@ def crop_fraction(
 
 @dataclass(frozen=True)
 class LevelPlan:
-    """The outcome of planning: the level to show and the chunks to load there."""
+    """The outcome of planning: the level to show, the chunks to read there, and the part of
+    their objects the vertex budget lets the layers hold."""
 
     level: int
     chunks: np.ndarray  # (K, key_ndim)
+    #: estimated vertices the layers would hold with every object in view (after the crop)
     estimated_vertices: int
-    #: chunks of the view left out to stay within the budget (nearest-first trimming)
+    #: chunks of the view left out because reading them all would exceed the read cap
     trimmed: int = 0
-    #: per-chunk vertex estimate, aligned with ``chunks``
+    #: per-chunk vertex estimate (whole chunks), aligned with ``chunks``
     estimates: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    #: the object subset to read: objects ranked below it (:mod:`.view_geometry`), 1 = all
+    fraction: float = 1.0
 
 
 def chunk_estimates(
@@ -326,7 +361,7 @@ def trim_to_budget(
     estimates: np.ndarray,
     chunk_shape: np.ndarray,
     center: np.ndarray | None,
-    budget: int,
+    budget: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The chunks nearest ``center`` (store order) whose estimates add up to at most
     ``budget``, in their original order; returns ``(chunks, estimates)``."""
@@ -346,6 +381,15 @@ def trim_to_budget(
     return chunks[keep], estimates[keep]
 
 
+def resolution_level(
+    levels: Sequence, pixel_size: float, max_bin_pixels: float = MAX_BIN_PIXELS
+) -> int:
+    """The index of the coarsest level whose bin edge spans at most ``max_bin_pixels``
+    screen pixels (the finest level when none does)."""
+    fine = [lv.index for lv in levels if float(np.max(lv.bin_shape)) <= max_bin_pixels * pixel_size]
+    return int(max(fine)) if fine else int(min(lv.index for lv in levels))
+
+
 def plan_level(
     levels: Sequence,
     level_chunks: Sequence[np.ndarray],
@@ -356,87 +400,65 @@ def plan_level(
     max_bin_pixels: float = MAX_BIN_PIXELS,
     locked: int | None = None,
     *,
-    min_level: int | None = None,
     counts: Mapping[tuple[int, tuple[int, ...]], int] | None = None,
     crop: tuple[np.ndarray, np.ndarray] | None = None,
     center: np.ndarray | None = None,
     prism: Prism | None = None,
+    read_cap: float = READ_CAP_VERTICES,
+    share: float = 1.0,
 ) -> LevelPlan:
-    """Pick the level for a view and the chunks to load (issue 4).
+    """Pick the level for a view, the chunks to read and the object fraction to show.
 
-    Start from the coarsest level whose bin edge spans at most ``max_bin_pixels`` screen
-    pixels (level 0 when none does), then go coarser while the chunks intersecting ``box``
-    (store order, world units, grown by ``margin`` chunk edges) are estimated to hold more
-    than ``budget`` vertices (:func:`chunk_estimates`; ``crop`` is the part of the box the
-    layers keep, e.g. the 2-D slab of a point cloud; ``prism``, a 3-D view, drops the
-    box's chunks outside it). ``locked`` forces a level;
-    ``min_level`` forbids finer ones (a worker that found its estimate too low). When the
-    final level still exceeds the budget, the chunks nearest ``center`` are kept
-    (:func:`trim_to_budget`).
+    **Resolution first** (:func:`resolution_level`): the coarsest level whose bin edge spans
+    at most ``max_bin_pixels`` screen pixels, level 0 when none does; ``locked`` forces a
+    level. Its chunks intersecting ``box`` (store order, world units, grown by ``margin``
+    chunk edges; ``prism``, a 3-D view, drops the box's chunks outside it) are read.
+
+    **Then objects**: when the vertices the layers would hold (:func:`chunk_estimates`,
+    ``crop`` being the part of the box the layers keep, times ``share``, the part of the
+    objects an object filter lets through) exceed ``budget``, only a ladder fraction of the
+    objects is read (:func:`.view_geometry.ladder_floor`), never a coarser level.
+
+    Chunks nearest ``center`` are kept up to ``read_cap`` estimated vertices (whole chunks):
+    a view whose chunks would hold more is read in part (:attr:`LevelPlan.trimmed`).
 
     ``levels`` are objects with ``index``, ``bin_shape``, ``chunk_shape`` and
-    ``vertex_count`` (sorted or not); ``level_chunks[i]`` are the non-empty chunks of
-    ``levels[i]`` (indexed only for the levels the plan considers, so it may list lazily); ``counts`` maps ``(level index, chunk key)`` to known row counts.
+    ``vertex_count``; ``level_chunks[i]`` are the non-empty chunks of ``levels[i]``
+    (indexed only for the level the plan uses, so it may list lazily); ``counts`` maps
+    ``(level index, chunk key)`` to known row counts.
     """
-    order = sorted(range(len(levels)), key=lambda k: levels[k].index)
-    levels = [levels[k] for k in order]
-    source = level_chunks
-    listed: dict[int, np.ndarray] = {}
-
-    def chunks_of(i: int) -> np.ndarray:
-        # lazily: a level is listed only when the plan looks at it (listing a remote
-        # level can cost requests)
-        if i not in listed:
-            listed[i] = np.asarray(source[order[i]], dtype=np.int64)
-        return listed[i]
-
-    lo, hi = (np.asarray(b, dtype=np.float64) for b in box)
-
-    def estimate(i: int) -> tuple[np.ndarray, np.ndarray]:
-        lv = levels[i]
-        all_chunks = chunks_of(i)
-        visible = chunks_in_box(all_chunks, np.asarray(lv.chunk_shape), lo, hi, margin)
-        if prism is not None and len(lo) == 3:
-            visible = chunks_in_prism(visible, np.asarray(lv.chunk_shape), prism)
-        known = None
-        if counts:
-            known = {k[1]: v for k, v in counts.items() if k[0] == lv.index}
-        return visible, chunk_estimates(lv, visible, len(all_chunks), known, crop)
-
-    def finish(i: int) -> LevelPlan:
-        visible, est = estimate(i)
-        kept, kept_est = trim_to_budget(
-            visible, est, np.asarray(levels[i].chunk_shape), center, budget
-        )
-        return LevelPlan(
-            int(levels[i].index),
-            kept,
-            int(round(float(kept_est.sum()))),
-            trimmed=len(visible) - len(kept),
-            estimates=kept_est,
-        )
-
     if not levels:
         raise ValueError("a store without levels cannot be planned")
     if locked is not None:
         matches = [k for k, lv in enumerate(levels) if lv.index == locked]
         if not matches:
-            raise KeyError(f"no level {locked} (levels: {[lv.index for lv in levels]})")
-        return finish(matches[0])
-    fine = [
-        k
-        for k, lv in enumerate(levels)
-        if float(np.max(lv.bin_shape)) <= max_bin_pixels * pixel_size
-    ]
-    i = max(fine) if fine else 0
-    if min_level is not None:
-        coarser = [k for k, lv in enumerate(levels) if lv.index >= min_level]
-        i = max(i, min(coarser)) if coarser else len(levels) - 1
-    _, est = estimate(i)
-    while est.sum() > budget and i + 1 < len(levels):
-        i += 1
-        _, est = estimate(i)
-    return finish(i)
+            raise KeyError(f"no level {locked} (levels: {sorted(lv.index for lv in levels)})")
+        k = matches[0]
+    else:
+        target = resolution_level(levels, pixel_size, max_bin_pixels)
+        k = next(j for j, lv in enumerate(levels) if lv.index == target)
+    lv = levels[k]
+    all_chunks = np.asarray(level_chunks[k], dtype=np.int64)
+    lo, hi = (np.asarray(b, dtype=np.float64) for b in box)
+    edge = np.asarray(lv.chunk_shape)
+    visible = chunks_in_box(all_chunks, edge, lo, hi, margin)
+    if prism is not None and len(lo) == 3:
+        visible = chunks_in_prism(visible, edge, prism)
+    known = None
+    if counts:
+        known = {key[1]: v for key, v in counts.items() if key[0] == lv.index}
+    whole = chunk_estimates(lv, visible, len(all_chunks), known)
+    kept, kept_whole = trim_to_budget(visible, whole, edge, center, read_cap)
+    in_view = float((kept_whole * crop_fraction(kept, edge, crop)).sum()) * float(share)
+    fraction = 1.0 if in_view <= budget else ladder_floor(budget / in_view)
+    return LevelPlan(
+        int(lv.index),
+        kept,
+        int(round(in_view)),
+        trimmed=len(visible) - len(kept),
+        estimates=kept_whole,
+        fraction=fraction,
+    )
 
 
 def initial_level(levels: Sequence, budget: int = DEFAULT_VERTEX_BUDGET) -> int:

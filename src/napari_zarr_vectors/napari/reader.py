@@ -102,10 +102,10 @@ def read_zarr_vectors(
     """Open a ZV store as layer data tuples (the store bounds box first, then the data).
 
     Without ``level`` (what napari calls), the layers are **level-of-detail** layers: the
-    first read is the overview the vertex budget allows (:func:`.lod.initial_level`: the
-    finest level whose whole vertex count fits ``vertex_budget``, default
-    :func:`.settings.vertex_budget`; at the coarsest level only the chunks nearest the
-    centre when even that level is too big), and once the layers are inserted into a
+    first read is the overview a 1000-pixel view of the whole store would show (the level
+    whose bins that view resolves, :func:`.lod.plan_level`, and a stable part of its objects
+    within ``vertex_budget``, default :func:`.settings.vertex_budget`), and once the layers
+    are inserted into a
     ``napari.Viewer`` a :class:`.controller.ZVLayerController` takes over and loads what
     the view shows (docs/level-of-detail.md). Each layer's
     ``metadata["zarr_vectors"]["session"]`` links it to that controller.
@@ -182,8 +182,9 @@ def _missing_dependency(store: Any, e: Exception) -> list[LayerData]:
 
 
 def choose_level(levels: Sequence[Any], budget: int | None = None) -> int:
-    """The level a store opens at without a camera: :func:`.lod.initial_level` (the finest
-    level whose whole vertex count fits ``budget``, default :data:`VERTEX_BUDGET`)."""
+    """The finest level whose whole vertex count fits ``budget`` (default
+    :data:`VERTEX_BUDGET`; :func:`.lod.initial_level`): the level to read whole, e.g. with
+    ``read_zarr_vectors(path, level=...)``, within a budget."""
     return initial_level(levels, VERTEX_BUDGET if budget is None else budget)
 
 

@@ -8,26 +8,41 @@ script). Each opened store's controller can override the vertex budget
 ================================  ============================  ==========================
 environment variable              :func:`configure` keyword     default
 ================================  ============================  ==========================
-``NZV_VERTEX_BUDGET``             ``vertex_budget``             60,000 vertices per store
+``NZV_VERTEX_BUDGET``             ``vertex_budget``             adaptive (see below)
 ``NZV_CACHE_MB``                  ``cache_mb``                  512 MiB (one shared cache)
 ``NZV_DEBOUNCE_MS``               ``debounce_ms``               150 ms
 ================================  ============================  ==========================
 
-The default budget keeps one data update (napari rebuilding a Points, Vectors or Tracks
-layer on the UI thread, about 1.5 us per point for Points in a 3-D view) under 0.1 s on a
-2-core machine without a GPU, and the first frame of any store well under a second; see
-docs/level-of-detail.md.
+**The adaptive vertex budget.** Unless a budget is set (environment, :func:`configure`, or
+per store), the budget follows the measured cost of putting data on screen on this
+machine: every level-of-detail swap of at least :data:`MIN_SAMPLE_VERTICES` vertices
+updates a running estimate of the UI-thread seconds per vertex (:class:`SwapCost`), and
+the budget is what keeps one swap near :data:`TARGET_SWAP_SECONDS` (0.1 s), between
+:data:`MIN_AUTO_BUDGET` and :data:`MAX_AUTO_BUDGET`. Before the first measurement it is
+:data:`DEFAULT_VERTEX_BUDGET` (60,000: about 0.1 s per swap on a 2-core machine without a
+GPU, see docs/level-of-detail.md). ``configure(vertex_budget="auto")`` returns to it.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
-#: fallback values (used when the environment variable is unset or invalid)
+#: fallback values (used when the environment variable is unset or invalid); the vertex
+#: budget's is the adaptive budget's value before any swap was measured
 DEFAULT_VERTEX_BUDGET = 60_000
 DEFAULT_CACHE_MB = 512
 DEFAULT_DEBOUNCE_MS = 150
+
+#: the adaptive budget keeps one UI-thread data swap near this many seconds
+TARGET_SWAP_SECONDS = 0.1
+#: ... within these bounds
+MIN_AUTO_BUDGET = 20_000
+MAX_AUTO_BUDGET = 2_000_000
+#: swaps smaller than this say little about the per-vertex cost (fixed costs dominate)
+MIN_SAMPLE_VERTICES = 10_000
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:
@@ -42,20 +57,76 @@ def _env_int(name: str, default: int, minimum: int) -> int:
 
 
 @dataclass
-class LODSettings:
-    """The current plugin-wide values (see module docstring)."""
+class SwapCost:
+    """Running estimate of the UI-thread seconds one level-of-detail swap costs per vertex
+    on this machine (an exponential average over measured swaps)."""
 
-    vertex_budget: int
+    seconds_per_vertex: float | None = None
+    samples: int = 0
+    smoothing: float = 0.2
+    #: the budget last handed out: it moves only when the estimate leaves it by more than a
+    #: quarter of a doubling (one step of the object-subset ladder), so that the objects
+    #: shown do not change with every measurement
+    current: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def observe(self, seconds: float, vertices: int) -> None:
+        """Record one swap of ``vertices`` vertices that took ``seconds``."""
+        if vertices < MIN_SAMPLE_VERTICES or seconds <= 0:
+            return
+        value = float(seconds) / float(vertices)
+        with self._lock:
+            old = self.seconds_per_vertex
+            self.seconds_per_vertex = value if old is None else old + self.smoothing * (value - old)
+            self.samples += 1
+
+    def budget(self) -> int:
+        """Vertices one swap can hold in :data:`TARGET_SWAP_SECONDS` (rounded to 1,000)."""
+        spv = self.seconds_per_vertex
+        if spv is None or spv <= 0:
+            return DEFAULT_VERTEX_BUDGET
+        n = int(round(TARGET_SWAP_SECONDS / spv, -3))
+        n = int(min(max(n, MIN_AUTO_BUDGET), MAX_AUTO_BUDGET))
+        with self._lock:
+            current = self.current
+            if (
+                current is None
+                or abs(math.log2(n / current)) > 0.25
+                or n
+                in (
+                    MIN_AUTO_BUDGET,
+                    MAX_AUTO_BUDGET,
+                )
+            ):
+                self.current = current = n
+        return int(current)
+
+
+@dataclass
+class LODSettings:
+    """The current plugin-wide values (see module docstring). ``vertex_budget`` is ``None``
+    when the budget adapts to the machine (:class:`SwapCost`)."""
+
+    vertex_budget: int | None
     cache_mb: int
     debounce_ms: int
+    swap_cost: SwapCost = field(default_factory=SwapCost)
 
     @property
     def cache_bytes(self) -> int:
         return int(self.cache_mb) * 2**20
 
 
+def _env_budget() -> int | None:
+    raw = os.environ.get("NZV_VERTEX_BUDGET", "").strip().lower()
+    if not raw or raw == "auto":
+        return None
+    value = _env_int("NZV_VERTEX_BUDGET", -1, 1)
+    return None if value < 1 else value
+
+
 _SETTINGS = LODSettings(
-    vertex_budget=_env_int("NZV_VERTEX_BUDGET", DEFAULT_VERTEX_BUDGET, 1),
+    vertex_budget=_env_budget(),
     cache_mb=_env_int("NZV_CACHE_MB", DEFAULT_CACHE_MB, 0),
     debounce_ms=_env_int("NZV_DEBOUNCE_MS", DEFAULT_DEBOUNCE_MS, 0),
 )
@@ -67,20 +138,25 @@ def get_settings() -> LODSettings:
 
 
 def vertex_budget() -> int:
-    """Default vertex budget of a newly opened store."""
-    return int(_SETTINGS.vertex_budget)
+    """Default vertex budget of a store: the configured one, else the adaptive one."""
+    if _SETTINGS.vertex_budget is not None:
+        return int(_SETTINGS.vertex_budget)
+    return _SETTINGS.swap_cost.budget()
 
 
 def configure(
     *,
-    vertex_budget: int | None = None,
+    vertex_budget: int | str | None = None,
     cache_mb: int | None = None,
     debounce_ms: int | None = None,
 ) -> LODSettings:
-    """Change plugin-wide defaults. A new ``vertex_budget`` applies to stores opened later
-    (and to open ones that never got their own); ``cache_mb`` resizes the shared chunk
-    cache (it evicts down to the new size on its next insertion)."""
-    if vertex_budget is not None:
+    """Change plugin-wide defaults. A new ``vertex_budget`` (``"auto"``: adapt to the
+    machine) applies to open stores without a budget of their own and to stores opened later;
+    ``cache_mb`` resizes the shared chunk cache (it evicts down to the new size on its next
+    insertion)."""
+    if isinstance(vertex_budget, str) and vertex_budget.strip().lower() == "auto":
+        _SETTINGS.vertex_budget = None
+    elif vertex_budget is not None:
         if int(vertex_budget) < 1:
             raise ValueError("vertex_budget must be at least 1")
         _SETTINGS.vertex_budget = int(vertex_budget)

@@ -1,0 +1,240 @@
+"""Level of detail at scale (issue 15), on small stores written by zarr-vectors 0.9.2: the
+budget bounds what the layers hold, geometry is cropped to the view, the object subset is
+stable across pans, grows when zooming in and respects filters, a locked level stays, and
+graphs and skeletons follow the same rules. Driven through the loader (no Qt)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.cache import ChunkCache
+from napari_zarr_vectors.napari import lod
+from napari_zarr_vectors.napari.loader import Loader, LoadRequest
+from napari_zarr_vectors.napari.view_geometry import object_rank, resident_vertices
+
+zv_polylines = pytest.importorskip("zarr_vectors.types.polylines")
+zv_graphs = pytest.importorskip("zarr_vectors.types.graphs")
+
+BOUNDS = ([0.0, 0.0, 0.0], [100.0, 100.0, 100.0])
+
+
+def _write(fn, path, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn(str(path), *args, chunk_shape=(25.0, 25.0, 25.0), bounds=BOUNDS, **kwargs)
+    return nzv.open_store(path)
+
+
+def random_walks(n: int, length: int, step: float, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    start = rng.uniform(10, 90, (n, 1, 3))
+    walk = start + np.cumsum(rng.normal(0, step, (n, length, 3)), axis=1)
+    return list(np.clip(walk, 0.0, 99.9).astype(np.float32))
+
+
+@pytest.fixture(scope="module")
+def tiny_objects(tmp_path_factory):
+    """3,000 two-vertex streamlines."""
+    path = tmp_path_factory.mktemp("scale") / "tiny.zarrvectors"
+    return _write(zv_polylines.write_polylines, path, random_walks(3_000, 2, 1.0))
+
+
+@pytest.fixture(scope="module")
+def long_paths(tmp_path_factory):
+    """60 streamlines of 300 vertices crossing many chunks, with the writer's pyramid."""
+    import zarr_vectors as zv
+
+    path = tmp_path_factory.mktemp("scale") / "long.zarrvectors"
+    _write(zv_polylines.write_polylines, path, random_walks(60, 300, 1.5, seed=1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zv.open(str(path), mode="r+").build_pyramid(factors=[(2.0, 1.0)] * 2)
+    return nzv.open_store(path)
+
+
+@pytest.fixture(scope="module")
+def skeletons(tmp_path_factory):
+    """600 skeletons (chains of 10 nodes)."""
+    n_obj, k = 600, 10
+    walks = random_walks(n_obj, k, 1.0, seed=2)
+    pos = np.concatenate(walks)
+    first = np.arange(n_obj * k).reshape(n_obj, k)
+    edges = np.stack([first[:, 1:].ravel(), first[:, :-1].ravel()], axis=1)
+    path = tmp_path_factory.mktemp("scale") / "skeletons.zarrvectors"
+    return _write(
+        zv_graphs.write_graph,
+        path,
+        pos,
+        edges,
+        kind="skeleton",
+        object_ids=np.repeat(np.arange(n_obj), k),
+    )
+
+
+def loader(store) -> Loader:
+    return Loader(store, ChunkCache())
+
+
+def view2d(center_yx, zoom, z=50.0, thickness=2.0) -> lod.ViewState:
+    """A 2-D view (napari order z, y, x) of a 200x200-pixel canvas."""
+    return lod.ViewState(
+        ndisplay=2,
+        center=tuple(center_yx),
+        zoom=zoom,
+        canvas_size=(200, 200),
+        point=(z, 50.0, 50.0),
+        displayed=(1, 2),
+        thickness=(thickness, 0.0, 0.0),
+    )
+
+
+def view3d(zoom, center=(50.0, 50.0, 50.0)) -> lod.ViewState:
+    return lod.ViewState(
+        ndisplay=3,
+        center=center,
+        zoom=zoom,
+        canvas_size=(200, 200),
+        point=(50.0, 50.0, 50.0),
+        displayed=(0, 1, 2),
+        thickness=(1.0, 1.0, 1.0),
+        view_direction=(1.0, 0.0, 0.0),
+        up_direction=(0.0, 1.0, 0.0),
+    )
+
+
+def shown_ids(result) -> set[int]:
+    g = result.geometry
+    ids = g.path_object_ids if g.paths else g.vertex_object_ids
+    return set(np.asarray(ids).tolist())
+
+
+def held(result) -> int:
+    """Vertices the built layers hold, counted from the layer data."""
+    total = 0
+    for data, _, kind in result.layer_data:
+        total += 2 * len(data) if kind == "vectors" else len(data)
+    return total
+
+
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["tiny_objects", "long_paths", "skeletons"])
+@pytest.mark.parametrize("budget", [150, 1_000])
+def test_the_layers_never_hold_more_than_the_budget(request, fixture, budget):
+    store = request.getfixturevalue(fixture)
+    ld = loader(store)
+    for view in (None, view3d(2.0), view3d(8.0), view2d((50, 50), 2.0), view2d((20, 20), 8.0)):
+        result = ld.load(LoadRequest(view=view, budget=budget, force=True))
+        assert held(result) == result.vertex_count == resident_vertices(result.geometry)
+        assert 0 < result.vertex_count <= budget
+    # the whole store is over these budgets: a subset was shown, and said so
+    whole = ld.load(LoadRequest(view=None, budget=budget, force=True))
+    assert whole.fraction < 1 and whole.items_shown < whole.items_in_view
+    assert whole.left_out == whole.vertices_in_view - whole.vertex_count > 0
+
+
+def test_no_level_is_given_up_for_the_budget(long_paths):
+    # the 0.9.2 pyramid is coarser than any view of 200 px over 100 units resolves
+    ld = loader(long_paths)
+    for view in (None, view3d(2.0), view2d((50, 50), 2.0)):
+        result = ld.load(LoadRequest(view=view, budget=150, force=True))
+        assert result.level == 0
+    locked = ld.load(LoadRequest(view=view3d(2.0), budget=150, locked=1, force=True))
+    assert locked.level == 1 and 0 < locked.vertex_count <= 150
+
+
+def test_a_2d_view_crops_paths_to_its_slab_and_keeps_pieces_one_object(long_paths):
+    ld = loader(long_paths)
+    result = ld.load(LoadRequest(view=view2d((50, 50), 2.0, z=40.0), budget=10**6, force=True))
+    g = result.geometry
+    assert result.fraction == 1.0 and g.paths
+    lo, hi = result.crop
+    for p in g.paths:
+        seg = g.positions[p]
+        # every segment meets the slab z in [39, 41] (store axis 2): it is not all above/below
+        a, b = seg[:-1, 2], seg[1:, 2]
+        assert np.all(np.maximum(a, b) >= lo[2]) and np.all(np.minimum(a, b) <= hi[2])
+    full = long_paths.read(0)
+    # every object with a vertex in the slab is there, possibly in several pieces
+    in_slab = {
+        int(o)
+        for o, p in zip(full.path_object_ids, full.paths, strict=True)
+        if np.any((full.positions[p][:, 2] >= lo[2]) & (full.positions[p][:, 2] <= hi[2]))
+    }
+    assert in_slab <= set(g.path_object_ids.tolist())
+    assert len(g.paths) > len(set(g.path_object_ids.tolist()))  # pieces share their id
+    # far fewer vertices than the chunks read
+    assert result.vertex_count < 0.5 * full.vertex_count
+
+
+def test_a_3d_close_up_crops_to_the_view_box(long_paths):
+    ld = loader(long_paths)
+    result = ld.load(LoadRequest(view=view3d(8.0), budget=10**6, force=True))
+    g = result.geometry
+    lo, hi = result.crop
+    assert g.vertex_count and np.all(lo[:2] > 0) and np.all(hi[:2] < 100)
+    # each kept segment meets the box: no segment lies wholly on one side of it
+    for p in g.paths:
+        s = g.positions[p]
+        a, b = s[:-1], s[1:]
+        assert not np.any(np.all(np.maximum(a, b) < lo, axis=1))
+        assert not np.any(np.all(np.minimum(a, b) > hi, axis=1))
+
+
+def test_the_subset_is_stable_across_pans_and_grows_when_zooming_in(tiny_objects):
+    ld = loader(tiny_objects)
+    budget = 120
+    first = ld.load(LoadRequest(view=view3d(1.0), budget=budget, force=True))
+    again = ld.load(LoadRequest(view=view3d(1.0), budget=budget, force=True))
+    assert shown_ids(first) == shown_ids(again) and first.fraction < 1
+    # a small pan: the same objects, those still in view stay
+    panned = ld.load(
+        LoadRequest(view=view3d(1.0, center=(50.0, 51.0, 51.0)), budget=budget, force=True)
+    )
+    assert panned.fraction == first.fraction
+    assert shown_ids(panned) == shown_ids(first)
+    # zooming in: fewer objects in view, a larger fraction, only additions in view
+    zoomed = ld.load(LoadRequest(view=view3d(4.0), budget=budget, force=True))
+    assert zoomed.fraction > first.fraction
+    lo, hi = zoomed.crop
+    g = first.geometry
+    inside = {
+        int(o)
+        for o, p in zip(g.path_object_ids, g.paths, strict=True)
+        if np.all((g.positions[p] >= lo) & (g.positions[p] <= hi))
+    }
+    assert inside <= shown_ids(zoomed)
+    # the objects shown are exactly those ranked below the fraction, among those in view
+    ranks = object_rank(np.asarray(sorted(shown_ids(zoomed))))
+    assert np.all(ranks < zoomed.fraction)
+
+
+def test_filters_combine_with_the_subset(tiny_objects):
+    ld = loader(tiny_objects)
+    allowed = np.arange(0, 3_000, 3)
+    result = ld.load(LoadRequest(view=None, budget=120, allowed_ids=allowed, force=True))
+    assert shown_ids(result) <= set(allowed.tolist())
+    assert 0 < result.vertex_count <= 120 and result.fraction < 1
+    assert result.items_in_view == pytest.approx(1_000, rel=0.25)
+    # a filter small enough to fit shows all of it
+    few = ld.load(LoadRequest(view=None, budget=120, allowed_ids=allowed[:20], force=True))
+    assert shown_ids(few) == set(allowed[:20].tolist()) and few.fraction == 1.0
+
+
+def test_skeletons_keep_whole_objects_and_their_edges(skeletons):
+    ld = loader(skeletons)
+    result = ld.load(LoadRequest(view=None, budget=400, force=True))
+    g = result.geometry
+    assert 0 < result.vertex_count <= 400 and result.fraction < 1
+    ids = np.asarray(g.vertex_object_ids)
+    assert np.all(object_rank(np.unique(ids)) < result.fraction)
+    # every shown skeleton is whole: 10 nodes and 9 edges
+    assert np.all(np.bincount(ids)[np.unique(ids)] == 10)
+    assert len(g.edges) == 9 * len(np.unique(ids))
+    edges, nodes = (data for data, _, _ in result.layer_data)
+    assert len(edges) == len(g.edges) and len(nodes) == g.vertex_count
