@@ -61,6 +61,9 @@ class LevelInfo:
     chunk_attribute_name: str | None = None
     chunk_attribute_values: tuple[Any, ...] | None = None
     attributes: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: World position of the lower corner of spatial chunk key 0 (``None`` = the origin, as
+    #: in every writer; the spec's dense form counts chunks from ``bounds_min``).
+    grid_origin: np.ndarray | None = None
 
     @property
     def key_ndim(self) -> int:
@@ -168,6 +171,14 @@ def parse_root(doc: dict[str, Any] | None, store: str) -> RootMetadata:
     datasets = ms0.get("datasets") or ()
     if not isinstance(datasets, list | tuple):
         raise src.error("multiscales[0].datasets", f"is {datasets!r}, expected a list")
+    for i, d in enumerate(datasets):
+        path = d.get("path") if isinstance(d, dict) else None
+        if not (isinstance(path, str | int) and not isinstance(path, bool) and str(path).isdigit()):
+            raise src.error(
+                f"multiscales[0].datasets[{i}].path", f"is {path!r}, expected a level number"
+            )
+    if datasets and "0" not in {str(d["path"]) for d in datasets}:
+        raise src.error("multiscales[0].datasets", "lists no level 0")
     return RootMetadata(
         zv_version=version,
         geometry_type=str(gtypes[0]),

@@ -25,8 +25,11 @@ def normalise_bbox(bbox: Sequence[Sequence[float]], ndim: int) -> tuple[np.ndarr
 def bbox_chunk_range(
     level: LevelInfo, lo: np.ndarray, hi: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Inclusive spatial chunk coordinate range ``[floor(lo/cs), floor(hi/cs)]`` (FORMAT07 §9.2)."""
+    """Inclusive spatial chunk coordinate range ``[floor(lo/cs), floor(hi/cs)]`` (FORMAT07 §9.2),
+    counted from the level's ``grid_origin`` when it has one (the spec's dense form)."""
     cs = level.chunk_shape
+    if level.grid_origin is not None:
+        lo, hi = lo - level.grid_origin, hi - level.grid_origin
     return np.floor(lo / cs).astype(np.int64), np.floor(hi / cs).astype(np.int64)
 
 

@@ -33,9 +33,15 @@ def decode_draco(raw: bytes, ndim: int) -> tuple[np.ndarray, np.ndarray | None]:
         decoded = DracoPy.decode(raw)
     except Exception as exc:  # DracoPy raises its own types on corrupt input
         raise ZVFormatError(f"Draco decoding failed: {exc}") from None
-    points = np.asarray(decoded.points, dtype=np.float32).reshape(-1, ndim)
+    points = np.asarray(decoded.points, dtype=np.float32)
+    if points.size % ndim:
+        raise ZVFormatError(f"Draco blob decodes to {points.size} values, not {ndim}-D points")
+    points = points.reshape(-1, ndim)
     faces = getattr(decoded, "faces", None)
-    faces_arr = None if faces is None else np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    faces_arr = None if faces is None else np.asarray(faces, dtype=np.int64)
+    if faces_arr is not None and faces_arr.size % 3:
+        raise ZVFormatError(f"Draco blob decodes to {faces_arr.size} face indices")
+    faces_arr = None if faces_arr is None else faces_arr.reshape(-1, 3)
     if (
         faces_arr is not None
         and faces_arr.size

@@ -170,3 +170,28 @@ def decode_fragment_index(raw: bytes, n_rows: int | None = None) -> FragmentInde
         if T and (explicit_rows.min() < 0 or explicit_rows.max() >= n_rows):
             raise ZVFormatError(f"explicit fragment row beyond the chunk's {n_rows} rows")
     return FragmentIndex(is_range, start, count, number, csr, explicit_rows)
+
+
+def fragment_index_length(raw: bytes) -> int:
+    """Length in bytes of the ZVFG v1 blob at the start of ``raw`` (which may carry
+    padding after it, as in the spec's dense ``vertex_fragments`` grid), from its header."""
+    size = len(raw)
+    if size < 16:
+        raise ZVFormatError(f"fragment index of {size} bytes is shorter than its 16-byte header")
+    magic, version, _flags, F, R = _HEAD.unpack_from(raw)
+    if magic != MAGIC:
+        raise ZVFormatError(f"bad fragment index magic {raw[:4]!r} (expected b'GFVZ')")
+    if F == 0:
+        return 16
+    padded = ((F + 7) // 8 + 7) // 8 * 8
+    if R > F:
+        raise ZVFormatError(f"fragment index declares {R} ranges for {F} fragments")
+    pos = 16 + padded + 16 * R
+    E = F - R
+    if pos + 4 * (E + 1) > size:
+        raise ZVFormatError(f"fragment index declares {F} fragments beyond its {size} bytes")
+    total = int(np.frombuffer(raw, "<u4", 1, pos + 4 * E)[0])
+    end = pos + 4 * (E + 1) + 8 * total
+    if end > size:
+        raise ZVFormatError(f"fragment index of {end} bytes runs past its {size}-byte cell")
+    return end

@@ -860,7 +860,7 @@ class V09Layout(Layout):
             arr = self._open_plain(f"{level}/{path}", level)
             assert arr is not None
             out[name] = ObjectAttribute(
-                vals, _present(vals, arr.metadata.fill_value), dict(arr.metadata.attributes or {})
+                vals, _present(vals, arr.metadata.fill_value), self._attrs(f"{level}/{path}") or {}
             )
         return out
 

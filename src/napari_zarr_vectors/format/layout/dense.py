@@ -1,0 +1,542 @@
+"""The spec's own physical form: dense grid-shaped Zarr arrays (seed 002, "Chunk arrays").
+
+Seed 002 describes every ZV array of a level as **one** Zarr array whose logical shape is the
+chunk grid followed by the payload, padded with the array's fill value, with one Zarr chunk
+per spatial chunk::
+
+    vertices/                 (*grid, N_max, D)   float, fill 0       chunk (1, …, 1, N_max, D)
+    vertex_fragments/         (*grid, B_max)      uint8, fill 0       one ZVFG blob per cell
+    attributes/<name>/        (*grid, N_max[, K]) any numeric dtype   (vertex_attributes/ too)
+    links/<delta>/            (*grid, E_max, W)   int, fill -1        chunk-local rows
+    cross_chunk_links/<d>/data  flat int64 records (chunk coords + row per endpoint), uint8
+    object_index/data, offsets  back-to-back manifests (uint8) + int64 byte offsets
+    object_attributes/<name>/ (n_objects[, K])
+    groupings/                (n_groups, max_group_size) int64, fill -1
+    group_attributes/<name>/  (n_groups[, K])  (not in the seed; read when present)
+
+Neither known writer produces it (FORMAT07 §9 item 4), but a store written from the spec text
+is a valid ZV store. Conventions this reader applies (documented in ``docs/format-core.md``):
+
+* **Grid origin.** Cell ``i`` holds the vertices with
+  ``floor((p - bounds_min) / chunk_shape) == i`` (seed 000 §6.2): its chunk key is ``i`` and
+  the level's :attr:`LevelInfo.grid_origin` is ``bounds_min``, which bbox reads subtract. A
+  vertices array that declares ``chunk_grid_origin`` (as 0.9 does) uses the writers' absolute
+  grid instead: cell ``i`` is chunk key ``i + origin`` and chunk ``k`` spans
+  ``[k * chunk_shape, (k + 1) * chunk_shape)``.
+* **Rows per cell.** The cell's fragment index (``vertex_fragments``) gives the number of used
+  rows (the largest row it covers); without one, trailing rows equal to the fill value are
+  padding. The padded ZVFG blob is cut at the length its header implies.
+* **Links.** A link row with any endpoint equal to the fill value (``-1``) is padding.
+
+Reads go through zarr's own array API (``AsyncArray.getitem`` of one cell), so every codec
+zarr knows works; the declared ``N_max`` is bounded against the decoded chunk, never trusted for
+an allocation on its own (zarr allocates one chunk, the size the array declares).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from zarr.core.array import AsyncArray
+from zarr.core.sync import sync
+from zarr.storage import StorePath
+
+from ..decode.fragments import decode_fragment_index, fragment_index_length
+from ..decode.links import decode_cross_chunk_records
+from ..decode.manifests import split_offset_manifests
+from ..errors import ZVFormatError
+from ..metadata import LevelInfo
+from ..validate import MAX_COORD, int_field, int_list
+from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
+from .keys import delta_name, sort_chunks
+from .v07 import _touches
+
+#: Largest number of grid cells a level may declare (a grid this big cannot be scanned).
+MAX_CELLS = 1 << 24
+
+#: Largest payload (bytes) one cell may decode to.
+MAX_CELL_BYTES = 1 << 30
+
+_VERTEX_ATTRIBUTE_DIRS = ("attributes", "vertex_attributes")
+_ATTRIBUTE_DIRS = {
+    "object": ("object_attributes",),
+    "group": ("group_attributes",),
+    "link": (),
+    "fragment": (),
+}
+
+
+def is_dense_vertices(doc: dict[str, Any] | None, ndim: int) -> bool:
+    """Whether a level's ``vertices/zarr.json`` is a seed-002 dense grid array: a numeric
+    Zarr array of rank ``grid + 2`` whose last axis is the vertex width."""
+    if not isinstance(doc, dict) or doc.get("node_type") != "array":
+        return False
+    shape = doc.get("shape")
+    dtype = doc.get("data_type")
+    return (
+        isinstance(shape, list)
+        and len(shape) >= 3
+        and isinstance(dtype, str)
+        and dtype not in ("variable_length_bytes", "bytes", "uint8")
+        and shape[-1] == ndim
+    )
+
+
+class DenseLayout(Layout):
+    """Reads stores laid out as seed 002 describes (dense grid-shaped arrays)."""
+
+    generation = "dense"
+
+    def __init__(self, io: Any, root: Any, levels: list[LevelInfo]) -> None:
+        """``levels`` is refined in place: a level whose ``vertices`` grid declares no
+        ``chunk_grid_origin`` counts its cells from ``bounds_min`` (seed 000 §6.2), which
+        its :attr:`LevelInfo.grid_origin` records for bbox reads."""
+        super().__init__(io, root, levels)
+        self._arrays: dict[str, AsyncArray | None] = {}
+        self._origins: dict[str, np.ndarray] = {}
+        self._listings: dict[tuple[int, str], np.ndarray] = {}
+        for i, lv in enumerate(levels):
+            attrs = self._attrs(f"{lv.path}/vertices") or {}
+            if attrs.get("chunk_grid_origin") is None:
+                levels[i] = replace(lv, grid_origin=np.asarray(root.bounds[0], np.float64))
+        self.levels = {lv.index: lv for lv in levels}
+
+    # -- arrays ------------------------------------------------------------------------
+    def _physical(self, level: int, array: str) -> str:
+        """Level-relative path of a logical array (``vertex_attributes/x`` may live in the
+        seed's ``attributes/x``)."""
+        if array.startswith("vertex_attributes/"):
+            name = array.split("/", 1)[1]
+            for folder in _VERTEX_ATTRIBUTE_DIRS:
+                if self._doc(f"{level}/{folder}/{name}") is not None:
+                    return f"{folder}/{name}"
+        return array
+
+    def _array(self, level: int, array: str) -> AsyncArray | None:
+        path = f"{level}/{self._physical(level, array)}"
+        with self._lock:
+            if path in self._arrays:
+                return self._arrays[path]
+        doc = self._doc(path)
+        arr = None
+        if doc is not None:
+            if doc.get("node_type") != "array":
+                raise self.error(f"{path} is not a Zarr array", level, array)
+            src = self.src(path, level, array)
+            int_list(doc.get("shape"), "shape", src, None, 0, MAX_COORD)
+            try:
+                arr = AsyncArray(metadata=doc, store_path=StorePath(self.io.store, path))
+            except Exception as exc:  # zarr raises many types for malformed metadata
+                raise self.error(f"cannot open the Zarr array: {exc}", level, array) from None
+        with self._lock:
+            self._arrays[path] = arr
+        return arr
+
+    def _grid_origin(self, level: int, array: str, arr: AsyncArray) -> np.ndarray:
+        """Absolute chunk key of grid cell 0 of a grid array."""
+        path = f"{level}/{self._physical(level, array)}"
+        with self._lock:
+            if path in self._origins:
+                return self._origins[path]
+        knd = self.key_ndim(level)
+        src = self.src(path, level, array)
+        attrs = self._attrs(path) or {}
+        if attrs.get("chunk_grid_origin") is not None:
+            origin = np.asarray(
+                int_list(attrs["chunk_grid_origin"], "chunk_grid_origin", src, knd, -MAX_COORD),
+                np.int64,
+            )
+        else:  # seed 000 §6.2: cells count from bounds_min (see the level's grid_origin)
+            origin = np.zeros(knd, np.int64)
+        with self._lock:
+            self._origins[path] = origin
+        return origin
+
+    def _cells(
+        self, level: int, array: str, chunks: np.ndarray
+    ) -> tuple[AsyncArray | None, np.ndarray, np.ndarray]:
+        """``(array, cell indices, inside)`` of absolute chunk keys ``chunks``."""
+        arr = self._array(level, array)
+        knd = self.key_ndim(level)
+        if arr is None or len(chunks) == 0:
+            return arr, np.empty((0, knd), np.int64), np.zeros(len(chunks), bool)
+        if arr.ndim < knd:
+            raise self.error(f"array of rank {arr.ndim} on a {knd}-D chunk grid", level, array)
+        grid = np.asarray(arr.shape[:knd], np.int64)
+        cells = chunks - self._grid_origin(level, array, arr)
+        inside = np.all((cells >= 0) & (cells < grid), axis=1)
+        return arr, cells, inside
+
+    def _read_cell_arrays(
+        self, level: int, array: str, chunks: np.ndarray
+    ) -> list[np.ndarray | ZVFormatError | None]:
+        """The payload slice ``array[cell]`` of every chunk (``None`` outside the grid)."""
+        arr, cells, inside = self._cells(level, array, chunks)
+        out: list[np.ndarray | ZVFormatError | None] = [None] * len(chunks)
+        if arr is None or not inside.any():
+            return out
+        payload = int(np.prod(arr.shape[cells.shape[1] :], dtype=object)) * arr.dtype.itemsize
+        if payload > MAX_CELL_BYTES:
+            raise self.error(f"one cell would hold {payload} bytes", level, array)
+        pos = np.flatnonzero(inside).tolist()
+
+        async def one(cell: tuple[int, ...]) -> Any:
+            return await arr.getitem(cell)
+
+        async def run() -> list[Any]:
+            return await asyncio.gather(
+                *(one(tuple(int(c) for c in cells[p])) for p in pos), return_exceptions=True
+            )
+
+        for p, res in zip(pos, sync(run()), strict=True):
+            if isinstance(res, BaseException):
+                out[p] = self.error(
+                    f"cannot read the cell: {type(res).__name__}: {res}", level, array, chunks[p]
+                )
+            else:
+                out[p] = np.asarray(res)
+        return out
+
+    # -- grid arrays -------------------------------------------------------------------
+    def list_chunks(self, level: int, array: str = "vertices") -> np.ndarray:
+        key = (level, array)
+        with self._lock:
+            if key in self._listings:
+                return self._listings[key]
+        knd = self.key_ndim(level)
+        arr = self._array(level, array)
+        if arr is None:
+            chunks = np.empty((0, knd), np.int64)
+        else:
+            grid = [int(n) for n in arr.shape[:knd]]
+            count = int(np.prod(grid, dtype=object))
+            if count > MAX_CELLS:
+                raise self.error(f"a chunk grid of {count} cells", level, array)
+            origin = self._grid_origin(level, array, arr)
+            mesh = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in grid), indexing="ij")
+            cand = np.stack([m.reshape(-1) for m in mesh], axis=1).reshape(-1, knd) + origin
+            stored = self._stored_cells(level, array, arr, knd)
+            if stored is not None:
+                cand = cand[np.isin(_rowkeys(cand - origin, grid), _rowkeys(stored, grid))]
+            values = self.read_cells(level, [array], cand)[array]
+            keep = np.array([v is not None for v in values], dtype=bool)
+            chunks = sort_chunks(cand[keep]) if len(cand) else cand
+        with self._lock:
+            self._listings[key] = chunks
+        return chunks
+
+    def _stored_cells(self, level: int, array: str, arr: AsyncArray, knd: int):
+        """Grid cells that have a stored Zarr chunk (``None`` when the store cannot list):
+        zarr does not write chunks that are all fill value, so the others are empty."""
+        if not self.io.listable:
+            return None
+        meta = arr.metadata
+        chunk_shape = getattr(meta.chunk_grid, "chunk_shape", None)
+        if chunk_shape is None or any(int(c) != 1 for c in chunk_shape[:knd]):
+            return None
+        enc = meta.chunk_key_encoding
+        sep = getattr(enc, "separator", "/")
+        prefix = "c" + sep if getattr(enc, "name", "default") == "default" else ""
+        path = f"{level}/{self._physical(level, array)}/"
+
+        async def keys() -> list[str]:
+            return [k async for k in self.io.store.list_prefix(path)]
+
+        out = []
+        for k in sync(keys()):
+            rel = k[len(path) :]
+            if not rel.startswith(prefix) or rel.endswith("zarr.json"):
+                continue
+            try:
+                parts = [int(p) for p in rel[len(prefix) :].split(sep)]
+            except ValueError:
+                continue
+            if len(parts) == arr.ndim:
+                out.append(parts[:knd])
+        return np.asarray(out, np.int64).reshape(-1, knd)
+
+    def knows_chunks(self, level: int) -> bool:
+        return True
+
+    def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
+        arr = self._array(level, array)
+        if arr is None:
+            return None
+        attrs = dict(self._attrs(f"{level}/{self._physical(level, array)}") or {})
+        knd = self.key_ndim(level)
+        attrs["dtype"] = str(arr.dtype)
+        attrs.setdefault("encoding", "raw")
+        if array.startswith("vertex_attributes/") and arr.ndim == knd + 2:
+            attrs["row_shape"] = [int(arr.shape[-1])]
+        elif array.startswith("vertex_attributes/"):
+            attrs.pop("row_shape", None)
+        return attrs
+
+    def read_cells(
+        self, level: int, arrays: Sequence[str], chunks: np.ndarray
+    ) -> dict[str, list[bytes | ZVFormatError | None]]:
+        chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, self.key_ndim(level))
+        need = list(dict.fromkeys(["vertices", "vertex_fragments", *arrays]))
+        raw = {a: self._read_cell_arrays(level, a, chunks) for a in need}
+        counts = [self._row_count(level, raw, i) for i in range(len(chunks))]
+        out: dict[str, list[bytes | ZVFormatError | None]] = {}
+        for a in arrays:
+            cells: list[bytes | ZVFormatError | None] = []
+            for i, cell in enumerate(raw[a]):
+                n = counts[i]
+                if isinstance(n, ZVFormatError):
+                    cells.append(n.located(store=self.io.name, level=level, chunk=chunks[i]))
+                elif isinstance(cell, ZVFormatError) or cell is None or n is None:
+                    cells.append(cell if isinstance(cell, ZVFormatError) else None)
+                elif a == "vertex_fragments":
+                    cells.append(_fragment_blob(cell))
+                else:
+                    rows = np.ascontiguousarray(cell[:n])
+                    cells.append(rows.astype(rows.dtype.newbyteorder("<")).tobytes())
+            out[a] = cells
+        return out
+
+    def _row_count(self, level: int, raw: dict[str, list], i: int) -> int | ZVFormatError | None:
+        """Used rows of cell ``i`` (``None`` = empty cell)."""
+        verts = raw["vertices"][i]
+        if isinstance(verts, ZVFormatError):
+            return verts
+        if verts is None:
+            return None
+        if verts.ndim != 2:
+            return self.error(f"vertex cell of shape {list(verts.shape)}", level, "vertices")
+        frags = raw["vertex_fragments"][i]
+        if isinstance(frags, ZVFormatError):
+            return frags
+        if frags is not None:
+            blob = _fragment_blob(frags)
+            if isinstance(blob, ZVFormatError):
+                return blob.located(array="vertex_fragments")
+            if blob is not None:
+                try:
+                    fi = decode_fragment_index(blob, verts.shape[0])
+                except ZVFormatError as exc:
+                    return exc.located(array="vertex_fragments")
+                ends = [0]
+                if fi.count.size:
+                    ends.append(int(np.max(np.where(fi.start >= 0, fi.start + fi.count, 0))))
+                if fi.explicit_rows.size:
+                    ends.append(int(fi.explicit_rows.max()) + 1)
+                return max(ends) or None
+        fill = self._array(level, "vertices").metadata.fill_value
+        pad = np.all(_is_fill(verts, fill), axis=1)
+        used = np.flatnonzero(~pad)
+        return int(used[-1]) + 1 if used.size else None
+
+    def list_attributes(self, level: int, kind: str) -> list[str]:
+        folders = _VERTEX_ATTRIBUTE_DIRS if kind == "vertex" else _ATTRIBUTE_DIRS[kind]
+        names: list[str] = []
+        for folder in folders:
+            listed = self.io.list_dir_known(f"{level}/{folder}", all_nodes=True) or []
+            names += [n for n in listed if n != "zarr.json" and n not in names]
+        return sorted(n for n in names if self._doc(f"{level}/{_folder(kind, n, self, level)}"))
+
+    # -- links -------------------------------------------------------------------------
+    def link_deltas(self, level: int) -> list[int]:
+        deltas = set()
+        for folder in ("links", "cross_chunk_links"):
+            for name in self.io.list_dir_known(f"{level}/{folder}", all_nodes=True) or ():
+                try:
+                    deltas.add(int(name))
+                except ValueError:
+                    continue
+        return sorted(deltas)
+
+    def link_width(self, level: int, delta: int = 0) -> int | None:
+        arr = self._array(level, f"links/{delta_name(delta)}")
+        if arr is not None:
+            if arr.ndim != self.key_ndim(level) + 2:
+                raise self.error(
+                    f"links array of rank {arr.ndim}", level, f"links/{delta_name(delta)}"
+                )
+            return int(arr.shape[-1])
+        prefix = f"{level}/cross_chunk_links/{delta_name(delta)}"
+        attrs = self._attrs(prefix)
+        if attrs is None:
+            return None
+        return int_field(attrs, "link_width", self.src(prefix, level), 2, 1, 64)
+
+    def read_links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
+        knd = self.key_ndim(level)
+        width = self.link_width(level, delta)
+        if width is None:
+            return LinkSet.empty(2, knd)
+        d = delta_name(delta)
+        array = f"links/{d}"
+        wanted = self.list_chunks(level) if chunks is None else chunks
+        wanted = np.asarray(wanted, np.int64).reshape(-1, knd)
+        parts_c, parts_r = [], []
+        arr = self._array(level, array)
+        if arr is not None:
+            fill = arr.metadata.fill_value
+            for chunk, cell in zip(
+                wanted, self._read_cell_arrays(level, array, wanted), strict=True
+            ):
+                if isinstance(cell, ZVFormatError):
+                    raise cell
+                if cell is None:
+                    continue
+                rows = cell.reshape(-1, width)
+                rows = rows[~np.any(_is_fill(rows, fill), axis=1)].astype(np.int64)
+                if delta != 0 and len(rows):
+                    raise self.error(
+                        "cross-level links need chunk coordinates; store them in cross_chunk_links",
+                        level,
+                        array,
+                    )
+                parts_r.append(rows)
+                parts_c.append(np.broadcast_to(chunk, (len(rows), width, knd)))
+        cross = self._cross_chunk(level, delta, width, chunks)
+        if cross is not None:
+            parts_c.append(cross[0])
+            parts_r.append(cross[1])
+        if not parts_r:
+            return LinkSet.empty(width, knd)
+        return LinkSet(
+            np.concatenate(parts_c).astype(np.int64), np.concatenate(parts_r).astype(np.int64)
+        )
+
+    def _cross_chunk(self, level: int, delta: int, width: int, chunks: np.ndarray | None):
+        d = delta_name(delta)
+        prefix = f"{level}/cross_chunk_links/{d}"
+        if self._attrs(prefix) is None and self._doc(f"{prefix}/data") is None:
+            return None
+        (blob,) = self._whole(level, [f"cross_chunk_links/{d}/data"])
+        if blob is None:
+            return None
+        knd = int_field(self._attrs(prefix) or {}, "sid_ndim", self.src(prefix, level), None, 1, 16)
+        try:
+            cc, cr = decode_cross_chunk_records(
+                np.ascontiguousarray(blob).tobytes(), width, knd or self.key_ndim(level)
+            )
+        except ZVFormatError as exc:
+            raise exc.located(
+                store=self.io.name, level=level, array=f"cross_chunk_links/{d}"
+            ) from None
+        if chunks is None:
+            return cc, cr
+        keep = _touches(cc, np.asarray(chunks, np.int64), delta)
+        return cc[keep], cr[keep]
+
+    # -- plain arrays ------------------------------------------------------------------
+    def _whole(self, level: int, arrays: Sequence[str]) -> list[np.ndarray | None]:
+        """Whole contents of plain (non-grid) arrays, read concurrently."""
+        opened = [self._array(level, a) for a in arrays]
+
+        async def one(arr: AsyncArray | None) -> Any:
+            if arr is None:
+                return None
+            return await arr.getitem(tuple(slice(None) for _ in arr.shape))
+
+        async def run() -> list[Any]:
+            return await asyncio.gather(*(one(a) for a in opened), return_exceptions=True)
+
+        out: list[np.ndarray | None] = []
+        for a, res in zip(arrays, sync(run()), strict=True):
+            if isinstance(res, BaseException):
+                raise self.error(
+                    f"cannot read the array: {type(res).__name__}: {res}", level, a
+                ) from None
+            out.append(None if res is None else np.asarray(res))
+        return out
+
+    # -- objects and groups -------------------------------------------------------------
+    def read_object_table(self, level: int) -> ObjectTable | None:
+        where = f"{level}/object_index"
+        if self._doc(where) is None and self._doc(f"{where}/data") is None:
+            return None
+        data, offsets = self._whole(level, ["object_index/data", "object_index/offsets"])
+        if data is None or offsets is None:
+            raise self.error("object_index needs data and offsets arrays", level, "object_index")
+        if data.dtype != np.uint8 or data.ndim != 1 or offsets.ndim != 1:
+            raise self.error(
+                f"object_index data {data.dtype} {list(data.shape)} / offsets "
+                f"{list(offsets.shape)} are not 1-D bytes and offsets",
+                level,
+                "object_index",
+            )
+        attrs = self._attrs(where) or {}
+        n = int_field(attrs, "num_objects", self.src(where, level), offsets.size, 0, offsets.size)
+        try:
+            manifests = split_offset_manifests(data.tobytes(), offsets[:n].astype(np.int64))
+        except ZVFormatError as exc:
+            raise exc.located(store=self.io.name, level=level, array="object_index") from None
+        return ObjectTable(np.arange(n, dtype=np.int64), manifests)
+
+    def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:
+        names = self.list_attributes(level, "object")
+        values = self._whole(level, [f"object_attributes/{n}" for n in names])
+        out = {}
+        for name, vals in zip(names, values, strict=True):
+            if vals is None:
+                continue
+            if vals.ndim == 0:
+                raise self.error("a scalar object attribute", level, f"object_attributes/{name}")
+            out[name] = ObjectAttribute(
+                vals, None, dict(self.array_attributes(level, f"object_attributes/{name}") or {})
+            )
+        return out
+
+    def read_groups(self, level: int) -> GroupTable | None:
+        (table,) = self._whole(level, ["groupings"])
+        if table is None:
+            return None
+        if table.ndim != 2 or table.dtype.kind not in "iu":
+            raise self.error(f"groupings of {table.dtype} {list(table.shape)}", level, "groupings")
+        fill = self._array(level, "groupings").metadata.fill_value
+        members = {}
+        for g, row in enumerate(table.astype(np.int64)):
+            members[g] = row[~_is_fill(row, fill) & (row >= 0)]
+        return GroupTable(members)
+
+    def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
+        names = self.list_attributes(level, "group")
+        values = self._whole(level, [f"group_attributes/{n}" for n in names])
+        return {n: v for n, v in zip(names, values, strict=True) if v is not None}
+
+
+def _folder(kind: str, name: str, layout: DenseLayout, level: int) -> str:
+    if kind == "vertex":
+        return layout._physical(level, f"vertex_attributes/{name}")
+    return f"{_ATTRIBUTE_DIRS[kind][0]}/{name}"
+
+
+def _rowkeys(cells: np.ndarray, grid: list[int]) -> np.ndarray:
+    """Flat C-order index of grid cells (for set membership)."""
+    if len(cells) == 0:
+        return np.empty(0, np.int64)
+    return np.ravel_multi_index(tuple(cells.T), grid, mode="clip")
+
+
+def _is_fill(values: np.ndarray, fill: Any) -> np.ndarray:
+    """Elementwise ``values == fill`` (NaN-aware)."""
+    f = np.asarray(fill if fill is not None else 0)
+    if values.dtype.kind == "f" and f.dtype.kind == "f" and np.isnan(f):
+        return np.isnan(values)
+    return (
+        values == f.astype(values.dtype) if f.dtype.kind in "biuf" else np.zeros_like(values, bool)
+    )
+
+
+def _fragment_blob(cell: np.ndarray) -> bytes | ZVFormatError | None:
+    """A cell of the padded ``vertex_fragments`` byte grid, cut at the length its ZVFG header
+    implies (``None`` for an all-fill cell)."""
+    raw = np.ascontiguousarray(cell, dtype=np.uint8).tobytes()
+    if not raw.strip(b"\x00"):
+        return None
+    try:
+        return raw[: fragment_index_length(raw)]
+    except ZVFormatError as exc:
+        return exc
+
+
+__all__ = ["DenseLayout", "is_dense_vertices"]
