@@ -347,11 +347,22 @@ def test_a_pyramid_by_default_and_none_on_request(tmp_path):
     assert len(store.levels) >= 2
     counts = [lv.vertex_count for lv in store.levels]
     assert counts[0] == 30_000 and counts[-1] < 10_000
+    assert counts[1] > 30_000 / 16  # about one vertex per level-0 bin: ~8x fewer per level
     assert store.read(len(store.levels) - 1).vertex_count == counts[-1]
     assert zv.open(str(path)).validate().errors == []
 
     flat = nzv.open_store(save(layer, tmp_path / "flat.zarrvectors", pyramid=False))
     assert len(flat.levels) == 1 and flat.levels[0].vertex_count == 30_000
+
+
+def test_bins_aim_at_one_vertex_each_within_limits():
+    from napari_zarr_vectors.write import choose_cells, choose_subcells
+
+    assert choose_cells(5_000, 3) == 1
+    assert choose_cells(1_000_000, 3) == 4  # about 20,000 vertices per chunk
+    assert choose_subcells(1_000_000, 3, 4) == 25  # 100 bins per axis over the extent
+    assert choose_subcells(50, 3, 1) == 4  # never fewer than the writer's default
+    assert choose_subcells(10**9, 2, 1) == int(20_000**0.5)  # never more than a chunk holds
 
 
 def test_pyramid_choice_follows_extent_and_size():

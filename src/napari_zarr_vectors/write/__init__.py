@@ -22,6 +22,7 @@ from .engine import (
     check_target,
     choose_cells,
     choose_pyramid,
+    choose_subcells,
     require_writer,
     write_store,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "check_target",
     "choose_cells",
     "choose_pyramid",
+    "choose_subcells",
     "export_objects",
     "require_writer",
     "spec_from_geometry",

@@ -11,8 +11,8 @@ safe:
 * a failed write leaves nothing behind: the store is built under a hidden temporary sibling
   name and renamed into place only once complete.
 
-The layout (chunk grid) and the pyramid are chosen from the data's extent and size
-(:func:`choose_cells`, :func:`choose_pyramid`).
+The layout (chunk grid, bins) and the pyramid are chosen from the data's extent and size
+(:func:`choose_cells`, :func:`choose_subcells`, :func:`choose_pyramid`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ WRITE_EXTRA = 'pip install "napari-zarr-vectors[write]"'
 VERTICES_PER_CHUNK = 20_000
 #: Most chunks per axis the automatic layout picks.
 MAX_CELLS_PER_AXIS = 64
-#: Bins per chunk edge (the reference writer's default).
+#: Fewest bins per chunk edge (the reference writer's default).
 SUBCELLS = 4
 #: The automatic pyramid coarsens until a level is expected to hold at most this many
 #: vertices (well inside the reader's default vertex budget of 60,000).
@@ -90,6 +90,18 @@ def choose_cells(n_vertices: int, ndim: int) -> int:
         return 1
     per_axis = math.ceil((n_vertices / VERTICES_PER_CHUNK) ** (1.0 / ndim))
     return int(min(max(per_axis, 1), MAX_CELLS_PER_AXIS))
+
+
+def choose_subcells(n_vertices: int, ndim: int, cells: int) -> int:
+    """Bins per chunk edge: about one vertex per level-0 bin if spread evenly (so the first
+    coarser level, with bins twice as large, holds several times fewer vertices), at least
+    :data:`SUBCELLS`, and at most :data:`VERTICES_PER_CHUNK` bins per chunk."""
+    if ndim < 1:
+        return SUBCELLS
+    per_chunk = n_vertices / max(cells, 1) ** ndim
+    wanted = round(per_chunk ** (1.0 / ndim)) if per_chunk > 0 else SUBCELLS
+    most = int(VERTICES_PER_CHUNK ** (1.0 / ndim))
+    return int(min(max(wanted, SUBCELLS), max(most, SUBCELLS)))
 
 
 @dataclass(frozen=True)
@@ -227,12 +239,13 @@ def write_store(
 
     lo, hi = spec.resolved_bounds()
     cells = choose_cells(spec.vertex_count, spec.ndim)
+    subcells = choose_subcells(spec.vertex_count, spec.ndim, cells)
     extent = hi - lo
     chunk_shape = np.where(extent > 0, extent / cells, 1.0)
     plan = pyramid if isinstance(pyramid, PyramidPlan) else None
     if plan is None:
         plan = (
-            choose_pyramid(spec.vertex_count, extent, chunk_shape, chunk_shape / SUBCELLS)
+            choose_pyramid(spec.vertex_count, extent, chunk_shape, chunk_shape / subcells)
             if pyramid
             else PyramidPlan()
         )
@@ -256,7 +269,7 @@ def write_store(
         bounds=(tuple(float(v) for v in lo), tuple(float(v) for v in hi)),
         axes=axes,
         kind=spec.geometry_type,
-        layout=Layout(cells=cells, subcells=SUBCELLS),
+        layout=Layout(cells=cells, subcells=subcells),
     )
     tmp = path.parent / f".{path.name}.partial-{uuid.uuid4().hex[:8]}"
     try:
