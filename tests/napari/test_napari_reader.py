@@ -461,8 +461,9 @@ def test_a_zv_store_opens_with_this_plugin_once_registered(
     reference = by_role(read(v07_store("skeleton")))
     got = {layer.metadata["zarr_vectors"]["role"]: layer for layer in opened}
     assert sorted(got) == sorted(reference) and len(got) == 3
-    for role, (data, _, layer_type) in reference.items():
+    for role, (data, kwargs, layer_type) in reference.items():
         assert got[role]._type_string == layer_type
+        assert got[role].name == kwargs["name"]  # "skeleton bounds": no ".zv" in the name
         np.testing.assert_array_equal(np.asarray(got[role].data), np.asarray(data))
 
 

@@ -128,8 +128,11 @@ class Store:
 
     @property
     def name(self) -> str:
-        """The store's folder name without its ``.zarrvectors`` suffix."""
+        """The store's folder name without its ``.zarrvectors`` (or short ``.zv``) suffix."""
         base = PurePosixPath(self.path.rstrip("/").replace("\\", "/")).name
+        for suffix in (".zarrvectors", ".zv"):
+            if base.endswith(suffix) and len(base) > len(suffix):
+                return base[: -len(suffix)]
         return base.split(".zarrvectors")[0] or base
 
     @property
