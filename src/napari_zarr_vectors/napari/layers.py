@@ -383,6 +383,9 @@ def _tracks_layer(
         colormap=_DEFAULT_COLORMAP,
         colormaps_dict={direction: direction_colormap},
         tail_width=2.0,
+        # napari's default (additive) turns dense tractography white; translucent lines
+        # keep their colours where thousands overlap
+        blending="translucent",
     )
     return data, kwargs, "tracks"
 
