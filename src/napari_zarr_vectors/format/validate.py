@@ -199,3 +199,32 @@ def str_list(value: Any, field: str, src: Source) -> list[str]:
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise src.error(field, f"is {_describe(value)}, expected a list of strings")
     return list(value)
+
+
+#: Most elements one Zarr chunk (or one inner chunk of a shard) may declare: zarr allocates a
+#: whole chunk to decode it, so a hostile ``chunk_shape`` could otherwise claim gigabytes.
+MAX_CHUNK_ELEMENTS = 1 << 24
+
+
+def check_zarr_array_doc(doc: Mapping[str, Any], src: Source) -> None:
+    """Bound what zarr will allocate for an array: ``shape`` and every (inner) chunk shape
+    must be lists of non-negative integers, a chunk at most :data:`MAX_CHUNK_ELEMENTS`."""
+    int_list(doc.get("shape"), "shape", src, None, 0, MAX_COORD)
+    grid = as_mapping(doc.get("chunk_grid"), "chunk_grid", src)
+    config = as_mapping(grid.get("configuration"), "chunk_grid.configuration", src)
+    shapes = [("chunk_grid.configuration.chunk_shape", config.get("chunk_shape"))]
+    codecs = doc.get("codecs")
+    if isinstance(codecs, list):
+        for i, codec in enumerate(codecs):
+            if isinstance(codec, Mapping) and codec.get("name") == "sharding_indexed":
+                inner = as_mapping(codec.get("configuration"), f"codecs[{i}].configuration", src)
+                shapes.append((f"codecs[{i}].configuration.chunk_shape", inner.get("chunk_shape")))
+    for field, shape in shapes:
+        if shape is None:
+            continue
+        dims = int_list(shape, field, src, None, 1, MAX_COORD)
+        total = 1
+        for d in dims:
+            total *= d
+        if total > MAX_CHUNK_ELEMENTS:
+            raise src.error(field, f"declares chunks of {total} elements")

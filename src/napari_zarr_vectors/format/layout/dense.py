@@ -50,7 +50,7 @@ from ..decode.links import decode_cross_chunk_records
 from ..decode.manifests import split_offset_manifests
 from ..errors import ZVFormatError
 from ..metadata import LevelInfo
-from ..validate import MAX_COORD, int_field, int_list
+from ..validate import MAX_COORD, check_zarr_array_doc, int_field, int_list
 from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
 from .keys import delta_name, sort_chunks
 from .v07 import _touches
@@ -126,8 +126,7 @@ class DenseLayout(Layout):
         if doc is not None:
             if doc.get("node_type") != "array":
                 raise self.error(f"{path} is not a Zarr array", level, array)
-            src = self.src(path, level, array)
-            int_list(doc.get("shape"), "shape", src, None, 0, MAX_COORD)
+            check_zarr_array_doc(doc, self.src(path, level, array))
             try:
                 arr = AsyncArray(metadata=doc, store_path=StorePath(self.io.store, path))
             except Exception as exc:  # zarr raises many types for malformed metadata

@@ -18,7 +18,7 @@ from ..decode.manifests import split_flat_manifests, split_offset_manifests
 from ..discovery import candidate_deltas, level_chunk_grid, warn_unlisted
 from ..errors import ZVChunkWarning, ZVError, ZVFetchError, ZVFormatError, chunk_key
 from ..metadata import MAX_NDIM
-from ..validate import Source, int_field, int_list, str_field
+from ..validate import Source, check_zarr_array_doc, int_field, int_list, str_field
 from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
 from .keys import delta_name, parse_chunk_keys, sort_chunks
 
@@ -368,6 +368,10 @@ class V07Layout(Layout):
         return ObjectTable(np.arange(n, dtype=np.int64), manifests)
 
     def _vlen_items(self, path: str, n: int, level: int) -> list[bytes]:
+        doc = self._doc(path)
+        if doc is None:
+            raise self.error("the vlen-bytes array has no zarr.json", level, path)
+        check_zarr_array_doc(doc, self.src(path, level))
         try:
             arr = zarr.open_array(store=self.io.store, path=path, mode="r")
         except Exception as exc:  # zarr raises many types for broken arrays

@@ -52,6 +52,7 @@ from ..errors import ZVFetchError, ZVFormatError
 from ..validate import (
     MAX_COORD,
     bool_field,
+    check_zarr_array_doc,
     int_field,
     int_list,
     list_field,
@@ -279,6 +280,7 @@ class V09Layout(Layout):
             return None
         if doc.get("node_type") != "array":
             raise self.error(f"{path} is a Zarr {doc.get('node_type')}, not an array", level)
+        check_zarr_array_doc(doc, self.src(path, level))
         try:
             return AsyncArray(metadata=doc, store_path=StorePath(self.io.store, path))
         except Exception as exc:  # zarr raises many types for malformed metadata

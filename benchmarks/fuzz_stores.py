@@ -1,0 +1,523 @@
+"""Mutation fuzz campaign over real ZV stores (issue 11, point 3).
+
+Run: ``python benchmarks/fuzz_stores.py --cases N --seed S [--jobs J] [--out report.json]``.
+
+Every case copies nothing: each worker keeps its own working copy of the stores of
+``tests/data`` (every geometry type, the 0.7 and 0.9 layouts, the 0.9 edge cases and, when
+present, the dense seed-002 stores of ``tests/data/dense``), mutates **one file** of one store,
+opens the store and reads it the way a user does (every level: whole level, a box, object ids,
+box + ids, group ids, object and group attributes, links, chunk list, parametric objects), then
+restores the file's original bytes.
+
+Mutations
+---------
+* chunk bytes (``c/...`` files and 0.9 shards): ``flip`` (1-8 random bit flips), ``truncate``
+  (cut at a random length), ``zero`` (same length, all zero), ``grow`` (random bytes appended);
+* ``zarr.json`` documents (root, levels, groups, arrays): one value anywhere in the document
+  becomes a string, ``null``, negative, huge (``2**31``, ``2**62``, ``1e308``), a wrong
+  container type (list <-> number, dict -> list), or one key is removed.
+
+A case **escapes** when anything other than a :class:`~napari_zarr_vectors.format.ZVError`
+leaves the reader (``ZVChunkWarning`` gaps are the expected outcome inside chunks); a case is
+**slow** when it takes more than 2 s. The report gives cases, outcomes, escapes (with the first
+tracebacks), slow cases, the slowest case and peak memory (max RSS of the workers). A worker runs
+under an address-space limit (``--memory-limit-gb``, default 6) so that a hostile size which tries
+to allocate more than the bytes can hold fails loudly (as an escaped ``MemoryError``) instead of
+passing unnoticed on an overcommitting kernel.
+
+``tests/format/test_fuzz_campaign.py`` imports this module and runs a short campaign.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parent / "tests" / "data"
+
+#: Seconds above which a case counts as slow.
+SLOW_SECONDS = 2.0
+#: A case still running after this many seconds is aborted and counted as hung (and escaped).
+HANG_SECONDS = 60
+
+CHUNK_MUTATIONS = ("flip", "truncate", "zero", "grow")
+JSON_MUTATIONS = ("string", "null", "negative", "huge", "wrong_type", "remove_key")
+HUGE_VALUES = (2**31, 2**62, 1e308, -(2**63), 10**30)
+
+
+def default_stores(data: Path = DATA) -> list[Path]:
+    """Every real store the campaign mutates: one per geometry type and layout, plus edge cases."""
+    stores: list[Path] = []
+    for sub in ("v07", "v09", "v09/edge-cases", "dense"):
+        folder = data / sub
+        if folder.is_dir():
+            stores += sorted(p for p in folder.glob("*.zarrvectors") if p.is_dir())
+    return stores
+
+
+# -- mutations -------------------------------------------------------------------------------
+def mutate_bytes(raw: bytes, kind: str, rng: np.random.Generator) -> bytes:
+    """One chunk-byte mutation: ``flip``, ``truncate``, ``zero`` or ``grow``."""
+    if kind == "flip":
+        if not raw:
+            return b"\x01"
+        buf = bytearray(raw)
+        for _ in range(int(rng.integers(1, 9))):
+            i = int(rng.integers(0, len(buf)))
+            buf[i] ^= 1 << int(rng.integers(0, 8))
+        return bytes(buf)
+    if kind == "truncate":
+        return raw[: int(rng.integers(0, max(len(raw), 1)))]
+    if kind == "zero":
+        return bytes(len(raw))
+    if kind == "grow":
+        extra = int(rng.choice([1, 4, 8, 64, 4096]))
+        return raw + rng.integers(0, 256, extra, dtype=np.uint8).tobytes()
+    raise ValueError(f"unknown chunk mutation {kind!r}")
+
+
+def _json_sites(doc: Any, path: tuple = ()) -> list[tuple]:
+    """Paths (tuples of keys / indices) of every node of a JSON document below its root."""
+    sites = []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            sites.append((*path, k))
+            sites += _json_sites(v, (*path, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:16]):
+            sites.append((*path, i))
+            sites += _json_sites(v, (*path, i))
+    return sites
+
+
+def _replacement(value: Any, kind: str, rng: np.random.Generator) -> Any:
+    if kind == "string":
+        return str(value) if not isinstance(value, str) else "x" + value
+    if kind == "null":
+        return None
+    if kind == "negative":
+        if isinstance(value, bool):
+            return -1
+        if isinstance(value, int | float):
+            return -abs(value) - 1
+        if isinstance(value, list):
+            return [-1] * max(len(value), 1)
+        return -1
+    if kind == "huge":
+        h = HUGE_VALUES[int(rng.integers(0, len(HUGE_VALUES)))]
+        if isinstance(value, list) and value:
+            return [h] * len(value)
+        return h
+    if kind == "wrong_type":
+        if isinstance(value, list):
+            return 7
+        if isinstance(value, dict):
+            return [1, 2]
+        if isinstance(value, str):
+            return 3
+        return [value, value]
+    raise ValueError(f"unknown json mutation {kind!r}")
+
+
+def mutate_json(raw: bytes, kind: str, rng: np.random.Generator) -> tuple[bytes, str]:
+    """One ``zarr.json`` mutation; returns the new bytes and where it struck."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return mutate_bytes(raw, "flip", rng), "unparsable"
+    sites = _json_sites(doc)
+    if not sites:
+        return b"{}", "root"
+    site = sites[int(rng.integers(0, len(sites)))]
+    parent = doc
+    for k in site[:-1]:
+        parent = parent[k]
+    last = site[-1]
+    if kind == "remove_key" and isinstance(parent, dict) or kind == "remove_key":
+        del parent[last]
+    else:
+        parent[last] = _replacement(parent[last], kind, rng)
+    return json.dumps(doc).encode(), "/".join(str(s) for s in site)
+
+
+# -- the reads of one case -------------------------------------------------------------------
+@dataclass
+class StoreFacts:
+    """What the campaign needs to know of an unmutated store (files, a box, ids)."""
+
+    path: Path
+    json_files: list[str]
+    chunk_files: list[str]
+    box: tuple[np.ndarray, np.ndarray]
+    object_ids: dict[int, list[int]] = field(default_factory=dict)
+    group_ids: list[int] = field(default_factory=list)
+
+
+def store_facts(path: Path) -> StoreFacts:
+    """Files of a store (relative keys) and, from a clean open, a middle box and a few ids."""
+    from napari_zarr_vectors.format import open_store
+
+    json_files, chunk_files = [], []
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            rel = os.path.relpath(os.path.join(root, f), path).replace(os.sep, "/")
+            (json_files if f == "zarr.json" else chunk_files).append(rel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = open_store(path)
+        lo, hi = s.bounds
+        box = (lo + 0.25 * (hi - lo), lo + 0.75 * (hi - lo))
+        ids = {lv.index: [int(i) for i in s.object_ids(lv.index)[:3]] for lv in s.levels}
+        groups = sorted(s.groups(0))[:2]
+    return StoreFacts(path, sorted(json_files), sorted(chunk_files), box, ids, groups)
+
+
+def exercise(path: Path, facts: StoreFacts) -> dict[str, int]:
+    """Open ``path`` and read it like a user does; returns counts (for the test's checks)."""
+    from napari_zarr_vectors.format import open_store
+
+    counts: Counter = Counter()
+    s = open_store(path)
+    for lv in s.levels:
+        level = lv.index
+        counts["vertices"] += len(s.read(level).positions)
+        counts["box_vertices"] += len(s.read(level, bbox=facts.box).positions)
+        counts["chunks"] += len(s.chunks(level))
+        s.vertex_attribute_names(level)
+        ids = facts.object_ids.get(level) or []
+        if ids:
+            counts["id_vertices"] += len(s.read(level, object_ids=ids).positions)
+            counts["id_box_vertices"] += len(
+                s.read(level, bbox=facts.box, object_ids=ids[:1]).positions
+            )
+        counts["objects"] += len(s.object_ids(level))
+        s.object_presence(level)
+        s.object_attributes(level)
+        s.object_attribute_presence(level)
+        for delta in s.layout.link_deltas(level):
+            counts["links"] += len(s.links(level, delta))
+    if facts.group_ids:
+        counts["group_vertices"] += len(s.read(0, group_ids=facts.group_ids).positions)
+        counts["group_box_vertices"] += len(
+            s.read(0, bbox=facts.box, group_ids=facts.group_ids[:1]).positions
+        )
+    counts["groups"] += len(s.groups(0))
+    s.group_names(0)
+    s.group_attributes(0)
+    counts["parametric"] += len(s.parametric_objects)
+    return dict(counts)
+
+
+# -- cases -----------------------------------------------------------------------------------
+@dataclass
+class Case:
+    """One mutation: which store, which file, how."""
+
+    index: int
+    store: int
+    file: str
+    kind: str
+    where: str = ""
+
+    def describe(self, stores: list[StoreFacts]) -> str:
+        name = "/".join(stores[self.store].path.parts[-2:])
+        where = f" at {self.where}" if self.where else ""
+        return f"case {self.index}: {name}/{self.file} {self.kind}{where}"
+
+
+def draw_case(index: int, seed: int, stores: list[StoreFacts]) -> tuple[Case, np.random.Generator]:
+    """The case ``index`` of campaign ``seed`` (independent of every other case)."""
+    rng = np.random.default_rng([seed, index])
+    si = int(rng.integers(0, len(stores)))
+    facts = stores[si]
+    use_json = rng.random() < 0.5 or not facts.chunk_files
+    if use_json:
+        # root and level documents are few but matter most: give them a fair share
+        top = [f for f in facts.json_files if f.count("/") <= 2]
+        pool = top if (rng.random() < 0.4 and top) else facts.json_files
+        kind = JSON_MUTATIONS[int(rng.integers(0, len(JSON_MUTATIONS)))]
+    else:
+        pool = facts.chunk_files
+        kind = CHUNK_MUTATIONS[int(rng.integers(0, len(CHUNK_MUTATIONS)))]
+    return Case(index, si, pool[int(rng.integers(0, len(pool)))], kind), rng
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise TimeoutError(f"case still running after {HANG_SECONDS} s")
+
+
+@dataclass
+class Result:
+    """Outcome of one case."""
+
+    case: str
+    outcome: str  # "ok", "ok+gaps", "ZVFormatError", ... or "ESCAPED <type>"
+    seconds: float
+    error: str = ""
+    index: int = -1
+    rss_growth_mb: float = 0.0  # how much this case raised the process's peak RSS
+
+
+def run_case(index: int, seed: int, stores: list[StoreFacts]) -> Result:
+    """Apply case ``index`` to the working copies, exercise the store, restore the file."""
+    from napari_zarr_vectors.format import ZVChunkWarning, ZVError
+
+    peak_before = _peak_rss_mb()
+    case, rng = draw_case(index, seed, stores)
+    facts = stores[case.store]
+    target = facts.path / case.file
+    original = target.read_bytes()
+    if case.kind in CHUNK_MUTATIONS:
+        mutated = mutate_bytes(original, case.kind, rng)
+    else:
+        mutated, case.where = mutate_json(original, case.kind, rng)
+    target.write_bytes(mutated)
+    t0 = time.perf_counter()
+    old = signal.signal(signal.SIGALRM, _alarm) if hasattr(signal, "SIGALRM") else None
+    if old is not None:
+        signal.alarm(HANG_SECONDS)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            exercise(facts.path, facts)
+        gaps = any(issubclass(w.category, ZVChunkWarning) for w in caught)
+        outcome, error = ("ok+gaps" if gaps else "ok"), ""
+    except ZVError as exc:
+        outcome, error = type(exc).__name__, str(exc)[:300]
+    except BaseException as exc:  # noqa: BLE001 - counting escapes is the point
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        outcome = f"ESCAPED {type(exc).__name__}"
+        error = "".join(traceback.format_exception(exc))[-3000:]
+    finally:
+        if old is not None:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+        target.write_bytes(original)
+    seconds = time.perf_counter() - t0
+    growth = _peak_rss_mb() - peak_before
+    return Result(case.describe(stores), outcome, seconds, error, index, growth)
+
+
+def prepare(work: Path, sources: list[Path]) -> list[StoreFacts]:
+    """Copy ``sources`` into ``work`` and collect their facts."""
+    facts = []
+    for i, src in enumerate(sources):
+        dst = work / f"{i:02d}_{src.parent.name}" / src.name
+        if not dst.exists():
+            shutil.copytree(src, dst)
+        facts.append(store_facts(dst))
+    return facts
+
+
+@dataclass
+class Report:
+    """Aggregated results of a campaign."""
+
+    cases: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    escaped: list[Result] = field(default_factory=list)
+    slow: list[Result] = field(default_factory=list)
+    slowest: tuple[float, str] = (0.0, "")
+    seconds: float = 0.0
+    peak_rss_mb: float = 0.0
+    #: the case that raised a worker's peak RSS the most (after the first few cases)
+    biggest_growth: tuple[float, str] = (0.0, "")
+    #: slow cases timed again alone after the campaign (``--recheck-slow``)
+    rechecked: list[tuple[str, float]] = field(default_factory=list)
+
+    def add(self, r: Result) -> None:
+        self.cases += 1
+        self.outcomes[r.outcome.split(" ")[0] if r.outcome.startswith("ESC") else r.outcome] += 1
+        if r.outcome.startswith("ESCAPED"):
+            self.escaped.append(r)
+        if r.seconds > SLOW_SECONDS:
+            self.slow.append(r)
+        if r.seconds > self.slowest[0]:
+            self.slowest = (r.seconds, r.case)
+        if self.cases > 20 and r.rss_growth_mb > self.biggest_growth[0]:
+            self.biggest_growth = (r.rss_growth_mb, r.case)
+
+    def merge(self, other: Report) -> None:
+        self.cases += other.cases
+        self.outcomes.update(other.outcomes)
+        self.escaped += other.escaped
+        self.slow += other.slow
+        self.slowest = max(self.slowest, other.slowest)
+        self.biggest_growth = max(self.biggest_growth, other.biggest_growth)
+        self.peak_rss_mb = max(self.peak_rss_mb, other.peak_rss_mb)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "cases": self.cases,
+            "escaped": len(self.escaped),
+            "slow_over_2s": len(self.slow),
+            "slowest_seconds": round(self.slowest[0], 3),
+            "slowest_case": self.slowest[1],
+            "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "largest_rss_growth_mb": round(self.biggest_growth[0], 1),
+            "largest_rss_growth_case": self.biggest_growth[1],
+            "slow_on_recheck": sum(1 for _, t in self.rechecked if t > SLOW_SECONDS),
+            "rechecked_slow_cases": [
+                {"case": c, "seconds_alone": round(t, 2)} for c, t in self.rechecked[:50]
+            ],
+            "seconds": round(self.seconds, 1),
+            "outcomes": dict(sorted(self.outcomes.items())),
+            "escaped_cases": [
+                {"case": r.case, "outcome": r.outcome, "error": r.error} for r in self.escaped[:50]
+            ],
+            "slow_cases": [
+                {"case": r.case, "seconds": round(r.seconds, 2)} for r in self.slow[:50]
+            ],
+        }
+
+
+def _peak_rss_mb() -> float:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 1024.0 if sys.platform != "darwin" else rss / 2**20
+
+
+def run_worker(
+    indices: range | list[int],
+    seed: int,
+    sources: list[Path],
+    work: Path,
+    deadline: float | None = None,
+    progress: Path | None = None,
+) -> Report:
+    """Run the cases ``indices`` in one process (own working copies under ``work``)."""
+    stores = prepare(work, sources)
+    report = Report()
+    t0 = time.perf_counter()
+    for n, index in enumerate(indices):
+        if deadline is not None and time.time() > deadline:
+            break
+        report.add(run_case(index, seed, stores))
+        if progress is not None and n % 500 == 499:
+            report.seconds = time.perf_counter() - t0
+            report.peak_rss_mb = _peak_rss_mb()
+            progress.write_text(json.dumps(report.as_dict(), indent=1))
+    report.seconds = time.perf_counter() - t0
+    report.peak_rss_mb = _peak_rss_mb()
+    return report
+
+
+def _worker_main(args: tuple) -> Report:
+    indices, seed, sources, work, deadline, progress, mem_gb = args
+    if mem_gb:
+        limit = int(mem_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return run_worker(indices, seed, sources, work, deadline, progress)
+
+
+def campaign(
+    cases: int,
+    seed: int = 0,
+    jobs: int = 1,
+    sources: list[Path] | None = None,
+    work: Path | None = None,
+    time_limit: float | None = None,
+    memory_limit_gb: float | None = 6.0,
+    progress_dir: Path | None = None,
+) -> Report:
+    """Run ``cases`` cases of campaign ``seed`` over ``sources`` with ``jobs`` processes."""
+    sources = default_stores() if sources is None else sources
+    own = work is None
+    work = Path(tempfile.mkdtemp(prefix="zv_fuzz_")) if work is None else work
+    deadline = None if time_limit is None else time.time() + time_limit
+    t0 = time.perf_counter()
+    try:
+        if jobs <= 1:
+            report = run_worker(range(cases), seed, sources, work / "w0", deadline)
+        else:
+            tasks = [
+                (
+                    list(range(j, cases, jobs)),
+                    seed,
+                    sources,
+                    work / f"w{j}",
+                    deadline,
+                    None if progress_dir is None else progress_dir / f"progress_w{j}.json",
+                    memory_limit_gb,
+                )
+                for j in range(jobs)
+            ]
+            with mp.get_context("fork").Pool(jobs) as pool:
+                parts = pool.map(_worker_main, tasks)
+            report = Report()
+            for part in parts:
+                report.merge(part)
+    finally:
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--time-limit", type=float, default=None, help="stop after this many s")
+    ap.add_argument("--memory-limit-gb", type=float, default=6.0)
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "fuzz_stores.json")
+    ap.add_argument(
+        "--recheck-slow",
+        action="store_true",
+        help="time every slow case again, alone, after the campaign (separates slow reads "
+        "from CPU contention on a shared machine)",
+    )
+    args = ap.parse_args(argv)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.jobs <= 1 and args.memory_limit_gb:
+        limit = int(args.memory_limit_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    report = campaign(
+        args.cases,
+        args.seed,
+        max(args.jobs, 2) if args.jobs > 1 else 1,
+        time_limit=args.time_limit,
+        memory_limit_gb=args.memory_limit_gb,
+        progress_dir=args.out.parent,
+    )
+    if args.recheck_slow and report.slow:
+        work = Path(tempfile.mkdtemp(prefix="zv_fuzz_recheck_"))
+        try:
+            stores = prepare(work, default_stores())
+            for r in report.slow:
+                again = run_case(r.index, args.seed, stores)
+                report.rechecked.append((again.case, again.seconds))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    out = report.as_dict()
+    out["seed"] = args.seed
+    out["requested_cases"] = args.cases
+    args.out.write_text(json.dumps(out, indent=1))
+    summary = {k: v for k, v in out.items() if k not in ("escaped_cases", "slow_cases")}
+    print(json.dumps(summary, indent=1))
+    for r in report.escaped[:5]:
+        print(f"\n--- {r.case}: {r.outcome}\n{r.error}")
+    slow = report.slow if not args.recheck_slow else [t for _, t in report.rechecked if t > 2]
+    return 1 if report.escaped or slow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

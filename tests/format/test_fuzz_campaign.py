@@ -1,0 +1,92 @@
+"""A short, deterministic run of the mutation fuzz campaign (``benchmarks/fuzz_stores.py``).
+
+The campaign's own mutation and reading code is imported, not copied. Every case must end in
+data or in one of the project's errors: no other exception escapes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_campaign():
+    spec = importlib.util.spec_from_file_location("fuzz_stores", ROOT / "benchmarks" / "fuzz_stores.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fuzz_stores"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fz = _load_campaign()
+
+CASES = 240
+SEED = 20261124
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    return fz.campaign(CASES, SEED, jobs=1, work=tmp_path_factory.mktemp("fuzz"))
+
+
+def test_short_campaign_has_no_escapes(campaign) -> None:
+    escaped = "\n\n".join(f"{r.case}: {r.outcome}\n{r.error}" for r in campaign.escaped)
+    assert campaign.cases == CASES
+    assert not campaign.escaped, escaped
+
+
+def test_short_campaign_exercises_both_outcomes(campaign) -> None:
+    """Corruptions are caught (project errors or gaps) and many cases still read data."""
+    o = campaign.outcomes
+    assert sum(o.values()) == CASES
+    assert o["ZVFormatError"] > 0 and o["ok+gaps"] > 0 and o["ok"] > 0
+
+
+def test_cases_are_deterministic_and_cover_every_store() -> None:
+    stores = [fz.StoreFacts(p, ["zarr.json"], ["c/0"], (np.zeros(3), np.ones(3))) for p in fz.default_stores()]
+    draws = [fz.draw_case(i, SEED, stores)[0] for i in range(2000)]
+    again = [fz.draw_case(i, SEED, stores)[0] for i in range(2000)]
+    assert [(c.store, c.file, c.kind) for c in draws] == [(c.store, c.file, c.kind) for c in again]
+    assert {c.store for c in draws} == set(range(len(stores)))
+    kinds = Counter(c.kind for c in draws)
+    assert set(kinds) == set(fz.CHUNK_MUTATIONS) | set(fz.JSON_MUTATIONS)
+    layouts = {p.parent.name for p in fz.default_stores()}
+    assert {"v07", "v09", "dense"} <= layouts
+
+
+def test_mutations_change_the_bytes() -> None:
+    rng = np.random.default_rng(0)
+    raw = bytes(range(256)) * 4
+    assert fz.mutate_bytes(raw, "zero", rng) == bytes(len(raw))
+    assert len(fz.mutate_bytes(raw, "truncate", rng)) < len(raw)
+    grown = fz.mutate_bytes(raw, "grow", rng)
+    assert grown[: len(raw)] == raw and len(grown) > len(raw)
+    flipped = fz.mutate_bytes(raw, "flip", rng)
+    assert len(flipped) == len(raw) and flipped != raw
+    doc = {"attributes": {"zarr_vectors_level": {"vertex_count": 12}}}
+    for kind, check in [
+        ("string", lambda v: isinstance(v, str)),
+        ("null", lambda v: v is None),
+        ("negative", lambda v: v == -13),
+    ]:
+        out, where = fz.mutate_json(json.dumps(doc).encode(), kind, np.random.default_rng(3))
+        assert out != json.dumps(doc).encode() and where
+
+
+def test_exercise_reads_data_of_a_clean_store() -> None:
+    """The reads of a case return the store's data (the baseline every mutation departs from)."""
+    path = ROOT / "tests" / "data" / "v09" / "points.zarrvectors"
+    facts = fz.store_facts(path)
+    counts = fz.exercise(path, facts)
+    expected = json.loads((ROOT / "tests" / "data" / "v09" / "expected" / "points.json").read_text())
+    assert counts["objects"] > 0 and counts["groups"] == len(expected["input"]["groups"])
+    assert 0 < counts["box_vertices"] < counts["vertices"]
+    assert 0 < counts["id_box_vertices"] <= counts["id_vertices"]
