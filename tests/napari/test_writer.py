@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _zv_napari import v07_store
+from _zv_napari import DATA, v07_store
 from napari.layers import Layer, Points, Shapes, Surface, Tracks, Vectors
 
 import napari_zarr_vectors as nzv
@@ -69,9 +69,9 @@ def reopen(path) -> list[Layer]:
     return [Layer.create(d, k, t) for d, k, t in out[1:]]
 
 
-def copy_fixture(name: str, tmp_path: Path) -> Path:
+def copy_fixture(name: str, tmp_path: Path, version: str = "v07") -> Path:
     dst = tmp_path / "src" / f"{name}.zarrvectors"
-    shutil.copytree(v07_store(name), dst)
+    shutil.copytree(DATA / version / f"{name}.zarrvectors", dst)
     return dst
 
 
@@ -266,9 +266,12 @@ def _objects(store) -> dict[int, list]:
     return out
 
 
+@pytest.mark.parametrize("version", ["v07", "v09"])
 @pytest.mark.parametrize("name", ["points", "polylines", "streamlines", "mesh", "lines"])
-def test_store_layers_save_as_their_geometry_with_ids_attributes_and_groups(name, tmp_path):
-    src = copy_fixture(name, tmp_path)
+def test_store_layers_save_as_their_geometry_with_ids_attributes_and_groups(
+    name, version, tmp_path
+):
+    src = copy_fixture(name, tmp_path, version)
     tuples = store_layers(src)
     out = save([Layer.create(*t) for t in tuples], tmp_path / f"{name}-copy.zarrvectors")
     a, b = nzv.open_store(src), nzv.open_store(out)
@@ -303,9 +306,10 @@ def test_store_layers_save_as_their_geometry_with_ids_attributes_and_groups(name
     assert zv.open(str(out)).validate().errors == []
 
 
+@pytest.mark.parametrize("version", ["v07", "v09"])
 @pytest.mark.parametrize("name", ["graph", "skeleton"])
-def test_graph_edges_and_nodes_layers_save_as_the_graph(name, tmp_path):
-    src = copy_fixture(name, tmp_path)
+def test_graph_edges_and_nodes_layers_save_as_the_graph(name, version, tmp_path):
+    src = copy_fixture(name, tmp_path, version)
     tuples = store_layers(src)
     out = save([Layer.create(*t) for t in tuples], tmp_path / f"{name}-copy.zarrvectors")
     a, b = nzv.open_store(src), nzv.open_store(out)
@@ -510,3 +514,18 @@ def test_string_vertex_attributes_survive_a_tracks_layer(tmp_path):
     np.testing.assert_array_equal(g.positions[order], f32(positions))
     assert g.vertex_attributes["kind"][order].tolist() == kind.tolist()
     assert out.object_attributes(0)["fa"].tolist() == [0.25, 0.75]
+
+
+def test_skeleton_cycles_are_refused(tmp_path):
+    from napari_zarr_vectors.write import WriteSpec
+
+    spec = WriteSpec(
+        "skeleton",
+        np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0.0]]),
+        axes=("x", "y", "z"),
+        units=(None,) * 3,
+        edges=np.array([[0, 1], [1, 2], [2, 0]]),
+    )
+    with pytest.raises(WriteError, match="cycle"):
+        write_store(tmp_path / "loop.zarrvectors", spec, pyramid=False)
+    assert list(tmp_path.iterdir()) == []
