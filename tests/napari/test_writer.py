@@ -529,3 +529,11 @@ def test_skeleton_cycles_are_refused(tmp_path):
     with pytest.raises(WriteError, match="cycle"):
         write_store(tmp_path / "loop.zarrvectors", spec, pyramid=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_empty_and_non_finite_layers_are_refused(tmp_path):
+    with pytest.raises(WriteError, match="no vertices"):
+        save(Points(np.zeros((0, 3))), tmp_path / "empty.zarrvectors")
+    with pytest.raises(WriteError, match="non-finite"):
+        save(Points(np.array([[0, 0, np.nan], [1, 1, 1.0]])), tmp_path / "nan.zarrvectors")
+    assert list(tmp_path.iterdir()) == []

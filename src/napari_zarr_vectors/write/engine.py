@@ -234,6 +234,11 @@ def write_store(
         Refused targets, invalid input, a failed write (nothing is left behind).
     """
     path = check_target(target, sources)
+    label = f"{spec.name!r}" if spec.name else "the data"
+    if not spec.vertex_count:
+        raise WriteError(f"{label} holds no vertices: nothing to write")
+    if not np.isfinite(spec.positions).all():
+        raise WriteError(f"{label} has non-finite coordinates (NaN or infinity)")
     zv = require_writer()
     from zarr_vectors.api import Axis, Layout, Schema
 
