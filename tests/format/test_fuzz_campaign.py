@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load_campaign():
-    spec = importlib.util.spec_from_file_location("fuzz_stores", ROOT / "benchmarks" / "fuzz_stores.py")
+    spec = importlib.util.spec_from_file_location(
+        "fuzz_stores", ROOT / "benchmarks" / "fuzz_stores.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules["fuzz_stores"] = module
     spec.loader.exec_module(module)
@@ -51,7 +53,10 @@ def test_short_campaign_exercises_both_outcomes(campaign) -> None:
 
 
 def test_cases_are_deterministic_and_cover_every_store() -> None:
-    stores = [fz.StoreFacts(p, ["zarr.json"], ["c/0"], (np.zeros(3), np.ones(3))) for p in fz.default_stores()]
+    stores = [
+        fz.StoreFacts(p, ["zarr.json"], ["c/0"], (np.zeros(3), np.ones(3)))
+        for p in fz.default_stores()
+    ]
     draws = [fz.draw_case(i, SEED, stores)[0] for i in range(2000)]
     again = [fz.draw_case(i, SEED, stores)[0] for i in range(2000)]
     assert [(c.store, c.file, c.kind) for c in draws] == [(c.store, c.file, c.kind) for c in again]
@@ -72,11 +77,7 @@ def test_mutations_change_the_bytes() -> None:
     flipped = fz.mutate_bytes(raw, "flip", rng)
     assert len(flipped) == len(raw) and flipped != raw
     doc = {"attributes": {"zarr_vectors_level": {"vertex_count": 12}}}
-    for kind, check in [
-        ("string", lambda v: isinstance(v, str)),
-        ("null", lambda v: v is None),
-        ("negative", lambda v: v == -13),
-    ]:
+    for kind in ("string", "null", "negative", "huge", "wrong_type", "remove_key"):
         out, where = fz.mutate_json(json.dumps(doc).encode(), kind, np.random.default_rng(3))
         assert out != json.dumps(doc).encode() and where
 
@@ -86,7 +87,9 @@ def test_exercise_reads_data_of_a_clean_store() -> None:
     path = ROOT / "tests" / "data" / "v09" / "points.zarrvectors"
     facts = fz.store_facts(path)
     counts = fz.exercise(path, facts)
-    expected = json.loads((ROOT / "tests" / "data" / "v09" / "expected" / "points.json").read_text())
+    expected = json.loads(
+        (ROOT / "tests" / "data" / "v09" / "expected" / "points.json").read_text()
+    )
     assert counts["objects"] > 0 and counts["groups"] == len(expected["input"]["groups"])
     assert 0 < counts["box_vertices"] < counts["vertices"]
     assert 0 < counts["id_box_vertices"] <= counts["id_vertices"]
