@@ -495,6 +495,26 @@ def test_budget_setting_and_per_store_override(make_napari_viewer, qtbot, monkey
     assert "showing" in viewer.status and "of the ~240 points in view" in viewer.status
 
 
+def test_a_big_store_opens_with_its_bounds_and_loads_its_data_in_the_background(
+    make_napari_viewer, qtbot, monkeypatch
+):
+    from napari_zarr_vectors.napari import reader
+
+    monkeypatch.setattr(reader, "BACKGROUND_READ_VERTICES", 0)  # every store is "big"
+    viewer = make_napari_viewer()
+    c = open_in_viewer(viewer, v07_store("streamlines"), vertex_budget=500)
+    # at once: the bounds box only, the window stays responsive
+    assert [layer.name for layer in viewer.layers] == ["streamlines bounds"]
+    assert c.layers == [] and c.bounds_layer is viewer.layers[0]
+    settle(qtbot, c)
+    # then the controller's worker adds the data layers, within the budget
+    assert len(c.layers) == 1 and c.layers[0] in viewer.layers
+    tracks = c.layers[0]
+    assert 0 < len(tracks.data) == c.vertex_count <= 500
+    assert tracks.metadata["zarr_vectors"]["session"]
+    assert controller_for(tracks) is c and "level" in viewer.status
+
+
 def test_the_default_budget_adapts_to_the_measured_swap_cost(monkeypatch):
     from napari_zarr_vectors.napari import settings
 

@@ -1119,9 +1119,10 @@ def register_pending(
     return token
 
 
-def install_viewer_hooks() -> None:
+def install_viewer_hooks() -> int:
     """Watch the layer lists of every open ``napari.Viewer`` (once per viewer) so that
-    layers a reader made get a controller when they are inserted.
+    layers a reader made get a controller when they are inserted; returns how many viewers
+    are watched (0: the layers will stay static).
 
     napari's npe2 readers return layer data and never see the viewer; every path that opens
     a file (drag and drop, *File > Open*, ``viewer.open``, ``napari path``, samples) reads
@@ -1130,7 +1131,7 @@ def install_viewer_hooks() -> None:
     try:
         from napari import Viewer
     except ImportError:  # pragma: no cover
-        return
+        return 0
     viewers = list(getattr(Viewer, "_instances", ()))
     if not viewers:
         from napari import current_viewer
@@ -1139,6 +1140,7 @@ def install_viewer_hooks() -> None:
         viewers = [current] if current is not None else []
     for viewer in viewers:
         hook_viewer(viewer)
+    return len(viewers)
 
 
 def hook_viewer(viewer: Any) -> None:

@@ -47,6 +47,10 @@ READER_PATTERN = READER_PATTERNS[0]
 #: Store-name suffixes that make a URL worth asking the core about.
 STORE_SUFFIXES = (".zarrvectors", ".zv")
 
+#: A camera-less overview that reads more vertices than this (whole chunks) is loaded in the
+#: background by the controller when a viewer will show it: the reader returns the bounds.
+BACKGROUND_READ_VERTICES = 2_000_000
+
 #: Budget of :func:`choose_level` when called without one. The level-of-detail reader uses
 #: :func:`.settings.vertex_budget` instead (``NZV_VERTEX_BUDGET``).
 VERTEX_BUDGET = 200_000
@@ -139,14 +143,28 @@ def _read_static(store: Any, level: int) -> list[LayerData]:
 
 
 def _read_lod(store: Any, vertex_budget: int | None) -> list[LayerData]:
-    from .controller import register_pending
+    from .controller import install_viewer_hooks, register_pending
     from .loader import Loader, LoadRequest, shared_cache
     from .settings import vertex_budget as default_budget
 
     budget = int(vertex_budget) if vertex_budget is not None else default_budget()
     loader = Loader(store, shared_cache())
+    request = LoadRequest(budget=budget, force=True)
+    plan, _ = loader.plan(request)
+    if float(plan.estimates.sum()) > BACKGROUND_READ_VERTICES and install_viewer_hooks():
+        # a big overview: the bounds now, the data from the controller's worker (with
+        # progress) instead of a frozen window while it decodes
+        bounds = bounds_box_layer(store_info(store, plan.level, lod=True, objects=False))
+        empty = np.empty((0, store.levels[0].key_ndim), np.int64)
+        token = register_pending(store, loader, 1, (plan.level, empty, None), vertex_budget)
+        bounds[1]["metadata"]["zarr_vectors"]["session"] = token
+        _notify_info(
+            f"{store.name}: a large store (~{int(plan.estimates.sum()):,} vertices at level "
+            f"{plan.level}); loading what the view shows in the background"
+        )
+        return [bounds]
     try:
-        result = loader.load(LoadRequest(budget=budget, force=True))
+        result = loader.load(request)
     except nzv.MissingDependencyError as e:
         return _missing_dependency(store, e)
     assert result is not None
@@ -188,19 +206,21 @@ def choose_level(levels: Sequence[Any], budget: int | None = None) -> int:
     return initial_level(levels, VERTEX_BUDGET if budget is None else budget)
 
 
-def store_info(store: Any, level: int, *, lod: bool = False) -> StoreInfo:
+def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = True) -> StoreInfo:
     """The store facts the layer builders need (metadata, object attributes, groups).
 
     ``lod``: for level-of-detail layers, whose level changes with the view: names without
     the level, the Shapes-or-fast decision made once for the whole store (see
     :attr:`.layers.StoreInfo.shapes_hint`), and the same feature columns at every level --
     a coarse level that keeps level-0 object ids but stores no object attributes or groups
-    (groups live at level 0 in every known writer) gets level 0's.
+    (groups live at level 0 in every known writer) gets level 0's. ``objects=False`` leaves
+    object attributes and groups out (the bounds box needs none, and reading them decodes
+    the object index).
     """
     lo, hi = store.bounds
-    object_attributes = _optional(store.object_attributes, level)
-    groups = _optional(store.groups, level)
-    if lod and level != 0 and _keeps_object_ids(store, level):
+    object_attributes = _optional(store.object_attributes, level) if objects else {}
+    groups = _optional(store.groups, level) if objects else {}
+    if objects and lod and level != 0 and _keeps_object_ids(store, level):
         object_attributes = object_attributes or _optional(store.object_attributes, 0)
         groups = groups or _optional(store.groups, 0)
     return StoreInfo(
