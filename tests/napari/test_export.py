@@ -183,6 +183,19 @@ def test_widget_exports_filtered_then_isolated_objects(
     ids, why = widget_selection(widget)
     assert why == FILTERED and ids[0] > 0
     np.testing.assert_array_equal(ids, session.filters.allowed())
+    # zoomed into a corner of a 2-D slice at full resolution: the layers hold only part of
+    # the selected objects, the export still reads them whole
+    target.lock_level(0)
+    viewer.dims.ndisplay = 2
+    viewer.reset_view()
+    camera = viewer.scene.camera
+    camera.center = tuple(np.asarray(target.store.bounds[0])[::-1][-2:] + 5.0)
+    camera.zoom = camera.zoom * 8
+    qtbot.wait(400)
+    qtbot.waitUntil(lambda: not target.is_loading, timeout=10_000)
+    store = nzv.open_store(src)
+    whole = sum(len(p) for p in paths_by_id(store, ids).values())
+    assert len(target.layers[0].data) < whole
 
     steps = []
     call = _Activity.__call__
@@ -200,7 +213,10 @@ def test_widget_exports_filtered_then_isolated_objects(
     assert [s for s, _, _ in steps] == sorted(s for s, _, _ in steps)
     assert all(main for _, _, main in steps)
     filtered = nzv.open_store(tmp_path / "filtered.zarrvectors")
-    np.testing.assert_array_equal(filtered.object_attributes(0)["source_object_id"], ids)
+    source_ids = filtered.object_attributes(0)["source_object_id"]
+    np.testing.assert_array_equal(source_ids, ids)
+    got = paths_by_id(filtered, filtered.object_ids(0))
+    assert {int(source_ids[k]): v for k, v in got.items()} == paths_by_id(store, ids)
     assert "exported" in widget.status.text()
 
     iso = widget.isolate(int(ids[-1]))
@@ -213,7 +229,6 @@ def test_widget_exports_filtered_then_isolated_objects(
     with qtbot.waitSignal(worker.finished, timeout=20_000):
         pass
     one = nzv.open_store(tmp_path / "one.zarrvectors")
-    store = nzv.open_store(src)
     assert list(paths_by_id(one, [0]).values()) == list(paths_by_id(store, ids2).values())
 
     # the store being browsed is never the target
