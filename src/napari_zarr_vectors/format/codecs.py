@@ -21,6 +21,11 @@ from .validate import Source, int_list, list_field
 #: Largest payload a compressed frame may declare when the array gives no size of its own.
 MAX_PAYLOAD_BYTES = 1 << 31
 
+#: Largest expansion a compressed frame can physically reach (zstd's best case, an RLE block
+#: of 128 KiB in 4 bytes, is 32 768; blosc and gzip stay below): a frame that declares more
+#: than this times its own length is corrupt, and nothing is allocated for it.
+MAX_RATIO = 1 << 16
+
 _COMPRESSORS: dict[str, Any] = {
     "zstd": numcodecs.Zstd,
     "blosc": numcodecs.Blosc,
@@ -60,7 +65,7 @@ def _decode_crc32c(data: bytes) -> bytes:
     payload, stored = data[:-4], data[-4:]
     from numcodecs.checksum32 import CRC32C
 
-    if CRC32C().encode(payload)[-4:] != stored:
+    if bytes(np.asarray(CRC32C().encode(payload), np.uint8)[-4:]) != bytes(stored):
         raise ZVFormatError("crc32c checksum mismatch")
     return payload
 
@@ -97,6 +102,11 @@ def decode_bytes_chunk(
         declared = _declared_size(name, data)
         if declared is not None and declared > MAX_PAYLOAD_BYTES:
             raise ZVFormatError(f"{name} frame declares an absurd payload of {declared} bytes")
+        if declared is not None and declared > max(len(data), 64) * MAX_RATIO:
+            raise ZVFormatError(
+                f"{name} frame of {len(data)} bytes declares {declared} bytes, more than "
+                "its bytes can hold"
+            )
         if (
             last
             and expected_size is not None

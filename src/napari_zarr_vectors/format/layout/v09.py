@@ -38,7 +38,7 @@ from zarr.core.sync import sync
 from zarr.storage import StorePath
 
 from ..chunks import ChunkTable
-from ..codecs import decode_bytes_chunk
+from ..codecs import _decode_crc32c, decode_bytes_chunk
 from ..decode.arrays import decode_attribute, parse_dtype
 from ..decode.fragments import expand_ranges
 from ..decode.links import decode_ragged_links
@@ -81,6 +81,9 @@ class _Grid:
     shape: np.ndarray  # (key_ndim,)
     attrs: dict[str, Any]
     direct: tuple[dict[str, Any], ...] | None  # bytes-to-bytes codecs, None = read via zarr
+    #: sharded arrays of one-cell inner chunks read without zarr: (shard shape, inner
+    #: bytes-to-bytes codecs, index checksummed); None = not such an array
+    shard: tuple[np.ndarray, tuple[dict[str, Any], ...], bool] | None = None
 
     def locate(self, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cell index of every chunk and whether it lies inside this array's grid."""
@@ -110,6 +113,57 @@ class _Segment:
     offsets: np.ndarray  # (width - 1, key_ndim) int64
     has_perm: bool
     intra: bool  # flat rows (delta 0, all offsets zero) instead of a ragged blob
+
+
+def _shard_plan(
+    codecs: list[dict[str, Any]], grid_cfg: Any, knd: int
+) -> tuple[np.ndarray, tuple[dict[str, Any], ...], bool] | None:
+    """How to read a sharded vlen-bytes array directly (what 0.9 writers produce: one-cell
+    inner chunks, ``vlen-bytes`` + optional compressors, a little-endian index at the end),
+    or ``None`` when zarr must read it."""
+    if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
+        return None
+    cfg = codecs[0].get("configuration")
+    shard = grid_cfg.get("chunk_shape") if isinstance(grid_cfg, dict) else None
+    if not isinstance(cfg, dict) or not isinstance(shard, list) or len(shard) != knd:
+        return None
+    inner = [c if isinstance(c, dict) else {"name": c} for c in cfg.get("codecs") or []]
+    index = [c if isinstance(c, dict) else {"name": c} for c in cfg.get("index_codecs") or []]
+    names = [c.get("name") for c in index]
+    little = not index or (index[0].get("configuration") or {}).get("endian", "little") == "little"
+    if (
+        cfg.get("chunk_shape") != [1] * knd
+        or cfg.get("index_location", "end") != "end"
+        or not inner
+        or inner[0].get("name") != "vlen-bytes"
+        or not all(c.get("name") in _DIRECT_CODECS for c in inner[1:])
+        or names not in (["bytes"], ["bytes", "crc32c"])
+        or not little
+        or not all(isinstance(n, int) and n >= 1 for n in shard)
+    ):
+        return None
+    return np.asarray(shard, np.int64), tuple(inner[1:]), names == ["bytes", "crc32c"]
+
+
+def _shard_cell(raw: bytes, local: int, n_inner: int, plan: tuple) -> bytes | None:
+    """One inner one-cell chunk of a shard file (its vlen payload; ``None`` when empty)."""
+    _shape, inner, checksummed = plan
+    size = 16 * n_inner + (4 if checksummed else 0)
+    if len(raw) < size:
+        raise ZVFormatError(f"shard of {len(raw)} bytes is shorter than its {size}-byte index")
+    index = raw[len(raw) - size :]
+    if checksummed:
+        index = _decode_crc32c(index)
+    offset, nbytes = (int(v) for v in np.frombuffer(index, "<u8", 2, 16 * local))
+    if offset == nbytes == 2**64 - 1:
+        return None
+    if offset + nbytes > len(raw) - size:
+        raise ZVFormatError(
+            f"shard index points at bytes {offset}..{offset + nbytes} beyond the data"
+        )
+    chunk = raw[offset : offset + nbytes]
+    data = decode_bytes_chunk(chunk, [{"name": "bytes"}, *inner]) if inner else chunk
+    return _unpack_vlen(data)
 
 
 def _unpack_vlen(data: bytes) -> bytes | None:
@@ -348,7 +402,7 @@ class V09Layout(Layout):
             and all(c.get("name") in _DIRECT_CODECS for c in codecs[1:])
         ):
             direct = tuple(codecs[1:])
-        return _Grid(path, arr, origin, shape, attrs, direct)
+        return _Grid(path, arr, origin, shape, attrs, direct, _shard_plan(codecs, grid_cfg, knd))
 
     # -- grid arrays -------------------------------------------------------------------
     def list_chunks(self, level: int, array: str = "vertices") -> np.ndarray:
@@ -461,13 +515,16 @@ class V09Layout(Layout):
         direct: list[tuple[int, int, _Grid]] = []  # (request, position, grid) per key
         keys: list[str] = []
         via_zarr: dict[int, tuple[_Grid, np.ndarray, np.ndarray]] = {}
+        sharded: list[tuple[int, np.ndarray, np.ndarray, _Grid]] = []
         for r, (array, chunks) in enumerate(requests):
             grid = self._grid(level, array)
             if grid is None or len(chunks) == 0:
                 continue
             cells, inside = grid.locate(chunks)
             pos = np.flatnonzero(inside)
-            if grid.direct is None:
+            if grid.direct is None and grid.shard is not None:
+                sharded.append((r, pos, cells[pos], grid))
+            elif grid.direct is None:
                 via_zarr[r] = (grid, pos, cells[pos])
             else:
                 direct.extend((r, p, grid) for p in pos.tolist())
@@ -497,6 +554,9 @@ class V09Layout(Layout):
                         store=self.io.name, level=level, array=array, chunk=chunks[p]
                     )
 
+        if sharded:
+            self._read_sharded(level, requests, sharded, out)
+
         if via_zarr:
             order = list(via_zarr)
 
@@ -524,6 +584,44 @@ class V09Layout(Layout):
                     else:
                         out[r][p] = value
         return out
+
+    def _read_sharded(
+        self,
+        level: int,
+        requests: Sequence[tuple[str, np.ndarray]],
+        sharded: list[tuple[int, np.ndarray, np.ndarray, _Grid]],
+        out: list[list[bytes | ZVFormatError | None]],
+    ) -> None:
+        """Cells of sharded arrays: each shard file fetched once (all arrays in one batch),
+        its index and inner chunks decoded here with the bounded decoders."""
+        wanted: dict[str, int] = {}
+        plan_rows = []
+        for r, pos, cells, grid in sharded:
+            shape = grid.shard[0]
+            keys = grid.keys(cells // shape)
+            local = [
+                int(np.ravel_multi_index(tuple(c), tuple(shape))) for c in (cells % shape).tolist()
+            ]
+            for p, key, loc in zip(pos.tolist(), keys, local, strict=True):
+                wanted.setdefault(key, len(wanted))
+                plan_rows.append((r, p, key, loc, grid))
+        raws = self.io.fetch_many(list(wanted))
+        for r, p, key, loc, grid in plan_rows:
+            raw = raws[wanted[key]]
+            if raw is None:
+                continue
+            array, chunks = requests[r]
+            if isinstance(raw, ZVFetchError):
+                out[r][p] = raw.located(
+                    store=self.io.name, level=level, array=array, chunk=chunks[p]
+                )
+                continue
+            try:
+                out[r][p] = _shard_cell(raw, loc, int(np.prod(grid.shard[0])), grid.shard)
+            except ZVFormatError as exc:
+                out[r][p] = exc.located(
+                    store=self.io.name, level=level, array=array, chunk=chunks[p]
+                )
 
     @staticmethod
     async def _zarr_cells(grid: _Grid, cells: np.ndarray) -> list[bytes | BaseException | None]:
