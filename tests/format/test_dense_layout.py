@@ -190,6 +190,20 @@ def test_committed_dense_stores_match_the_writer(name: str, tmp_path_factory) ->
     np.testing.assert_array_equal(a.faces, b.faces)
 
 
+def test_chunk_boxes_follow_the_seed_grid(tmp_path_factory) -> None:
+    """Pyramid QA chunk boxes of a dense store hold exactly their cells' vertices."""
+    from napari_zarr_vectors.format.pyramid import chunk_boxes
+
+    s = store("points", tmp_path_factory)
+    lo, hi = chunk_boxes(s, 0)
+    pos = read(s, 0).positions
+    inside = np.zeros(len(pos), int)
+    for a, b in zip(lo, hi, strict=True):
+        inside += np.all((pos >= a) & (pos < b), axis=1) | np.all(pos == b, axis=1)
+    assert np.all(inside >= 1)
+    np.testing.assert_allclose(lo.min(0), truth("points").positions.min(0), atol=1e-4)
+
+
 if __name__ == "__main__":  # regenerate tests/data/dense: python tests/format/test_dense_layout.py
     import shutil
 

@@ -219,6 +219,8 @@ def chunk_boxes(store: Store, level: int) -> tuple[np.ndarray, np.ndarray]:
         spatial = spatial[np.sort(first)]
     cs = np.asarray(info.chunk_shape, np.float64)
     lo = spatial.astype(np.float64) * cs
+    if info.grid_origin is not None:  # the spec's dense form counts chunks from bounds_min
+        lo = lo + info.grid_origin
     return lo, lo + cs
 
 
@@ -245,6 +247,8 @@ def bin_boxes(
     cs = np.asarray(info.chunk_shape, np.float64)
     bs = np.asarray(info.bin_shape, np.float64)
     c_lo = spatial * cs
+    if info.grid_origin is not None:
+        c_lo = c_lo + info.grid_origin
     c_hi = c_lo + cs
     if occupied:
         keys = _chunk_keys_of(store, level, key)
