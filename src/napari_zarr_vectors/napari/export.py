@@ -18,7 +18,7 @@ import numpy as np
 
 from ..write.engine import WriteError, check_target
 from ..write.export import export_objects
-from .writer import SUFFIX, _Activity
+from .writer import SUFFIX, _Activity, with_suffix
 
 #: What :func:`selection_ids` chose, for the status line.
 ISOLATED = "isolated"
@@ -83,7 +83,7 @@ def export_selection(
     ids, why = widget_selection(widget)
     n_objects = widget.session.table.n_objects if widget.session is not None else 0
     what = describe_selection(ids, why, n_objects)
-    target = check_target(_with_suffix(path), [store.path])  # refuse before any work
+    target = check_target(with_suffix(path), [store.path])  # refuse before any work
     # progress: the worker emits steps through a Qt signal, the bar lives on the UI thread
     activity = _Activity(f"Exporting {target.name}")
     relay = _relay(activity)
@@ -155,8 +155,3 @@ def _relay(activity: _Activity) -> Any:
     relay = _Relay()
     relay.step.connect(relay.on_step, Qt.ConnectionType.QueuedConnection)
     return relay
-
-
-def _with_suffix(path: str | os.PathLike) -> Path:
-    target = Path(os.fspath(path))
-    return target if target.name.endswith(SUFFIX) else target.with_name(target.name + SUFFIX)

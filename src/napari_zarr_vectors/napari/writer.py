@@ -38,22 +38,26 @@ import numpy as np
 
 from ..write.engine import WriteError, write_store
 from ..write.spec import PATH_TYPES, WriteSpec
+from .browse_layers import META
+from .layers import (
+    _FLIP_WINDING,
+    DIRECTION,
+    GROUP_ID,
+    GROUPS,
+    OBJECT_ID,
+    _axis_reversal_is_mirror,
+)
 
 #: The store suffix napari's save dialog and ``layers.save`` use for this writer.
 SUFFIX = ".zarrvectors"
 
-META = "zarr_vectors"
-OBJECT_ID = "object_id"
-GROUP_ID = "group_id"
-GROUPS = "groups"
 #: Feature columns the reader derives (never store attributes).
-_DERIVED = ("direction", "zv_direction", "zv_highlight")
+_DERIVED = (DIRECTION, f"zv_{DIRECTION}", "zv_highlight")
 
 FullLayerData = tuple[Any, Mapping[str, Any], str]
 
 _CHANNEL = re.compile(r"^(?P<name>.+)\[(?P<i>\d+)\]$")
 _DEFAULT_LABEL = re.compile(r"^(axis )?-?\d+$")
-_FLIP_WINDING = [0, 2, 1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -85,9 +89,7 @@ def save_layers(
         x.as_layer_data_tuple() if hasattr(x, "as_layer_data_tuple") else x for x in layer_data
     ]
     spec, sources = spec_from_layers(tuples)
-    target = Path(os.fspath(path))
-    if not target.name.endswith(SUFFIX):
-        target = target.with_name(target.name + SUFFIX)
+    target = with_suffix(path)
     activity = _Activity(f"Saving {target.name}") if show_progress else None
     try:
         out = write_store(
@@ -99,6 +101,12 @@ def save_layers(
     finally:
         if activity is not None:
             activity.close()
+
+
+def with_suffix(path: str | os.PathLike) -> Path:
+    """``path`` ending in ``.zarrvectors`` (added when missing)."""
+    target = Path(os.fspath(path))
+    return target if target.name.endswith(SUFFIX) else target.with_name(target.name + SUFFIX)
 
 
 class _Activity:
@@ -303,7 +311,7 @@ def surface_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     vertices = np.asarray(data[0], dtype=np.float64)
     faces = np.asarray(data[1], dtype=np.int64).reshape(-1, 3)
     nd = vertices.shape[1]
-    if (nd // 2) % 2 == 1:  # reversing the axes is a mirror: the reader flips, flip back
+    if _axis_reversal_is_mirror(nd):  # the reader flips the winding: flip it back
         faces = faces[:, _FLIP_WINDING]
     axes, units = _store_axes(attributes, nd)
     positions = _to_store(vertices, attributes)
