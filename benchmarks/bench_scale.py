@@ -174,8 +174,10 @@ def child_states(path: str, budget: int | None) -> dict:
                     "level": int(c.level),
                     "bin_px": round(float(np.max(level.bin_shape)) * viewer.scene.camera.zoom, 2),
                     "held": int(held),
-                    "budget": int(meta.get("loaded_budget", c.vertex_budget)),
-                    "held_over_budget": round(held / meta.get("loaded_budget", c.vertex_budget), 3),
+                    "budget": int(meta.get("loaded_budget") or c.vertex_budget),
+                    "held_over_budget": round(
+                        held / (meta.get("loaded_budget") or c.vertex_budget), 3
+                    ),
                     "shown_fraction": meta.get("shown_fraction"),
                     "items_shown": meta.get("items_shown"),
                     "items_in_view": meta.get("items_in_view"),

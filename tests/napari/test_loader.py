@@ -70,10 +70,10 @@ def test_a_whole_store_request_shows_the_resolution_level_thinned_to_the_budget(
     assert keys(result.chunks) == keys(store.chunks(result.level))
     whole = store.read(result.level)
     assert 0 < result.vertex_count <= 100 < whole.vertex_count
-    assert result.fraction < 1 and result.item_kind == "vertices"
-    assert result.items_in_view == whole.vertex_count == result.vertices_in_view
+    assert result.share.fraction < 1 and result.share.item_kind == "vertices"
+    assert result.share.items_in_view == whole.vertex_count == result.share.vertices_in_view
     # exactly the points ranked below the fraction
-    expected = whole.positions[position_rank(whole.positions) < result.fraction]
+    expected = whole.positions[position_rank(whole.positions) < result.share.fraction]
     assert {tuple(p) for p in result.geometry.positions} == {tuple(p) for p in expected}
     ((data, kwargs, kind),) = result.layer_data
     assert kind == "points" and len(data) == result.vertex_count
@@ -150,7 +150,7 @@ def test_the_budget_holds_even_when_the_store_underestimates_its_levels():
     assert resident_vertices(result.geometry) == result.vertex_count
     _, locked = run(loader, LoadRequest(budget=30, locked=0))
     # a locked level is that level, every chunk of the view read, thinned to the budget
-    assert locked.level == 0 and 0 < locked.vertex_count <= 30 and locked.fraction < 1
+    assert locked.level == 0 and 0 < locked.vertex_count <= 30 and locked.share.fraction < 1
     assert keys(locked.chunks) == keys(store.chunks(0)) and locked.trimmed == 0
 
 

@@ -134,8 +134,8 @@ def test_the_layers_never_hold_more_than_the_budget(request, fixture, budget):
         assert 0 < result.vertex_count <= budget
     # the whole store is over these budgets: a subset was shown, and said so
     whole = ld.load(LoadRequest(view=None, budget=budget, force=True))
-    assert whole.fraction < 1 and whole.items_shown < whole.items_in_view
-    assert whole.left_out == whole.vertices_in_view - whole.vertex_count > 0
+    assert whole.share.fraction < 1 and whole.share.items_shown < whole.share.items_in_view
+    assert whole.share.left_out == whole.share.vertices_in_view - whole.vertex_count > 0
 
 
 def test_no_level_is_given_up_for_the_budget(long_paths):
@@ -152,7 +152,7 @@ def test_a_2d_view_crops_paths_to_its_slab_and_keeps_pieces_one_object(long_path
     ld = loader(long_paths)
     result = ld.load(LoadRequest(view=view2d((50, 50), 2.0, z=40.0), budget=10**6, force=True))
     g = result.geometry
-    assert result.fraction == 1.0 and g.paths
+    assert result.share.fraction == 1.0 and g.paths
     lo, hi = result.crop
     for p in g.paths:
         seg = g.positions[p]
@@ -191,16 +191,16 @@ def test_the_subset_is_stable_across_pans_and_grows_when_zooming_in(tiny_objects
     budget = 120
     first = ld.load(LoadRequest(view=view3d(1.0), budget=budget, force=True))
     again = ld.load(LoadRequest(view=view3d(1.0), budget=budget, force=True))
-    assert shown_ids(first) == shown_ids(again) and first.fraction < 1
+    assert shown_ids(first) == shown_ids(again) and first.share.fraction < 1
     # a small pan: the same objects, those still in view stay
     panned = ld.load(
         LoadRequest(view=view3d(1.0, center=(50.0, 51.0, 51.0)), budget=budget, force=True)
     )
-    assert panned.fraction == first.fraction
+    assert panned.share.fraction == first.share.fraction
     assert shown_ids(panned) == shown_ids(first)
     # zooming in: fewer objects in view, a larger fraction, only additions in view
     zoomed = ld.load(LoadRequest(view=view3d(4.0), budget=budget, force=True))
-    assert zoomed.fraction > first.fraction
+    assert zoomed.share.fraction > first.share.fraction
     lo, hi = zoomed.crop
     g = first.geometry
     inside = {
@@ -211,7 +211,7 @@ def test_the_subset_is_stable_across_pans_and_grows_when_zooming_in(tiny_objects
     assert inside <= shown_ids(zoomed)
     # the objects shown are exactly those ranked below the fraction, among those in view
     ranks = object_rank(np.asarray(sorted(shown_ids(zoomed))))
-    assert np.all(ranks < zoomed.fraction)
+    assert np.all(ranks < zoomed.share.fraction)
 
 
 def test_filters_combine_with_the_subset(tiny_objects):
@@ -219,20 +219,20 @@ def test_filters_combine_with_the_subset(tiny_objects):
     allowed = np.arange(0, 3_000, 3)
     result = ld.load(LoadRequest(view=None, budget=120, allowed_ids=allowed, force=True))
     assert shown_ids(result) <= set(allowed.tolist())
-    assert 0 < result.vertex_count <= 120 and result.fraction < 1
-    assert result.items_in_view == pytest.approx(1_000, rel=0.25)
+    assert 0 < result.vertex_count <= 120 and result.share.fraction < 1
+    assert result.share.items_in_view == pytest.approx(1_000, rel=0.25)
     # a filter small enough to fit shows all of it
     few = ld.load(LoadRequest(view=None, budget=120, allowed_ids=allowed[:20], force=True))
-    assert shown_ids(few) == set(allowed[:20].tolist()) and few.fraction == 1.0
+    assert shown_ids(few) == set(allowed[:20].tolist()) and few.share.fraction == 1.0
 
 
 def test_skeletons_keep_whole_objects_and_their_edges(skeletons):
     ld = loader(skeletons)
     result = ld.load(LoadRequest(view=None, budget=400, force=True))
     g = result.geometry
-    assert 0 < result.vertex_count <= 400 and result.fraction < 1
+    assert 0 < result.vertex_count <= 400 and result.share.fraction < 1
     ids = np.asarray(g.vertex_object_ids)
-    assert np.all(object_rank(np.unique(ids)) < result.fraction)
+    assert np.all(object_rank(np.unique(ids)) < result.share.fraction)
     # every shown skeleton is whole: 10 nodes and 9 edges
     assert np.all(np.bincount(ids)[np.unique(ids)] == 10)
     assert len(g.edges) == 9 * len(np.unique(ids))

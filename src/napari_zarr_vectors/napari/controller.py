@@ -39,7 +39,7 @@ from psygnal import Signal, SignalGroup
 
 from . import lod
 from .layers import LayerData
-from .loader import Loader, LoadRequest, LoadResult, Progress, shared_cache
+from .loader import Loader, LoadRequest, LoadResult, Progress, ViewShare, shared_cache
 from .settings import get_settings
 from .settings import vertex_budget as default_budget
 
@@ -109,6 +109,7 @@ class ZVLayerController:
         loader: Loader | None = None,
         vertex_budget: int | None = None,
         shown: tuple[int, np.ndarray, tuple | None] | None = None,
+        share: ViewShare | None = None,
         autostart: bool = True,
     ) -> None:
         self.events = ControllerEvents()
@@ -133,7 +134,7 @@ class ZVLayerController:
         self.vertex_count = 0
         self.trimmed = 0
         #: what part of the view the layers show (the object subset, what was left out)
-        self.shown = _ShownPart()
+        self.shown = share if share is not None else ViewShare()
         if shown is None:
             level = lod.initial_level(store.levels, self.vertex_budget)
             shown = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
@@ -490,7 +491,7 @@ class ZVLayerController:
         self._shown = _Shown(result.level, np.array(result.chunks, np.int64), result.key)
         self.vertex_count = int(result.vertex_count)
         self.trimmed = int(result.trimmed)
-        self.shown = _ShownPart.of(result)
+        self.shown = result.share
         for layer in self.layers:
             self._write_metadata(layer)
         if result.failed:
@@ -535,9 +536,8 @@ class ZVLayerController:
         meta["chunks"] = np.asarray(self._shown.chunks, dtype=np.int64).tolist()
         meta["locked_level"] = self._locked
         meta["vertex_budget"] = int(self.vertex_budget)
-        # the budget what is on screen was cut to (an adaptive budget moves between loads)
-        meta["loaded_budget"] = int(self.shown.budget or self.vertex_budget)
         meta["vertices_shown"] = int(self.vertex_count)
+        # incl. the budget what is on screen was cut to (an adaptive budget moves)
         meta.update(self.shown.as_metadata())
         meta["chunks_not_read"] = int(self.trimmed)
 
@@ -568,54 +568,6 @@ class ZVLayerController:
             f"chunks={len(self.chunks)} vertices={self.vertex_count} "
             f"locked={self._locked} budget={self.vertex_budget}>"
         )
-
-
-@dataclass(frozen=True)
-class _ShownPart:
-    """What part of the view the layers show (from a :class:`.loader.LoadResult`)."""
-
-    fraction: float = 1.0
-    item_kind: str = "objects"
-    items_in_view: int = 0
-    items_shown: int = 0
-    vertices_in_view: int = 0
-    left_out: int = 0
-    budget: int = 0
-
-    @classmethod
-    def of(cls, result: LoadResult) -> _ShownPart:
-        return cls(
-            float(result.fraction),
-            result.item_kind,
-            int(result.items_in_view),
-            int(result.items_shown),
-            int(result.vertices_in_view),
-            int(result.left_out),
-            int(result.budget),
-        )
-
-    def describe(self, label: str) -> str:
-        """``"showing 14% of the 200,000 streamlines in view"`` (empty when all are shown)."""
-        if self.fraction >= 1.0:
-            return ""
-        noun = "points" if self.item_kind == "vertices" else label
-        pct = 100.0 * self.fraction
-        share = f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
-        return (
-            f"showing {share} of the ~{self.items_in_view:,} {noun} in view "
-            f"({self.items_shown:,} shown, ~{self.left_out:,} vertices left out by the "
-            "budget; zoom in for more)"
-        )
-
-    def as_metadata(self) -> dict[str, Any]:
-        return {
-            "shown_fraction": float(self.fraction),
-            "subset_of": self.item_kind,
-            "items_in_view": int(self.items_in_view),
-            "items_shown": int(self.items_shown),
-            "vertices_in_view": int(self.vertices_in_view),
-            "vertices_left_out": int(self.left_out),
-        }
 
 
 def _item_label(geometry_type: str) -> str:
@@ -1090,6 +1042,7 @@ class _Pending:
     n_layers: int
     shown: tuple[int, np.ndarray, tuple | None]
     vertex_budget: int | None
+    share: ViewShare | None = None
     arrived: int = 0
 
 
@@ -1108,11 +1061,12 @@ def register_pending(
     n_layers: int,
     shown: tuple[int, np.ndarray, tuple | None],
     vertex_budget: int | None = None,
+    share: ViewShare | None = None,
 ) -> str:
     """Remember an opened store until its ``n_layers`` layers reach a viewer; returns the
     session token the reader writes into each layer's ``metadata["zarr_vectors"]["session"]``."""
     token = f"{uuid.uuid4().hex}-{next(_counter)}"
-    _PENDING[token] = _Pending(store, loader, int(n_layers), shown, vertex_budget)
+    _PENDING[token] = _Pending(store, loader, int(n_layers), shown, vertex_budget, share)
     while len(_PENDING) > _MAX_PENDING:
         _PENDING.popitem(last=False)
     install_viewer_hooks()
@@ -1175,6 +1129,7 @@ def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
             loader=pending.loader,
             vertex_budget=pending.vertex_budget,
             shown=pending.shown,
+            share=pending.share,
             autostart=False,
         )
         _SESSIONS[token] = controller

@@ -135,6 +135,56 @@ class Progress:
     total: int
 
 
+@dataclass(frozen=True)
+class ViewShare:
+    """What part of a view the layers show: the object subset (:mod:`.view_geometry`) and
+    what the budget left out."""
+
+    #: objects ranked below it are shown; 1 = every object in view
+    fraction: float = 1.0
+    #: what the subset counts ("objects", or "vertices" for point clouds) and how many of
+    #: them the view holds (estimated from the part read when ``fraction < 1``) / shows
+    item_kind: str = "objects"
+    items_in_view: int = 0
+    items_shown: int = 0
+    #: vertices the layers would hold with every object in view (estimated likewise) / hold
+    vertices_in_view: int = 0
+    vertices_shown: int = 0
+    #: the vertex budget the load was cut to
+    budget: int = 0
+
+    @property
+    def left_out(self) -> int:
+        """Vertices of the view the budget left out (estimated)."""
+        return max(int(self.vertices_in_view) - int(self.vertices_shown), 0)
+
+    def describe(self, label: str) -> str:
+        """``"showing 14% of the ~200,000 streamlines in view (...)"``; empty when all are
+        shown. ``label`` names the store's objects."""
+        if self.fraction >= 1.0:
+            return ""
+        noun = "points" if self.item_kind == "vertices" else label
+        pct = 100.0 * self.fraction
+        share = f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
+        return (
+            f"showing {share} of the ~{self.items_in_view:,} {noun} in view "
+            f"({self.items_shown:,} shown, ~{self.left_out:,} vertices left out by the "
+            "budget; zoom in for more)"
+        )
+
+    def as_metadata(self) -> dict[str, Any]:
+        """The figures layers carry in ``metadata["zarr_vectors"]``."""
+        return {
+            "shown_fraction": float(self.fraction),
+            "subset_of": self.item_kind,
+            "items_in_view": int(self.items_in_view),
+            "items_shown": int(self.items_shown),
+            "vertices_in_view": int(self.vertices_in_view),
+            "vertices_left_out": int(self.left_out),
+            "loaded_budget": int(self.budget),
+        }
+
+
 @dataclass
 class LoadResult:
     """A finished load: the level, chunks and layer data to put on screen."""
@@ -155,22 +205,8 @@ class LoadResult:
     unchanged: bool = False
     #: the store-order box the geometry was cropped to (``None``: whole chunks)
     crop: tuple[np.ndarray, np.ndarray] | None = None
-    #: the object subset shown (:mod:`.view_geometry`): objects ranked below it; 1 = all
-    fraction: float = 1.0
-    #: what the subset counts ("objects", or "vertices" for point clouds) and how many of
-    #: them the view holds (estimated from the part read when ``fraction < 1``) / shows
-    item_kind: str = "objects"
-    items_in_view: int = 0
-    items_shown: int = 0
-    #: vertices the layers would hold with every object in view (estimated likewise)
-    vertices_in_view: int = 0
-    #: the vertex budget this load was cut to
-    budget: int = 0
-
-    @property
-    def left_out(self) -> int:
-        """Vertices of the view the budget left out (estimated)."""
-        return max(int(self.vertices_in_view) - int(self.vertex_count), 0)
+    #: what part of the view the layers show (the object subset, what was left out)
+    share: ViewShare = field(default_factory=lambda: ViewShare())
 
 
 class Loader:
@@ -308,7 +344,6 @@ class Loader:
                 unchanged=True,
                 trimmed=plan.trimmed,
                 crop=crop,
-                fraction=plan.fraction,
             )
         failed: list[tuple[tuple[int, ...], str]] = []
         ok = yield from self._fetch(request, plan, failed, cancelled)
@@ -331,12 +366,15 @@ class Loader:
             trimmed=plan.trimmed,
             failed=failed,
             crop=crop,
-            fraction=fraction,
-            item_kind=subset.kind,
-            items_in_view=int(round(subset.items_in_view * scale)),
-            items_shown=subset.items_shown,
-            vertices_in_view=int(round(subset.vertices_in_view * scale)),
-            budget=int(request.budget),
+            share=ViewShare(
+                fraction=fraction,
+                item_kind=subset.kind,
+                items_in_view=int(round(subset.items_in_view * scale)),
+                items_shown=subset.items_shown,
+                vertices_in_view=int(round(subset.vertices_in_view * scale)),
+                vertices_shown=subset.vertices_shown,
+                budget=int(request.budget),
+            ),
         )
 
     def _assemble(

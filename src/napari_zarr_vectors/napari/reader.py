@@ -187,6 +187,7 @@ def _read_lod(store: Any, vertex_budget: int | None) -> list[LayerData]:
         len(out),
         (result.level, result.chunks, result.key),
         vertex_budget,
+        result.share,
     )
     for _, kwargs, _ in out:
         kwargs["metadata"]["zarr_vectors"]["session"] = token
