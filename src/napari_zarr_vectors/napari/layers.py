@@ -49,7 +49,9 @@ _DIRECTION_LEVELS = 8
 _DEFAULT_COLORMAP = "viridis"
 _ID_COLORMAP = "turbo"
 
-_FLIP_WINDING = [0, 2, 1]
+#: Face column order that reverses a triangle's winding (the reader mirrors axis order, the
+#: writer mirrors it back: see :func:`axis_reversal_is_mirror`).
+FLIP_WINDING = [0, 2, 1]
 
 
 @dataclass(frozen=True)
@@ -213,8 +215,8 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
         else np.zeros(geometry.vertex_count, np.float32)
     )
     faces = np.asarray(geometry.faces, dtype=np.int64).reshape(-1, 3)
-    if _axis_reversal_is_mirror(info.ndim):
-        faces = faces[:, _FLIP_WINDING]
+    if axis_reversal_is_mirror(info.ndim):
+        faces = faces[:, FLIP_WINDING]
     kwargs = _common_kwargs(info, "mesh", "mesh", geometry, extra={"colour_by": name})
     kwargs.update(
         features=features,
@@ -741,7 +743,7 @@ def _to_layer_coords(positions: np.ndarray, info: StoreInfo) -> np.ndarray:
     return (positions / info.world_scale)[:, ::-1]
 
 
-def _axis_reversal_is_mirror(ndim: int) -> bool:
+def axis_reversal_is_mirror(ndim: int) -> bool:
     """Reversing ``ndim`` axes is ``ndim // 2`` swaps: a mirror when that count is odd."""
     return (ndim // 2) % 2 == 1
 

@@ -40,12 +40,12 @@ from ..write.engine import WriteError, write_store
 from ..write.spec import PATH_TYPES, WriteSpec
 from .browse_layers import META
 from .layers import (
-    _FLIP_WINDING,
     DIRECTION,
+    FLIP_WINDING,
     GROUP_ID,
     GROUPS,
     OBJECT_ID,
-    _axis_reversal_is_mirror,
+    axis_reversal_is_mirror,
 )
 
 #: The store suffix napari's save dialog and ``layers.save`` use for this writer.
@@ -311,8 +311,8 @@ def surface_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     vertices = np.asarray(data[0], dtype=np.float64)
     faces = np.asarray(data[1], dtype=np.int64).reshape(-1, 3)
     nd = vertices.shape[1]
-    if _axis_reversal_is_mirror(nd):  # the reader flips the winding: flip it back
-        faces = faces[:, _FLIP_WINDING]
+    if axis_reversal_is_mirror(nd):  # the reader flips the winding: flip it back
+        faces = faces[:, FLIP_WINDING]
     axes, units = _store_axes(attributes, nd)
     positions = _to_store(vertices, attributes)
     features = _features(attributes)
