@@ -219,10 +219,12 @@ class DenseLayout(Layout):
             mesh = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in grid), indexing="ij")
             cand = np.stack([m.reshape(-1) for m in mesh], axis=1).reshape(-1, knd) + origin
             stored = self._stored_cells(level, array, arr, knd)
-            if stored is not None:
-                cand = cand[np.isin(_rowkeys(cand - origin, grid), _rowkeys(stored, grid))]
-            values = self.read_cells(level, [array], cand)[array]
-            keep = np.array([v is not None for v in values], dtype=bool)
+            if stored is not None:  # a stored chunk that is all padding reads as empty later
+                inside = np.all((stored >= 0) & (stored < np.asarray(grid)), axis=1)
+                keep = np.isin(_rowkeys(cand - origin, grid), _rowkeys(stored[inside], grid))
+            else:  # no listing: read every cell of the grid once
+                values = self.read_cells(level, [array], cand)[array]
+                keep = np.array([v is not None for v in values], dtype=bool)
             chunks = sort_chunks(cand[keep]) if len(cand) else cand
         with self._lock:
             self._listings[key] = chunks
@@ -513,7 +515,7 @@ def _rowkeys(cells: np.ndarray, grid: list[int]) -> np.ndarray:
     """Flat C-order index of grid cells (for set membership)."""
     if len(cells) == 0:
         return np.empty(0, np.int64)
-    return np.ravel_multi_index(tuple(cells.T), grid, mode="clip")
+    return np.ravel_multi_index(tuple(cells.T), grid)
 
 
 def _is_fill(values: np.ndarray, fill: Any) -> np.ndarray:
