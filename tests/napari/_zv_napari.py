@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,13 @@ V07_STORES = {
 
 def v07_store(name: str) -> Path:
     return DATA / "v07" / f"{name}.zarrvectors"
+
+
+def copy_fixture(name: str, tmp_path: Path, version: str = "v07") -> Path:
+    """A copy of a fixture store under ``tmp_path/src`` (tests that write next to it)."""
+    dst = tmp_path / "src" / f"{name}.zarrvectors"
+    shutil.copytree(DATA / version / f"{name}.zarrvectors", dst)
+    return dst
 
 
 def v07_expected(name: str) -> dict:

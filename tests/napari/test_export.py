@@ -7,14 +7,12 @@ object attributes and (the exported members of) their groups.
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
-from _zv_napari import v07_store
+from _zv_napari import copy_fixture
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import browse as b
@@ -30,12 +28,6 @@ from napari_zarr_vectors.napari.writer import _Activity
 from napari_zarr_vectors.write import SameStoreError, TargetExistsError, WriteError, export_objects
 
 zv = pytest.importorskip("zarr_vectors")
-
-
-def copy_fixture(name: str, tmp_path: Path) -> Path:
-    dst = tmp_path / "src" / f"{name}.zarrvectors"
-    shutil.copytree(v07_store(name), dst)
-    return dst
 
 
 def paths_by_id(store, ids) -> dict[int, list]:

@@ -9,7 +9,6 @@ write, missing extra).
 
 from __future__ import annotations
 
-import shutil
 import sys
 import warnings
 from collections import Counter
@@ -18,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _zv_napari import DATA, v07_store
+from _zv_napari import copy_fixture, v07_store
 from napari.layers import Layer, Points, Shapes, Surface, Tracks, Vectors
 
 import napari_zarr_vectors as nzv
@@ -67,12 +66,6 @@ def reopen(path) -> list[Layer]:
     """The data layers napari's reader makes of ``path`` (level 0, static)."""
     out = read_zarr_vectors(str(path), level=0)
     return [Layer.create(d, k, t) for d, k, t in out[1:]]
-
-
-def copy_fixture(name: str, tmp_path: Path, version: str = "v07") -> Path:
-    dst = tmp_path / "src" / f"{name}.zarrvectors"
-    shutil.copytree(DATA / version / f"{name}.zarrvectors", dst)
-    return dst
 
 
 def store_layers(path: Path) -> list[tuple]:
