@@ -45,7 +45,7 @@ def open_zv(viewer, qtbot, version: str, name: str, **options):
     """Open a fixture store with level of detail; returns its browse target once loaded."""
     path = DATA / version / f"{name}.zarrvectors"
     try:
-        from napari_zarr_vectors.napari.controller import open_in_viewer
+        from napari_zarr_vectors.napari import open_in_viewer
     except ImportError:  # pragma: no cover - before the controller existed
         viewer.open(str(path), plugin="napari-zarr-vectors")
         target = target_for(viewer, viewer.layers[-1])

@@ -145,7 +145,7 @@ def test_export_refusals(tmp_path):
 
 
 def _open(viewer, qtbot, path):
-    from napari_zarr_vectors.napari.controller import open_in_viewer
+    from napari_zarr_vectors.napari import open_in_viewer
 
     target = open_in_viewer(viewer, path)
     viewer.dims.ndisplay = 3

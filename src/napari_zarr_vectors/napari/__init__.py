@@ -5,7 +5,8 @@ A thin layer over the napari-free format core (:mod:`napari_zarr_vectors.format`
 parses store bytes itself.
 """
 
-from .controller import ZVLayerController, controller_for, open_in_viewer
+from .controller import ZVLayerController, controller_for
+from .opening import open_in_viewer
 from .reader import napari_get_reader, read_zarr_vectors, register_reader_preference
 from .settings import configure
 

@@ -45,12 +45,15 @@ import numpy as np
 from .browse import (
     MISSING_COLOUR,
     ColourSpec,
+    FilterState,
     ObjectTable,
     category_index,
     nearest_row,
     step_boundaries,
 )
-from .layers import OBJECT_ID
+from .controller import controller_for
+from .layers import OBJECT_ID, layers_from_geometry
+from .store_info import store_info
 
 META = "zarr_vectors"
 
@@ -100,12 +103,7 @@ def store_layers(viewer: Any, path: str) -> list[Any]:
 
 
 def controller_of(layer: Any) -> Any | None:
-    """The level-of-detail controller driving ``layer`` (``None`` when there is none or the
-    controller module is not available)."""
-    try:
-        from .controller import controller_for
-    except ImportError:
-        return None
+    """The level-of-detail controller driving ``layer`` (``None`` when there is none)."""
     try:
         return controller_for(layer)
     except Exception:  # noqa: BLE001 - a layer the controller does not know
@@ -712,9 +710,6 @@ def isolate_layer_data(store: Any, object_id: int, level: int = 0) -> list[tuple
 
     Raises ``KeyError`` when the store has no such object.
     """
-    from .layers import layers_from_geometry
-    from .reader import store_info
-
     object_id = int(object_id)
     if object_id not in set(np.asarray(store.object_ids(level)).tolist()):
         raise KeyError(f"{store.name} has no object {object_id} at level {level}")
@@ -798,8 +793,6 @@ class BrowseSession:
     :func:`session_for`, so the group filter and the attribute filters combine (AND)."""
 
     def __init__(self, target: Any) -> None:
-        from .browse import FilterState
-
         self._target = weakref.ref(target)
         self.store = target.store
         self.table = object_table(self.store)

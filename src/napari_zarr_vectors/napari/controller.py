@@ -18,17 +18,15 @@ feature table lacks, napari#9330).
 
 Controllers are found with :func:`controller_for` (a weak registry keyed by layer: a
 controller lives exactly as long as one of its layers). Stores opened through napari's
-reader get a controller automatically (see :func:`install_viewer_hooks`); scripts use
-:func:`open_in_viewer`.
+reader get a controller automatically (:mod:`.session`); scripts use
+:func:`.opening.open_in_viewer`.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 import uuid
 import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -38,10 +36,12 @@ import numpy as np
 from psygnal import Signal, SignalGroup
 
 from . import lod
+from .chunk_cache import shared_cache
 from .layers import LayerData
-from .loader import Loader, LoadRequest, LoadResult, Progress, ViewShare, shared_cache
+from .loader import Loader, LoadRequest, LoadResult, Progress, ViewShare
 from .settings import get_settings
 from .settings import vertex_budget as default_budget
+from .store_info import layer_scale
 
 #: layer metadata key of this plugin
 META = "zarr_vectors"
@@ -139,10 +139,8 @@ class ZVLayerController:
             level = lod.initial_level(store.levels, self.vertex_budget)
             shown = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
         self._shown = _Shown(int(shown[0]), np.array(shown[1], dtype=np.int64), shown[2])
-        from .reader import _layer_scale
-
         #: world units per layer data unit, napari axis order (the slab a 2-D view shows)
-        self._scale_napari = np.asarray(_layer_scale(store), dtype=float)[::-1]
+        self._scale_napari = np.asarray(layer_scale(store), dtype=float)[::-1]
 
         from qtpy.QtCore import QTimer
 
@@ -1031,145 +1029,3 @@ def _notify_warning(message: str) -> None:
 # --------------------------------------------------------------------------------------------
 # attaching controllers to layers napari's reader made
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Pending:
-    """A store the reader opened; its layers are on their way into a viewer."""
-
-    store: Any
-    loader: Loader
-    n_layers: int
-    shown: tuple[int, np.ndarray, tuple | None]
-    vertex_budget: int | None
-    share: ViewShare | None = None
-    arrived: int = 0
-
-
-#: session token -> pending open (bounded: reads never added to a viewer are dropped)
-_PENDING: OrderedDict[str, _Pending] = OrderedDict()
-_MAX_PENDING = 32
-#: session token -> controller (weak: the layers keep controllers alive)
-_SESSIONS: weakref.WeakValueDictionary[str, ZVLayerController] = weakref.WeakValueDictionary()
-_HOOKED: weakref.WeakSet = weakref.WeakSet()
-_counter = itertools.count()
-
-
-def register_pending(
-    store: Any,
-    loader: Loader,
-    n_layers: int,
-    shown: tuple[int, np.ndarray, tuple | None],
-    vertex_budget: int | None = None,
-    share: ViewShare | None = None,
-) -> str:
-    """Remember an opened store until its ``n_layers`` layers reach a viewer; returns the
-    session token the reader writes into each layer's ``metadata["zarr_vectors"]["session"]``."""
-    token = f"{uuid.uuid4().hex}-{next(_counter)}"
-    _PENDING[token] = _Pending(store, loader, int(n_layers), shown, vertex_budget, share)
-    while len(_PENDING) > _MAX_PENDING:
-        _PENDING.popitem(last=False)
-    install_viewer_hooks()
-    return token
-
-
-def install_viewer_hooks() -> int:
-    """Watch the layer lists of every open ``napari.Viewer`` (once per viewer) so that
-    layers a reader made get a controller when they are inserted; returns how many viewers
-    are watched (0: the layers will stay static).
-
-    napari's npe2 readers return layer data and never see the viewer; every path that opens
-    a file (drag and drop, *File > Open*, ``viewer.open``, ``napari path``, samples) reads
-    first and then inserts the layers into the viewer that asked, which exists by then.
-    """
-    try:
-        from napari import Viewer
-    except ImportError:  # pragma: no cover
-        return 0
-    viewers = list(getattr(Viewer, "_instances", ()))
-    if not viewers:
-        from napari import current_viewer
-
-        current = current_viewer()
-        viewers = [current] if current is not None else []
-    for viewer in viewers:
-        hook_viewer(viewer)
-    return len(viewers)
-
-
-def hook_viewer(viewer: Any) -> None:
-    """Watch one viewer's layer insertions (idempotent)."""
-    if viewer in _HOOKED:
-        return
-    _HOOKED.add(viewer)
-    ref = weakref.ref(viewer)
-
-    def on_inserted(event: Any) -> None:
-        v = ref()
-        if v is not None:
-            _attach(v, event.value)
-
-    viewer.layers.events.inserted.connect(on_inserted)
-
-
-def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
-    meta = getattr(layer, "metadata", {}).get(META)
-    token = meta.get("session") if isinstance(meta, dict) else None
-    if not token:
-        return None
-    pending = _PENDING.get(token)
-    controller = _SESSIONS.get(token)
-    if pending is None:
-        return None  # complete already (e.g. a duplicated layer): not managed
-    if controller is None:
-        controller = ZVLayerController(
-            viewer,
-            pending.store,
-            (),
-            loader=pending.loader,
-            vertex_budget=pending.vertex_budget,
-            shown=pending.shown,
-            share=pending.share,
-            autostart=False,
-        )
-        _SESSIONS[token] = controller
-    controller.add_layer(layer)
-    pending.arrived += 1
-    if pending.arrived >= pending.n_layers:
-        _PENDING.pop(token, None)
-    controller.schedule()
-    return controller
-
-
-def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
-    """Open a ZV store in ``viewer`` with level of detail; returns its controller.
-
-    ``options``: ``vertex_budget`` (this store's budget), ``lock_level`` (start locked),
-    ``object_filter`` (allowed object ids).
-    """
-    from napari.layers import Layer
-
-    from .reader import read_zarr_vectors
-
-    budget = options.pop("vertex_budget", None)
-    locked = options.pop("lock_level", None)
-    allowed = options.pop("object_filter", None)
-    if options:
-        raise TypeError(f"unknown options: {sorted(options)}")
-    hook_viewer(viewer)
-    layer_data = read_zarr_vectors(path, vertex_budget=budget)
-    added = []
-    for data, kwargs, kind in (t for t in layer_data if len(t) == 3):
-        layer = Layer.create(data, kwargs, kind)
-        viewer.add_layer(layer)
-        added.append(layer)
-    controller = next((c for c in map(controller_for, added) if c is not None), None)
-    if controller is None:
-        raise RuntimeError(f"no layers to manage for {path}")
-    if locked is not None:
-        controller._locked = int(locked)
-    if allowed is not None:
-        controller._allowed = np.unique(np.asarray(allowed, dtype=np.int64).ravel())
-    if locked is not None or allowed is not None:
-        controller.refresh()
-    return controller

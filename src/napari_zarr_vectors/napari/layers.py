@@ -58,7 +58,7 @@ FLIP_WINDING = [0, 2, 1]
 class StoreInfo:
     """What the layer builders need to know about a store, besides the geometry.
 
-    Built by the reader from a store (``reader.store_info``); tests build it by hand.
+    Built from a store by :func:`.store_info.store_info`; tests build it by hand.
 
     Attributes
     ----------

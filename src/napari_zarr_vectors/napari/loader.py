@@ -23,7 +23,6 @@ One run, for one :class:`LoadRequest`:
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -36,7 +35,9 @@ from napari_zarr_vectors.format.cache import ChunkCache
 from napari_zarr_vectors.format.geometry import Geometry
 
 from . import lod, view_geometry
+from .chunk_cache import StoreCacheView, shared_cache
 from .layers import LayerData, StoreInfo, layers_from_geometry
+from .store_info import store_info
 
 #: errors that concern the whole store, not one chunk: raised, not skipped
 _FATAL = (nzv.MissingDependencyError, nzv.UnsupportedVersionError)
@@ -54,21 +55,6 @@ MAX_REREADS = 2
 #: budget, not the estimate, decides what is shown
 READ_AHEAD = 2
 
-_CACHE_LOCK = threading.Lock()
-_SHARED_CACHE: ChunkCache | None = None
-
-
-def shared_cache() -> ChunkCache:
-    """The process-wide decoded-chunk cache every store's loader shares (its byte budget is
-    :func:`.settings.configure` ``cache_mb``; default 512 MiB)."""
-    global _SHARED_CACHE
-    with _CACHE_LOCK:
-        if _SHARED_CACHE is None:
-            from .settings import get_settings
-
-            _SHARED_CACHE = ChunkCache(get_settings().cache_bytes)
-        return _SHARED_CACHE
-
 
 class _LevelChunks:
     """``store.chunks`` of each of ``store.levels`` (in that order), listed on access."""
@@ -81,33 +67,6 @@ class _LevelChunks:
 
     def __getitem__(self, i: int) -> np.ndarray:
         return self._store.chunks(self._store.levels[i].index)
-
-
-class StoreCacheView:
-    """One opened store's window on the shared cache: keys are prefixed with a token of the
-    :class:`Loader`, so two openings of the same path never share decoded chunks (a store
-    rewritten in place between opens is read afresh), while all stores still share one byte
-    budget and one LRU order. Duck-types the ``get``/``put`` the format core uses."""
-
-    _tokens = itertools.count()
-
-    def __init__(self, shared: ChunkCache) -> None:
-        self.shared = shared
-        self.token = ("nzv-loader", next(self._tokens))
-
-    def get(self, key: Any) -> object | None:
-        return self.shared.get((self.token, key))
-
-    def put(self, key: Any, value: Any) -> None:
-        self.shared.put((self.token, key), value)
-
-    @property
-    def max_bytes(self) -> int:
-        return self.shared.max_bytes
-
-    @property
-    def nbytes(self) -> int:
-        return self.shared.nbytes
 
 
 @dataclass(frozen=True)
@@ -488,7 +447,9 @@ class Loader:
             return
         # count rows per chunk through linear chunk indices (a row-wise np.unique sorts a
         # void view and holds the GIL ~1 us per row: the UI thread would stall)
-        keys = np.floor(np.asarray(geometry.positions, np.float64) / edge).astype(np.int64)
+        origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, np.float64)
+        keys = np.floor((np.asarray(geometry.positions, np.float64) - origin) / edge)
+        keys = keys.astype(np.int64)
         if not len(keys):
             keys = loaded[:0]
         lo = np.vstack([keys, loaded]).min(axis=0)
@@ -507,8 +468,6 @@ class Loader:
         with self._lock:
             cached = self._infos.get(level)
         if cached is None:
-            from .reader import store_info
-
             cached = store_info(self.store, level, lod=True)
             with self._lock:
                 self._infos[level] = cached

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 #: fallback values (used when the environment variable is unset or invalid); the vertex
@@ -132,6 +133,15 @@ _SETTINGS = LODSettings(
 )
 
 
+#: callbacks told the new ``cache_bytes`` when ``cache_mb`` changes (the shared cache)
+_CACHE_RESIZE: list[Callable[[int], None]] = []
+
+
+def on_cache_resize(callback: Callable[[int], None]) -> None:
+    """Call ``callback(cache_bytes)`` whenever :func:`configure` changes ``cache_mb``."""
+    _CACHE_RESIZE.append(callback)
+
+
 def get_settings() -> LODSettings:
     """The plugin-wide settings object (shared; read it, change it with :func:`configure`)."""
     return _SETTINGS
@@ -164,9 +174,8 @@ def configure(
         if int(cache_mb) < 0:
             raise ValueError("cache_mb must be >= 0")
         _SETTINGS.cache_mb = int(cache_mb)
-        from .loader import shared_cache
-
-        shared_cache().max_bytes = _SETTINGS.cache_bytes  # the next insertion evicts down
+        for resize in list(_CACHE_RESIZE):
+            resize(_SETTINGS.cache_bytes)
     if debounce_ms is not None:
         _SETTINGS.debounce_ms = max(int(debounce_ms), 0)
     return _SETTINGS

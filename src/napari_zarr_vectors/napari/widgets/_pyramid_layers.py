@@ -29,7 +29,7 @@ from ..layers import (
     _flat_colormap,
     _line_width,
 )
-from ..reader import _layer_scale
+from ..store_info import layer_scale
 
 #: Overlay colours (RGBA).
 CHUNK_COLOUR = (1.0, 0.75, 0.1, 1.0)
@@ -120,7 +120,7 @@ def overlay_info(store: Any, level: int) -> StoreInfo:
         units=tuple(store.units),
         bounds=(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)),
         level=int(level),
-        scale=_layer_scale(store),
+        scale=layer_scale(store),
     )
 
 

@@ -51,9 +51,10 @@ import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid as core
 
 from ..browse_layers import controller_of
+from ..chunk_cache import shared_cache
 from ..layers import _line_width, layers_from_geometry
 from ..lod import ViewState, visible_box
-from ..reader import store_info
+from ..store_info import layer_scale, store_info
 from ._pyramid_layers import (
     BIN_COLOUR,
     CHUNK_COLOUR,
@@ -231,19 +232,8 @@ def visible_store_box(viewer: Any, store: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(lo)[::-1], np.asarray(hi)[::-1]
 
 
-def _shared_cache() -> Any | None:
-    """The level-of-detail loader's decoded-chunk cache (``None`` without it)."""
-    try:
-        from ..loader import shared_cache
-    except ImportError:
-        return None
-    return shared_cache()
-
-
 def _scale_of(store: Any) -> np.ndarray:
-    from ..reader import _layer_scale
-
-    return _layer_scale(store)
+    return layer_scale(store)
 
 
 def _fmt_bytes(n: int | None) -> str:
@@ -1023,7 +1013,7 @@ class PyramidQAWidget(QWidget):
         self.chunk_edit.setText(",".join(str(int(c)) for c in chunk))
         try:
             lo, hi = core.bin_boxes(
-                t.store, level, chunk, occupied=bool(occupied), cache=_shared_cache()
+                t.store, level, chunk, occupied=bool(occupied), cache=shared_cache()
             )
         except ValueError as exc:
             self._say(str(exc))
@@ -1121,7 +1111,7 @@ class PyramidQAWidget(QWidget):
             bbox = visible_store_box(self.viewer, t.store)
         owner = fine_level if delta > 0 else fine_level + 1
         seg = core.cross_level_segments(
-            t.store, owner, delta, object_ids=ids, bbox=bbox, cache=_shared_cache()
+            t.store, owner, delta, object_ids=ids, bbox=bbox, cache=shared_cache()
         )
         info = overlay_info(t.store, fine_level)
         features = {"object_id": seg.fine_object_ids} if seg.fine_object_ids is not None else None

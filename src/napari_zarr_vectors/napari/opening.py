@@ -1,0 +1,43 @@
+"""Opening a store in a viewer from a script: :func:`open_in_viewer`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .controller import ZVLayerController, controller_for
+from .reader import read_zarr_vectors
+from .session import hook_viewer
+
+
+def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
+    """Open a ZV store in ``viewer`` with level of detail; returns its controller.
+
+    ``options``: ``vertex_budget`` (this store's budget), ``lock_level`` (start locked),
+    ``object_filter`` (allowed object ids).
+    """
+    from napari.layers import Layer
+
+    budget = options.pop("vertex_budget", None)
+    locked = options.pop("lock_level", None)
+    allowed = options.pop("object_filter", None)
+    if options:
+        raise TypeError(f"unknown options: {sorted(options)}")
+    hook_viewer(viewer)
+    layer_data = read_zarr_vectors(path, vertex_budget=budget)
+    added = []
+    for data, kwargs, kind in (t for t in layer_data if len(t) == 3):
+        layer = Layer.create(data, kwargs, kind)
+        viewer.add_layer(layer)
+        added.append(layer)
+    controller = next((c for c in map(controller_for, added) if c is not None), None)
+    if controller is None:
+        raise RuntimeError(f"no layers to manage for {path}")
+    if locked is not None:
+        controller._locked = int(locked)
+    if allowed is not None:
+        controller._allowed = np.unique(np.asarray(allowed, dtype=np.int64).ravel())
+    if locked is not None or allowed is not None:
+        controller.refresh()
+    return controller

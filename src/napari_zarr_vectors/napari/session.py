@@ -1,0 +1,131 @@
+"""Attaching level-of-detail controllers to the layers napari's reader made.
+
+napari's npe2 readers return layer data and never see the viewer. The reader therefore
+registers each opened store here (:func:`register_pending`), writes the returned session
+token into its layers' ``metadata["zarr_vectors"]["session"]``, and this module watches the
+layer lists of the open viewers (:func:`install_viewer_hooks`): when a layer with a pending
+token is inserted, it gets that store's :class:`.controller.ZVLayerController` (created on
+the first layer). Imports run one way: reader -> session -> controller -> loader.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .controller import META, ZVLayerController
+from .loader import Loader, ViewShare
+
+
+@dataclass
+class _Pending:
+    """A store the reader opened; its layers are on their way into a viewer."""
+
+    store: Any
+    loader: Loader
+    n_layers: int
+    shown: tuple[int, np.ndarray, tuple | None]
+    vertex_budget: int | None
+    share: ViewShare | None = None
+    arrived: int = 0
+
+
+#: session token -> pending open (bounded: reads never added to a viewer are dropped)
+_PENDING: OrderedDict[str, _Pending] = OrderedDict()
+_MAX_PENDING = 32
+#: session token -> controller (weak: the layers keep controllers alive)
+_SESSIONS: weakref.WeakValueDictionary[str, ZVLayerController] = weakref.WeakValueDictionary()
+_HOOKED: weakref.WeakSet = weakref.WeakSet()
+_counter = itertools.count()
+
+
+def register_pending(
+    store: Any,
+    loader: Loader,
+    n_layers: int,
+    shown: tuple[int, np.ndarray, tuple | None],
+    vertex_budget: int | None = None,
+    share: ViewShare | None = None,
+) -> str:
+    """Remember an opened store until its ``n_layers`` layers reach a viewer; returns the
+    session token the reader writes into each layer's ``metadata["zarr_vectors"]["session"]``."""
+    token = f"{uuid.uuid4().hex}-{next(_counter)}"
+    _PENDING[token] = _Pending(store, loader, int(n_layers), shown, vertex_budget, share)
+    while len(_PENDING) > _MAX_PENDING:
+        _PENDING.popitem(last=False)
+    install_viewer_hooks()
+    return token
+
+
+def install_viewer_hooks() -> int:
+    """Watch the layer lists of every open ``napari.Viewer`` (once per viewer) so that
+    layers a reader made get a controller when they are inserted; returns how many viewers
+    are watched (0: the layers will stay static).
+
+    napari's npe2 readers return layer data and never see the viewer; every path that opens
+    a file (drag and drop, *File > Open*, ``viewer.open``, ``napari path``, samples) reads
+    first and then inserts the layers into the viewer that asked, which exists by then.
+    """
+    try:
+        from napari import Viewer
+    except ImportError:  # pragma: no cover
+        return 0
+    viewers = list(getattr(Viewer, "_instances", ()))
+    if not viewers:
+        from napari import current_viewer
+
+        current = current_viewer()
+        viewers = [current] if current is not None else []
+    for viewer in viewers:
+        hook_viewer(viewer)
+    return len(viewers)
+
+
+def hook_viewer(viewer: Any) -> None:
+    """Watch one viewer's layer insertions (idempotent)."""
+    if viewer in _HOOKED:
+        return
+    _HOOKED.add(viewer)
+    ref = weakref.ref(viewer)
+
+    def on_inserted(event: Any) -> None:
+        v = ref()
+        if v is not None:
+            _attach(v, event.value)
+
+    viewer.layers.events.inserted.connect(on_inserted)
+
+
+def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
+    meta = getattr(layer, "metadata", {}).get(META)
+    token = meta.get("session") if isinstance(meta, dict) else None
+    if not token:
+        return None
+    pending = _PENDING.get(token)
+    controller = _SESSIONS.get(token)
+    if pending is None:
+        return None  # complete already (e.g. a duplicated layer): not managed
+    if controller is None:
+        controller = ZVLayerController(
+            viewer,
+            pending.store,
+            (),
+            loader=pending.loader,
+            vertex_budget=pending.vertex_budget,
+            shown=pending.shown,
+            share=pending.share,
+            autostart=False,
+        )
+        _SESSIONS[token] = controller
+    controller.add_layer(layer)
+    pending.arrived += 1
+    if pending.arrived >= pending.n_layers:
+        _PENDING.pop(token, None)
+    controller.schedule()
+    return controller

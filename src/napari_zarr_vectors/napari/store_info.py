@@ -1,0 +1,107 @@
+"""Store facts the layer builders need (:class:`.layers.StoreInfo`) and the layer scale.
+
+Shared by the reader, the level-of-detail loader and controller, and the widgets; it
+imports nothing of theirs, so every napari-side module can depend on it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import napari_zarr_vectors as nzv
+
+from .layers import StoreInfo
+
+
+def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = True) -> StoreInfo:
+    """The store facts the layer builders need (metadata, object attributes, groups).
+
+    ``lod``: for level-of-detail layers, whose level changes with the view: names without
+    the level, the Shapes-or-fast decision made once for the whole store (see
+    :attr:`.layers.StoreInfo.shapes_hint`), and the same feature columns at every level --
+    a coarse level that keeps level-0 object ids but stores no object attributes or groups
+    (groups live at level 0 in every known writer) gets level 0's. ``objects=False`` leaves
+    object attributes and groups out (the bounds box needs none, and reading them decodes
+    the object index).
+    """
+    lo, hi = store.bounds
+    object_attributes = _optional(store.object_attributes, level) if objects else {}
+    groups = _optional(store.groups, level) if objects else {}
+    if objects and lod and level != 0 and _keeps_object_ids(store, level):
+        object_attributes = object_attributes or _optional(store.object_attributes, 0)
+        groups = groups or _optional(store.groups, 0)
+    return StoreInfo(
+        path=str(store.path),
+        name=str(store.name),
+        geometry_type=str(store.geometry_type),
+        axes=tuple(str(a) for a in store.axes),
+        units=tuple(store.units) if store.units is not None else (None,) * store.ndim,
+        bounds=(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)),
+        level=int(level),
+        scale=layer_scale(store),
+        object_attributes=object_attributes,
+        groups=groups,
+        lod=lod,
+        shapes_hint=_shapes_hint(store) if lod else None,
+        level_vertex_count=_level_vertex_count(store, level) if lod else None,
+    )
+
+
+def _level_vertex_count(store: Any, level: int) -> int | None:
+    try:
+        count = store.level(level).vertex_count
+    except (KeyError, AttributeError):
+        return None
+    return int(count) if count else None
+
+
+def _keeps_object_ids(store: Any, level: int) -> bool:
+    try:
+        return bool(store.level(level).preserves_object_ids)
+    except (KeyError, AttributeError):
+        return False
+
+
+def _shapes_hint(store: Any) -> int | None:
+    """The most shapes a view of the store can hold: level-0 objects for paths and lines,
+    level-0 vertices for graph and skeleton edges (2-D stores only; else ``None``)."""
+    if int(store.ndim) != 2:
+        return None
+    lv0 = min(store.levels, key=lambda lv: lv.index)
+    if store.geometry_type in ("line", "polyline", "streamline"):
+        try:
+            ids = store.object_ids(lv0.index)
+        except nzv.ZVError:
+            ids = None
+        if ids is not None and len(ids):
+            return int(len(ids))
+    return int(lv0.vertex_count) if lv0.vertex_count is not None else None
+
+
+def layer_scale(store: Any) -> np.ndarray:
+    """World units per layer data unit: level-0 bin shape, else chunk shape, else 1."""
+    ndim = int(store.ndim)
+    for candidate in (
+        getattr(store.levels[0], "bin_shape", None) if store.levels else None,
+        store.chunk_shape,
+    ):
+        if candidate is None:
+            continue
+        scale = np.asarray(candidate, dtype=float).reshape(-1)
+        if scale.shape == (ndim,) and np.all(np.isfinite(scale)) and np.all(scale > 0):
+            return scale
+    return np.ones(ndim)
+
+
+def _optional(getter: Callable[[int], dict], level: int) -> dict:
+    """``getter(level)`` as a dict; a table the core cannot read is left out with a warning
+    (the geometry still opens, without those features)."""
+    try:
+        return dict(getter(level) or {})
+    except nzv.ZVError as e:
+        warnings.warn(f"{getter.__name__} of level {level} left out: {e}", stacklevel=3)
+        return {}
