@@ -25,6 +25,7 @@ How a view is planned (docs/level-of-detail.md)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -441,6 +442,14 @@ def plan_level(
     all_chunks = np.asarray(level_chunks[k], dtype=np.int64)
     lo, hi = (np.asarray(b, dtype=np.float64) for b in box)
     edge = np.asarray(lv.chunk_shape)
+    origin = getattr(lv, "grid_origin", None)
+    if origin is not None:  # chunk keys counted from a grid origin (the spec's dense form)
+        origin = np.asarray(origin, dtype=np.float64)
+        lo, hi = lo - origin, hi - origin
+        crop = None if crop is None else (crop[0] - origin, crop[1] - origin)
+        center = None if center is None else np.asarray(center, np.float64) - origin
+        if prism is not None:
+            prism = dataclasses.replace(prism, center=prism.center - origin)
     visible = chunks_in_box(all_chunks, edge, lo, hi, margin)
     if prism is not None and len(lo) == 3:
         visible = chunks_in_prism(visible, edge, prism)
