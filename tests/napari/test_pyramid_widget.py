@@ -321,6 +321,34 @@ def test_chunk_overlay_has_exactly_the_non_empty_chunks(qa, level):
 
 
 @pytest.mark.gui
+def test_ticking_the_outline_in_3d_adds_one_layer_and_a_removed_outline_stays_removed(qa, qtbot):
+    """Issue 16: adding the outline changes napari's dims, whose events redraw the outline;
+    the nested redraw used to insert a second layer mid-insert (a Qt abort in 3-D), and a
+    removed outline was re-added on every dims event (a hang when the viewer closed)."""
+    viewer, widget, store = qa(v07_store("streamlines"))
+    viewer.dims.ndisplay = 3
+    qtbot.wait(50)
+    before = len(viewer.layers)
+    widget.chunks_check.setChecked(True)  # what the user ticks
+    qtbot.wait(50)
+    chunk_layers = [
+        lyr
+        for lyr in viewer.layers
+        if lyr.metadata.get("zarr_vectors", {}).get("role") == "qa_chunks"
+    ]
+    assert len(chunk_layers) == 1 and len(viewer.layers) == before + 1
+    assert len(chunk_layers[0].data) == 12 * len(store.chunks(widget.target.level))
+    viewer.layers.remove(chunk_layers[0])
+    viewer.dims.ndisplay = 2  # dims events: the overlay must not come back
+    viewer.dims.set_point(viewer.dims.ndim - 3, 5.0)
+    qtbot.wait(50)
+    assert len(viewer.layers) == before
+    assert all(
+        lyr.metadata.get("zarr_vectors", {}).get("role") != "qa_chunks" for lyr in viewer.layers
+    )
+
+
+@pytest.mark.gui
 def test_chunk_overlay_follows_the_shown_level(qa):
     viewer, widget, store = qa(v07_store("points"))
     layer = widget.show_chunks(True)

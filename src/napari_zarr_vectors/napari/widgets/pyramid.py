@@ -144,6 +144,11 @@ class _BoxOverlay:
         self.info = None
         self.label = ""
         self.extra: dict[str, Any] = {}
+        # adding or updating the layer changes napari's dims, whose events call refresh
+        # again: a nested add inserted a second layer while the layer list was inserting
+        # the first (a Qt abort in 3-D, issue 16); nested calls only mark the overlay stale
+        self._busy = False
+        self._stale = False
 
     def set_boxes(self, lo, hi, info, label: str, extra: dict[str, Any] | None = None) -> Any:
         self.lo, self.hi = np.asarray(lo, float), np.asarray(hi, float)
@@ -153,6 +158,30 @@ class _BoxOverlay:
     def refresh(self) -> Any:
         if self.lo is None or self.info is None:
             return None
+        if self._busy:
+            self._stale = True
+            return self.layer
+        if self.layer is not None and self.layer not in self.widget.viewer.layers:
+            # removed by the user or a closing viewer: the overlay is off, never re-added
+            self.layer = None
+            self.lo = self.hi = None
+            return None
+        self._busy = True
+        try:
+            self._draw()
+        finally:
+            self._busy = False
+        if self._stale:  # the slice moved while drawing: draw once more (in place)
+            self._stale = False
+            self._busy = True
+            try:
+                self._draw()
+            finally:
+                self._busy = False
+                self._stale = False
+        return self.layer
+
+    def _draw(self) -> None:
         viewer = self.widget.viewer
         ndim = self.info.ndim
         displayed, point = _slice_of(viewer, ndim)
@@ -187,7 +216,6 @@ class _BoxOverlay:
             from napari.layers import Layer
 
             self.layer = viewer.add_layer(Layer.create(data, kwargs, kind))
-        return self.layer
 
     def remove(self) -> None:
         if self.layer is not None and self.layer in self.widget.viewer.layers:
