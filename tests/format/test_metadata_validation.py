@@ -232,3 +232,38 @@ def test_attribute_dtype_of_wrong_type(tmp_path: Path, layout) -> None:
     assert f"vertex_attributes/{name}/zarr.json" in str(info.value)
     # without attributes the geometry still reads
     assert len(nzv.open_store(store).read(0, attributes=False).positions) > 0
+
+
+def test_vlen_chunk_with_a_huge_item_count_is_refused(tmp_path: Path) -> None:
+    """A plain 0.9 vlen array chunk whose item count says 2**29: refused before zarr's vlen
+    decoder allocates an object array of that many items (4 GB seen in the fuzz campaign)."""
+    import numcodecs
+
+    store = copy(tmp_path, "v09/edge-cases/explicit_demo.zarrvectors")
+    chunk = store / "0" / "groups" / "c" / "0"
+    payload = bytearray(numcodecs.Zstd().decode(chunk.read_bytes()))
+    payload[:4] = (2**29 + 3).to_bytes(4, "little")
+    chunk.write_bytes(numcodecs.Zstd(level=0).encode(bytes(payload)))
+    with pytest.raises(ZVFormatError, match="vlen chunk declares 536870915 items, not 1"):
+        nzv.open_store(store).groups(0)
+
+
+def test_corrupt_blosc_frames_never_reach_c_blosc() -> None:
+    """Block offsets and stream sizes are walked before c-blosc (which reads out of bounds
+    on them) sees the frame."""
+    import numcodecs
+
+    from napari_zarr_vectors.format.codecs import decode_bytes_chunk
+
+    values = np.arange(4000, dtype="<f4")
+    frame = bytearray(numcodecs.Blosc(cname="zstd", shuffle=1, blocksize=256).encode(values))
+    chain = [{"name": "bytes"}, {"name": "blosc"}]
+    assert np.array_equal(np.frombuffer(decode_bytes_chunk(bytes(frame), chain), "<f4"), values)
+    bad_offset = bytearray(frame)
+    bad_offset[16:20] = (len(frame) + 100).to_bytes(4, "little")
+    bad_stream = bytearray(frame)
+    start = int.from_bytes(frame[16:20], "little")
+    bad_stream[start : start + 4] = (10**6).to_bytes(4, "little")
+    for bad in (bad_offset, bad_stream, frame[:-3]):
+        with pytest.raises(ZVFormatError, match="blosc"):
+            decode_bytes_chunk(bytes(bad), chain)

@@ -9,6 +9,7 @@ huge payload is rejected before anything is decompressed.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,10 +54,50 @@ def _declared_size(name: str, data: bytes) -> int | None:
     if name == "zstd":
         return _zstd_content_size(data)
     if name == "blosc":
-        if len(data) < 16:
-            raise ZVFormatError("truncated blosc header")
-        return int.from_bytes(data[4:8], "little")
+        return _check_blosc(data)
     return None
+
+
+def _check_blosc(data: bytes) -> int:
+    """Validate a blosc 1 frame's header, block offsets and stream sizes against its length,
+    and return its declared payload size. c-blosc trusts them and reads out of bounds (a
+    segfault) on a corrupt frame, so nothing reaches it that does not walk in bounds."""
+    if len(data) < 16:
+        raise ZVFormatError("truncated blosc header")
+    _version, _vlz, flags, typesize, nbytes, blocksize, cbytes = struct.unpack_from(
+        "<BBBBIII", data
+    )
+    if cbytes != len(data):
+        raise ZVFormatError(f"blosc frame says {cbytes} bytes, holds {len(data)}")
+    if nbytes == 0:
+        return 0
+    if flags & 0x2:  # memcpyed: the payload follows the header as is
+        if cbytes != 16 + nbytes:
+            raise ZVFormatError("blosc memcpyed frame length does not match its payload")
+        return nbytes
+    if blocksize == 0 or typesize == 0 or blocksize > nbytes + blocksize:
+        raise ZVFormatError(f"blosc frame with block size {blocksize}, type size {typesize}")
+    nblocks = -(-nbytes // blocksize)
+    first = 16 + 4 * nblocks
+    if first > cbytes:
+        raise ZVFormatError("blosc block offsets run past the frame")
+    starts = np.frombuffer(data, "<i4", nblocks, 16).astype(np.int64)
+    if np.any(starts < first) or np.any(starts >= cbytes):
+        raise ZVFormatError("blosc block offsets point outside the frame")
+    split = not (flags & 0x10) and typesize <= 16 and blocksize // typesize >= 128
+    leftover = nbytes % blocksize
+    for b, pos in enumerate(starts.tolist()):
+        last = b == nblocks - 1 and leftover
+        streams = 1 if (last or not split) else typesize
+        for _ in range(streams):
+            if pos + 4 > cbytes:
+                raise ZVFormatError("blosc stream header runs past the frame")
+            csize = int.from_bytes(data[pos : pos + 4], "little", signed=True)
+            pos += 4
+            if csize < 0 or pos + csize > cbytes:
+                raise ZVFormatError("blosc stream runs past the frame")
+            pos += csize
+    return nbytes
 
 
 def _decode_crc32c(data: bytes) -> bytes:
@@ -157,3 +198,26 @@ def decode_blob(meta: dict[str, Any], data_raw: bytes | None, src: Source) -> by
     if len(payload) != n:
         raise ZVFormatError(f"blob decodes to {len(payload)} bytes, its shape says {n}")
     return payload
+
+
+def check_compressed_frame(raw: bytes, codecs: Sequence[Any], max_bytes: int | None) -> None:
+    """Check the outermost compressed frame of a chunk that zarr will decode (its codecs'
+    bytes-to-bytes tail: ``zstd``/``blosc``/``gzip``, optionally ``crc32c``) before zarr sees
+    it: a frame that declares more than its bytes can hold (:data:`MAX_RATIO`) or more than
+    ``max_bytes``, or a blosc frame that would read out of bounds, raises
+    :class:`ZVFormatError`. Chunks without such a tail pass unchecked."""
+    chain = [c.get("name") if isinstance(c, dict) else c for c in codecs]
+    data = raw
+    if chain and chain[-1] == "crc32c":
+        data = _decode_crc32c(data)
+        chain = chain[:-1]
+    if not chain or chain[-1] not in ("zstd", "blosc"):
+        return
+    declared = _declared_size(chain[-1], data)
+    if declared is None:  # zarr's zstd would grow its output without bound
+        raise ZVFormatError("zstd frame declares no content size, so its size cannot be bounded")
+    limit = max(len(data), 64) * MAX_RATIO
+    if max_bytes is not None:
+        limit = min(limit, max_bytes)
+    if declared > limit:
+        raise ZVFormatError(f"{chain[-1]} frame of {len(data)} bytes declares {declared} bytes")

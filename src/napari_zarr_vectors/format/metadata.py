@@ -196,7 +196,10 @@ def parse_root(doc: dict[str, Any] | None, store: str) -> RootMetadata:
 
 
 def _transform(dataset: dict[str, Any], kind: str, src: Source) -> np.ndarray | None:
-    for t in dataset.get("coordinateTransformations") or ():
+    transforms = dataset.get("coordinateTransformations") or ()
+    if not isinstance(transforms, list | tuple):
+        raise src.error("datasets coordinateTransformations", f"is {transforms!r}, not a list")
+    for t in transforms:
         if isinstance(t, dict) and t.get("type") == kind:
             value = t.get(kind)
             return None if value is None else float_list(value, f"datasets {kind}", src)

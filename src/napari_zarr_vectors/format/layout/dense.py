@@ -45,6 +45,7 @@ from zarr.core.array import AsyncArray
 from zarr.core.sync import sync
 from zarr.storage import StorePath
 
+from ..codecs import check_compressed_frame
 from ..decode.fragments import decode_fragment_index, fragment_index_length
 from ..decode.links import decode_cross_chunk_records
 from ..decode.manifests import split_offset_manifests
@@ -181,7 +182,7 @@ class DenseLayout(Layout):
         payload = int(np.prod(arr.shape[cells.shape[1] :], dtype=object)) * arr.dtype.itemsize
         if payload > MAX_CELL_BYTES:
             raise self.error(f"one cell would hold {payload} bytes", level, array)
-        pos = np.flatnonzero(inside).tolist()
+        pos = self._precheck_cells(level, array, arr, cells, np.flatnonzero(inside).tolist(), out)
 
         async def one(cell: tuple[int, ...]) -> Any:
             return await arr.getitem(cell)
@@ -199,6 +200,49 @@ class DenseLayout(Layout):
             else:
                 out[p] = np.asarray(res)
         return out
+
+    def _precheck_cells(
+        self,
+        level: int,
+        array: str,
+        arr: AsyncArray,
+        cells: np.ndarray,
+        pos: list[int],
+        out: list[np.ndarray | ZVFormatError | None],
+    ) -> list[int]:
+        """Fetch the Zarr chunks of cells ``pos`` and check their compressed frames before
+        zarr decodes them (c-blosc reads out of bounds on a corrupt frame, decompressors
+        allocate what a frame declares); failing cells get an error in ``out``. Returns the
+        positions left to read. Cells whose chunk is not one per cell are not checked."""
+        doc = self._doc(f"{level}/{self._physical(level, array)}") or {}
+        codecs = doc.get("codecs")
+        chunk_shape = getattr(arr.metadata.chunk_grid, "chunk_shape", None)
+        knd = cells.shape[1]
+        if not isinstance(codecs, list) or chunk_shape is None or not pos:
+            return pos
+        if any(int(c) != 1 for c in chunk_shape[:knd]) or any(
+            int(c) != int(n) for c, n in zip(chunk_shape[knd:], arr.shape[knd:], strict=True)
+        ):
+            return pos
+        tail = (0,) * (arr.ndim - knd)
+        encode = arr.metadata.encode_chunk_key
+        path = f"{level}/{self._physical(level, array)}"
+        keys = [f"{path}/{encode((*(int(x) for x in cells[p]), *tail))}" for p in pos]
+        max_bytes = int(np.prod(chunk_shape, dtype=object)) * arr.dtype.itemsize
+        keep = []
+        for p, raw in zip(pos, self.io.fetch_many(keys), strict=True):
+            if raw is None:  # no chunk: all fill
+                out[p] = np.full(tuple(arr.shape[knd:]), arr.metadata.fill_value, arr.dtype)
+                continue
+            try:
+                if isinstance(raw, ZVFormatError):
+                    raise raw
+                check_compressed_frame(raw, codecs, max_bytes)
+            except ZVFormatError as exc:
+                out[p] = exc.located(store=self.io.name, level=level, array=array)
+                continue
+            keep.append(p)
+        return keep
 
     # -- grid arrays -------------------------------------------------------------------
     def list_chunks(self, level: int, array: str = "vertices") -> np.ndarray:

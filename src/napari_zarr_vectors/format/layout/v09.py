@@ -38,7 +38,7 @@ from zarr.core.sync import sync
 from zarr.storage import StorePath
 
 from ..chunks import ChunkTable
-from ..codecs import _decode_crc32c, decode_bytes_chunk
+from ..codecs import _decode_crc32c, check_compressed_frame, decode_bytes_chunk
 from ..decode.arrays import decode_attribute, parse_dtype
 from ..decode.fragments import expand_ranges
 from ..decode.links import decode_ragged_links
@@ -623,6 +623,50 @@ class V09Layout(Layout):
                     store=self.io.name, level=level, array=array, chunk=chunks[p]
                 )
 
+    def _precheck(self, level: int, path: str, arr: AsyncArray) -> None:
+        """Plain arrays are decoded by zarr, whose decompressors allocate whatever a frame
+        declares: fetch their chunks first and refuse frames that declare more than a chunk
+        of the array can hold (or, for vlen arrays, than their bytes can)."""
+        doc = self._doc(f"{level}/{path}") or {}
+        codecs = doc.get("codecs") or []
+        if not isinstance(codecs, list) or not codecs:
+            return
+        meta = arr.metadata
+        chunk_shape = getattr(meta.chunk_grid, "chunk_shape", None)
+        if chunk_shape is None or any(
+            c.get("name") == "sharding_indexed" for c in codecs if isinstance(c, dict)
+        ):
+            return
+        grid = [-(-int(n) // int(c)) for n, c in zip(arr.shape, chunk_shape, strict=True)]
+        count = int(np.prod(grid, dtype=object)) if grid else 1
+        if count > MAX_ENUMERATED_CHUNKS:
+            return
+        cells = (
+            np.stack(np.meshgrid(*(np.arange(g) for g in grid), indexing="ij"), -1).reshape(
+                -1, len(grid)
+            )
+            if grid
+            else np.zeros((1, 0), np.int64)
+        )
+        encode = meta.encode_chunk_key
+        keys = [f"{level}/{path}/{encode(tuple(int(x) for x in c))}" for c in cells]
+        items = int(np.prod(chunk_shape, dtype=object)) if chunk_shape else 1
+        fixed = arr.dtype.kind in "biuf"
+        max_bytes = items * arr.dtype.itemsize if fixed else None
+        for key, raw in zip(keys, self.io.fetch_many(keys), strict=True):
+            if raw is None or isinstance(raw, ZVFetchError):
+                continue
+            try:
+                check_compressed_frame(raw, codecs, max_bytes)
+                if not fixed and codecs[0].get("name") == "vlen-bytes":
+                    # zarr's vlen decoder allocates the item count the chunk declares
+                    payload = decode_bytes_chunk(raw, [{"name": "bytes"}, *codecs[1:]])
+                    n = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else -1
+                    if n != items:
+                        raise ZVFormatError(f"vlen chunk declares {n} items, not {items}")
+            except ZVFormatError as exc:
+                raise self.error(f"{key}: {exc.reason}", level, path) from None
+
     @staticmethod
     async def _zarr_cells(grid: _Grid, cells: np.ndarray) -> list[bytes | BaseException | None]:
         """Read ``cells`` of one array with a single coordinate selection; when that fails,
@@ -881,8 +925,12 @@ class V09Layout(Layout):
 
     # -- plain (non-grid) arrays -----------------------------------------------------------
     def _read_whole(self, level: int, paths: Sequence[str]) -> list[np.ndarray | None]:
-        """Whole contents of several plain arrays of a level, read concurrently."""
+        """Whole contents of several plain arrays of a level, read concurrently (their
+        compressed chunks checked first, see :meth:`_precheck`)."""
         arrays = [self._open_plain(f"{level}/{p}", level) for p in paths]
+        for p, arr in zip(paths, arrays, strict=True):
+            if arr is not None:
+                self._precheck(level, p, arr)
 
         async def one(arr: AsyncArray | None) -> Any:
             if arr is None:
