@@ -113,11 +113,10 @@ def shown_ids(result) -> set[int]:
 
 
 def held(result) -> int:
-    """Vertices the built layers hold, counted from the layer data."""
-    total = 0
-    for data, _, kind in result.layer_data:
-        total += 2 * len(data) if kind == "vectors" else len(data)
-    return total
+    """Vertices the built layers hold, counted from the layer data: two ends a vector,
+    Surface vertices, else rows."""
+    sizes = {"vectors": lambda d: 2 * len(d), "surface": lambda d: len(d[0])}
+    return sum(sizes.get(kind, len)(data) for data, _, kind in result.layer_data)
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,3 +263,64 @@ def test_stores_whose_chunks_count_from_a_grid_origin_load_every_vertex_in_view(
     inside = whole[np.all((whole >= c_lo) & (whole <= c_hi), axis=1)]
     got = {tuple(p) for p in np.asarray(result.geometry.positions).tolist()}
     assert len(inside) > 0 and {tuple(p) for p in inside.tolist()} <= got
+
+
+def _random_view(rng, store) -> lod.ViewState | None:
+    lo, hi = (np.asarray(b, float) for b in store.bounds)
+    center = lo + rng.random(store.ndim) * (hi - lo)
+    zoom = float(10 ** rng.uniform(-1, 2)) * 200 / max(float(np.max(hi - lo)), 1e-9)
+    if rng.random() < 0.1:
+        return None
+    if store.ndim == 3 and rng.random() < 0.5:
+        vd = rng.normal(size=3)
+        vd /= np.linalg.norm(vd)
+        up = np.cross(vd, rng.normal(size=3))
+        up /= np.linalg.norm(up)
+        c = tuple(center[::-1])
+        return lod.ViewState(3, c, zoom, (200, 300), c, (0, 1, 2), (1.0,) * 3, tuple(vd), tuple(up))
+    displayed = (1, 2) if store.ndim == 3 else (0, 1)
+    thickness = tuple(float(x) for x in rng.uniform(0.5, 20, store.ndim))
+    return lod.ViewState(
+        2, tuple(center[::-1][-2:]), zoom, (200, 300), tuple(center[::-1]), displayed, thickness
+    )
+
+
+@pytest.mark.parametrize("layout", ["v07", "v09", "dense"])
+def test_random_views_of_every_fixture_hold_the_budget_as_the_layers_count_it(layout):
+    """Random 2-D / 3-D views, zooms, budgets, locked levels and filters over every fixture
+    store: the layer data built holds exactly what the loader counted, within the budget."""
+    from _zv_napari import DATA
+
+    rng = np.random.default_rng(7)
+    stores = sorted((DATA / layout).glob("*.zarrvectors"))
+    assert stores
+    for path in stores:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            store = nzv.open_store(path)
+            ld = loader(store)
+            ids = store.object_ids(0)
+            for _ in range(8):
+                budget = int(rng.choice([5, 30, 200, 10**6]))
+                locked = None
+                if rng.random() < 0.3:
+                    locked = int(rng.choice([lv.index for lv in store.levels]))
+                allowed = None
+                if len(ids) and rng.random() < 0.3:
+                    allowed = rng.choice(ids, max(1, len(ids) // 3), replace=False)
+                request = LoadRequest(
+                    view=_random_view(rng, store),
+                    budget=budget,
+                    locked=locked,
+                    allowed_ids=allowed,
+                    force=True,
+                )
+                result = ld.load(request)
+                assert result.vertex_count <= budget, (path.name, request)
+                assert held(result) == result.vertex_count, (path.name, request)
+                if allowed is not None and result.geometry.vertex_object_ids is not None:
+                    shown = set(np.asarray(result.geometry.vertex_object_ids).tolist()) - {-1}
+                    if result.geometry.paths:
+                        shown = set(result.geometry.path_object_ids.tolist())
+                    if store.geometry_type != "mesh":  # mesh vertices carry one owner
+                        assert shown <= set(np.asarray(allowed).tolist()), path.name

@@ -292,9 +292,12 @@ def _keep_paths(geometry: Geometry, keep_path: np.ndarray) -> Geometry:
 
 
 def resident_vertices(geometry: Geometry) -> int:
-    """Vertices the layers will hold: path rows for path types (coarse levels share
-    metavertices between paths, each path holds its own copy), two segment ends per edge
-    plus the nodes for graphs and skeletons, else the vertices."""
+    """Vertices the layers will hold: path rows for polylines and streamlines (Tracks; coarse
+    levels share metavertices between paths, each path holds its own copy), two ends per
+    segment for lines (Vectors), two segment ends per edge plus the nodes for graphs and
+    skeletons, else the vertices."""
+    if geometry.paths and geometry.geometry_type == "line":  # Vectors: two ends a segment
+        return int(sum(2 * max(len(p) - 1, 0) for p in geometry.paths))
     if geometry.paths:
         return int(sum(len(p) for p in geometry.paths))
     if geometry.geometry_type in ("graph", "skeleton"):
@@ -326,7 +329,12 @@ def _items(geometry: Geometry) -> tuple[np.ndarray, np.ndarray, str]:
     if geometry.paths:
         rows, lengths = _flat_paths(geometry.paths)
         ids = np.repeat(np.asarray(geometry.path_object_ids, np.int64), lengths)
-        return ids, np.ones(len(ids)), "objects"
+        weight = np.ones(len(ids))
+        if geometry.geometry_type == "line":  # a path of k vertices is 2 (k - 1) ends
+            first = np.cumsum(lengths) - lengths
+            weight[:] = 2.0
+            weight[first[lengths > 0]] = 0.0
+        return ids, weight, "objects"
     if geometry.vertex_object_ids is None or geometry.geometry_type == "point_cloud":
         # points thin evenly by vertex, not by whole objects (clusters would vanish)
         return np.arange(geometry.vertex_count), np.ones(geometry.vertex_count), "vertices"
