@@ -154,6 +154,22 @@ def test_store_panel_describes_the_selected_store_and_follows_selection(make_nap
     assert "Select a Zarr Vectors layer" in panel.header.text()
 
 
+def test_the_header_follows_the_shown_level(make_napari_viewer, qtbot):
+    """Issue 16: the header kept "level 0" while another level was shown."""
+    from napari_zarr_vectors.napari.widgets.store_panel import StorePanel
+
+    viewer = make_napari_viewer()
+    target = open_zv(viewer, qtbot, "v09", "polylines")
+    panel = dock(viewer, StorePanel)
+    assert "level 0" in panel.header.text()
+    target.lock_level(2)
+    settle(qtbot, target)
+    assert target.level == 2 and "level 2" in panel.header.text()
+    target.lock_level(None)
+    settle(qtbot, target)
+    assert f"level {target.level}" in panel.header.text()
+
+
 # --------------------------------------------------------------------------------------------
 # group filter
 # --------------------------------------------------------------------------------------------

@@ -65,16 +65,33 @@ class ZVBrowseWidget(QWidget):
             return
         if self.session is not None:
             self.session.disconnect(self._filters_changed)
+        self._watch_level(self.target, False)
         self.layer, self.target = layer, target
         self.session = session_for(target) if target is not None else None
         if self.session is not None:
             self.session.connect(self._filters_changed)
-        if layer is None:
-            self.header.setText(NO_LAYER)
-        else:
-            level = getattr(target, "level", meta.get("level", 0)) if target else meta.get("level")
-            self.header.setText(f"<b>{meta.get('name', layer.name)}</b> · level {level}")
+        self._watch_level(target, True)
+        self._update_header()
         self._target_changed()
+
+    def _watch_level(self, target: Any, on: bool) -> None:
+        """Follow a level-of-detail target's level changes (the header names the level)."""
+        signal = getattr(getattr(target, "events", None), "level_changed", None)
+        if signal is None:
+            return
+        if on:
+            signal.connect(self._update_header)
+        else:
+            signal.disconnect(self._update_header)
+
+    def _update_header(self, *_: Any) -> None:
+        meta = zv_meta(self.layer)
+        if self.layer is None or meta is None:
+            self.header.setText(NO_LAYER)
+            return
+        target = self.target
+        level = getattr(target, "level", meta.get("level", 0)) if target else meta.get("level")
+        self.header.setText(f"<b>{meta.get('name', self.layer.name)}</b> · level {level}")
 
     # -- hooks ---------------------------------------------------------------------------
     def _target_changed(self) -> None:
