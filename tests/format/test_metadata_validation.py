@@ -267,3 +267,19 @@ def test_corrupt_blosc_frames_never_reach_c_blosc() -> None:
     for bad in (bad_offset, bad_stream, frame[:-3]):
         with pytest.raises(ZVFormatError, match="blosc"):
             decode_bytes_chunk(bytes(bad), chain)
+
+
+@pytest.mark.parametrize(
+    "rel, array",
+    [
+        ("dense/points.zarrvectors", "object_index/data"),
+        ("v09/points.zarrvectors", "object_index/object_ids"),
+    ],
+)
+def test_whole_read_of_a_huge_declared_shape_is_refused(tmp_path: Path, rel, array) -> None:
+    """Tables read whole (object index, groups) whose shape claims 2**40 elements."""
+    store = copy(tmp_path, rel)
+    edit(store / "0" / array / "zarr.json", lambda d: d.__setitem__("shape", [2**40]))
+    with pytest.raises(ZVFormatError, match="'shape'") as info:
+        nzv.open_store(store).object_ids(0)
+    assert f"0/{array}/zarr.json" in str(info.value)

@@ -12,7 +12,7 @@ only to compose the error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,3 +228,17 @@ def check_zarr_array_doc(doc: Mapping[str, Any], src: Source) -> None:
             total *= d
         if total > MAX_CHUNK_ELEMENTS:
             raise src.error(field, f"declares chunks of {total} elements")
+
+
+#: Largest array (bytes, 8 per element of a vlen array) read whole into memory: metadata,
+#: object and group tables. A larger declared shape is corrupt (or hostile) metadata.
+MAX_WHOLE_BYTES = 1 << 28
+
+
+def check_whole_read(shape: Sequence[int], itemsize: int, src: Source) -> None:
+    """Refuse reading an array whole when its declared shape exceeds :data:`MAX_WHOLE_BYTES`."""
+    total = max(itemsize, 1)
+    for n in shape:
+        total *= int(n)
+    if total > MAX_WHOLE_BYTES:
+        raise src.error("shape", f"{list(shape)} declares {total} bytes to read whole")

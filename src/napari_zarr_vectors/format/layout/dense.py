@@ -51,7 +51,7 @@ from ..decode.links import decode_cross_chunk_records
 from ..decode.manifests import split_offset_manifests
 from ..errors import ZVFormatError
 from ..metadata import LevelInfo
-from ..validate import MAX_COORD, check_zarr_array_doc, int_field, int_list
+from ..validate import MAX_COORD, check_whole_read, check_zarr_array_doc, int_field, int_list
 from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
 from .keys import delta_name, sort_chunks
 from .v07 import _touches
@@ -476,6 +476,10 @@ class DenseLayout(Layout):
     def _whole(self, level: int, arrays: Sequence[str]) -> list[np.ndarray | None]:
         """Whole contents of plain (non-grid) arrays, read concurrently."""
         opened = [self._array(level, a) for a in arrays]
+        for a, arr in zip(arrays, opened, strict=True):
+            if arr is not None:
+                path = f"{level}/{self._physical(level, a)}"
+                check_whole_read(arr.shape, arr.dtype.itemsize, self.src(path, level, a))
 
         async def one(arr: AsyncArray | None) -> Any:
             if arr is None:

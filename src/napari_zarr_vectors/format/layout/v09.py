@@ -52,6 +52,7 @@ from ..errors import ZVFetchError, ZVFormatError
 from ..validate import (
     MAX_COORD,
     bool_field,
+    check_whole_read,
     check_zarr_array_doc,
     int_field,
     int_list,
@@ -930,6 +931,7 @@ class V09Layout(Layout):
         arrays = [self._open_plain(f"{level}/{p}", level) for p in paths]
         for p, arr in zip(paths, arrays, strict=True):
             if arr is not None:
+                check_whole_read(arr.shape, arr.dtype.itemsize, self.src(f"{level}/{p}", level, p))
                 self._precheck(level, p, arr)
 
         async def one(arr: AsyncArray | None) -> Any:
