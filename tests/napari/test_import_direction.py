@@ -89,3 +89,26 @@ def test_the_napari_side_has_no_import_cycle():
 def test_no_function_local_import_of_a_sibling_module():
     _, local = graph()
     assert local == []
+
+
+def test_napari_internals_are_used_only_in_the_compat_module():
+    """Issue 13: every napari internal the plugin relies on lives in ``_napari_compat.py``,
+    with a note on why no public API serves."""
+    internals = (
+        "._set_data",
+        "._color_by",
+        "_block_refresh",
+        "_instances",
+        "coerce_symbols",
+        "_base_constants",
+        'getattr(layer, f"_',
+    )
+    offenders = []
+    for path in PKG.rglob("*.py"):
+        if path.name == "_napari_compat.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        offenders += [f"{path.name}: {name}" for name in internals if name in text]
+    assert offenders == []
+    compat = (PKG / "_napari_compat.py").read_text(encoding="utf-8")
+    assert all(name in compat for name in internals[:-1])

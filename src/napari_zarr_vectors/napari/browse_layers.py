@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ._napari_compat import colour_feature
 from .browse import (
     MISSING_COLOUR,
     ColourSpec,
@@ -52,10 +53,8 @@ from .browse import (
     step_boundaries,
 )
 from .controller import controller_for
-from .layers import OBJECT_ID, layers_from_geometry
+from .layers import META, OBJECT_ID, layers_from_geometry
 from .store_info import store_info
-
-META = "zarr_vectors"
 
 #: Layer roles that are not store data (the bounds box, isolated objects).
 NON_DATA_ROLES = ("bounds", "isolated")
@@ -594,9 +593,7 @@ def colour_matches(layer: Any, spec: ColourSpec) -> bool:
         return False
     if kind in ("points", "vectors", "shapes"):
         prefix = "face" if kind == "points" else "edge"
-        manager = getattr(layer, f"_{prefix}", None)
-        props = getattr(manager, "color_properties", None)
-        if props is None or props.name != spec.feature:
+        if colour_feature(layer, prefix) != spec.feature:
             return False
         mode = str(getattr(layer, f"{prefix}_color_mode")).lower()
         if mode.endswith("cycle"):

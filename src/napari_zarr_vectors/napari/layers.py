@@ -37,6 +37,9 @@ SHAPES_MAX_OBJECTS = 1_000
 #: Store attribute names treated as per-vertex colours when they have 3 or 4 channels.
 COLOUR_ATTRIBUTE_NAMES = ("rgb", "rgba", "color", "colour", "colors", "colours")
 
+#: The key of the plugin's part of every layer's ``metadata``.
+META = "zarr_vectors"
+
 #: Names of the feature columns added by the adapter (not store attributes).
 OBJECT_ID = "object_id"
 GROUP_ID = "group_id"
@@ -855,7 +858,7 @@ def _common_kwargs(
         "name": layer_name(info, label),
         "scale": tuple(float(s) for s in scale),
         "axis_labels": labels,
-        "metadata": {"zarr_vectors": meta},
+        "metadata": {META: meta},
     }
     if units is not None:
         kwargs["units"] = units

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .controller import META, ZVLayerController
+from ._napari_compat import open_viewers
+from .controller import ZVLayerController
+from .layers import META
 from .loader import Loader, ViewShare
 
 
@@ -72,16 +74,7 @@ def install_viewer_hooks() -> int:
     a file (drag and drop, *File > Open*, ``viewer.open``, ``napari path``, samples) reads
     first and then inserts the layers into the viewer that asked, which exists by then.
     """
-    try:
-        from napari import Viewer
-    except ImportError:  # pragma: no cover
-        return 0
-    viewers = list(getattr(Viewer, "_instances", ()))
-    if not viewers:
-        from napari import current_viewer
-
-        current = current_viewer()
-        viewers = [current] if current is not None else []
+    viewers = open_viewers()
     for viewer in viewers:
         hook_viewer(viewer)
     return len(viewers)

@@ -38,12 +38,12 @@ import numpy as np
 
 from ..write.engine import WriteError, write_store
 from ..write.spec import PATH_TYPES, WriteSpec
-from .browse_layers import META
 from .layers import (
     DIRECTION,
     FLIP_WINDING,
     GROUP_ID,
     GROUPS,
+    META,
     OBJECT_ID,
     axis_reversal_is_mirror,
 )

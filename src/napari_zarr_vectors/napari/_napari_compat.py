@@ -1,0 +1,155 @@
+"""Every use of a napari internal, in one place, each with why no public API serves.
+
+Checked against napari 0.9.2 (the floor in ``pyproject.toml``). Each helper degrades to the
+public API when the internal is gone, so a napari upgrade costs speed, not correctness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import numpy as np
+
+
+def set_points_data_quietly(layer: Any, data: np.ndarray) -> None:
+    """Replace a Points layer's data without the public setter's per-point event payload.
+
+    Internal: ``Points._set_data``. The public ``Points.data`` setter only adds event
+    emissions carrying a Python tuple of every point index (seconds for 10^6 points); the
+    caller emits one data event afterwards (:func:`emit_data_changed`).
+    """
+    setter = getattr(layer, "_set_data", None)
+    if setter is None:
+        layer.data = data
+    else:
+        setter(data)
+
+
+def unlink_tracks_colour(layer: Any) -> None:
+    """Point a Tracks layer's colouring at ``track_id`` without recolouring.
+
+    Internal: ``Tracks._color_by``. A data swap resets the features, and the public
+    ``color_by`` setter would warn that the current colour-by feature is gone (and recolour
+    twice); the caller sets ``color_by`` again once the new features are in.
+    """
+    if layer.color_by != "track_id":
+        layer._color_by = "track_id"
+
+
+def colour_manager(layer: Any, channel: str) -> Any | None:
+    """The ``ColorManager`` of a Points (``face``, ``border``) or Vectors/Shapes (``edge``)
+    channel: the only place napari keeps which feature a colour follows.
+
+    Internal: ``layer._face`` / ``layer._border`` / ``layer._edge``. No public accessor
+    tells the colour-by feature of a Points face colour in napari 0.9.
+    """
+    return getattr(layer, f"_{channel}", None)
+
+
+def colour_feature(layer: Any, channel: str) -> str | None:
+    """The feature a colour channel follows (``None``: direct colours)."""
+    manager = colour_manager(layer, channel)
+    props = getattr(manager, "color_properties", None)
+    if props is not None:
+        return props.name
+    # Shapes keep it as ``_edge_color_property`` (internal) instead
+    return getattr(layer, f"_{channel}_color_property", "") or None
+
+
+@contextmanager
+def held_back(layer: Any) -> Iterator[None]:
+    """Hold back a layer's re-slicing and every event of it and its colour managers while
+    its data, features and colours are swapped (the caller refreshes once after).
+
+    Internals: ``Layer._block_refresh`` (napari re-slices and rebuilds the canvas visual on
+    every setter otherwise) and the colour managers' event groups (:func:`colour_manager`).
+    """
+    with ExitStack() as stack:
+        block_refresh = getattr(layer, "_block_refresh", None)
+        if block_refresh is not None:
+            stack.enter_context(block_refresh())
+        stack.enter_context(layer.events.blocker_all())
+        for channel in ("face", "border", "edge"):
+            events = getattr(colour_manager(layer, channel), "events", None)
+            if events is not None and hasattr(events, "blocker_all"):
+                stack.enter_context(events.blocker_all())
+        yield
+
+
+def emit_data_changed(layer: Any) -> None:
+    """Emit the one data event listeners expect after a swap (the dims and extent
+    bookkeeping, layer controls).
+
+    Internal: ``napari.layers.base._base_constants.ActionType`` (the event's ``action``
+    values have no public import).
+    """
+    try:
+        from napari.layers.base._base_constants import ActionType
+
+        changed: Any = ActionType.CHANGED
+    except ImportError:  # pragma: no cover - other napari versions
+        changed = "changed"
+    layer.events.data(value=layer.data, action=changed, data_indices=(), vertex_indices=((),))
+
+
+@contextmanager
+def uniform_symbols_fast() -> Iterator[None]:
+    """While a Points layer grows, napari 0.9 re-validates the marker symbol of *every* point
+    one by one (~1 us per point, 0.1 s per 100,000 points on the UI thread). All our points
+    share one symbol: an array holding one symbol throughout is validated once and
+    broadcast; anything else goes to napari's function.
+
+    Internal: a temporary patch of ``napari.layers.points.points.coerce_symbols``, for the
+    duration of one data swap on the UI thread.
+    """
+    try:
+        import napari.layers.points.points as points_module
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    original = getattr(points_module, "coerce_symbols", None)
+    if original is None:  # pragma: no cover - napari changed: nothing to speed up
+        yield
+        return
+
+    def coerce(symbol: Any) -> np.ndarray:
+        if isinstance(symbol, np.ndarray) and symbol.dtype == object and symbol.size > 1:
+            flat = symbol.ravel().tolist()
+            canon = original(np.asarray(flat[:1], dtype=object))[0]  # a Symbol member
+            text = str(getattr(canon, "value", canon))
+            # napari concatenates existing Symbol members with numpy strings of new points;
+            # list.count compares by identity first, then as strings (fast for str and
+            # numpy str elements; slow only for Symbol members, i.e. on a first growth)
+            if flat.count(text) == len(flat):
+                # one shared plain string ("disc"): equal to the Symbol member everywhere
+                # napari compares or coerces it, and napari's canvas turns every shown
+                # point's symbol into text on each update -- instant for a str
+                out = np.empty(symbol.shape, dtype=object)
+                out.fill(text)
+                return out
+        return original(symbol)
+
+    points_module.coerce_symbols = coerce
+    try:
+        yield
+    finally:
+        points_module.coerce_symbols = original
+
+
+def open_viewers() -> list[Any]:
+    """Every open ``napari.Viewer`` (the reader never sees the viewer it reads for).
+
+    Internal: ``napari.Viewer._instances``; falls back to the public ``current_viewer()``
+    (which only knows the most recent one).
+    """
+    try:
+        from napari import Viewer, current_viewer
+    except ImportError:  # pragma: no cover
+        return []
+    viewers = list(getattr(Viewer, "_instances", ()))
+    if not viewers:
+        current = current_viewer()
+        viewers = [current] if current is not None else []
+    return viewers
