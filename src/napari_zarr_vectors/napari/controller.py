@@ -4,7 +4,7 @@
 Every pan, zoom, rotation, slice move, ``ndisplay`` switch or canvas resize restarts a
 debounce timer (:func:`.settings.get_settings` ``debounce_ms``); when it fires, the
 controller snapshots the view (:class:`.lod.ViewState`) on the UI thread and hands it to a
-worker thread (a ``QThreadPool`` job, :class:`_LoadJob`) running :meth:`.loader.Loader.run`:
+worker thread (a ``QThreadPool`` job, :class:`.worker.LoadJob`) running :meth:`.loader.Loader.run`:
 plan a level and chunk set, fetch chunk batches into the shared cache (progress after each
 batch, cancellation between batches), assemble and build the layer data. Only the final
 swap of arrays into the existing layers runs on the UI thread, with the layers' events held
@@ -42,6 +42,7 @@ from .settings import get_settings
 from .settings import vertex_budget as default_budget
 from .store_info import layer_scale
 from .swap import ColourMemory, batched, capture, swap, swap_empty
+from .worker import LoadJob
 
 #: layer metadata key of this plugin
 _REGISTRY: weakref.WeakKeyDictionary[Any, ZVLayerController] = weakref.WeakKeyDictionary()
@@ -390,7 +391,7 @@ class ZVLayerController:
         def stale() -> bool:
             return generation != self._generation or self._closed
 
-        job = _LoadJob(self, self.loader.run, req, stale)
+        job = LoadJob(self, self.loader.run, req, stale)
         self._worker = job
         job.start()
 
@@ -578,116 +579,7 @@ def _item_label(geometry_type: str) -> str:
     }.get(geometry_type, "objects")
 
 
-# --------------------------------------------------------------------------------------------
-# the worker
-# --------------------------------------------------------------------------------------------
-
-_POOL: Any = None
-_RELAY: Any = None
-
-
-def _pool() -> Any:
-    """A thread pool of our own (two threads: a load, and a cancelled one finishing its
-    batch), so loads never queue behind other plugins' workers."""
-    global _POOL
-    if _POOL is None:
-        from qtpy.QtCore import QThreadPool
-
-        _POOL = QThreadPool()
-        _POOL.setMaxThreadCount(2)
-    return _POOL
-
-
-def _relay() -> Any:
-    """The one QObject (UI thread, never deleted) that carries every job's progress, result,
-    error and end to the UI thread. Jobs hold no Qt objects, so they may be freed on any
-    thread."""
-    global _RELAY
-    if _RELAY is None:
-        from qtpy.QtCore import QObject, Signal
-
-        class _Relay(QObject):
-            progress = Signal(object)
-            result = Signal(object)
-            error = Signal(object)
-            finished = Signal(object)
-
-        _RELAY = _Relay()
-        _RELAY.progress.connect(lambda item: _deliver(item, "_on_progress"))
-        _RELAY.result.connect(lambda item: _deliver(item, "_on_result"))
-        _RELAY.error.connect(lambda item: _deliver(item, "_on_error"))
-        _RELAY.finished.connect(lambda job: _deliver((job, job), "_on_finished"))
-    return _RELAY
-
-
-def _deliver(item: tuple, method: str) -> None:
-    job, value = item
-    controller = job.controller()
-    if controller is not None:
-        getattr(controller, method)(value)
-
-
-class _LoadJob:
-    """Runs a :meth:`.loader.Loader.run` generator on a worker thread (``QThreadPool``); its
-    progress, result, error and end reach the controller on the UI thread through Qt
-    signals.
-
-    napari's ``thread_worker`` is not used: superqt wraps every worker run in
-    ``warnings.catch_warnings()``, which is not thread-safe -- a worker ending while the UI
-    thread is inside its own ``catch_warnings`` restores a stale global filter list (e.g.
-    leaving "error" filters behind) -- and napari 0.9.2 never relays the captured warnings.
-    Warnings raised here (skipped chunks) go to the global ``warnings.showwarning``, which
-    napari's notification manager shows (on the UI thread)."""
-
-    def __init__(self, controller: ZVLayerController, fn: Any, *args: Any) -> None:
-        self.controller = weakref.ref(controller)
-        self._fn = fn
-        self._args = args
-        self._abort = False
-
-    def start(self) -> None:
-        from qtpy.QtCore import QRunnable
-
-        relay = _relay()
-        job = self
-
-        class _Runnable(QRunnable):  # deleted by the pool once run (autoDelete)
-            def run(self) -> None:  # worker thread
-                job._run(relay)
-
-        _pool().start(_Runnable())
-
-    def quit(self) -> None:
-        """Ask the job to stop at the next batch boundary (its result is dropped)."""
-        self._abort = True
-
-    def _run(self, relay: Any) -> None:
-        try:
-            gen = self._fn(*self._args)
-            while True:
-                if self._abort:
-                    gen.close()
-                    break
-                try:
-                    progress = next(gen)
-                except StopIteration as stop:
-                    if not self._abort:
-                        relay.result.emit((self, stop.value))
-                    break
-                relay.progress.emit((self, progress))
-        except Exception as exc:  # noqa: BLE001 - reported on the UI thread
-            if not self._abort:
-                relay.error.emit((self, exc))
-        finally:
-            relay.finished.emit(self)
-
-
 def _notify_warning(message: str) -> None:
     from napari.utils.notifications import show_warning
 
     show_warning(message)
-
-
-# --------------------------------------------------------------------------------------------
-# attaching controllers to layers napari's reader made
-# --------------------------------------------------------------------------------------------
