@@ -170,6 +170,25 @@ def test_the_header_follows_the_shown_level(make_napari_viewer, qtbot):
     assert f"level {target.level}" in panel.header.text()
 
 
+def test_the_colour_list_puts_store_attributes_first_and_hides_napari_track_ids(
+    make_napari_viewer, qtbot
+):
+    """Issue 16: the list mixed the store's attributes with napari's internal ``track_id``
+    (which numbers path pieces, not objects) and the computed direction."""
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    viewer = make_napari_viewer()
+    open_zv(viewer, qtbot, "v09", "streamlines")
+    colour = dock(viewer, ColourByWidget)
+    names = [colour.feature.itemData(i) for i in range(colour.feature.count())]
+    labels = [colour.feature.itemText(i) for i in range(colour.feature.count())]
+    assert "track_id" not in names and "fa" in names and "direction" in names
+    own = [names.index(n) for n in ("object_id", "direction") if n in names]
+    assert names.index("fa") < min(own)  # store attributes first
+    assert "(vertex)" in labels[names.index("fa")]
+    assert "computed" in labels[names.index("direction")]
+
+
 # --------------------------------------------------------------------------------------------
 # group filter
 # --------------------------------------------------------------------------------------------

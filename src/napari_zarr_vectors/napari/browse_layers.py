@@ -53,7 +53,7 @@ from .browse import (
     step_boundaries,
 )
 from .controller import controller_for
-from .layers import META, OBJECT_ID, layers_from_geometry
+from .layers import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID, layers_from_geometry
 from .store_info import store_info
 
 #: Layer roles that are not store data (the bounds box, isolated objects).
@@ -418,13 +418,19 @@ def colour_spec_of(layer: Any) -> ColourSpec | None:
     return None if not raw else ColourSpec.from_dict(raw)
 
 
+#: feature columns the plugin computes (not store attributes)
+PLUGIN_FEATURES = (OBJECT_ID, GROUP_ID, GROUPS, DIRECTION)
+
+
 def colourable_features(layer: Any) -> list[str]:
-    """Feature columns a layer can be coloured by (Tracks: its ``track_id`` too)."""
+    """Feature columns a layer can be coloured by: the store's attributes first, then the
+    plugin's own columns (object id, groups, direction). napari's Tracks ``track_id`` is not
+    offered: it numbers path pieces (a path cut by the view is several tracks), not objects."""
     features = getattr(layer, "features", None)
     names = [] if features is None else [str(c) for c in features.columns]
-    if layer_kind(layer) == "tracks" and "track_id" not in names:
-        names.append("track_id")
-    return names
+    names = [n for n in names if not (layer_kind(layer) == "tracks" and n == "track_id")]
+    own = [n for n in names if n in PLUGIN_FEATURES or n.startswith("zv_")]
+    return [n for n in names if n not in own] + own
 
 
 def feature_values(layer: Any, feature: str) -> np.ndarray:

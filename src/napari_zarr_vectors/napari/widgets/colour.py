@@ -154,6 +154,8 @@ class ColourByWidget(ZVBrowseWidget):
         base = name.split("[")[0]
         if base in vnames or base.removeprefix("vertex_") in vnames:
             return f"{name}  (vertex)"
+        if name == "direction" or name.startswith("zv_direction"):
+            return f"{name}  (computed from the geometry)"
         return name
 
     def layers(self) -> list[Any]:
