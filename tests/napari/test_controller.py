@@ -515,6 +515,20 @@ def test_a_big_store_opens_with_its_bounds_and_loads_its_data_in_the_background(
     assert controller_for(tracks) is c and "level" in viewer.status
 
 
+def test_the_default_colouring_is_the_same_at_every_level(make_napari_viewer, qtbot):
+    """Issue 16: polylines defaulted to their vertex attribute at level 0 and to the
+    direction at coarse levels (which store no vertex attributes)."""
+    viewer = make_napari_viewer()
+    c = opened(viewer, qtbot, v07_store("polylines"), vertex_budget=10**6)  # radius at 0 only
+    tracks = c.layers[0]
+    seen = {}
+    for level in (0, 1):
+        c.lock_level(level)
+        settle(qtbot, c)
+        seen[level] = tracks.color_by
+    assert seen[0] == seen[1] == "direction", seen
+
+
 def test_the_default_budget_adapts_to_the_measured_swap_cost(monkeypatch):
     from napari_zarr_vectors.napari import settings
 

@@ -89,6 +89,8 @@ class StoreInfo:
     level_vertex_count
         The whole level's vertex count: point sizes follow the level's density rather than
         the number of points one view loaded.
+    shared_vertex_attributes
+        Vertex attributes stored at every level (level-of-detail layers only).
     """
 
     path: str
@@ -104,6 +106,9 @@ class StoreInfo:
     lod: bool = False
     shapes_hint: int | None = None
     level_vertex_count: int | None = None
+    #: scalar vertex attributes every level of the store holds (level-of-detail layers take
+    #: their default colouring from these, so it does not change with the level)
+    shared_vertex_attributes: tuple[str, ...] = ()
 
     @property
     def ndim(self) -> int:
@@ -367,6 +372,8 @@ def _tracks_layer(
 
     if geometry.geometry_type == "streamline":
         color_by = direction
+    elif info.lod:  # the same default at every level: an attribute every level stores
+        color_by = next((n for n in info.shared_vertex_attributes if n in features), direction)
     else:
         color_by = (
             _first_scalar(features, _attribute_columns(geometry.vertex_attributes)) or direction

@@ -48,7 +48,19 @@ def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = Tru
         lod=lod,
         shapes_hint=_shapes_hint(store) if lod else None,
         level_vertex_count=_level_vertex_count(store, level) if lod else None,
+        shared_vertex_attributes=_shared_vertex_attributes(store) if lod else (),
     )
+
+
+def _shared_vertex_attributes(store: Any) -> tuple[str, ...]:
+    """Vertex attribute names every level stores (in level 0's order)."""
+    try:
+        per_level = [list(store.vertex_attribute_names(lv.index)) for lv in store.levels]
+    except (nzv.ZVError, AttributeError, KeyError):
+        return ()
+    if not per_level:
+        return ()
+    return tuple(n for n in per_level[0] if all(n in names for names in per_level[1:]))
 
 
 def _level_vertex_count(store: Any, level: int) -> int | None:
