@@ -203,24 +203,9 @@ def spec_from_layer(data: Any, attributes: Mapping[str, Any], layer_type: str) -
 def points_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     """Points -> point_cloud; features -> vertex attributes (ids and groups when present)."""
     coords = np.asarray(data, dtype=np.float64)
-    nd = coords.shape[1]
-    axes, units = _store_axes(attributes, nd)
     positions = _to_store(coords, attributes)
-    features = _features(attributes)
-    ids = _int_column(features.pop(OBJECT_ID, None))
-    groups = _groups(features, ids)
-    vattrs, oattrs = _split(features, ids, attributes)
-    return WriteSpec(
-        "point_cloud",
-        positions,
-        axes=axes,
-        units=units,
-        bounds=_meta_bounds(attributes, nd),
-        vertex_attributes=vattrs,
-        object_ids=ids,
-        object_attributes=oattrs,
-        groups=groups,
-        name=str(attributes.get("name", "")),
+    return _per_vertex_spec(
+        "point_cloud", positions, _features(attributes), attributes, coords.shape[1]
     )
 
 
@@ -313,7 +298,6 @@ def surface_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     nd = vertices.shape[1]
     if axis_reversal_is_mirror(nd):  # the reader flips the winding: flip it back
         faces = faces[:, FLIP_WINDING]
-    axes, units = _store_axes(attributes, nd)
     positions = _to_store(vertices, attributes)
     features = _features(attributes)
     meta = _meta(attributes)
@@ -323,21 +307,35 @@ def surface_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
         if len(values) == len(vertices) and np.ptp(values, axis=0).any():
             name = "values" if "values" not in features else "surface_values"
             features[name] = values.astype(np.float32)
+    return _per_vertex_spec("mesh", positions, features, attributes, nd, faces=faces)
+
+
+def _per_vertex_spec(
+    kind: str,
+    positions: np.ndarray,
+    features: dict[str, np.ndarray],
+    attributes: Mapping[str, Any],
+    nd: int,
+    **extra: Any,
+) -> WriteSpec:
+    """A spec whose features are per vertex: ``object_id`` -> object ids, group columns ->
+    groups, per-object constant columns -> object attributes, the rest vertex attributes."""
+    axes, units = _store_axes(attributes, nd)
     ids = _int_column(features.pop(OBJECT_ID, None))
     groups = _groups(features, ids)
     vattrs, oattrs = _split(features, ids, attributes)
     return WriteSpec(
-        "mesh",
+        kind,
         positions,
         axes=axes,
         units=units,
         bounds=_meta_bounds(attributes, nd),
-        faces=faces,
         vertex_attributes=vattrs,
         object_ids=ids,
         object_attributes=oattrs,
         groups=groups,
         name=str(attributes.get("name", "")),
+        **extra,
     )
 
 
