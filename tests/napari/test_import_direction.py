@@ -100,6 +100,7 @@ def test_napari_internals_are_used_only_in_the_compat_module():
         "_block_refresh",
         "_instances",
         "coerce_symbols",
+        "_validate_track_data",
         "_base_constants",
         'getattr(layer, f"_',
     )

@@ -24,6 +24,7 @@ from ._napari_compat import (
     set_points_data_quietly,
     uniform_symbols_fast,
     unlink_tracks_colour,
+    vectorised_track_validation,
 )
 from .layers import META
 
@@ -160,7 +161,8 @@ def swap(layer: Any, data: Any, kwargs: dict, memory: ColourMemory) -> None:
         return
     if kind == "tracks":
         unlink_tracks_colour(layer)  # napari resets features on a data swap
-        layer.data = data
+        with vectorised_track_validation():
+            layer.data = data
         layer.features = features
         for name, cmap in (kwargs.get("colormaps_dict") or {}).items():
             layer.colormaps_dict.setdefault(name, cmap)
