@@ -152,7 +152,8 @@ class Store:
 
     @property
     def generation(self) -> str:
-        """Container layout: ``"0.7"`` or ``"0.9"``."""
+        """Container layout: ``"0.7"``, ``"0.9"`` or ``"dense"`` (the spec's grid-shaped
+        arrays)."""
         return self.layout.generation
 
     @property

@@ -1077,7 +1077,8 @@ class PyramidQAWidget(QWidget):
         p = np.asarray(world_position, dtype=np.float64)[-ndim:][::-1]
         level = t.level
         info = t.store.level(level)
-        key = np.floor(p / info.chunk_shape).astype(np.int64).tolist()
+        origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, float)
+        key = np.floor((p - origin) / info.chunk_shape).astype(np.int64).tolist()
         self.chunk_edit.setText(",".join(str(k) for k in key))
         displayed, _ = _slice_of(self.viewer, ndim)
         radius = np.asarray(info.bin_shape, float) * 2.0
