@@ -231,3 +231,30 @@ class Layout(ABC):
     @abstractmethod
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
         """Every group attribute, indexed by group id."""
+
+    def _gather_whole(
+        self, level: int, named: Sequence[tuple[str, Any]]
+    ) -> list[np.ndarray | None]:
+        """Whole contents of opened arrays (``(name, AsyncArray or None)``; the caller has
+        checked their sizes), read concurrently; a failed read raises :class:`ZVFormatError`
+        naming the level and array."""
+        import asyncio
+
+        from zarr.core.sync import sync
+
+        async def one(arr: Any) -> Any:
+            if arr is None:
+                return None
+            return await arr.getitem(tuple(slice(None) for _ in arr.shape))
+
+        async def run() -> list[Any]:
+            return await asyncio.gather(*(one(a) for _, a in named), return_exceptions=True)
+
+        out: list[np.ndarray | None] = []
+        for (name, _), res in zip(named, sync(run()), strict=True):
+            if isinstance(res, BaseException):
+                raise self.error(
+                    f"cannot read the array: {type(res).__name__}: {res}", level, name
+                ) from None
+            out.append(None if res is None else np.asarray(res))
+        return out

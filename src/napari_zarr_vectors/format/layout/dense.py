@@ -481,22 +481,7 @@ class DenseLayout(Layout):
                 path = f"{level}/{self._physical(level, a)}"
                 check_whole_read(arr.shape, arr.dtype.itemsize, self.src(path, level, a))
 
-        async def one(arr: AsyncArray | None) -> Any:
-            if arr is None:
-                return None
-            return await arr.getitem(tuple(slice(None) for _ in arr.shape))
-
-        async def run() -> list[Any]:
-            return await asyncio.gather(*(one(a) for a in opened), return_exceptions=True)
-
-        out: list[np.ndarray | None] = []
-        for a, res in zip(arrays, sync(run()), strict=True):
-            if isinstance(res, BaseException):
-                raise self.error(
-                    f"cannot read the array: {type(res).__name__}: {res}", level, a
-                ) from None
-            out.append(None if res is None else np.asarray(res))
-        return out
+        return self._gather_whole(level, list(zip(arrays, opened, strict=True)))
 
     # -- objects and groups -------------------------------------------------------------
     def read_object_table(self, level: int) -> ObjectTable | None:

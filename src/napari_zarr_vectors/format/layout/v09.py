@@ -934,23 +934,7 @@ class V09Layout(Layout):
                 check_whole_read(arr.shape, arr.dtype.itemsize, self.src(f"{level}/{p}", level, p))
                 self._precheck(level, p, arr)
 
-        async def one(arr: AsyncArray | None) -> Any:
-            if arr is None:
-                return None
-            return await arr.getitem(tuple(slice(None) for _ in arr.shape))
-
-        async def run() -> list[Any]:
-            return await asyncio.gather(*(one(a) for a in arrays), return_exceptions=True)
-
-        results = sync(run())
-        out: list[np.ndarray | None] = []
-        for p, res in zip(paths, results, strict=True):
-            if isinstance(res, BaseException):
-                raise self.error(
-                    f"cannot read the array: {type(res).__name__}: {res}", level, p
-                ) from None
-            out.append(None if res is None else np.asarray(res))
-        return out
+        return self._gather_whole(level, list(zip(paths, arrays, strict=True)))
 
     # -- objects and groups -------------------------------------------------------------
     def read_object_table(self, level: int) -> ObjectTable | None:
