@@ -117,14 +117,22 @@ def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> F
     )
 
 
-def decode_fragment_index(raw: bytes, n_rows: int | None = None) -> FragmentIndex:
-    """Decode a ZVFG v1 blob; ``n_rows`` (when known) bounds every row index."""
-    size = len(raw)
-    if size < 16:
-        raise ZVFormatError(f"fragment index of {size} bytes is shorter than its 16-byte header")
+def _header(raw: bytes) -> tuple[int, int, int]:
+    """``(version, fragments, rows)`` of a ZVFG blob's 16-byte header (size and magic checked)."""
+    if len(raw) < 16:
+        raise ZVFormatError(
+            f"fragment index of {len(raw)} bytes is shorter than its 16-byte header"
+        )
     magic, version, _flags, F, R = _HEAD.unpack_from(raw)
     if magic != MAGIC:
         raise ZVFormatError(f"bad fragment index magic {raw[:4]!r} (expected b'GFVZ')")
+    return version, F, R
+
+
+def decode_fragment_index(raw: bytes, n_rows: int | None = None) -> FragmentIndex:
+    """Decode a ZVFG v1 blob; ``n_rows`` (when known) bounds every row index."""
+    size = len(raw)
+    version, F, R = _header(raw)
     if version != 1:
         raise ZVFormatError(f"unsupported fragment index version {version}")
     bitmap_len = (F + 7) // 8
@@ -176,11 +184,7 @@ def fragment_index_length(raw: bytes) -> int:
     """Length in bytes of the ZVFG v1 blob at the start of ``raw`` (which may carry
     padding after it, as in the spec's dense ``vertex_fragments`` grid), from its header."""
     size = len(raw)
-    if size < 16:
-        raise ZVFormatError(f"fragment index of {size} bytes is shorter than its 16-byte header")
-    magic, version, _flags, F, R = _HEAD.unpack_from(raw)
-    if magic != MAGIC:
-        raise ZVFormatError(f"bad fragment index magic {raw[:4]!r} (expected b'GFVZ')")
+    _version, F, R = _header(raw)
     if F == 0:
         return 16
     padded = ((F + 7) // 8 + 7) // 8 * 8
