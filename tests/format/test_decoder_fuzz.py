@@ -129,3 +129,25 @@ def test_real_blobs_decode_unmutated() -> None:
     for kind in KINDS:
         for blob in real_blobs()[kind]:
             assert _decode(kind, blob) is not None
+
+
+def _ranges_blob(start: int, count: int) -> bytes:
+    """A ZVFG v1 blob of one range fragment ``[start, start + count)``."""
+    import struct
+
+    head = struct.pack("<IHHII", 0x5A564647, 1, 0, 1, 1)
+    return head + bytes([1]) + bytes(7) + struct.pack("<qq", start, count) + bytes(4)
+
+
+def test_a_range_count_near_2_63_is_a_format_error_not_an_overflow() -> None:
+    """Found by the 100,000-case fuzz run: a flipped bit made a range count so large that
+    ``start + count`` wrapped negative, passed the row check, and numpy failed allocating."""
+    import pytest
+
+    from napari_zarr_vectors.format.errors import ZVFormatError
+
+    ok = decode_fragment_index(_ranges_blob(5, 3), n_rows=8)
+    assert ok.start.tolist() == [5] and ok.count.tolist() == [3]
+    for start, count in ((5, 2**63 - 3), (2**62, 2**62), (9, 0)):
+        with pytest.raises(ZVFormatError, match="beyond the chunk's 8 rows"):
+            decode_fragment_index(_ranges_blob(start, count), n_rows=8)

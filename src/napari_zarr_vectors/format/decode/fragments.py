@@ -91,6 +91,12 @@ def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(np.asarray(starts, dtype=np.int64), counts) + within
 
 
+def _ranges_fit(start: np.ndarray, count: np.ndarray, n_rows: int) -> bool:
+    """Whether every range ``[start, start + count)`` (non-negative) lies in ``n_rows`` rows,
+    checked without forming ``start + count`` (a corrupt count near 2**63 would wrap)."""
+    return bool(np.all(start <= n_rows) and np.all(count <= n_rows - start))
+
+
 def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> FragmentIndex | None:
     """Fast path for the common blob whose fragments are all ranges (every 0.9.2 writer);
     ``None`` when the bytes are not exactly that shape, so the general decoder reports."""
@@ -105,7 +111,7 @@ def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> F
         return None
     start = table[:, 0].astype(np.int64)
     count = table[:, 1].astype(np.int64)
-    if n_rows is not None and int((start + count).max()) > n_rows:
+    if n_rows is not None and not _ranges_fit(start, count, n_rows):
         return None
     return FragmentIndex(
         np.ones(F, dtype=bool),
@@ -173,7 +179,7 @@ def decode_fragment_index(raw: bytes, n_rows: int | None = None) -> FragmentInde
     if np.any(table[:, 0] < 0) or np.any(table[:, 1] < 0):
         raise ZVFormatError("fragment index has a negative range")
     if n_rows is not None:
-        if R and np.any(table[:, 0] + table[:, 1] > n_rows):
+        if R and not _ranges_fit(table[:, 0], table[:, 1], n_rows):
             raise ZVFormatError(f"fragment range beyond the chunk's {n_rows} rows")
         if T and (explicit_rows.min() < 0 or explicit_rows.max() >= n_rows):
             raise ZVFormatError(f"explicit fragment row beyond the chunk's {n_rows} rows")
