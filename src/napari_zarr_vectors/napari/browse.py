@@ -8,8 +8,8 @@ layer glue in :mod:`.browse_layers` are thin shells over these functions.
 * :class:`ObjectTable` -- level-0 object ids, their attributes (multi-channel attributes split
   into ``name[i]`` columns) and group membership.
 * Filters -- :class:`RangeFilter` (numeric ``lo <= v <= hi``), :class:`ValueFilter` (value in
-  a set) and :class:`GroupFilter` (member of any chosen group); :func:`evaluate_filters`
-  ANDs them into the allowed object ids (``None`` when no filter is active).
+  a set), :class:`GroupFilter` (member of any chosen group) and :class:`IdFilter` (one of a
+  list of ids); :func:`evaluate_filters` ANDs them into the allowed object ids (``None`` when no filter is active).
 * :class:`FilterState` -- the filters a user set on one store, combined (what the filter
   widgets share).
 * Group labels (:func:`group_labels`), attribute summaries with histogram-informed bounds
@@ -315,7 +315,19 @@ class GroupFilter:
         return table.members(self.groups, self.ungrouped)
 
 
-Filter = RangeFilter | ValueFilter | GroupFilter
+@dataclass(frozen=True)
+class IdFilter:
+    """Objects whose id is one of ``ids`` (e.g. Pyramid QA's objects dropped between two
+    levels); ``label`` says where the ids come from."""
+
+    ids: tuple[int, ...]
+    label: str = "chosen objects"
+
+    def mask(self, table: ObjectTable) -> np.ndarray:
+        return np.isin(table.ids, np.asarray(self.ids, dtype=np.int64))
+
+
+Filter = RangeFilter | ValueFilter | GroupFilter | IdFilter
 
 
 def evaluate_filters(table: ObjectTable, filters: Sequence[Filter]) -> np.ndarray | None:
@@ -338,10 +350,13 @@ class FilterState:
     table: ObjectTable
     group_filter: GroupFilter | None = None
     attribute_filters: dict[str, RangeFilter | ValueFilter] = field(default_factory=dict)
+    #: an explicit id list (Pyramid QA's *Filter shown layer*), ANDed with the others
+    id_filter: IdFilter | None = None
 
     @property
     def filters(self) -> list[Filter]:
         out: list[Filter] = [] if self.group_filter is None else [self.group_filter]
+        out += [] if self.id_filter is None else [self.id_filter]
         return out + list(self.attribute_filters.values())
 
     @property
@@ -363,6 +378,7 @@ class FilterState:
 
     def clear(self) -> None:
         self.group_filter = None
+        self.id_filter = None
         self.attribute_filters.clear()
 
     def describe(self) -> str:
