@@ -555,10 +555,10 @@ def test_isolate_loads_the_whole_object_at_full_resolution_even_outside_the_view
         loaded = 0 if ids is None else int((ids == k).sum())
         assert loaded < len(want)
     before = len(viewer.layers)
-    worker = widget.isolate(k)
-    with qtbot.waitSignal(worker.finished, timeout=10_000):
-        pass
-    qtbot.waitUntil(lambda: len(viewer.layers) == before + 1, timeout=5_000)
+    # isolate starts its worker itself: wait for the layer it adds (a wait on the worker's
+    # finished signal, connected after the start, can miss a fast worker)
+    assert widget.isolate(k) is not None
+    qtbot.waitUntil(lambda: len(viewer.layers) == before + 1, timeout=15_000)
     isolated = widget.isolated_layers()
     assert len(isolated) == 1
     layer = isolated[0]
@@ -580,10 +580,8 @@ def test_isolate_a_point_cloud_object(make_napari_viewer, qtbot):
     viewer = make_napari_viewer()
     open_zv(viewer, qtbot, "v07", "points")
     widget = dock(viewer, PickWidget)
-    worker = widget.isolate(11)
-    with qtbot.waitSignal(worker.finished, timeout=10_000):
-        pass
-    qtbot.waitUntil(lambda: len(widget.isolated_layers()) == 1, timeout=5_000)
+    assert widget.isolate(11) is not None  # its worker starts at once: wait for the layer
+    qtbot.waitUntil(lambda: len(widget.isolated_layers()) == 1, timeout=15_000)
     layer = widget.isolated_layers()[0]
     np.testing.assert_allclose(
         rows(world_store_coords(layer)), rows(truth_vertices("v07", "points", [11])), atol=1e-3
@@ -614,10 +612,8 @@ def test_browsing_screenshot(make_napari_viewer, qtbot):
     attrs.add_filter("length").set_range(30.0, 160.0)
     colour.colour_by("group_id")
     settle(qtbot, target)
-    worker = pick.isolate(2)
-    with qtbot.waitSignal(worker.finished, timeout=10_000):
-        pass
-    qtbot.waitUntil(lambda: len(pick.isolated_layers()) == 1, timeout=5_000)
+    assert pick.isolate(2) is not None  # its worker starts at once: wait for the layer
+    qtbot.waitUntil(lambda: len(pick.isolated_layers()) == 1, timeout=15_000)
     viewer.dims.ndisplay = 3
     viewer.scene.camera.angles = (-20.0, 30.0, -60.0)
     viewer.reset_view(reset_camera_angle=False)

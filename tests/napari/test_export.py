@@ -197,9 +197,9 @@ def test_widget_exports_filtered_then_isolated_objects(
         call(self, step, n_steps, description)
 
     monkeypatch.setattr(_Activity, "__call__", record)
-    worker = export_selection(widget, tmp_path / "filtered")
-    with qtbot.waitSignal(worker.finished, timeout=20_000):
-        pass
+    worker = export_selection(widget, tmp_path / "filtered", start=False)
+    with qtbot.waitSignal(worker.finished, timeout=20_000):  # armed before the work starts
+        worker.start()
     qtbot.waitUntil(lambda: any("move into place" in d for _, d, _ in steps), timeout=5_000)
     # the activity panel is updated on the UI thread, step by step
     assert [s for s, _, _ in steps] == sorted(s for s, _, _ in steps)
@@ -211,15 +211,15 @@ def test_widget_exports_filtered_then_isolated_objects(
     assert {int(source_ids[k]): v for k, v in got.items()} == paths_by_id(store, ids)
     assert "exported" in widget.status.text()
 
-    iso = widget.isolate(int(ids[-1]))
-    with qtbot.waitSignal(iso.finished, timeout=10_000):
-        pass
-    qtbot.waitUntil(lambda: len(widget.isolated_layers()) == 1, timeout=5_000)
+    # isolate starts its worker itself: wait for the layer it adds (a wait on the worker's
+    # finished signal, connected after the start, can miss a fast worker)
+    assert widget.isolate(int(ids[-1])) is not None
+    qtbot.waitUntil(lambda: len(widget.isolated_layers()) == 1, timeout=15_000)
     ids2, why2 = widget_selection(widget)
     assert why2 == ISOLATED and ids2.tolist() == [int(ids[-1])]
-    worker = export_selection(widget, tmp_path / "one.zarrvectors")
+    worker = export_selection(widget, tmp_path / "one.zarrvectors", start=False)
     with qtbot.waitSignal(worker.finished, timeout=20_000):
-        pass
+        worker.start()
     one = nzv.open_store(tmp_path / "one.zarrvectors")
     assert list(paths_by_id(one, [0]).values()) == list(paths_by_id(store, ids2).values())
 
