@@ -170,6 +170,12 @@ class Store:
         return list(self.root.axes)
 
     @property
+    def axis_types(self) -> list[str]:
+        """Type per axis (``"space"``, ``"time"``, ``"channel"``, ...; ``"space"`` where
+        undeclared), in vertex column order."""
+        return list(self.root.axis_types)
+
+    @property
     def units(self) -> list[str | None]:
         """Declared unit per axis (``None`` where undeclared)."""
         return list(self.root.units)

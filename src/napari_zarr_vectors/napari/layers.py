@@ -8,13 +8,16 @@ per edge or per face (loops run over attribute names, groups or path *lengths* o
 Coordinates (see ``docs/coordinates.md``)
 -----------------------------------------
 * napari's first axis is the slowest and its last two axes are the displayed (row, column)
-  pair, so store columns are **reversed**: a store ``(x, y, z)`` becomes napari ``(z, y, x)``,
-  which puts ``x`` horizontally and ``y`` vertically in 2-D.
+  pair. Non-space store axes (time, channel, ...) lead, in store order, as sliders; space
+  axes follow **reversed**: a store ``(x, y, z)`` becomes napari ``(z, y, x)``, which puts
+  ``x`` horizontally and ``y`` vertically in 2-D, and ``(t, x, y)`` becomes ``(t, y, x)``
+  (:func:`napari_axis_order`).
 * Layer ``data`` is in *data units* = store coordinates divided by the layer ``scale``; the
-  ``scale`` is the store's level-0 bin shape (or chunk shape), so the dims slider steps one bin
-  at a time and a 2-D slice of a 3-D store is one bin thick. World coordinates
+  ``scale`` of a space axis is the store's level-0 bin shape (or chunk shape), so the dims
+  slider steps one bin at a time and a 2-D slice of a 3-D store is one bin thick; a
+  non-space axis has scale 1 (its slider steps one store unit: one frame, one channel). World coordinates
   (``data * scale``) are exactly the store coordinates.
-* Reversing the axis order is a mirror for 2-D and 3-D stores, so mesh face winding is
+* Reversing the space axes is a mirror for 2-D and 3-D stores, so mesh face winding is
   reversed as well to keep outward normals outward.
 """
 
@@ -71,6 +74,9 @@ class StoreInfo:
         The store's geometry type.
     axes, units
         Store axis names and units (``None`` when undeclared), in store column order.
+    axis_types
+        Store axis types (``"space"``, ``"time"``, ``"channel"``, ...), store column order;
+        empty: every axis is a space axis.
     bounds
         ``(lo, hi)`` store bounds in store column order.
     level
@@ -100,6 +106,7 @@ class StoreInfo:
     units: tuple[str | None, ...]
     bounds: tuple[np.ndarray, np.ndarray]
     level: int = 0
+    axis_types: tuple[str, ...] = ()
     scale: np.ndarray | None = None
     object_attributes: Mapping[str, np.ndarray] = field(default_factory=dict)
     groups: Mapping[int, np.ndarray] = field(default_factory=dict)
@@ -115,11 +122,52 @@ class StoreInfo:
         return len(self.axes)
 
     @property
+    def order(self) -> np.ndarray:
+        """Store column of each napari axis (:func:`napari_axis_order`)."""
+        return napari_axis_order(self.axis_types or ("space",) * self.ndim)
+
+    @property
+    def space(self) -> np.ndarray:
+        """Store columns of the space axes, in store order."""
+        return space_axes(self.axis_types or ("space",) * self.ndim)
+
+    @property
+    def n_lead(self) -> int:
+        """Number of leading non-space napari axes (sliders: time, channel, ...)."""
+        return self.ndim - len(self.space)
+
+    @property
+    def time_column(self) -> bool:
+        """Tracks layers take their time column from the store: the store has exactly one
+        non-space axis and two or three space axes (napari Tracks hold ``t`` plus 2-D or
+        3-D positions)."""
+        return self.n_lead == 1 and len(self.space) in (2, 3)
+
+    @property
+    def tracks_fit(self) -> bool:
+        """napari Tracks can hold this store's axes: a time column from the store
+        (:attr:`time_column`) or a hidden one (space axes only, 2-D or 3-D)."""
+        return self.time_column or (self.n_lead == 0 and self.ndim in (2, 3))
+
+    @property
     def world_scale(self) -> np.ndarray:
         """``scale`` as a float array (ones when unset), store column order."""
         if self.scale is None:
             return np.ones(self.ndim)
         return np.asarray(self.scale, dtype=float)
+
+
+def space_axes(axis_types: Sequence[str]) -> np.ndarray:
+    """Store columns whose axis type is ``"space"``, in store order."""
+    return np.array([i for i, t in enumerate(axis_types) if t == "space"], dtype=np.int64)
+
+
+def napari_axis_order(axis_types: Sequence[str]) -> np.ndarray:
+    """The store column of each napari axis: the non-space axes (time, channel, ...) first,
+    in store order (napari's sliders), then the space axes reversed (``(t, x, y, z)`` ->
+    ``(t, z, y, x)``: ``x`` horizontal, ``y`` vertical in 2-D views)."""
+    lead = [i for i, t in enumerate(axis_types) if t != "space"]
+    return np.array([*lead, *space_axes(axis_types)[::-1].tolist()], dtype=np.int64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,11 +225,28 @@ def line_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
 
 
 def path_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
-    """Polylines / streamlines: Shapes ``path`` for few objects in 2-D stores, else Tracks."""
+    """Polylines / streamlines: Shapes ``path`` for few objects in 2-D stores, else Tracks
+    (with the store's time axis as their time column when it has one,
+    :attr:`StoreInfo.time_column`), else -- axes napari Tracks cannot hold, e.g. time and
+    channel -- their segments as Vectors."""
     label = "streamlines" if geometry.geometry_type == "streamline" else "polylines"
     paths = [np.asarray(p, dtype=np.int64) for p in geometry.paths]
     if _use_shapes(info, len(paths)):
         return [_path_shapes_layer(geometry, paths, info, label)]
+    if not info.tracks_fit:
+        starts, ends, features = _segments(geometry, info)
+        return [
+            _segment_layer(
+                starts,
+                ends,
+                features,
+                info,
+                _Colour(direct="#40c0ff"),
+                role=label,
+                label=label,
+                geometry=geometry,
+            )
+        ]
     return [_tracks_layer(geometry, paths, info, label, label + _fast_note(info, len(paths)))]
 
 
@@ -223,7 +288,7 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
         else np.zeros(geometry.vertex_count, np.float32)
     )
     faces = np.asarray(geometry.faces, dtype=np.int64).reshape(-1, 3)
-    if axis_reversal_is_mirror(info.ndim):
+    if axis_reversal_is_mirror(len(info.space)):
         faces = faces[:, FLIP_WINDING]
     kwargs = _common_kwargs(info, "mesh", "mesh", geometry, extra={"colour_by": name})
     kwargs.update(
@@ -237,21 +302,43 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
 
 
 def bounds_box_layer(info: StoreInfo) -> LayerData:
-    """The store bounds as a wireframe box (a Tracks layer: projected whole in 2-D views).
+    """The store bounds as a wireframe box; its world extent is exactly the store bounds,
+    in napari axis order, whatever the axes.
 
-    Each box edge is one two-vertex track at ``t = 0``; the layer's world extent (without the
-    time axis) is exactly the store bounds, in napari axis order.
+    A Tracks layer (projected whole in 2-D views) when napari Tracks can hold the axes
+    (:attr:`StoreInfo.tracks_fit`): each edge of the box of the space axes is one two-vertex
+    track, at ``t = 0`` on a hidden time axis, or -- a store with a time (or other
+    non-space) axis -- once at its lower and once at its upper bound, with a tail that
+    keeps the lower copy drawn at every time. Else (e.g. time and channel axes, one or
+    four space axes) the edges of the box of every axis as a Vectors layer.
     """
     lo, hi = (np.asarray(b, dtype=float) for b in info.bounds)
-    ndim = info.ndim
-    corners = np.array(np.meshgrid(*[[0, 1]] * ndim, indexing="ij")).reshape(ndim, -1).T
+    tracks = info.tracks_fit and not (info.time_column and lo[info.order[0]] < 0)
+    box_axes = info.space if tracks else np.arange(info.ndim)
+    k = len(box_axes)
+    corners = np.array(np.meshgrid(*[[0, 1]] * k, indexing="ij")).reshape(k, -1).T
     # box edges join corners that differ in exactly one axis
     a, b = np.nonzero(np.triu(np.abs(corners[:, None, :] - corners[None, :, :]).sum(-1) == 1))
-    ends = np.stack([corners[a], corners[b]], axis=1)  # (E, 2, ndim) of 0/1
-    pts = lo + ends.reshape(-1, ndim) * (hi - lo)
-    track_ids = np.repeat(np.arange(len(a)), 2)
-    data = np.column_stack([track_ids, np.zeros(len(track_ids)), _to_layer_coords(pts, info)])
+    ends = np.stack([corners[a], corners[b]], axis=1).reshape(-1, k)  # 0/1 per box axis
+    pts = np.tile(lo, (len(ends), 1))
+    pts[:, box_axes] += ends * (hi - lo)[box_axes]
+    if not tracks:
+        coords = _to_layer_coords(pts, info).reshape(-1, 2, info.ndim)
+        kwargs = _common_kwargs(info, "bounds", "bounds", None)
+        kwargs.update(
+            edge_color="#999999", edge_width=0.0, length=1.0, vector_style="line", opacity=0.5
+        )
+        return np.stack([coords[:, 0], coords[:, 1] - coords[:, 0]], axis=1), kwargs, "vectors"
     kwargs = _common_kwargs(info, "bounds", "bounds", None, tracks=True)
+    if info.time_column:  # the box at the first and the last time of the bounds
+        t = info.order[0]
+        upper = pts.copy()
+        upper[:, t] = hi[t]
+        pts = np.vstack([pts, upper])
+        # a tail ten times the time span: the lower copy fades by at most a tenth
+        kwargs.update(tail_length=int(np.ceil(10.0 * (hi[t] - lo[t] + 1.0))), head_length=0)
+    track_ids = np.repeat(np.arange(len(pts) // 2), 2)
+    data = _track_rows(track_ids, _to_layer_coords(pts, info), info)
     kwargs.update(
         features={"box": np.zeros(len(track_ids))},
         color_by="box",
@@ -261,6 +348,15 @@ def bounds_box_layer(info: StoreInfo) -> LayerData:
         blending="translucent",
     )
     return data, kwargs, "tracks"
+
+
+def _track_rows(track_ids: np.ndarray, coords: np.ndarray, info: StoreInfo) -> np.ndarray:
+    """napari Tracks data: track id, time, position. The time is the store's time axis
+    (already the first napari axis of ``coords``) when it has one
+    (:attr:`StoreInfo.time_column`), else 0 on a hidden axis."""
+    if info.time_column:
+        return np.column_stack([track_ids, coords])
+    return np.column_stack([track_ids, np.zeros(len(coords)), coords])
 
 
 # --------------------------------------------------------------------------------------------
@@ -365,7 +461,7 @@ def _tracks_layer(
     features, categories = _encode_categories(features)
 
     direction_value, direction_colormap = _direction_feature(
-        _path_tangents(geometry.positions, rows, lengths)
+        _path_tangents(geometry.positions[:, info.space], rows, lengths)
     )
     direction = _free_name(features, DIRECTION)
     features[direction] = direction_value
@@ -378,9 +474,7 @@ def _tracks_layer(
         color_by = (
             _first_scalar(features, _attribute_columns(geometry.vertex_attributes)) or direction
         )
-    data = np.column_stack(
-        [track_ids, np.zeros(len(rows)), _to_layer_coords(geometry.positions[rows], info)]
-    )
+    data = _track_rows(track_ids, _to_layer_coords(geometry.positions[rows], info), info)
     kwargs = _common_kwargs(
         info,
         role,
@@ -457,7 +551,7 @@ def _segments(
     starts = geometry.positions[edges[:, 0]]
     ends = geometry.positions[edges[:, 1]]
     if geometry.geometry_type == "line":
-        value, _ = _direction_feature(ends - starts)
+        value, _ = _direction_feature((ends - starts)[:, info.space])
         features[_free_name(features, DIRECTION)] = value
     return starts, ends, features
 
@@ -750,11 +844,12 @@ def _flat_colormap(name: str, rgba: Sequence[float]):
 def _to_layer_coords(positions: np.ndarray, info: StoreInfo) -> np.ndarray:
     """Store coordinates (store column order) -> layer data coordinates (napari order)."""
     positions = np.asarray(positions, dtype=np.float64).reshape(-1, info.ndim)
-    return (positions / info.world_scale)[:, ::-1]
+    return (positions / info.world_scale)[:, info.order]
 
 
 def axis_reversal_is_mirror(ndim: int) -> bool:
-    """Reversing ``ndim`` axes is ``ndim // 2`` swaps: a mirror when that count is odd."""
+    """Reversing ``ndim`` (space) axes is ``ndim // 2`` swaps: a mirror when that count is
+    odd."""
     return (ndim // 2) % 2 == 1
 
 
@@ -775,8 +870,9 @@ def _fast_note(info: StoreInfo, n_shapes: int) -> str:
 
 
 def _data_extent(info: StoreInfo) -> np.ndarray:
+    """Extent of the space axes in data units (sizes and widths are spatial)."""
     lo, hi = (np.asarray(b, dtype=float) for b in info.bounds)
-    return np.abs(hi - lo) / info.world_scale
+    return (np.abs(hi - lo) / info.world_scale)[info.space]
 
 
 def _point_size(info: StoreInfo, n: int) -> float:
@@ -784,7 +880,9 @@ def _point_size(info: StoreInfo, n: int) -> float:
     the largest bounds edge (data units)."""
     extent = _data_extent(info)
     largest = float(extent.max()) if extent.size and extent.max() > 0 else 1.0
-    spacing = float(np.prod(np.maximum(extent, largest * 1e-3)) / max(n, 1)) ** (1 / info.ndim)
+    spacing = float(np.prod(np.maximum(extent, largest * 1e-3)) / max(n, 1)) ** (
+        1 / max(len(extent), 1)
+    )
     return float(np.clip(0.5 * spacing, largest / 1000, largest / 50))
 
 
@@ -807,7 +905,7 @@ def _units(info: StoreInfo) -> tuple[str, ...] | None:
     import pint
 
     registry = pint.get_application_registry()
-    units = tuple(u if u else "pixel" for u in info.units[::-1])
+    units = tuple(u if u else "pixel" for u in np.asarray(info.units, object)[info.order])
     try:
         for u in units:
             registry.Unit(u)
@@ -836,10 +934,10 @@ def _common_kwargs(
     tracks: bool = False,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    scale = info.world_scale[::-1]
-    labels = tuple(info.axes[::-1])
+    scale = info.world_scale[info.order]
+    labels = tuple(info.axes[i] for i in info.order)
     units = _units(info)
-    if tracks:
+    if tracks and not info.time_column:  # a hidden time axis, every vertex at t = 0
         scale = np.concatenate([[1.0], scale])
         labels = (_time_label(info.axes), *labels)
         units = ("pixel", *units) if units is not None else None
@@ -851,7 +949,8 @@ def _common_kwargs(
         "role": role,
         "axes": list(info.axes),
         "units": list(info.units),
-        "axis_order": "reversed",
+        "axis_order": "reversed" if info.n_lead == 0 else "non-space first, space reversed",
+        "napari_order": info.order.tolist(),
         "scale": info.world_scale.tolist(),
         "bounds": [np.asarray(b, float).tolist() for b in info.bounds],
     }

@@ -37,7 +37,7 @@ from napari_zarr_vectors.format.geometry import Geometry
 from . import lod, view_geometry
 from .chunk_cache import StoreCacheView, shared_cache
 from .layers import LayerData, StoreInfo, layers_from_geometry
-from .store_info import store_info
+from .store_info import napari_order, store_info
 
 #: errors that concern the whole store, not one chunk: raised, not skipped
 _FATAL = (nzv.MissingDependencyError, nzv.UnsupportedVersionError)
@@ -197,7 +197,16 @@ class Loader:
 
     def extent_napari(self) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = (np.asarray(b, dtype=np.float64) for b in self.store.bounds)
-        return lo[::-1].copy(), hi[::-1].copy()
+        order = napari_order(self.store)
+        return lo[order].copy(), hi[order].copy()
+
+    def _whole_track_time(self, box: tuple[np.ndarray, np.ndarray]) -> None:
+        """Tracks with the store's time column show tails and heads along time themselves:
+        a view reads every time of their paths, not the slider's slab (in place, napari
+        order)."""
+        if self.store.geometry_type in ("polyline", "streamline") and self.info(0).time_column:
+            lo, hi = self.extent_napari()
+            box[0][0], box[1][0] = lo[0], hi[0]
 
     def level_chunks(self) -> _LevelChunks:
         """The non-empty chunks of each level, listed when first indexed."""
@@ -220,6 +229,7 @@ class Loader:
             center = (lo_s + hi_s) / 2
         else:
             vis = lod.visible_box(view, *self.extent_napari())
+            self._whole_track_time(vis)
             pixel = view.pixel_size
             if lod.is_empty(vis):
                 level = (
@@ -230,10 +240,11 @@ class Loader:
                 return lod.LevelPlan(level, self._no_chunks(), 0), None
             grow_axes = list(view.displayed[-3:] if view.is_3d else view.displayed[-2:])
             grown = lod.snap_box(lod.grow_box(vis, grow_axes), grow_axes)
-            box = lod.to_store(grown)
+            to_store = np.argsort(napari_order(self.store))
+            box = lod.to_store(grown, to_store)
             if self.ndim == 3 and tuple(view.displayed[-3:]) == (0, 1, 2):
                 prism = lod.Prism.of_view(view, lod.MARGIN)
-            center = lod.to_store(((vis[0] + vis[1]) / 2, (vis[0] + vis[1]) / 2))[0]
+            center = lod.to_store(((vis[0] + vis[1]) / 2, (vis[0] + vis[1]) / 2), to_store)[0]
             crop = box
         with self._lock:
             counts = dict(self.counts)

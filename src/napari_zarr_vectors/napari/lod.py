@@ -7,7 +7,8 @@ Pure functions over numbers (no napari, no Qt, no store access), so they are uni
 Axis orders
 -----------
 A :class:`ViewState` and :func:`visible_box` work in the **store's napari axis order**: the
-store axes reversed (``(x, y, z)`` -> ``(z, y, x)``, see docs/coordinates.md), world units,
+non-space axes first, then the space axes reversed (``(x, y, z)`` -> ``(z, y, x)``,
+``(t, x, y)`` -> ``(t, y, x)``, see docs/coordinates.md), world units,
 only the store's own ``ndim`` axes (the viewer's extra leading axes, such as the hidden
 ``t`` axis of the bounds box, are dropped by the controller). :func:`to_store` maps such a
 box back to store order; :func:`plan_level` and :func:`chunks_in_box` work in store order.
@@ -93,31 +94,28 @@ def visible_box(
 ) -> tuple[np.ndarray, np.ndarray]:
     """World box (napari axis order) the view can show, clipped to the data extent.
 
-    2-D: the canvas around the camera centre on the displayed axes, and the current slice
-    +- half the thickness on the others. 3-D: the bounding box of the part of the extent
-    inside the orthographic view prism (the whole extent when the camera shows it all, or
-    with a perspective camera). A box that misses the extent is empty (``lo > hi`` on some
-    axis).
+    2-D: the canvas around the camera centre on the displayed axes. 3-D: the bounding box
+    of the part of the extent inside the orthographic view prism (the whole extent when the
+    camera shows it all, or with a perspective camera). Both: the current slice +- half the
+    thickness on the axes not displayed (e.g. the time slider of a 3-D + t store). A box
+    that misses the extent is empty (``lo > hi`` on some axis).
     """
     lo = np.asarray(extent_lo, dtype=np.float64).copy()
     hi = np.asarray(extent_hi, dtype=np.float64).copy()
     ndim = lo.size
     half = np.asarray(view.canvas_size[-2:], dtype=np.float64) / (2.0 * max(view.zoom, 1e-12))
-    if not view.is_3d or ndim < 3 or view.view_direction is None:
+    flat = not view.is_3d or ndim < 3 or view.view_direction is None
+    for axis in set(range(ndim)) - set(view.displayed[-2:] if flat else view.displayed[-3:]):
+        t = view.thickness[axis] if axis < len(view.thickness) else 0.0  # a slider's slab
+        lo[axis] = max(lo[axis], view.point[axis] - t / 2.0)
+        hi[axis] = min(hi[axis], view.point[axis] + t / 2.0)
+    if flat:
         disp = list(view.displayed[-2:])
         center = np.asarray(view.center[-2:], dtype=np.float64)
-        out_lo, out_hi = lo.copy(), hi.copy()
-        for axis in range(ndim):
-            if axis in disp:
-                k = disp.index(axis)
-                out_lo[axis] = max(lo[axis], center[k] - half[k])
-                out_hi[axis] = min(hi[axis], center[k] + half[k])
-            else:
-                t = view.thickness[axis] if axis < len(view.thickness) else 0.0
-                p = view.point[axis]
-                out_lo[axis] = max(lo[axis], p - t / 2.0)
-                out_hi[axis] = min(hi[axis], p + t / 2.0)
-        return out_lo, out_hi
+        for k, axis in enumerate(disp):
+            lo[axis] = max(lo[axis], center[k] - half[k])
+            hi[axis] = min(hi[axis], center[k] + half[k])
+        return lo, hi
     if view.perspective:
         return lo, hi
     return _visible_box_3d(view, lo, hi, half)

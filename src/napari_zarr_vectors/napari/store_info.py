@@ -14,7 +14,7 @@ import numpy as np
 
 import napari_zarr_vectors as nzv
 
-from .layers import StoreInfo
+from .layers import StoreInfo, napari_axis_order
 
 
 def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = True) -> StoreInfo:
@@ -39,6 +39,7 @@ def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = Tru
         name=str(store.name),
         geometry_type=str(store.geometry_type),
         axes=tuple(str(a) for a in store.axes),
+        axis_types=_axis_types(store),
         units=tuple(store.units) if store.units is not None else (None,) * store.ndim,
         bounds=(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)),
         level=int(level),
@@ -94,19 +95,37 @@ def _shapes_hint(store: Any) -> int | None:
     return int(lv0.vertex_count) if lv0.vertex_count is not None else None
 
 
+def _axis_types(store: Any) -> tuple[str, ...]:
+    """The store's axis types (every axis a space axis for stores that do not say)."""
+    types = getattr(store, "axis_types", None)
+    if types is None or len(types) != int(store.ndim):
+        return ("space",) * int(store.ndim)
+    return tuple(str(t) for t in types)
+
+
+def napari_order(store: Any) -> np.ndarray:
+    """The store column of each napari axis (:func:`.layers.napari_axis_order`)."""
+    return napari_axis_order(_axis_types(store))
+
+
 def layer_scale(store: Any) -> np.ndarray:
-    """World units per layer data unit: level-0 bin shape, else chunk shape, else 1."""
+    """World units per layer data unit, store order: for space axes the level-0 bin shape,
+    else the chunk shape, else 1; 1 for non-space axes (a time slider steps one store
+    time unit, a channel slider one channel)."""
     ndim = int(store.ndim)
+    scale = np.ones(ndim)
     for candidate in (
         getattr(store.levels[0], "bin_shape", None) if store.levels else None,
         store.chunk_shape,
     ):
         if candidate is None:
             continue
-        scale = np.asarray(candidate, dtype=float).reshape(-1)
-        if scale.shape == (ndim,) and np.all(np.isfinite(scale)) and np.all(scale > 0):
-            return scale
-    return np.ones(ndim)
+        values = np.asarray(candidate, dtype=float).reshape(-1)
+        if values.shape == (ndim,) and np.all(np.isfinite(values)) and np.all(values > 0):
+            scale = values.copy()
+            break
+    scale[[t != "space" for t in _axis_types(store)]] = 1.0
+    return scale
 
 
 def _optional(getter: Callable[[int], dict], level: int) -> dict:
