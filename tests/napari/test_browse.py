@@ -10,13 +10,8 @@ from _zv_napari import DATA, f32
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import browse as b
-from napari_zarr_vectors.napari.browse_layers import (
-    apply_colour,
-    isolate_layer_data,
-    layer_colours,
-    napari_colormap,
-    only_object,
-)
+from napari_zarr_vectors.napari.browse_layers import isolate_layer_data, only_object
+from napari_zarr_vectors.napari.colour import apply_colour, layer_colours, napari_colormap
 
 
 def store(version: str, name: str):

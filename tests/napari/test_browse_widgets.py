@@ -20,11 +20,11 @@ from _zv_napari import DATA, f32
 from napari_zarr_vectors.napari import browse as b
 from napari_zarr_vectors.napari.browse_layers import (
     StaticTarget,
-    layer_colours,
     layer_object_ids,
     session_for,
     target_for,
 )
+from napari_zarr_vectors.napari.colour import layer_colours
 
 pytestmark = pytest.mark.gui
 
@@ -362,7 +362,7 @@ def test_colour_by_a_categorical_attribute_gives_one_colour_per_category(
 
 
 def assert_one_colour_per_category(layer, feature, spec):
-    from napari_zarr_vectors.napari.browse_layers import feature_values
+    from napari_zarr_vectors.napari.colour import feature_values
 
     values = feature_values(layer, feature)
     colours = np.round(layer_colours(layer), 5)

@@ -1,4 +1,4 @@
-"""Layer glue for browsing: which store a layer shows, colouring layers, picking, isolating.
+"""Layer glue for browsing: which store a layer shows, filtering, picking, isolating.
 
 No Qt here (napari layer models only): the widgets call these functions, tests call them
 directly. The browse logic proper (filters, colour tables) is in :mod:`.browse`.
@@ -15,25 +15,13 @@ loaded data directly: Points through ``shown``, other layers by slicing their lo
 
 Colour
 ------
-:func:`apply_colour` sets a layer's *own* colour properties from a
-:class:`~napari_zarr_vectors.napari.browse.ColourSpec` (features-driven, so they survive data
-replacement) and records the spec in ``layer.metadata["zarr_vectors"]["colour"]``:
-
-=========  ===================================================================================
-Points     ``face_color`` = feature, ``face_colormap``, ``face_contrast_limits`` (categories:
-           a step colormap over the values; strings: ``face_color_cycle`` = ``{value: colour}``)
-Vectors    ``edge_color`` = feature, ``edge_colormap``, ``edge_contrast_limits`` (same rules)
-Shapes     as Vectors, then ``refresh_colors()``
-Tracks     ``color_by`` = feature, ``colormaps_dict[feature]`` = a colormap over the value range
-Surface    ``vertex_values`` = feature values (string categories: their index), ``colormap``,
-           ``contrast_limits``
-=========  ===================================================================================
+Colouring layers (the Colour-by widget's choice, kept at every level) lives in
+:mod:`.colour`; filtering a layer without a controller re-applies it from there.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -42,18 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from ._napari_compat import colour_feature
-from .browse import (
-    MISSING_COLOUR,
-    ColourSpec,
-    FilterState,
-    ObjectTable,
-    category_index,
-    nearest_row,
-    step_boundaries,
-)
+from .browse import FilterState, ObjectTable, nearest_row
+from .colour import apply_colour, colour_spec_of, layer_kind, reapply_colour
 from .controller import controller_for
-from .layers import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID, layers_from_geometry
+from .layers import META, OBJECT_ID, layers_from_geometry
+from .pyramid_qa import QA_ROLES
 from .store_info import store_info
 
 #: Layer roles that are not store data (the bounds box, isolated objects).
@@ -83,13 +64,14 @@ def zv_meta(layer: Any) -> dict | None:
 
 
 def is_data_layer(layer: Any) -> bool:
+    """A layer holding its store's data (not the bounds box, an isolated object, a Pyramid
+    QA overlay or a level added side by side)."""
     meta = zv_meta(layer)
-    return meta is not None and meta.get("role") not in NON_DATA_ROLES
-
-
-def layer_kind(layer: Any) -> str:
-    """``"points"``, ``"tracks"``, ``"vectors"``, ``"shapes"``, ``"surface"`` (or the class name)."""
-    return type(layer).__name__.lower()
+    return (
+        meta is not None
+        and meta.get("role") not in (*NON_DATA_ROLES, *QA_ROLES)
+        and meta.get("qa") is None
+    )
 
 
 def store_layers(viewer: Any, path: str) -> list[Any]:
@@ -120,7 +102,7 @@ def target_for(viewer: Any, layer: Any) -> Any | None:
     if meta is None:
         return None
     path = meta.get("path")
-    candidates = [layer] if meta.get("role") not in NON_DATA_ROLES else []
+    candidates = [layer] if is_data_layer(layer) else []
     candidates += [lay for lay in store_layers(viewer, path) if lay is not layer]
     for candidate in candidates:
         ctrl = controller_of(candidate)
@@ -404,258 +386,6 @@ def pick_at(
         if best is None or dist < best[0]:
             best = (dist, pick)
     return None if best is None else best[1]
-
-
-# --------------------------------------------------------------------------------------------
-# colour
-# --------------------------------------------------------------------------------------------
-
-
-def colour_spec_of(layer: Any) -> ColourSpec | None:
-    """The colour-by spec recorded on the layer by :func:`apply_colour` (``None``: none)."""
-    meta = zv_meta(layer)
-    raw = None if meta is None else meta.get("colour")
-    return None if not raw else ColourSpec.from_dict(raw)
-
-
-#: feature columns the plugin computes (not store attributes)
-PLUGIN_FEATURES = (OBJECT_ID, GROUP_ID, GROUPS, DIRECTION)
-
-
-def colourable_features(layer: Any) -> list[str]:
-    """Feature columns a layer can be coloured by: the store's attributes first, then the
-    plugin's own columns (object id, groups, direction). napari's Tracks ``track_id`` is not
-    offered: it numbers path pieces (a path cut by the view is several tracks), not objects."""
-    features = getattr(layer, "features", None)
-    names = [] if features is None else [str(c) for c in features.columns]
-    names = [n for n in names if not (layer_kind(layer) == "tracks" and n == "track_id")]
-    own = [n for n in names if n in PLUGIN_FEATURES or n.startswith("zv_")]
-    return [n for n in names if n not in own] + own
-
-
-def feature_values(layer: Any, feature: str) -> np.ndarray:
-    """Values of ``feature`` per row, string categories of Tracks layers decoded."""
-    if layer_kind(layer) == "tracks" and feature == "track_id":
-        return np.asarray(layer.data)[:, 0].astype(np.int64)
-    values = layer.features[feature].to_numpy()
-    cats = (zv_meta(layer) or {}).get("categories", {}).get(feature)
-    if cats is not None and values.dtype.kind in "iu":
-        values = np.asarray(cats, dtype=object)[values]
-    return values
-
-
-def apply_colour(layer: Any, spec: ColourSpec) -> None:
-    """Colour ``layer`` by ``spec`` through the layer's own colour properties, and record the
-    spec in its metadata (``colour`` and ``colour_by``). Idempotent; O(rows), vectorised."""
-    kind = layer_kind(layer)
-    meta = zv_meta(layer)
-    if meta is not None:
-        meta["colour"] = spec.to_dict()
-        meta["colour_by"] = spec.feature
-    if spec.feature not in colourable_features(layer) or not len(layer.features):
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.simplefilter("ignore", UserWarning)
-        if kind == "points":
-            _apply_colour_manager(layer, "face", spec)
-        elif kind in ("vectors", "shapes"):
-            _apply_colour_manager(layer, "edge", spec)
-            if kind == "shapes":
-                layer.refresh_colors()
-        elif kind == "tracks":
-            _apply_tracks(layer, spec)
-        elif kind == "surface":
-            _apply_surface(layer, spec)
-
-
-def napari_colormap(spec: ColourSpec, codes: bool = False) -> tuple[Any, tuple[float, float]]:
-    """The napari colormap and contrast limits of ``spec``.
-
-    Continuous: the named colormap and the spec's limits. Categorical: a step colormap with
-    one bin per category, centred on the category value (``codes``: on its index).
-    """
-    from napari.utils.colormaps import Colormap, ensure_colormap
-
-    if not spec.categorical:
-        limits = spec.contrast_limits or (0.0, 1.0)
-        return ensure_colormap(spec.colormap), (float(limits[0]), float(limits[1]))
-    n = len(spec.categories)
-    keys = np.arange(n, dtype=np.float64) if codes else np.asarray(spec.categories, np.float64)
-    order = np.argsort(keys, kind="stable")
-    bounds = step_boundaries(keys[order]) if n else np.array([0.0, 1.0])
-    lo, hi = float(bounds[0]), float(bounds[-1])
-    controls = (bounds - lo) / (hi - lo)
-    controls[0], controls[-1] = 0.0, 1.0
-    colours = np.asarray(spec.colours, np.float32)[order] if n else np.array([MISSING_COLOUR])
-    digest = hashlib.sha1(repr((spec.feature, spec.categories, spec.colours)).encode()).hexdigest()
-    cmap = Colormap(
-        colors=colours,
-        controls=controls,
-        interpolation="zero",
-        name=f"zv-categories-{digest[:10]}",
-        nan_color=MISSING_COLOUR,
-    )
-    return cmap, (lo, hi)
-
-
-def _numeric_categories(spec: ColourSpec) -> bool:
-    return all(
-        isinstance(c, (int, float, bool)) and not isinstance(c, str) for c in spec.categories
-    )
-
-
-def _apply_colour_manager(layer: Any, prefix: str, spec: ColourSpec) -> None:
-    values = layer.features[spec.feature].to_numpy()
-    setattr(layer, f"{prefix}_color", "white")  # direct mode first: no stale mapping applies
-    if spec.categorical and not (_numeric_categories(spec) and values.dtype.kind in "iufb"):
-        setattr(layer, f"{prefix}_color_cycle", {**spec.mapping(), None: MISSING_COLOUR})
-        setattr(layer, f"{prefix}_color", spec.feature)
-        if str(getattr(layer, f"{prefix}_color_mode")).lower().endswith("colormap"):
-            setattr(layer, f"{prefix}_color_mode", "cycle")
-        return
-    cmap, limits = napari_colormap(spec)
-    setattr(layer, f"{prefix}_colormap", cmap)
-    setattr(layer, f"{prefix}_contrast_limits", limits)
-    setattr(layer, f"{prefix}_color", spec.feature)
-    if not str(getattr(layer, f"{prefix}_color_mode")).lower().endswith("colormap"):
-        setattr(layer, f"{prefix}_color_mode", "colormap")
-    setattr(layer, f"{prefix}_contrast_limits", limits)
-
-
-def _range_colormap_class():
-    from napari.utils.colormaps import Colormap
-
-    global _RangeColormap
-    if _RangeColormap is None:
-
-        class RangeColormap(Colormap):
-            """A colormap over ``value_range`` instead of [0, 1] (Tracks have no contrast
-            limits: their ``colormaps_dict`` colormaps get raw feature values)."""
-
-            value_range: tuple[float, float] = (0.0, 1.0)
-
-            def map(self, values):
-                lo, hi = self.value_range
-                v = (np.asarray(values, dtype=np.float64) - lo) / max(hi - lo, 1e-300)
-                return super().map(v)
-
-        _RangeColormap = RangeColormap
-    return _RangeColormap
-
-
-_RangeColormap = None
-
-
-def _apply_tracks(layer: Any, spec: ColourSpec) -> None:
-    cats = (zv_meta(layer) or {}).get("categories", {}).get(spec.feature)
-    if spec.categorical and cats is not None:
-        # string categories are stored as this layer's codes: map code -> category colour
-        sub = spec.mapping()
-        colours = tuple(tuple(sub.get(c, MISSING_COLOUR)) for c in cats)
-        spec = ColourSpec(spec.feature, "categorical", categories=tuple(cats), colours=colours)
-        cmap, limits = napari_colormap(spec, codes=True)
-    elif spec.categorical and not _numeric_categories(spec):
-        return
-    else:
-        cmap, limits = napari_colormap(spec)
-    ranged = _range_colormap_class()(
-        colors=cmap.colors,
-        controls=cmap.controls,
-        interpolation=cmap.interpolation,
-        name=f"zv-{spec.feature}",
-        nan_color=MISSING_COLOUR,
-        value_range=limits,
-    )
-    layer.colormaps_dict = {**layer.colormaps_dict, spec.feature: ranged}
-    layer.color_by = spec.feature
-
-
-def _apply_surface(layer: Any, spec: ColourSpec) -> None:
-    values = layer.features[spec.feature].to_numpy()
-    if spec.categorical and not (_numeric_categories(spec) and values.dtype.kind in "iufb"):
-        index = category_index(spec, values).astype(np.float32)
-        index[index < 0] = np.nan
-        cmap, limits = napari_colormap(spec, codes=True)
-        values = index
-    else:
-        cmap, limits = napari_colormap(spec)
-        values = values.astype(np.float32)
-    vertices, faces = layer.data[:2]
-    layer.data = (vertices, faces, values)
-    layer.colormap = cmap
-    layer.contrast_limits = limits
-
-
-def colour_matches(layer: Any, spec: ColourSpec) -> bool:
-    """Whether ``layer`` is still coloured by ``spec`` (cheap: compares settings, not colours).
-
-    Tracks layers with string categories always need re-applying after a data swap: their
-    codes are per load (``metadata["zarr_vectors"]["categories"]``).
-    """
-    kind = layer_kind(layer)
-    meta = zv_meta(layer) or {}
-    if meta.get("colour_by") != spec.feature:
-        return False
-    if kind in ("points", "vectors", "shapes"):
-        prefix = "face" if kind == "points" else "edge"
-        if colour_feature(layer, prefix) != spec.feature:
-            return False
-        mode = str(getattr(layer, f"{prefix}_color_mode")).lower()
-        if mode.endswith("cycle"):
-            return spec.categorical
-        if not mode.endswith("colormap"):
-            return False
-        cmap, limits = napari_colormap(spec)
-        current = getattr(layer, f"{prefix}_colormap")
-        got = getattr(layer, f"{prefix}_contrast_limits")
-        return current.name == cmap.name and got is not None and np.allclose(got, limits)
-    if kind == "tracks":
-        if spec.feature in meta.get("categories", {}):
-            return False
-        cmap = layer.colormaps_dict.get(spec.feature)
-        return layer.color_by == spec.feature and cmap is not None and hasattr(cmap, "value_range")
-    if kind == "surface":
-        values = layer.features[spec.feature].to_numpy() if spec.feature in layer.features else None
-        if values is None or values.dtype.kind not in "iufb":
-            return False
-        cmap, limits = napari_colormap(spec)
-        return (
-            layer.colormap.name == cmap.name
-            and np.allclose(layer.contrast_limits, limits)
-            and len(layer.vertex_values) == len(values)
-            and np.array_equal(np.asarray(layer.vertex_values), values.astype(np.float32))
-        )
-    return True
-
-
-def reapply_colour(layer: Any) -> bool:
-    """Re-apply the layer's recorded colour spec if a data swap lost it; returns whether it
-    did."""
-    spec = colour_spec_of(layer)
-    if spec is None or spec.feature not in colourable_features(layer):
-        return False
-    if colour_matches(layer, spec):
-        return False
-    apply_colour(layer, spec)
-    return True
-
-
-def layer_colours(layer: Any) -> np.ndarray:
-    """The ``(rows, 4)`` RGBA colours the layer currently draws per feature row (Tracks:
-    per vertex; Surface: per vertex, from its colormap)."""
-    kind = layer_kind(layer)
-    if kind == "points":
-        return np.asarray(layer.face_color)
-    if kind in ("vectors", "shapes"):
-        return np.asarray(layer.edge_color)
-    if kind == "tracks":
-        return np.asarray(layer.track_colors)
-    if kind == "surface":
-        lo, hi = layer.contrast_limits
-        v = (np.asarray(layer.vertex_values, np.float64) - lo) / max(hi - lo, 1e-300)
-        return np.asarray(layer.colormap.map(v))
-    return np.empty((0, 4))
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,12 +36,13 @@ from psygnal import Signal, SignalGroup
 
 from . import lod
 from .chunk_cache import shared_cache
+from .colour import ColourMemory, capture
 from .layers import META, LayerData
 from .loader import Loader, LoadRequest, LoadResult, Progress, ViewShare
 from .settings import get_settings
 from .settings import vertex_budget as default_budget
-from .store_info import layer_scale
-from .swap import ColourMemory, batched, capture, swap, swap_empty
+from .store_info import layer_scale, napari_order
+from .swap import batched, swap, swap_empty
 from .worker import LoadJob
 
 #: layer metadata key of this plugin
@@ -139,7 +140,7 @@ class ZVLayerController:
             shown = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
         self._shown = _Shown(int(shown[0]), np.array(shown[1], dtype=np.int64), shown[2])
         #: world units per layer data unit, napari axis order (the slab a 2-D view shows)
-        self._scale_napari = np.asarray(layer_scale(store), dtype=float)[::-1]
+        self._scale_napari = np.asarray(layer_scale(store), dtype=float)[napari_order(store)]
 
         from qtpy.QtCore import QTimer
 
@@ -432,7 +433,7 @@ class ZVLayerController:
             return
         self._close_progress()
         if result.unchanged:
-            self._status(self._summary())
+            self._status(self.summary())
             return
         t0 = time.perf_counter()
         self.apply(result)
@@ -497,7 +498,7 @@ class ZVLayerController:
                 f"{len(result.failed)} chunk(s) could not be loaded and are left out: "
                 + "; ".join(f"{'.'.join(map(str, c))} ({msg})" for c, msg in result.failed[:5])
             )
-        self._status(self._summary())
+        self._status(self.summary())
         if result.level != old_level:
             self.events.level_changed.emit(int(result.level))
         self.events.refreshed.emit()
@@ -509,7 +510,10 @@ class ZVLayerController:
                 return token
         return uuid.uuid4().hex
 
-    def _summary(self) -> str:
+    def summary(self) -> str:
+        """The level line: store, level (locked?), chunks and vertices shown, what part of the
+        view that is and what was left out. Shown in ``viewer.status`` after each load and
+        after the layer name in the hover status (:mod:`.hover`)."""
         text = (
             f"{self.store.name}: level {self.level}"
             f"{' (locked)' if self._locked is not None else ''}, "
@@ -547,7 +551,7 @@ class ZVLayerController:
         memory.applied = capture(layer)
         meta = layer.metadata.setdefault(META, {})
         new_meta = kwargs.get("metadata", {}).get(META, {})
-        for key in ("vertex_count", "colour_by", "categories"):
+        for key in ("vertex_count", "colour_by", "categories", "object_columns"):
             if key in new_meta:
                 meta[key] = new_meta[key]
 

@@ -2,7 +2,7 @@
 the object id or the group, with a colormap and contrast range, and a legend for categories.
 
 The colours are set through each layer's own colour properties
-(:func:`~napari_zarr_vectors.napari.browse_layers.apply_colour`), so the level-of-detail
+(:func:`~napari_zarr_vectors.napari.colour.apply_colour`), so the level-of-detail
 controller keeps them across data refreshes.
 """
 
@@ -32,7 +32,7 @@ from ..browse import (
     group_labels,
     value_counts,
 )
-from ..browse_layers import (
+from ..colour import (
     apply_colour,
     colour_spec_of,
     colourable_features,
