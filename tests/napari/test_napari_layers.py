@@ -189,7 +189,8 @@ def test_object_attributes_join_per_vertex_missing_ids_become_missing_values():
     np.testing.assert_array_equal(f["score"][:3], [0.5, 1.5, 1.5])
     assert np.isnan(f["score"][3])
     assert list(f["tag"]) == ["a", "b", "b", None]
-    np.testing.assert_array_equal(f["group_id"], [0, 0, 0, -1])
+    # object 1 is in groups 0 and 2: coloured as the smaller, 2
+    np.testing.assert_array_equal(f["group_id"], [0, 2, 2, -1])
     assert list(f["groups"][:3]) == ["0", "0;2", "0;2"]
 
 

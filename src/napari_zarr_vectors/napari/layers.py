@@ -199,8 +199,25 @@ def layers_from_geometry(
         raise ValueError(f"unknown geometry type {geometry.geometry_type!r}") from None
     out = [bounds_box_layer(info)] if bounds_layer else []
     if geometry.vertex_count:
-        out.extend(build(geometry, info))
+        built = build(geometry, info)
+        for _, kwargs, _ in built:
+            columns = object_columns(kwargs.get("features") or {}, info)
+            kwargs["metadata"][META]["object_columns"] = columns
+        out.extend(built)
     return out
+
+
+def object_columns(features: Mapping[str, Any], info: StoreInfo) -> list[str]:
+    """The feature columns holding the object's attributes and groups (joined onto each row
+    by :func:`_object_features`), as opposed to the row's own attributes: what hover lists
+    with the object id (``metadata["zarr_vectors"]["object_columns"]``).
+
+    A store object attribute whose name a vertex or edge attribute already took is the
+    ``object_``-prefixed column (:func:`_merge`)."""
+    names = [GROUP_ID, GROUPS]
+    for name, values in info.object_attributes.items():
+        names.extend(_columns(name, np.zeros((1, *np.shape(values)[1:]))))
+    return [f"object_{n}" if f"object_{n}" in features else n for n in names if n in features]
 
 
 # --------------------------------------------------------------------------------------------
@@ -562,27 +579,34 @@ def _object_features(object_ids: np.ndarray, info: StoreInfo) -> dict[str, np.nd
     for name, values in info.object_attributes.items():
         out.update(_columns(name, _take(np.asarray(values), object_ids)))
     if info.groups:
-        first_group, listing = _group_membership(info.groups)
-        out[GROUP_ID] = _take(first_group, object_ids, missing=-1)
+        colour_group, listing = _group_membership(info.groups)
+        out[GROUP_ID] = _take(colour_group, object_ids, missing=-1)
         if listing is not None:
             out[GROUPS] = _take(listing, object_ids)
     return out
 
 
 def _group_membership(groups: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
-    """Per object id: the lowest group containing it (-1: none), and, when some object is in
-    several groups, a ``"g1;g2"`` listing per object (``None`` otherwise)."""
+    """Per object id: the group it is coloured as (-1: none), and, when some object is in
+    several groups, a ``"g1;g2"`` listing per object (``None`` otherwise).
+
+    An object in several groups is coloured as the *smallest* of them (fewest members; ties:
+    the lowest id), so a group nested in a larger one still gets its colour (the Colour-by
+    legend states the rule)."""
     gids = np.fromiter(groups.keys(), dtype=np.int64, count=len(groups))
     members = [np.asarray(v, dtype=np.int64).ravel() for v in groups.values()]
     counts = np.fromiter((len(m) for m in members), np.int64, len(members))
     oids = np.concatenate(members) if members else np.empty(0, np.int64)
     pair_gids = np.repeat(gids, counts)
+    pair_sizes = np.repeat(counts, counts)
     valid = oids >= 0
-    oids, pair_gids = oids[valid], pair_gids[valid]
+    oids, pair_gids, pair_sizes = oids[valid], pair_gids[valid], pair_sizes[valid]
     n = int(oids.max()) + 1 if len(oids) else 0
-    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, oids, pair_gids)
-    first[first == np.iinfo(np.int64).max] = -1
+    first = np.full(n, -1, dtype=np.int64)
+    by_size = np.lexsort((pair_gids, pair_sizes, oids))  # per object: smallest group first
+    heads = np.ones(len(by_size), bool)
+    heads[1:] = oids[by_size][1:] != oids[by_size][:-1]
+    first[oids[by_size][heads]] = pair_gids[by_size][heads]
     per_object = np.bincount(oids, minlength=n)
     if not (per_object > 1).any():
         return first, None
