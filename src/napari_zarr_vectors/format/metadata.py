@@ -87,6 +87,8 @@ class RootMetadata:
     format_capabilities: tuple[str, ...]
     datasets: tuple[dict[str, Any], ...]
     raw: dict[str, Any] = field(repr=False)
+    #: every geometry the root lists, the store's own first (composite stores list more)
+    geometry_types: tuple[str, ...] = ()
 
     @property
     def ndim(self) -> int:
@@ -192,6 +194,7 @@ def parse_root(doc: dict[str, Any] | None, store: str) -> RootMetadata:
         format_capabilities=tuple(str(c) for c in caps) if isinstance(caps, list) else (),
         datasets=tuple(d for d in datasets if isinstance(d, dict)),
         raw=attrs,
+        geometry_types=tuple(dict.fromkeys(str(g) for g in gtypes)),
     )
 
 

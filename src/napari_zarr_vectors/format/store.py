@@ -18,10 +18,11 @@ from zarr.abc.store import Store as ZarrStore
 from .assembly import Selection, assemble
 from .cache import ChunkCache
 from .chunks import ChunkTable, LoadedChunks
+from .composite import CompositeGeometryStore
 from .errors import ZVChunkWarning, ZVError, ZVFormatError
 from .geometry import Geometry
 from .io import StoreIO
-from .layout import Layout, LinkSet, detect_layout
+from .layout import Layout, LinkSet, ObjectTable, detect_layout
 from .layout.keys import sort_chunks
 from .loading import attribute_specs, load_chunks
 from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
@@ -32,6 +33,10 @@ from .remote import RetryPolicy
 
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
 MAX_CANDIDATE_CHUNKS = 4096
+
+#: a read of at most 1 / PARTIAL_INDEX_SHARE of a level's objects decodes only their
+#: manifests while the level's full object index is not decoded yet
+PARTIAL_INDEX_SHARE = 8
 
 
 def open_store(
@@ -92,8 +97,12 @@ class Store:
         self.layout: Layout = detect_layout(io, self.root, self.levels)
         self._lock = Lock()
         self._object_index: dict[int, ObjectIndex | None] = {}
+        #: raw object tables of levels whose full index is not decoded yet (reads of a few
+        #: objects decode only their manifests)
+        self._object_tables: dict[int, ObjectTable | None] = {}
         self._chunk_lists: dict[int, np.ndarray] = {}
         self._warm: set[int] = set()
+        self._geometries: dict[str, CompositeGeometryStore] = {}
 
     def _prefetch_metadata(self, level: int) -> None:
         """Remote stores: the metadata documents of a level in one batch, once."""
@@ -158,7 +167,36 @@ class Store:
 
     @property
     def geometry_type(self) -> str:
+        """The store's own geometry (the first the root lists)."""
         return self.root.geometry_type
+
+    @property
+    def geometry_types(self) -> list[str]:
+        """Every geometry the store holds, its own first: a composite store (zarr-vectors
+        ``composite.add_geometry``) lists the geometries added to it after it."""
+        return list(self.root.geometry_types or (self.root.geometry_type,))
+
+    def geometry(self, geometry_type: str) -> Store | CompositeGeometryStore:
+        """A store-like reader of one of :attr:`geometry_types`: this store for its own
+        geometry, else a :class:`~.composite.CompositeGeometryStore` (same reading API).
+
+        Raises ``KeyError`` naming the store's geometries for one it does not hold, and
+        :class:`ZVFormatError` for an added geometry this reader cannot read.
+        """
+        if geometry_type == self.geometry_type:
+            return self
+        if geometry_type not in self.geometry_types:
+            raise KeyError(
+                f"{self.path} holds no {geometry_type!r} geometry "
+                f"(geometry_types: {self.geometry_types})"
+            )
+        with self._lock:
+            view = self._geometries.get(geometry_type)
+        if view is None:
+            view = CompositeGeometryStore(self, geometry_type)
+            with self._lock:
+                self._geometries[geometry_type] = view
+        return view
 
     @property
     def ndim(self) -> int:
@@ -232,7 +270,11 @@ class Store:
         self.level(level)
         with self._lock:
             if level not in self._object_index:
-                table = self.layout.read_object_table(level)
+                table = (
+                    self._object_tables.pop(level)
+                    if level in self._object_tables
+                    else self.layout.read_object_table(level)
+                )
                 self._object_index[level] = (
                     None
                     if table is None
@@ -245,10 +287,21 @@ class Store:
                 )
             return self._object_index[level]
 
+    def _object_table(self, level: int) -> ObjectIndex | ObjectTable | None:
+        """The level's decoded index when it exists, else its raw table (read once and
+        kept until the full index is decoded)."""
+        self.level(level)
+        with self._lock:
+            if level in self._object_index:
+                return self._object_index[level]
+            if level not in self._object_tables:
+                self._object_tables[level] = self.layout.read_object_table(level)
+            return self._object_tables[level]
+
     def object_ids(self, level: int = 0) -> np.ndarray:
         """Ids of every object of the level's object index (empty when none)."""
-        index = self.object_index(level)
-        return np.empty(0, np.int64) if index is None else index.ids
+        found = self._object_table(level)
+        return np.empty(0, np.int64) if found is None else np.asarray(found.ids, np.int64)
 
     def object_presence(self, level: int = 0) -> np.ndarray:
         """Boolean array indexed by object id: whether the object has geometry at ``level``."""
@@ -271,7 +324,7 @@ class Store:
         stores, the fill sentinel (NaN, INT_MIN, UINT_MAX) in 0.9 stores. Use
         :meth:`object_presence` (or :meth:`object_attribute_presence`) to tell them apart.
         """
-        ids = self._object_table_ids(level)
+        ids = self.object_ids(level)
         return {
             name: _by_id(ids, a.values, _absent(a.values))
             for name, a in self.layout.read_object_attributes(level).items()
@@ -279,16 +332,12 @@ class Store:
 
     def object_attribute_presence(self, level: int = 0) -> dict[str, np.ndarray]:
         """``{name: bool array indexed by object id}``: which objects hold a value."""
-        ids = self._object_table_ids(level)
+        ids = self.object_ids(level)
         out = {}
         for name, a in self.layout.read_object_attributes(level).items():
             present = a.present if a.present is not None else np.ones(a.values.shape[0], bool)
             out[name] = _by_id(ids, present, False)
         return out
-
-    def _object_table_ids(self, level: int) -> np.ndarray:
-        index = self.object_index(level)
-        return np.empty(0, np.int64) if index is None else index.ids
 
     def groups(self, level: int = 0) -> dict[int, np.ndarray]:
         """``{group id: int64 object ids}`` (groups live at level 0 in every known writer)."""
@@ -323,6 +372,7 @@ class Store:
         strict: bool = False,
         cache: ChunkCache | None = None,
         cancel: Event | None = None,
+        geometry_type: str | None = None,
     ) -> Geometry:
         """Read geometry from one level.
 
@@ -353,14 +403,30 @@ class Store:
         cancel
             A :class:`threading.Event`: once set, fetches not started yet are dropped and
             the read raises :class:`ZVCancelledError` (applied by ``_cancellable``).
+        geometry_type
+            One of :attr:`geometry_types` (default: the store's own), read through
+            :meth:`geometry`.
         """
+        if geometry_type is not None and geometry_type != self.geometry_type:
+            return self.geometry(geometry_type).read(
+                level,
+                bbox,
+                object_ids,
+                group_ids,
+                chunks=chunks,
+                attributes=attributes,
+                strict=strict,
+                cache=cache,
+            )
         info = self.level(level)
         knd = info.key_ndim
         box = None if bbox is None else normalise_bbox(bbox, self.ndim)
-        index = self.object_index(level, strict=strict)
         selection = Selection(bbox=box)
         if object_ids is not None or group_ids is not None:
-            selection.object_rows = self._object_rows(index, object_ids, group_ids)
+            index, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
+        else:
+            index = self.object_index(level, strict=strict)
+        if selection.object_rows is not None:
             named = None if chunks is None else np.asarray(chunks, np.int64).reshape(-1, knd)
             target = self._manifest_chunks(index, selection.object_rows, knd, named)
         elif chunks is not None:
@@ -439,23 +505,39 @@ class Store:
         meta = self.layout.array_attributes(level, "vertices") or {}
         return meta.get("encoding") == "draco"
 
-    def _object_rows(
+    def _selected(
         self,
-        index: ObjectIndex | None,
+        level: int,
         object_ids: Sequence[int] | np.ndarray | None,
         group_ids: Sequence[int] | np.ndarray | None,
-    ) -> np.ndarray:
-        """Object-index rows of the requested objects and of the members of the requested
-        groups (groups live at level 0)."""
+        strict: bool,
+    ) -> tuple[ObjectIndex | None, np.ndarray]:
+        """``(index, rows)``: an object index holding the requested objects and the members
+        of the requested groups (groups live at level 0), and their rows in it, ascending.
+
+        While the level's full index is not decoded, a selection of at most
+        1 / :data:`PARTIAL_INDEX_SHARE` of the objects decodes only its own manifests (a
+        few objects of a 200,000-object store cost no decoding of the other 199,000)."""
         wanted = [np.empty(0, np.int64)]
         if object_ids is not None:
             wanted.append(np.asarray(object_ids, dtype=np.int64).ravel())
         if group_ids is not None:
             groups = self.groups(0)
             wanted += [groups.get(int(g), wanted[0]) for g in np.asarray(group_ids).ravel()]
-        if index is None:
-            return np.empty(0, np.int64)
-        return index.rows_of_ids(np.concatenate(wanted))
+        ids = np.unique(np.concatenate(wanted))
+        found = self._object_table(level)
+        if found is None:
+            return None, np.empty(0, np.int64)
+        rows = np.flatnonzero(np.isin(found.ids, ids))
+        if isinstance(found, ObjectIndex):
+            return found, rows
+        if rows.size * PARTIAL_INDEX_SHARE > found.ids.size:
+            index = self.object_index(level, strict=strict)
+            return index, rows
+        part = ObjectTable(found.ids[rows], [found.manifests[r] for r in rows.tolist()])
+        where = {"store": self.path, "level": level}
+        index = decode_object_index(part, self.level(level).key_ndim, where, strict)
+        return index, np.arange(rows.size, dtype=np.int64)
 
     @staticmethod
     def _manifest_chunks(

@@ -925,6 +925,11 @@ class V09Layout(Layout):
         return _concat_attr(parts)
 
     # -- plain (non-grid) arrays -----------------------------------------------------------
+    def read_whole(self, level: int, path: str) -> np.ndarray | None:
+        """Whole contents of one plain array of a level (``None`` when absent), e.g. the
+        links of a composite store's added geometry (:mod:`..composite`)."""
+        return self._read_whole(level, [path])[0]
+
     def _read_whole(self, level: int, paths: Sequence[str]) -> list[np.ndarray | None]:
         """Whole contents of several plain arrays of a level, read concurrently (their
         compressed chunks checked first, see :meth:`_precheck`)."""
@@ -960,7 +965,9 @@ class V09Layout(Layout):
                 level,
                 "object_index/manifests",
             )
-        blobs = [_cell_value(b) or b"" for b in manifests[:n]]
+        blobs = manifests[:n].tolist()
+        if not all(type(b) is bytes for b in blobs):  # zarr gives bytes; anything else: fix
+            blobs = [_cell_value(b) or b"" for b in blobs]
         if ids is None:  # 0.7-style identity rows
             row_ids = np.arange(n, dtype=np.int64)
         else:
@@ -971,7 +978,7 @@ class V09Layout(Layout):
                     "object_index/object_ids",
                 )
             row_ids = ids[:n].astype(np.int64)
-            if np.unique(row_ids).size != n:
+            if not np.all(row_ids[1:] > row_ids[:-1]) and np.unique(row_ids).size != n:
                 raise self.error("object_ids repeat an id", level, "object_index/object_ids")
         return ObjectTable(row_ids, blobs)
 
