@@ -6,7 +6,8 @@ public API when the internal is gone, so a napari upgrade costs speed, not corre
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -193,3 +194,30 @@ def open_viewers() -> list[Any]:
         current = current_viewer()
         viewers = [current] if current is not None else []
     return viewers
+
+
+def extend_status(layer: Any, extend: Callable[[Any, dict, Any, dict], dict]) -> None:
+    """Pass what napari's status bar shows for ``layer`` through
+    ``extend(layer, status, position, query)`` (``query``: the other keyword arguments of
+    ``get_status``: ``view_direction``, ``dims_displayed``, ``world``). Idempotent.
+
+    Internal: napari has no hook to add to a layer's status. ``Layer.get_status`` is what the
+    viewer calls on each mouse move (from the Qt viewer's status thread); an instance
+    attribute of that name shadows the class's method for this one layer. ``extend`` runs
+    off the UI thread while the UI thread may be swapping the layer's data: an error there
+    (a row the new data no longer has) leaves napari's own status for that mouse move.
+    """
+    if "get_status" in vars(layer):
+        return
+    method = type(layer).get_status
+    ref = weakref.ref(layer)  # the layer holds this function: no reference cycle
+
+    def get_status(position: Any = None, **query: Any) -> dict:
+        target = ref()
+        status = method(target, position, **query)
+        try:
+            return extend(target, status, position, query)
+        except (IndexError, KeyError, ValueError):  # a swap under way (see above)
+            return status
+
+    layer.get_status = get_status

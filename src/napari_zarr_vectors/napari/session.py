@@ -21,6 +21,7 @@ import numpy as np
 
 from ._napari_compat import open_viewers
 from .controller import ZVLayerController
+from .hover import install as install_hover
 from .layers import META
 from .loader import Loader, ViewShare
 
@@ -81,7 +82,8 @@ def install_viewer_hooks() -> int:
 
 
 def hook_viewer(viewer: Any) -> None:
-    """Watch one viewer's layer insertions (idempotent)."""
+    """Watch one viewer's layer insertions (idempotent): the plugin's layers get their hover
+    status (:func:`.hover.install`) and, when a reader made them, their controller."""
     if viewer in _HOOKED:
         return
     _HOOKED.add(viewer)
@@ -90,6 +92,7 @@ def hook_viewer(viewer: Any) -> None:
     def on_inserted(event: Any) -> None:
         v = ref()
         if v is not None:
+            install_hover(event.value)
             _attach(v, event.value)
 
     viewer.layers.events.inserted.connect(on_inserted)
