@@ -11,15 +11,26 @@ store's level-0 bin shape), world = ``data * scale`` = store coordinates reverse
 * :func:`segments_layer` -- segments as a Vectors layer data tuple.
 * :func:`highlight` / :func:`harmonise_colours` -- recolour layer data tuples built by
   :mod:`..layers` (isolated objects; side-by-side levels coloured alike).
+* Worker jobs (:func:`side_by_side_job`, :func:`isolate_job`, :func:`links_job`,
+  :func:`call_job`): generators run on the plugin's worker thread
+  (:class:`..worker.LoadJob`) that read the store, cap what will be drawn to the vertex
+  budget (:func:`..pyramid_qa.select_within`, :func:`..view_geometry.subset_to_budget`) and
+  build the layer data tuples; they yield :class:`..pyramid_qa.QAProgress` between steps and
+  return what the widget adds on the UI thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from napari_zarr_vectors.format import pyramid as core
+
+from ..chunk_cache import shared_cache
 from ..layers import (
     OBJECT_ID,
     LayerData,
@@ -28,17 +39,17 @@ from ..layers import (
     _common_kwargs,
     _flat_colormap,
     _line_width,
+    layers_from_geometry,
 )
-from ..store_info import layer_scale
+from ..pyramid_qa import SIDE_BY_SIDE, QAProgress, select_within, shown_of
+from ..store_info import layer_scale, store_info
+from ..view_geometry import subset_to_budget
 
 #: Overlay colours (RGBA).
 CHUNK_COLOUR = (1.0, 0.75, 0.1, 1.0)
 BIN_COLOUR = (0.3, 0.9, 1.0, 1.0)
 LINK_COLOUR = (1.0, 1.0, 0.3, 1.0)
 HIGHLIGHT_COLOUR = (1.0, 0.0, 1.0, 1.0)
-
-#: Role names stored in ``metadata["zarr_vectors"]["role"]`` of QA layers.
-QA_ROLES = ("qa_chunks", "qa_bins", "qa_links", "qa_dropped", "qa_level")
 
 
 def box_corner_edges(nd: int) -> tuple[np.ndarray, np.ndarray]:
@@ -69,17 +80,7 @@ def box_outline_segments(
     ndim = lo.shape[1] if lo.ndim == 2 else 0
     disp = list(range(ndim)) if displayed is None else sorted(int(a) for a in displayed)
     other = [a for a in range(ndim) if a not in disp]
-    keep = np.ones(len(lo), dtype=bool)
-    if other:
-        p = np.asarray(point, dtype=np.float64)[other]
-        t = (
-            np.zeros(len(other))
-            if thickness is None
-            else np.asarray(thickness, dtype=np.float64)[other]
-        )
-        # half-open boxes [lo, hi) against the closed slab [p - t/2, p + t/2]
-        keep = np.all((lo[:, other] <= p + t / 2) & (hi[:, other] > p - t / 2), axis=1)
-    idx = np.flatnonzero(keep)
+    idx = boxes_in_slab(lo, hi, disp, point, thickness)
     a, b = box_corner_edges(len(disp))
     n_edges = len(a)
     box = np.repeat(idx, n_edges)
@@ -94,6 +95,27 @@ def box_outline_segments(
             starts[:, other] = np.asarray(point, dtype=np.float64)[other]
             ends[:, other] = starts[:, other]
     return starts, ends, box
+
+
+def boxes_in_slab(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    displayed: Sequence[int],
+    point: np.ndarray | None = None,
+    thickness: np.ndarray | None = None,
+) -> np.ndarray:
+    """Rows of the boxes ``[lo, hi)`` that cut the slab ``point +- thickness / 2`` on every
+    axis not in ``displayed`` (all rows when every axis is displayed)."""
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    ndim = lo.shape[1] if lo.ndim == 2 else 0
+    other = [a for a in range(ndim) if a not in set(int(d) for d in displayed)]
+    if not other:
+        return np.arange(len(lo))
+    p = np.asarray(point, dtype=np.float64)[other]
+    t = np.zeros(len(other)) if thickness is None else np.asarray(thickness, np.float64)[other]
+    # half-open boxes [lo, hi) against the closed slab [p - t/2, p + t/2]
+    return np.flatnonzero(np.all((lo[:, other] <= p + t / 2) & (hi[:, other] > p - t / 2), axis=1))
 
 
 def to_layer(positions: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -222,3 +244,162 @@ def _set_colour_by(kwargs: dict[str, Any], name: str) -> None:
     zv["colour_by"] = name
     meta["zarr_vectors"] = zv
     kwargs["metadata"] = meta
+
+
+# --------------------------------------------------------------------------------------------
+# worker jobs (run on the worker thread; no viewer, no Qt)
+# --------------------------------------------------------------------------------------------
+
+#: what a worker job generator is: progress reports, then its result
+Job = Generator[QAProgress, None, Any]
+
+
+def call_job(text: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Job:
+    """``fn(*args, **kwargs)`` as a one-step job reporting ``text``."""
+    yield QAProgress(0, 1, text)
+    return fn(*args, **kwargs)
+
+
+def make_layers(items: Sequence[LayerData]) -> list[Any]:
+    """napari layers from data tuples, built on the worker thread (constructing a layer is
+    the larger part of adding one; napari layer models hold no Qt objects, the canvas
+    visuals are made when the UI thread adds the layer)."""
+    from napari.layers import Layer
+
+    return [Layer.create(data, kwargs, kind) for data, kwargs, kind in items]
+
+
+@dataclass
+class Built:
+    """Layers a job built (not yet in a viewer), and what they show of what was read."""
+
+    items: list[Any]
+    note: str
+    level: int
+    shown: int = 0
+    total: int = 0
+
+
+def _objects_noun(geometry_type: str) -> str:
+    return "points" if geometry_type == "point_cloud" else "objects"
+
+
+def _capped_read(
+    store: Any,
+    level: int,
+    budget: int,
+    cancel: threading.Event,
+    **read: Any,
+) -> tuple[Any, str]:
+    """Read ``level`` (``read``: bbox / object_ids) and keep what fits the budget, thinned
+    like the level of detail. Returns the geometry and a note saying the cap."""
+    geometry = store.read(level, cache=shared_cache(), cancel=cancel, **read)
+    sub = subset_to_budget(geometry, budget)
+    noun = _objects_noun(store.geometry_type) if sub.kind == "objects" else "vertices"
+    note = shown_of(sub.items_shown, sub.items_in_view, noun)
+    if sub.vertices_shown < sub.vertices_in_view:
+        note += f"; {sub.vertices_shown:,} of {sub.vertices_in_view:,} rows"
+    return sub.geometry, note
+
+
+def side_by_side_job(
+    store: Any,
+    levels: Sequence[int],
+    bboxes: dict[int, Any],
+    budget: int,
+    opacity: float,
+    cancel: threading.Event,
+) -> Job:
+    """Read each level (inside ``bboxes[level]`` when given), cap it to ``budget`` and build
+    its layers, coloured alike (:func:`harmonise_colours`), named ``… [level N]``."""
+    out: list[Built] = []
+    for i, level in enumerate(levels):
+        yield QAProgress(i, len(levels), f"reading level {level}")
+        geometry, note = _capped_read(store, int(level), budget, cancel, bbox=bboxes.get(level))
+        if bboxes.get(level) is not None:
+            note = f"visible box only; {note}"
+        info = store_info(store, int(level))
+        items = []
+        for item in layers_from_geometry(geometry, info, bounds_layer=False):
+            data, kwargs, kind = harmonise_colours(item)
+            kwargs["name"] = f"{kwargs['name'].split(' (level')[0]} [level {level}]"
+            kwargs["metadata"]["zarr_vectors"]["qa"] = SIDE_BY_SIDE
+            kwargs["opacity"] = float(opacity)
+            kwargs.setdefault("blending", "translucent")
+            items.append((data, kwargs, kind))
+        out.append(Built(make_layers(items), note, int(level)))
+    return out
+
+
+def isolate_job(
+    store: Any,
+    ids: np.ndarray,
+    pair: tuple[int, int],
+    budget: int,
+    cancel: threading.Event,
+) -> Job:
+    """Read objects ``ids`` at the finer level of ``pair``, capped to ``budget``, as
+    highlighted layers (role ``qa_dropped``)."""
+    fine, coarse = pair
+    yield QAProgress(0, 1, f"reading {len(ids):,} object(s) at level {fine}")
+    geometry, note = _capped_read(store, fine, budget, cancel, object_ids=ids)
+    info = store_info(store, fine)
+    items = []
+    for item in layers_from_geometry(geometry, info, bounds_layer=False):
+        data, kwargs, kind = highlight(item)
+        kwargs["name"] = f"{store.name} dropped {fine}→{coarse} ({len(ids)} objects)"
+        meta = kwargs["metadata"]["zarr_vectors"]
+        meta.update(role="qa_dropped", object_ids=np.asarray(ids).tolist(), pair=[fine, coarse])
+        items.append((data, kwargs, kind))
+    return Built(make_layers(items), note, fine)
+
+
+def links_job(
+    store: Any,
+    level: int,
+    delta: int,
+    object_ids: Sequence[int] | None,
+    bbox: Any,
+    budget: int,
+    scope: str,
+) -> Job:
+    """Resolve the stored links ``level -> level + delta`` (see
+    :func:`~napari_zarr_vectors.format.pyramid.cross_level_segments`), keep at most
+    ``budget / 2`` of them (two ends an arrow; thinned by object like the level of detail)
+    and build their Vectors layer (role ``qa_links``)."""
+    yield QAProgress(0, 2, "reading link records")
+    seg = core.cross_level_segments(
+        store, level, delta, object_ids=object_ids, bbox=bbox, cache=shared_cache()
+    )
+    yield QAProgress(1, 2, f"building {len(seg):,} link(s)")
+    keep = select_within(budget // 2, ids=seg.fine_object_ids, positions=seg.fine)
+    ids = None if seg.fine_object_ids is None else seg.fine_object_ids[keep]
+    info = overlay_info(store, seg.fine_level)
+    data, kwargs, kind = segments_layer(
+        seg.fine[keep],
+        seg.coarse[keep],
+        info,
+        role="qa_links",
+        label=f"links {seg.fine_level}→{seg.coarse_level}",
+        colour=LINK_COLOUR,
+        width=2.0 * _line_width(info),
+        style="arrow",
+        features=None if ids is None else {OBJECT_ID: ids},
+        extra={
+            "qa_levels": [seg.fine_level, seg.coarse_level],
+            "scope": scope,
+            "object_ids": None if object_ids is None else list(object_ids),
+            "records": seg.n_records,
+            "missing": seg.n_missing,
+            "links": len(seg),
+            "links_drawn": int(keep.sum()),
+        },
+    )
+    kwargs["name"] = f"{store.name} links {seg.fine_level}→{seg.coarse_level}"
+    text = shown_of(int(keep.sum()), len(seg), "link(s)")
+    text += f" level {seg.fine_level} → {seg.coarse_level}"
+    if seg.n_missing:
+        text += f"; {seg.n_missing:,} record(s) with a missing endpoint left out"
+    return Built(
+        make_layers([(data, kwargs, kind)]), text, seg.fine_level, int(keep.sum()), len(seg)
+    )

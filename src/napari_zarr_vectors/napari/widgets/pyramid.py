@@ -1,139 +1,198 @@
 """The *Pyramid QA* dock widget: inspect and compare the levels of a Zarr Vectors store.
 
-Acts on the selected Zarr Vectors layer (and follows the layer selection):
+Acts on the target of the selected Zarr Vectors layer, resolved like every browse widget
+(:class:`._browse_base.ZVBrowseWidget`, :func:`..browse_layers.target_for`: the layer's
+level-of-detail controller, else a static target), and follows the layer selection:
 
 * **Level**: lock the shown level (combo, slider, *finer* / *coarser*, ``Alt-Up`` /
-  ``Alt-Down`` in the viewer) or go back to the automatic, zoom-driven choice. Needs the
-  level-of-detail controller of the layer (:func:`..controller.controller_for`).
-* **Statistics**: one row per level (:func:`~napari_zarr_vectors.format.pyramid.level_statistics`).
+  ``Alt-Down`` in the viewer) or go back to the automatic, zoom-driven choice.
+* **Statistics**: one row per level (:func:`~napari_zarr_vectors.format.pyramid.level_statistics`)
+  and the rows the shown level draws (the status bar's count).
 * **Dropped objects** between two levels: list them, isolate them (read at the finer level
-  into a highlighted layer) or filter the shown layer to them.
+  into a highlighted layer) or filter the store's layers to them, through the filter state
+  the browse widgets share (:class:`..browse.IdFilter` in the target's session).
 * **Side by side**: chosen levels as separate layers, coloured alike, overlaid (blend,
-  toggle) or in napari's grid mode; they share the viewer's camera.
-* **Grids**: outlines of the non-empty chunks of the shown level, and of the bins of one chunk
-  (3-D view: wireframes; 2-D view: the outlines the current slice cuts, on that slice).
+  toggle) or in napari's grid mode (only these layers get cells).
+* **Grids**: outlines of the non-empty chunks of the shown level, and of the bins of one chunk.
 * **Cross-level links**: fine -> coarse segments for the picked objects, the visible box or
   the whole level.
 
-The work is done by the napari-free :mod:`napari_zarr_vectors.format.pyramid`; this module
-only turns results into layers. Everything is vectorised numpy.
+Every store read and layer-data build runs on the plugin's worker thread
+(:class:`..worker.LoadJob`, one :class:`QATask` per action, with progress and *Cancel*);
+layers are added, changed and removed on the UI thread afterwards, one layer per event-loop
+turn. What is drawn is capped by the vertex budget and the cap is said. An action that would
+read most of a store asks first (:attr:`PyramidQAWidget.confirm`). The pure parts are in
+:mod:`..pyramid_qa`, the layer data in :mod:`._pyramid_layers`.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from qtpy.QtCore import Qt
+from napari.layers import Layer
+from qtpy.QtCore import Qt, QTimer
 from qtpy.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
     QGridLayout,
     QGroupBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
+    QProgressBar,
     QPushButton,
     QSlider,
     QTableWidget,
     QTableWidgetItem,
-    QVBoxLayout,
     QWidget,
 )
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid as core
 
-from ..browse_layers import controller_of
+from ..browse import IdFilter
+from ..browse_layers import controller_of, is_data_layer, target_for, zv_meta
 from ..chunk_cache import shared_cache
-from ..layers import _line_width, layers_from_geometry
-from ..lod import ViewState, visible_box
-from ..store_info import layer_scale, store_info
+from ..pyramid_qa import (
+    MAX_LISTED_IDS,
+    STAT_COLUMNS,
+    STAT_TOOLTIP,
+    DroppedObjects,
+    QAProgress,
+    drawn_text,
+    dropped,
+    estimate_read,
+    grid_plan,
+    levels_holding,
+    parse_ids,
+    reads_most,
+    select_within,
+    shown_of,
+    slice_of,
+    stat_cells,
+    store_vertices,
+    visible_store_box,
+)
+from ..settings import vertex_budget as default_budget
+from ..store_info import layer_scale
+from ..worker import LoadJob
+from ._browse_base import ZVBrowseWidget
 from ._pyramid_layers import (
     BIN_COLOUR,
     CHUNK_COLOUR,
-    LINK_COLOUR,
-    QA_ROLES,
+    Built,
+    box_corner_edges,
     box_outline_segments,
-    harmonise_colours,
-    highlight,
+    boxes_in_slab,
+    call_job,
+    isolate_job,
+    links_job,
     overlay_info,
     segments_layer,
+    side_by_side_job,
 )
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer
 
-#: At most this many boxes are outlined at once (a 3-D wireframe is 12 segments per box).
-MAX_OVERLAY_BOXES = 20_000
-#: Side-by-side levels with more vertices than this are read inside the visible box only.
-SIDE_BY_SIDE_BUDGET = 200_000
-#: The dropped-objects list shows at most this many ids (all of them are isolated).
-MAX_LISTED_IDS = 5_000
+#: What a task's ``apply`` returns when it finishes later (layers added over several
+#: event-loop turns).
+PENDING = object()
 
-COLUMNS = (
-    "level",
-    "vertices",
-    "objects kept",
-    "sparsity",
-    "chunks",
-    "stored",
-    "decoded",
-    "bin",
-    "chunk",
-    "method",
-)
+#: Share of the vertex budget one added layer may hold (see
+#: :meth:`PyramidQAWidget.layer_budget`).
+BUDGET_SHARE = 0.25
 
 
 def is_zv_layer(layer: Any) -> bool:
-    """A layer showing a ZV store (not a QA overlay, side-by-side level or isolated set)."""
-    meta = getattr(layer, "metadata", {}).get("zarr_vectors")
-    return (
-        isinstance(meta, dict)
-        and "path" in meta
-        and meta.get("role") not in QA_ROLES
-        and meta.get("qa") is None
-    )
+    """Any layer of this plugin (data, bounds box, isolated object, QA overlay)."""
+    return zv_meta(layer) is not None
 
 
-@dataclass
-class Target:
-    """The store the widget acts on: a layer, its store and its controller (if any)."""
+class QATask:
+    """One Pyramid QA action: ``job(*args)`` (a generator yielding
+    :class:`~..pyramid_qa.QAProgress`) runs on the plugin's worker thread; ``apply(value)``
+    runs on the UI thread with its result. ``done`` is set when the action is over (applied,
+    failed or cancelled); ``result`` is what ``apply`` returned."""
 
-    layer: Any
-    store: Any
-    controller: Any | None
+    def __init__(
+        self,
+        widget: PyramidQAWidget,
+        kind: str,
+        job: Callable[..., Any],
+        args: tuple,
+        apply: Callable[[Any], Any],
+        cancellable: bool = False,
+    ) -> None:
+        self.widget = widget
+        self.kind = kind
+        #: set on cancel; handed to the job as its last argument when ``cancellable`` (store
+        #: reads stop between chunk batches)
+        self.cancel_event = threading.Event()
+        args = (*args, self.cancel_event) if cancellable else args
+        self._job = LoadJob(self, job, *args)
+        self._apply = apply
+        self.done = False
+        self.cancelled = False
+        self.result: Any = None
+        self.error: Exception | None = None
+        self.progress = QAProgress(0, 1, kind)
 
-    @property
-    def level(self) -> int:
-        if self.controller is not None:
-            return int(self.controller.level)
-        return int(self.layer.metadata["zarr_vectors"].get("level", 0))
+    def start(self) -> QATask:
+        self._job.start()
+        return self
 
-    @property
-    def locked_level(self) -> int | None:
-        if self.controller is None:
-            return None
-        lv = self.controller.locked_level
-        return None if lv is None else int(lv)
+    def cancel(self) -> None:
+        """Stop at the next step (a store read stops between chunk batches); nothing of it
+        reaches the viewer."""
+        self.cancelled = True
+        self.cancel_event.set()
+        self._job.quit()
+        self.finish(None)
 
-    @property
-    def levels(self) -> list[int]:
-        return [lv.index for lv in self.store.levels]
+    def finish(self, result: Any) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.result = result
+        self.widget._task_over(self)
 
-    @property
-    def single_level(self) -> bool:
-        return len(self.store.levels) < 2
+    # -- relayed from the worker (UI thread) ---------------------------------------------
+    def _on_progress(self, p: QAProgress) -> None:
+        if not self.done:
+            self.progress = p
+            self.widget._show_progress(self)
+
+    def _on_result(self, value: Any) -> None:
+        if self.done:
+            return
+        result = self._apply(value)
+        if result is not PENDING:
+            self.finish(result)
+
+    def _on_error(self, exc: Exception) -> None:
+        if not self.done:
+            self.error = exc
+            self.widget._say(f"{self.kind} failed: {type(exc).__name__}: {exc}")
+            self.finish(None)
+
+    def _on_finished(self, job: Any) -> None:
+        if not self.done and self._job is job and self.cancelled:
+            self.finish(None)
 
 
 class _BoxOverlay:
-    """A Vectors layer outlining boxes; redrawn for the current slice / display mode."""
+    """A Vectors layer outlining boxes, capped by the vertex budget; redrawn (UI thread,
+    numpy only) for the current slice / display mode."""
 
     def __init__(self, widget: PyramidQAWidget, role: str, colour: tuple) -> None:
         self.widget = widget
@@ -181,19 +240,28 @@ class _BoxOverlay:
                 self._stale = False
         return self.layer
 
+    def cut(self) -> np.ndarray:
+        """Rows of the boxes the current slab cuts (all of them in a 3-D view)."""
+        displayed, point = slice_of(self.widget.viewer, self.info.ndim)
+        return boxes_in_slab(self.lo, self.hi, displayed, point, self.info.world_scale)
+
     def _draw(self) -> None:
         viewer = self.widget.viewer
-        ndim = self.info.ndim
-        displayed, point = _slice_of(viewer, ndim)
+        displayed, point = slice_of(viewer, self.info.ndim)
         thickness = self.info.world_scale
-        lo, hi = self.lo, self.hi
-        if len(lo) > MAX_OVERLAY_BOXES:
-            lo, hi = lo[:MAX_OVERLAY_BOXES], hi[:MAX_OVERLAY_BOXES]
-        starts, ends, box = box_outline_segments(lo, hi, displayed, point, thickness)
+        rows = boxes_in_slab(self.lo, self.hi, displayed, point, thickness)
+        # two ends a segment, len(a) segments a box, within the vertex budget
+        edges = len(box_corner_edges(len(displayed))[0])
+        cap = max(self.widget.layer_budget() // (2 * edges), 1)
+        rows = rows[select_within(cap, positions=self.lo[rows])]
+        starts, ends, box = box_outline_segments(
+            self.lo[rows], self.hi[rows], displayed, point, thickness
+        )
+        box = rows[box]
         extra = {
             **self.extra,
             "boxes": len(self.lo),
-            "boxes_drawn": len(np.unique(box)),
+            "boxes_drawn": len(rows),
             "displayed_axes": [self.info.axes[a] for a in displayed],
         }
         data, kwargs, kind = segments_layer(
@@ -213,114 +281,55 @@ class _BoxOverlay:
             self.layer.name = kwargs["name"]
             self.layer.metadata = kwargs["metadata"]
         else:
-            from napari.layers import Layer
-
             self.layer = viewer.add_layer(Layer.create(data, kwargs, kind))
 
     def remove(self) -> None:
-        if self.layer is not None and self.layer in self.widget.viewer.layers:
-            self.widget.viewer.layers.remove(self.layer)
+        """No layer of this overlay's role stays in the viewer."""
+        layers = self.widget.viewer.layers
+        for layer in [lyr for lyr in layers if (zv_meta(lyr) or {}).get("role") == self.role]:
+            layers.remove(layer)
         self.layer = None
         self.lo = self.hi = None
 
 
-def _slice_of(viewer: Any, ndim: int) -> tuple[list[int], np.ndarray]:
-    """Displayed store axes and the dims point in store order, for a layer of ``ndim`` axes
-    aligned with the viewer's trailing axes (napari order = reversed store order)."""
-    offset = viewer.dims.ndim - ndim
-    shown = [a - offset for a in viewer.dims.displayed if a >= offset]
-    displayed = sorted(ndim - 1 - a for a in shown)
-    point = np.asarray(viewer.dims.point[offset:], dtype=np.float64)[::-1]
-    if len(point) < ndim:  # viewer with fewer axes than the store (no layer yet)
-        point = np.concatenate([point, np.zeros(ndim - len(point))])
-    return displayed, point
-
-
-def visible_store_box(viewer: Any, store: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The world box the camera shows, in store order, clipped to the store bounds (see
-    ``lod.visible_box``)."""
-    ndim = int(store.ndim)
-    lo_s, hi_s = (np.asarray(b, float) for b in store.bounds)
-    offset = viewer.dims.ndim - ndim
-    camera = viewer.scene.camera if hasattr(viewer, "scene") else viewer.camera
-    displayed = tuple(a - offset for a in viewer.dims.displayed if a >= offset)
-    scale = np.asarray(_scale_of(store), float)[::-1]
-    view = ViewState(
-        ndisplay=int(viewer.dims.ndisplay),
-        center=tuple(float(c) for c in camera.center),
-        zoom=float(camera.zoom),
-        canvas_size=tuple(int(s) for s in viewer.canvas.size),
-        point=tuple(float(p) for p in np.asarray(viewer.dims.point[offset:], float)),
-        displayed=displayed,
-        thickness=tuple(float(t) for t in scale),
-        view_direction=tuple(camera.view_direction) if viewer.dims.ndisplay == 3 else None,
-        up_direction=tuple(camera.up_direction) if viewer.dims.ndisplay == 3 else None,
-    )
-    lo, hi = visible_box(view, lo_s[::-1], hi_s[::-1])
-    return np.asarray(lo)[::-1], np.asarray(hi)[::-1]
-
-
-def _scale_of(store: Any) -> np.ndarray:
-    return layer_scale(store)
-
-
-def _fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "–"
-    value = float(n)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if value < 1000 or unit == "TB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{n} B"
-
-
-def _fmt_shape(shape: Sequence[float]) -> str:
-    return "×".join(f"{v:g}" for v in shape)
-
-
-def parse_ids(text: str) -> list[int]:
-    """``"3, 5 7"`` -> ``[3, 5, 7]`` (anything else is ignored)."""
-    out = []
-    for part in text.replace(";", ",").replace(" ", ",").split(","):
-        part = part.strip()
-        if part.lstrip("-").isdigit():
-            out.append(int(part))
-    return out
-
-
-class PyramidQAWidget(QWidget):
+class PyramidQAWidget(ZVBrowseWidget):
     """Dock widget: level lock, level statistics, dropped objects, side-by-side levels, chunk
     and bin outlines, cross-level links (see the module docstring)."""
 
     def __init__(self, napari_viewer: Any, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.viewer = napari_viewer
-        self.target: Target | None = None
-        self._stores: dict[str, Any] = {}
+        super().__init__(napari_viewer, parent)
+        self._store: Any = None
         self._chunk_boxes: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._connected: Any = None
-        self._stats_worker: Any = None
         self._updating = False
         self._picking = False
         self._chunk_level: int | None = None
+        self.tasks: dict[str, QATask] = {}
+        self.statistics: list[dict] = []
+        self.families: list[tuple[int, int]] = []
+        self.has_objects = False
         self.side_layers: list[Any] = []
+        self._grid_hidden: list[Any] = []
         self._toggle_index = -1
-        self.dropped_ids = np.empty(0, np.int64)
+        self.dropped: DroppedObjects | None = None
+        self._lock_before_filter: tuple[bool, int | None] | None = None
         self.links_layer: Any = None
         self.dropped_layers: list[Any] = []
         self.chunk_overlay = _BoxOverlay(self, "qa_chunks", CHUNK_COLOUR)
         self.bin_overlay = _BoxOverlay(self, "qa_bins", BIN_COLOUR)
+        #: asks the user before an action reads most of a store: ``confirm(text) -> bool``
+        #: (a QMessageBox; scripts and tests may replace it)
+        self.confirm: Callable[[str], bool] = self._ask
         self._build()
         self._connect_viewer()
-        self.retarget()
+        self.follow(self.viewer.layers.selection.active)
 
     # ------------------------------------------------------------------ UI
     def _build(self) -> None:
-        root = QVBoxLayout(self)
-        self.header = QLabel("Select a Zarr Vectors layer.")
-        self.header.setWordWrap(True)
-        root.addWidget(self.header)
+        root = self.layout()
+        self.info_label = QLabel("")
+        self.info_label.setWordWrap(True)
+        root.addWidget(self.info_label)
 
         # level lock
         box = QGroupBox("Level")
@@ -347,23 +356,22 @@ class PyramidQAWidget(QWidget):
 
         # statistics
         box = QGroupBox("Levels")
-        lay = QVBoxLayout(box)
-        self.stats_table = QTableWidget(0, len(COLUMNS))
-        self.stats_table.setHorizontalHeaderLabels(list(COLUMNS))
+        grid = QGridLayout(box)
+        self.stats_table = QTableWidget(0, len(STAT_COLUMNS))
+        self.stats_table.setHorizontalHeaderLabels(list(STAT_COLUMNS))
         self.stats_table.verticalHeader().setVisible(False)
         self.stats_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.stats_table.horizontalHeader().setSectionResizeMode(
             QHeaderView.ResizeMode.ResizeToContents
         )
-        self.stats_table.setToolTip(
-            "vertices: level metadata · objects kept: non-empty manifests / objects · "
-            "stored: bytes on disk under the level folder (local stores; '–' remote) · "
-            "decoded: vertices × ndim × dtype size"
-        )
+        self.stats_table.setToolTip(STAT_TOOLTIP)
+        self.drawn_label = QLabel("")
+        self.drawn_label.setWordWrap(True)
         self.stats_btn = QPushButton("Refresh statistics")
         self.stats_btn.clicked.connect(lambda: self.refresh_statistics())
-        lay.addWidget(self.stats_table)
-        lay.addWidget(self.stats_btn)
+        grid.addWidget(self.stats_table, 0, 0)
+        grid.addWidget(self.drawn_label, 1, 0)
+        grid.addWidget(self.stats_btn, 2, 0)
         root.addWidget(box)
 
         # dropped objects
@@ -376,12 +384,17 @@ class PyramidQAWidget(QWidget):
         self.dropped_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.dropped_list.setMaximumHeight(120)
         self.dropped_label = QLabel("")
+        self.dropped_label.setWordWrap(True)
         self.isolate_btn = QPushButton("Isolate")
         self.isolate_btn.setToolTip(
             "read the selected (else all listed) objects at the finer level into a "
-            "highlighted layer"
+            "highlighted layer (capped by the vertex budget)"
         )
         self.filter_btn = QPushButton("Filter shown layer")
+        self.filter_btn.setToolTip(
+            "show only the selected (else all listed) objects in the store's layers, with "
+            "the browse widgets' filters; locks the finer level when the shown one lacks them"
+        )
         self.clear_filter_btn = QPushButton("Clear filter")
         grid.addWidget(QLabel("present at"), 0, 0)
         grid.addWidget(self.fine_combo, 0, 1)
@@ -407,6 +420,7 @@ class PyramidQAWidget(QWidget):
         self.add_levels_btn = QPushButton("Add checked levels as layers")
         self.remove_levels_btn = QPushButton("Remove")
         self.grid_check = QCheckBox("grid mode")
+        self.grid_check.setToolTip("one canvas cell per side-by-side level (others hidden)")
         self.toggle_btn = QPushButton("Toggle")
         self.toggle_btn.setToolTip("show one level at a time, then all")
         self.blend_slider = QSlider(Qt.Orientation.Horizontal)
@@ -466,17 +480,25 @@ class PyramidQAWidget(QWidget):
         root.addWidget(box)
         self.links_btn.clicked.connect(lambda: self.show_links())
 
+        # progress of worker jobs
+        row = QHBoxLayout()
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setVisible(False)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setVisible(False)
+        self.cancel_btn.clicked.connect(lambda: self.cancel_tasks())
+        row.addWidget(self.progress_bar, 1)
+        row.addWidget(self.cancel_btn)
+        root.addLayout(row)
         self.status = QLabel("")
         self.status.setWordWrap(True)
         root.addWidget(self.status)
-        root.addStretch(1)
 
     # ------------------------------------------------------------------ viewer wiring
     def _connect_viewer(self) -> None:
         v = self.viewer
-        v.layers.selection.events.active.connect(self._on_active)
-        v.layers.events.removed.connect(self._on_removed)
         v.layers.events.inserted.connect(self._on_inserted)
+        v.layers.events.removed.connect(self._on_qa_removed)
         v.dims.events.point.connect(self._on_dims)
         v.dims.events.ndisplay.connect(self._on_dims)
         v.dims.events.order.connect(self._on_dims)
@@ -497,10 +519,13 @@ class PyramidQAWidget(QWidget):
         super().closeEvent(event)
 
     def disconnect_viewer(self) -> None:
+        """Stop listening to the viewer (the widget is closing)."""
+        self.cancel_tasks()
         v = self.viewer
         for emitter, cb in (
             (v.layers.selection.events.active, self._on_active),
             (v.layers.events.removed, self._on_removed),
+            (v.layers.events.removed, self._on_qa_removed),
             (v.layers.events.inserted, self._on_inserted),
             (v.dims.events.point, self._on_dims),
             (v.dims.events.ndisplay, self._on_dims),
@@ -515,100 +540,129 @@ class PyramidQAWidget(QWidget):
             for key in ("Alt-Up", "Alt-Down"):
                 with contextlib.suppress(Exception):
                     bind(key, None)
-        self._connect_controller(None)
-
-    def _on_active(self, event: Any = None) -> None:
-        self.retarget()
+        self._connect_target(None)
 
     def _on_inserted(self, event: Any = None) -> None:
         if self.target is None:
-            self.retarget()
+            self.follow(getattr(event, "value", None))
 
-    def _on_removed(self, event: Any = None) -> None:
+    def _on_qa_removed(self, event: Any = None) -> None:
         layer = getattr(event, "value", None)
-        if layer is not None and layer in self.side_layers:
-            self.side_layers.remove(layer)
-        if layer is not None and layer in self.dropped_layers:
-            self.dropped_layers.remove(layer)
-        if self.target is not None and self.target.layer not in self.viewer.layers:
-            self.retarget()
+        for kept in (self.side_layers, self.dropped_layers, self._grid_hidden):
+            if layer in kept:
+                kept.remove(layer)
 
     def _on_dims(self, event: Any = None) -> None:
         self.chunk_overlay.refresh()
         self.bin_overlay.refresh()
 
     # ------------------------------------------------------------------ target
-    def retarget(self, layer: Any = None) -> Target | None:
-        """Act on ``layer`` (default: the active ZV layer, else the current target while it
-        is in the viewer, else the first ZV layer with a controller, else any ZV layer)."""
-        candidates = []
-        if layer is not None:
-            candidates.append(layer)
-        active = self.viewer.layers.selection.active
-        if active is not None and is_zv_layer(active):
-            candidates.append(active)
-        if self.target is not None and self.target.layer in self.viewer.layers:
-            candidates.append(self.target.layer)
-        zv = [lyr for lyr in self.viewer.layers if is_zv_layer(lyr)]
-        candidates += [lyr for lyr in zv if controller_of(lyr) is not None] + zv
-        chosen = next((c for c in candidates if is_zv_layer(c)), None)
-        if chosen is None:
-            self._set_target(None)
-            return None
-        controller = controller_of(chosen)
-        store = controller.store if controller is not None else self._store_for(chosen)
-        if store is None:
-            self._set_target(None)
-            return None
-        same = (
-            self.target is not None
-            and self.target.store is store
-            and self.target.controller is controller
-        )
-        if same:
-            self.target.layer = chosen
-            self._sync_level_controls()
-            return self.target
-        self._set_target(Target(chosen, store, controller))
+    def follow(self, layer: Any) -> None:
+        """Act on ``layer``'s target (:func:`..browse_layers.target_for`, as the browse
+        widgets do); a layer of no store keeps the current target while its layer is in the
+        viewer, else the widget takes the first store layer (one with a controller first)."""
+        if zv_meta(layer) is None or target_for(self.viewer, layer) is None:
+            layer = None
+            if self.layer is not None and self.layer in self.viewer.layers:
+                layer = self.layer
+            else:
+                data = [lyr for lyr in self.viewer.layers if is_data_layer(lyr)]
+                with_controller = [lyr for lyr in data if controller_of(lyr) is not None]
+                layer = next(iter(with_controller + data), None)
+        super().follow(layer)
+
+    def retarget(self, layer: Any = None) -> Any:
+        """Act on ``layer`` (default: the active layer); returns the target."""
+        self.follow(self.viewer.layers.selection.active if layer is None else layer)
         return self.target
 
-    def _store_for(self, layer: Any) -> Any | None:
-        path = layer.metadata["zarr_vectors"]["path"]
-        if path not in self._stores:
-            try:
-                self._stores[path] = nzv.open_store(path)
-            except nzv.ZVError as exc:
-                self._say(f"cannot open {path}: {exc}")
-                return None
-        return self._stores[path]
+    @property
+    def controller(self) -> Any | None:
+        """The level-of-detail controller of the target (``None``: a fixed-level layer)."""
+        return self.target if hasattr(self.target, "lock_level") else None
 
-    def _set_target(self, target: Target | None) -> None:
-        self.target = target
-        self._connect_controller(target.controller if target else None)
+    @property
+    def levels(self) -> list[int]:
+        store = self.store
+        return [] if store is None else [lv.index for lv in store.levels]
+
+    @property
+    def level(self) -> int:
+        """The level the target shows."""
+        return int(self.target.level)
+
+    @property
+    def single_level(self) -> bool:
+        return len(self.levels) < 2
+
+    def budget(self) -> int:
+        """The vertex budget of the target (the controller's, else the plugin default)."""
+        controller = self.controller
+        return int(controller.vertex_budget) if controller is not None else default_budget()
+
+    def layer_budget(self) -> int:
+        """Rows one layer this widget adds may hold: :data:`BUDGET_SHARE` of the vertex
+        budget (the budget is what one data *swap* costs ~80 ms; adding a layer costs more
+        per row, and it draws on top of what the store's layers hold)."""
+        return max(int(self.budget() * BUDGET_SHARE), 1)
+
+    def _target_changed(self) -> None:
+        self._connect_target(self.target)
+        store = self.store
+        if store is self._store:
+            self._sync_level_controls()
+            return
+        self._store = store
+        self.cancel_tasks()
         self.chunk_overlay.remove()
         self.bin_overlay.remove()
         self._chunk_boxes.clear()
-        self.dropped_ids = np.empty(0, np.int64)
+        self.dropped = None
+        self._lock_before_filter = None
+        self.statistics, self.families, self.has_objects = [], [], False
         self._fill_controls()
-        if target is not None:
+        if store is not None:
             self.refresh_statistics()
             if self.chunks_check.isChecked():
                 self.show_chunks(True)
 
-    def _connect_controller(self, controller: Any | None) -> None:
-        if self._connected is not None:
+    def _update_header(self, *_: Any) -> None:
+        super()._update_header()
+        store = self.store
+        if store is None:
+            self.info_label.setText("")
+            return
+        n = len(store.levels)
+        text = f"{store.geometry_type} · ZV {store.zv_version} · {n} level{'s' if n != 1 else ''}"
+        if n < 2:
+            text += (
+                "<br>This store has a <b>single level</b>: there is nothing to compare "
+                "or lock, and no cross-level links. Chunk and bin outlines and the "
+                "statistics still work."
+            )
+        elif self.controller is None:
+            text += (
+                "<br>This layer shows one fixed level (it was not opened with the "
+                "level-of-detail engine): locking is unavailable."
+            )
+        self.info_label.setText(text)
+
+    def _connect_target(self, target: Any | None) -> None:
+        old = self._connected
+        if old is target:
+            return
+        if old is not None:
             with contextlib.suppress(Exception):
-                self._connected.events.level_changed.disconnect(self._on_level_changed)
+                old.events.level_changed.disconnect(self._on_level_changed)
             with contextlib.suppress(Exception):
-                self._connected.events.refreshed.disconnect(self._on_refreshed)
-        self._connected = controller
-        if controller is not None:
-            controller.events.level_changed.connect(self._on_level_changed)
-            with contextlib.suppress(Exception):
-                controller.events.refreshed.connect(self._on_refreshed)
+                old.events.refreshed.disconnect(self._on_refreshed)
+        self._connected = target
+        if target is not None:
+            target.events.level_changed.connect(self._on_level_changed)
+            target.events.refreshed.connect(self._on_refreshed)
 
     def _fill_controls(self) -> None:
-        t = self.target
+        store = self.store
         self._updating = True
         try:
             for combo in (self.level_combo, self.fine_combo, self.coarse_combo, self.link_combo):
@@ -616,34 +670,17 @@ class PyramidQAWidget(QWidget):
             self.side_list.clear()
             self.dropped_list.clear()
             self.dropped_label.setText("")
+            self.links_label.setText("")
             self.stats_table.setRowCount(0)
-            enabled = t is not None
+            enabled = store is not None
             for w in (self.stats_btn, self.chunks_check, self.bins_btn, self.pick_btn):
                 w.setEnabled(enabled)
-            if t is None:
-                self.header.setText("Select a Zarr Vectors layer.")
+            if store is None:
                 for w in self._multi_level_widgets():
                     w.setEnabled(False)
                 self.level_label.setText("–")
                 return
-            s = t.store
-            levels = t.levels
-            text = (
-                f"<b>{s.name}</b> · {s.geometry_type} · ZV {s.zv_version} · "
-                f"{len(levels)} level{'s' if len(levels) != 1 else ''}"
-            )
-            if t.single_level:
-                text += (
-                    "<br>This store has a <b>single level</b>: there is nothing to compare "
-                    "or lock, and no cross-level links. Chunk and bin outlines and the "
-                    "statistics still work."
-                )
-            elif t.controller is None:
-                text += (
-                    "<br>This layer shows one fixed level (it was not opened with the "
-                    "level-of-detail engine): locking is unavailable."
-                )
-            self.header.setText(text)
+            levels = self.levels
             self.level_combo.addItem("automatic")
             self.level_combo.addItems([f"level {i}" for i in levels])
             self.level_slider.setRange(0, max(len(levels) - 1, 0))
@@ -658,22 +695,15 @@ class PyramidQAWidget(QWidget):
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                 item.setCheckState(Qt.CheckState.Unchecked)
                 self.side_list.addItem(item)
-            for fine, delta in self._link_families():
-                self.link_combo.addItem(
-                    f"{fine} → {fine + 1}" + ("" if delta > 0 else " (links/-1)"), (fine, delta)
-                )
-            multi = not t.single_level
+            multi = not self.single_level
             for w in self._multi_level_widgets():
                 w.setEnabled(multi)
-            lockable = multi and t.controller is not None
+            lockable = multi and self.controller is not None
             for w in (self.level_combo, self.level_slider, self.finer_btn, self.coarser_btn):
                 w.setEnabled(lockable)
-            has_objects = t.store.object_index(levels[0]) is not None
-            for w in (self.filter_btn, self.clear_filter_btn):
-                w.setEnabled(multi and t.controller is not None and has_objects)
-            self.links_btn.setEnabled(self.link_combo.count() > 0)
-            if multi and self.link_combo.count() == 0:
-                self.links_label.setText("This store has no cross-level links.")
+            # known once the statistics job has looked (links, objects)
+            for w in (self.links_btn, self.filter_btn, self.clear_filter_btn):
+                w.setEnabled(False)
             self._sync_level_controls()
         finally:
             self._updating = False
@@ -689,64 +719,152 @@ class PyramidQAWidget(QWidget):
             self.links_box,
         ]
 
-    def _link_families(self) -> list[tuple[int, int]]:
-        """``(fine level, delta)`` of each adjacent pair with stored links (``+1`` at the
-        fine level preferred, else ``-1`` at the coarse level)."""
-        t = self.target
-        if t is None:
-            return []
-        levels = t.levels
-        out = []
-        for fine, coarse in zip(levels[:-1], levels[1:], strict=True):
-            if coarse != fine + 1:
-                continue
-            try:
-                if 1 in core.cross_level_deltas(t.store, fine):
-                    out.append((fine, 1))
-                elif -1 in core.cross_level_deltas(t.store, coarse):
-                    out.append((fine, -1))
-            except nzv.ZVError:
-                continue
-        return out
+    # ------------------------------------------------------------------ worker tasks
+    def _run(
+        self,
+        kind: str,
+        job: Callable[..., Any],
+        args: tuple,
+        apply: Callable,
+        cancellable: bool = False,
+    ) -> QATask:
+        """Start ``job(*args)`` on the worker thread (cancelling a running task of the same
+        kind); ``apply(result)`` runs on the UI thread."""
+        running = self.tasks.get(kind)
+        if running is not None and not running.done:
+            running.cancel()
+        task = QATask(self, kind, job, args, apply, cancellable)
+        self.tasks[kind] = task
+        self._show_progress(task)
+        return task.start()
+
+    def cancel_tasks(self) -> None:
+        """Cancel every running task (the *Cancel* button)."""
+        for task in list(self.tasks.values()):
+            if not task.done:
+                task.cancel()
+                self._say(f"{task.kind}: cancelled")
+
+    @property
+    def busy(self) -> bool:
+        """Whether a task is running."""
+        return any(not t.done for t in self.tasks.values())
+
+    def _show_progress(self, task: QATask) -> None:
+        p = task.progress
+        self.progress_bar.setRange(0, max(int(p.total), 1))
+        self.progress_bar.setValue(int(p.done))
+        self.progress_bar.setFormat(f"{task.kind}: {p.text}")
+        self.progress_bar.setVisible(True)
+        self.cancel_btn.setVisible(True)
+
+    def _task_over(self, task: QATask) -> None:
+        if not self.busy:
+            self.progress_bar.setVisible(False)
+            self.cancel_btn.setVisible(False)
+
+    def _add_in_turns(
+        self,
+        kind: str,
+        items: Sequence[tuple],
+        added: Callable[[Any], None],
+        then: Callable[[list[Any]], Any],
+    ) -> Any:
+        """Add layers (built on the worker) one per event-loop turn (the UI stays responsive
+        between them) for the running task of ``kind``: ``added(layer)`` after each,
+        ``task.finish(then(layers))`` at the end. Returns :data:`PENDING`."""
+        task = self.tasks[kind]
+        queue = list(items)
+        layers: list[Any] = []
+
+        def step() -> None:
+            if task.done:
+                return
+            if not queue:
+                task.finish(then(layers))
+                return
+            layer = self.viewer.add_layer(queue.pop(0))
+            layers.append(layer)
+            added(layer)
+            QTimer.singleShot(0, step)
+
+        step()
+        return PENDING
+
+    def _ask(self, text: str) -> bool:
+        answer = QMessageBox.question(
+            self,
+            "Pyramid QA",
+            text,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _confirm_read(self, to_read: int, what: str) -> bool:
+        """Ask before reading most of the store (see :func:`..pyramid_qa.reads_most`)."""
+        store = self.store
+        if not reads_most(to_read, store, self.budget()):
+            return True
+        ok = self.confirm(
+            f"{what} reads about {to_read:,} of the {store_vertices(store):,} vertices "
+            f"stored in {store.name} (it runs in the background; at most "
+            f"{self.layer_budget():,} rows a layer are drawn). Go on?"
+        )
+        if not ok:
+            self._say(f"{what}: not started")
+        return ok
 
     # ------------------------------------------------------------------ level lock
     def _sync_level_controls(self) -> None:
-        t = self.target
-        if t is None:
+        if self.target is None or self.store is None:
             return
-        level, locked = t.level, t.locked_level
-        mode = "automatic" if locked is None else "locked"
-        if t.controller is None:
-            mode = "fixed"
+        level = self.level
+        locked = getattr(self.target, "locked_level", None)
+        mode = "fixed" if self.controller is None else "automatic" if locked is None else "locked"
         self.level_label.setText(f"shown: level {level} ({mode})")
         old = self._updating
         self._updating = True
         try:
-            self.level_combo.setCurrentIndex(0 if locked is None else t.levels.index(locked) + 1)
+            levels = self.levels
+            self.level_combo.setCurrentIndex(0 if locked is None else levels.index(locked) + 1)
             with contextlib.suppress(ValueError):  # the lock when locked, else the shown level
-                self.level_slider.setValue(t.levels.index(level if locked is None else locked))
+                self.level_slider.setValue(levels.index(level if locked is None else locked))
         finally:
             self._updating = old
+        self._update_drawn()
+
+    def _update_drawn(self) -> None:
+        if self.target is None or self.store is None:
+            self.drawn_label.setText("")
+            return
+        level = self.level
+        drawn = getattr(self.target, "vertex_count", None)
+        if drawn is None:  # a fixed-level layer: what its layers hold
+            drawn = sum(int(zv_meta(lyr).get("vertex_count", 0) or 0) for lyr in self.target.layers)
+        stored = self.store.level(level).vertex_count
+        locked = getattr(self.target, "locked_level", None) is not None
+        self.drawn_label.setText(drawn_text(level, int(drawn), stored, locked))
 
     def _on_level_combo(self, index: int) -> None:
         if self._updating or self.target is None or index < 0:
             return
-        self.lock_level(None if index == 0 else self.target.levels[index - 1])
+        self.lock_level(None if index == 0 else self.levels[index - 1])
 
     def _on_level_slider(self, value: int) -> None:
         if self._updating or self.target is None:
             return
-        self.lock_level(self.target.levels[value])
+        self.lock_level(self.levels[value])
 
     def lock_level(self, level: int | None) -> None:
         """Lock the shown level (``None``: back to the automatic, zoom-driven choice)."""
-        t = self.target
-        if t is None or t.controller is None:
+        controller = self.controller
+        if controller is None:
             self._say("Locking needs a layer opened with the level-of-detail engine.")
             return
-        if level is not None and level not in t.levels:
-            raise ValueError(f"{t.store.name} has no level {level} (levels: {t.levels})")
-        t.controller.lock_level(level)
+        if level is not None and level not in self.levels:
+            raise ValueError(f"{self.store.name} has no level {level} (levels: {self.levels})")
+        controller.lock_level(level)
         self._sync_level_controls()
         self._say(
             "automatic level (follows the zoom)" if level is None else f"locked at level {level}"
@@ -755,72 +873,66 @@ class PyramidQAWidget(QWidget):
     def step_level(self, step: int) -> None:
         """Lock one level coarser (``+1``) or finer (``-1``) than the locked one (else the
         shown one)."""
-        t = self.target
-        if t is None or t.controller is None or t.single_level:
+        controller = self.controller
+        if controller is None or self.single_level:
             return
-        levels = t.levels
+        levels = self.levels
         # from the locked level (the shown one may still be loading), else the shown one
-        base = t.locked_level if t.locked_level is not None else t.level
+        base = controller.locked_level if controller.locked_level is not None else self.level
         i = levels.index(base) if base in levels else 0
         self.lock_level(levels[int(np.clip(i + step, 0, len(levels) - 1))])
 
-    def _on_level_changed(self, event: Any = None) -> None:
+    def _on_level_changed(self, *_: Any) -> None:
         self._sync_level_controls()
-        if self.chunk_overlay.layer is not None and self._chunk_level is None:
-            self._draw_chunks()
+        if self.chunks_check.isChecked() and self._chunk_level is None:
+            self.show_chunks(True)
 
-    def _on_refreshed(self, event: Any = None) -> None:
+    def _on_refreshed(self, *_: Any) -> None:
         self._sync_level_controls()
 
     # ------------------------------------------------------------------ statistics
-    def refresh_statistics(self, block: bool = False) -> None:
-        """Fill the statistics table (in a worker thread unless ``block``)."""
-        t = self.target
-        if t is None:
-            return
-        store = t.store
-        if block:
-            self._fill_stats(core.level_statistics(store))
-            return
-        from napari.qt.threading import create_worker
-
+    def refresh_statistics(self) -> QATask | None:
+        """Fill the statistics table, the link families and whether the store has objects
+        (read on the worker thread)."""
+        store = self.store
+        if store is None:
+            return None
         self.stats_table.setRowCount(0)
-        self._say("computing level statistics …")
-        worker = create_worker(core.level_statistics, store)
-        worker.returned.connect(lambda rows, s=store: self._stats_returned(s, rows))
-        worker.errored.connect(lambda exc: self._say(f"statistics failed: {exc}"))
-        self._stats_worker = worker
-        worker.start()
+        return self._run(
+            "statistics",
+            call_job,
+            ("reading level metadata", _store_facts, store),
+            lambda facts, s=store: self._facts_ready(s, facts),
+        )
 
-    def _stats_returned(self, store: Any, rows: list[dict]) -> None:
-        if self.target is not None and self.target.store is store:
-            self._fill_stats(rows)
-            self._say("")
+    def _facts_ready(self, store: Any, facts: tuple) -> list[dict] | None:
+        if store is not self.store:
+            return None
+        rows, families, has_objects = facts
+        self.statistics, self.families, self.has_objects = rows, families, has_objects
+        self._fill_stats(rows)
+        self._updating = True
+        try:
+            self.link_combo.clear()
+            for fine, delta in families:
+                self.link_combo.addItem(
+                    f"{fine} → {fine + 1}" + ("" if delta > 0 else " (links/-1)"), (fine, delta)
+                )
+        finally:
+            self._updating = False
+        multi = not self.single_level
+        self.links_btn.setEnabled(bool(families))
+        if multi and not families:
+            self.links_label.setText("This store has no cross-level links.")
+        for w in (self.filter_btn, self.clear_filter_btn):
+            w.setEnabled(multi and has_objects and self.session is not None)
+        return rows
 
     def _fill_stats(self, rows: list[dict]) -> None:
-        self.statistics = rows
         table = self.stats_table
         table.setRowCount(len(rows))
         for r, row in enumerate(rows):
-            kept = (
-                f"{row['objects_kept']:,} / {row['objects_total']:,}"
-                if row["objects_total"]
-                else "–"
-            )
-            sparsity = "–" if row["sparsity"] is None else f"{row['sparsity']:.3g}"
-            cells = [
-                str(row["level"]),
-                "?" if row["vertices"] is None else f"{row['vertices']:,}",
-                kept,
-                sparsity,
-                f"{row['chunks']:,}",
-                _fmt_bytes(row["stored_bytes"]),
-                _fmt_bytes(row["decoded_bytes"]),
-                _fmt_shape(row["bin_shape"]),
-                _fmt_shape(row["chunk_shape"]),
-                str(row["coarsening_method"]),
-            ]
-            for c, text in enumerate(cells):
+            for c, text in enumerate(stat_cells(row)):
                 item = QTableWidgetItem(text)
                 if c < 7:
                     item.setTextAlignment(
@@ -833,134 +945,222 @@ class PyramidQAWidget(QWidget):
         height += sum(table.rowHeight(r) for r in range(shown))
         table.setMinimumHeight(height)
         table.setMaximumHeight(height)
+        self._update_drawn()
 
     # ------------------------------------------------------------------ dropped objects
-    def list_dropped(self, fine: int | None = None, coarse: int | None = None) -> np.ndarray:
-        """Ids present at ``fine`` and absent at ``coarse`` (default: the combos), listed."""
-        t = self.target
-        if t is None or t.single_level:
-            return np.empty(0, np.int64)
+    def list_dropped(self, fine: int | None = None, coarse: int | None = None) -> QATask | None:
+        """List the ids present at ``fine`` and absent at ``coarse`` (default: the combos)."""
+        store = self.store
+        if store is None or self.single_level:
+            return None
         fine = int(self.fine_combo.currentText()) if fine is None else int(fine)
         coarse = int(self.coarse_combo.currentText()) if coarse is None else int(coarse)
-        if fine > coarse:
-            fine, coarse = coarse, fine
+        fine, coarse = sorted((fine, coarse))
         self._set_combo(self.fine_combo, str(fine))
         self._set_combo(self.coarse_combo, str(coarse))
-        ids = core.dropped_objects(t.store, fine, coarse)
-        self.dropped_ids = ids
-        self.dropped_pair = (fine, coarse)
+        return self._run(
+            "dropped objects",
+            call_job,
+            (f"comparing levels {fine} and {coarse}", dropped, store, fine, coarse),
+            lambda d, s=store: self._dropped_ready(s, d),
+        )
+
+    def _dropped_ready(self, store: Any, d: DroppedObjects) -> np.ndarray | None:
+        if store is not self.store:
+            return None
+        self.dropped = d
         self.dropped_list.clear()
-        self.dropped_list.addItems([str(i) for i in ids[:MAX_LISTED_IDS].tolist()])
-        more = f" (first {MAX_LISTED_IDS:,} listed)" if len(ids) > MAX_LISTED_IDS else ""
-        if t.store.object_index(fine) is None:
-            self.dropped_label.setText("This store has no objects: nothing can be dropped.")
-        else:
-            self.dropped_label.setText(
-                f"{len(ids):,} object(s) present at level {fine} are absent at level "
-                f"{coarse}{more}."
-            )
-        return ids
+        self.dropped_list.addItems([str(i) for i in d.ids[:MAX_LISTED_IDS].tolist()])
+        self.dropped_label.setText(d.describe())
+        return d.ids
+
+    @property
+    def dropped_ids(self) -> np.ndarray:
+        return np.empty(0, np.int64) if self.dropped is None else self.dropped.ids
 
     def _selected_dropped(self) -> np.ndarray:
         chosen = [int(i.text()) for i in self.dropped_list.selectedItems()]
         return np.asarray(chosen, np.int64) if chosen else self.dropped_ids
 
-    def isolate_dropped(self, ids: Sequence[int] | np.ndarray | None = None) -> list[Any]:
+    def isolate_dropped(self, ids: Sequence[int] | np.ndarray | None = None) -> QATask | None:
         """Read objects (default: the selected, else all listed dropped ids) at the finer
-        level of the pair into highlighted layers."""
-        t = self.target
-        if t is None:
-            return []
-        if not len(self.dropped_ids) and ids is None:
-            self.list_dropped()
+        level of the listed pair into highlighted layers, capped by the vertex budget."""
+        store = self.store
+        if store is None:
+            return None
+        if self.dropped is None:
+            self._say(
+                "Nothing listed: choose the two levels and press List first (Isolate acts on "
+                "the listed objects)."
+            )
+            return None
         ids = self._selected_dropped() if ids is None else np.asarray(ids, np.int64)
         if not len(ids):
             self._say("no objects to isolate")
-            return []
-        fine, coarse = getattr(self, "dropped_pair", (t.levels[0], t.levels[-1]))
-        geometry = t.store.read(fine, object_ids=ids)
-        info = store_info(t.store, fine)
-        out = []
-        from napari.layers import Layer
+            return None
+        pair = (self.dropped.fine, self.dropped.coarse)
+        share = min(len(ids) / max(self.dropped.n_fine, 1), 1.0)
+        to_read = estimate_read(store, pair[0], share=share)
+        if not self._confirm_read(to_read, f"Isolating {len(ids):,} object(s)"):
+            return None
 
-        for data, kwargs, kind in layers_from_geometry(geometry, info, bounds_layer=False):
-            data, kwargs, kind = highlight((data, kwargs, kind))
-            kwargs["name"] = f"{t.store.name} dropped {fine}→{coarse} ({len(ids)} objects)"
-            meta = kwargs["metadata"]["zarr_vectors"]
-            meta.update(role="qa_dropped", object_ids=ids.tolist(), pair=[fine, coarse])
-            layer = self.viewer.add_layer(Layer.create(data, kwargs, kind))
-            self.dropped_layers.append(layer)
-            out.append(layer)
-        self._say(f"isolated {len(ids)} object(s): {geometry.vertex_count:,} vertices")
-        return out
+        def apply(built: Built) -> Any:
+            def then(layers: list[Any]) -> list[Any]:
+                self._say(f"isolated at level {pair[0]}: {built.note}")
+                return layers
 
-    def filter_to_dropped(self) -> None:
-        """Show only the dropped objects in the controller's layers."""
-        t = self.target
-        if t is None or t.controller is None:
-            self._say("filtering needs a layer opened with the level-of-detail engine")
-            return
+            return self._add_in_turns("isolate", built.items, self.dropped_layers.append, then)
+
+        return self._run(
+            "isolate",
+            isolate_job,
+            (store, ids, pair, self.layer_budget()),
+            apply,
+            cancellable=True,
+        )
+
+    def filter_to_dropped(self) -> QATask | None:
+        """Show only the selected (else all listed) dropped objects in the store's layers,
+        through the filter state the browse widgets share (ANDed with their filters). When
+        the shown level holds none of them the finer level of the pair is locked (or, for a
+        fixed-level layer, the status says why nothing is drawn)."""
+        store, session = self.store, self.session
+        if store is None or session is None:
+            self._say("filtering needs a Zarr Vectors layer")
+            return None
+        if self.dropped is None:
+            self._say("Nothing listed: choose the two levels and press List first.")
+            return None
         ids = self._selected_dropped()
-        t.controller.set_object_filter(ids)
-        self._say(f"showing {len(ids)} object(s) only")
+        if not len(ids):
+            self._say("no dropped objects to filter to")
+            return None
+        return self._run(
+            "filter",
+            call_job,
+            ("finding the levels that hold them", levels_holding, store, ids),
+            lambda holding, d=self.dropped: self._apply_filter(ids, d, holding),
+        )
+
+    def _apply_filter(self, ids: np.ndarray, d: DroppedObjects, holding: list[int]) -> str:
+        session = self.session
+        if session is None:
+            return ""
+        session.filters.id_filter = IdFilter(tuple(ids.tolist()), f"dropped {d.fine}→{d.coarse}")
+        controller = self.controller
+        shown = self.level
+        if controller is not None and controller.locked_level is not None:
+            shown = controller.locked_level
+        note = ""
+        if shown not in holding:
+            if not holding:
+                note = "; they exist at no level: nothing is drawn"
+            elif controller is not None:
+                lock = d.fine if d.fine in holding else holding[0]
+                if self._lock_before_filter is None:
+                    self._lock_before_filter = (True, controller.locked_level)
+                controller.lock_level(lock)
+                self._sync_level_controls()
+                note = f"; locked level {lock}, where they exist (level {shown} has none of them)"
+            else:
+                note = f"; this layer shows level {shown}, which has none of them: nothing is drawn"
+        session.apply()
+        text = f"showing {len(ids):,} dropped object(s) only ({session.filters.describe()}){note}"
+        self._say(text)
+        return text
 
     def clear_filter(self) -> None:
-        t = self.target
-        if t is not None and t.controller is not None:
-            t.controller.set_object_filter(None)
-            self._say("object filter cleared")
+        """Remove the dropped-objects filter (the browse widgets' filters stay) and undo the
+        level lock it made."""
+        session = self.session
+        if session is None:
+            return
+        session.filters.id_filter = None
+        restore, self._lock_before_filter = self._lock_before_filter, None
+        if restore is not None and self.controller is not None:
+            self.controller.lock_level(restore[1])
+            self._sync_level_controls()
+        session.apply()
+        self._say(f"dropped-objects filter cleared ({session.filters.describe()})")
 
     # ------------------------------------------------------------------ side by side
-    def add_levels(self, levels: Sequence[int] | None = None) -> list[Any]:
-        """Add levels (default: the checked ones) as separate, alike-coloured layers."""
-        t = self.target
-        if t is None:
-            return []
+    def add_levels(self, levels: Sequence[int] | None = None) -> QATask | None:
+        """Add levels (default: the checked ones) as separate, alike-coloured layers, each
+        capped by the vertex budget (levels above it are read inside the visible box)."""
+        store = self.store
+        if store is None:
+            return None
         if levels is None:
             levels = [
                 self.side_list.item(i).data(Qt.ItemDataRole.UserRole)
                 for i in range(self.side_list.count())
                 if self.side_list.item(i).checkState() == Qt.CheckState.Checked
             ]
-        from napari.layers import Layer
-
-        added = []
-        notes = []
+        levels = [int(lv) for lv in levels]
+        if not levels:
+            self._say("tick the levels to add side by side")
+            return None
+        budget = self.layer_budget()
+        bboxes: dict[int, Any] = {}
+        to_read = 0
         for level in levels:
-            info_level = t.store.level(int(level))
-            bbox = None
-            if info_level.vertex_count > SIDE_BY_SIDE_BUDGET:
-                bbox = visible_store_box(self.viewer, t.store)
-                notes.append(f"level {level}: visible box only")
-            geometry = t.store.read(int(level), bbox=bbox)
-            info = store_info(t.store, int(level))
-            for data, kwargs, kind in layers_from_geometry(geometry, info, bounds_layer=False):
-                data, kwargs, kind = harmonise_colours((data, kwargs, kind))
-                kwargs["name"] = f"{kwargs['name'].split(' (level')[0]} [level {level}]"
-                kwargs["metadata"]["zarr_vectors"]["qa"] = "side_by_side"
-                kwargs["opacity"] = self.blend_slider.value() / 100.0
-                kwargs.setdefault("blending", "translucent")
-                layer = self.viewer.add_layer(Layer.create(data, kwargs, kind))
-                self.side_layers.append(layer)
-                added.append(layer)
-        self._toggle_index = -1
-        self._say(f"added {len(added)} layer(s)" + (f" ({'; '.join(notes)})" if notes else ""))
-        return added
+            if int(store.level(level).vertex_count or 0) > budget:
+                bboxes[level] = visible_store_box(self.viewer, store)
+            to_read += estimate_read(store, level, bboxes.get(level))
+        if not self._confirm_read(to_read, f"Adding level(s) {levels}"):
+            return None
+
+        def apply(built: list[Built]) -> Any:
+            items = [item for b in built for item in b.items]
+
+            def then(layers: list[Any]) -> list[Any]:
+                self._toggle_index = -1
+                notes = "; ".join(f"level {b.level}: {b.note}" for b in built)
+                self._say(f"added {len(layers)} layer(s) ({notes})")
+                if self.grid_check.isChecked():
+                    self.set_grid(True)
+                return layers
+
+            return self._add_in_turns("side by side", items, self.side_layers.append, then)
+
+        opacity = self.blend_slider.value() / 100.0
+        return self._run(
+            "side by side",
+            side_by_side_job,
+            (store, levels, bboxes, budget, opacity),
+            apply,
+            cancellable=True,
+        )
 
     def remove_levels(self) -> None:
+        self.set_grid(False)
         for layer in list(self.side_layers):
             if layer in self.viewer.layers:
                 self.viewer.layers.remove(layer)
         self.side_layers.clear()
 
     def set_grid(self, enabled: bool) -> None:
-        """napari's grid mode: one canvas cell per layer, one shared camera."""
-        grid = getattr(getattr(self.viewer, "canvas", None), "grid", None)
-        if grid is None:
-            grid = self.viewer.grid
+        """napari's grid mode with one cell per side-by-side level: every other layer (the
+        store's own layers, the bounds box, overlays) is hidden while it is on, and shown
+        again when it goes off."""
+        grid = self.viewer.grid
+        if enabled:
+            side = [lyr for lyr in self.side_layers if lyr in self.viewer.layers]
+            hide, stride = grid_plan(list(self.viewer.layers), side)
+            for layer in hide:
+                layer.visible = False
+            self._grid_hidden += hide
+            grid.stride = stride
+        else:
+            for layer in self._grid_hidden:
+                if layer in self.viewer.layers:
+                    layer.visible = True
+            self._grid_hidden = []
         grid.enabled = bool(enabled)
         if self.grid_check.isChecked() != bool(enabled):
+            blocked = self.grid_check.blockSignals(True)
             self.grid_check.setChecked(bool(enabled))
+            self.grid_check.blockSignals(blocked)
 
     def toggle_side_by_side(self) -> Any | None:
         """Show the side-by-side layers one at a time, then all again. Returns the layer
@@ -980,42 +1180,55 @@ class PyramidQAWidget(QWidget):
             layer.opacity = value / 100.0
 
     # ------------------------------------------------------------------ chunks and bins
-    def chunk_boxes(self, level: int) -> tuple[np.ndarray, np.ndarray]:
-        t = self.target
-        assert t is not None
-        key = (t.store.path, int(level))
-        if key not in self._chunk_boxes:
-            self._chunk_boxes[key] = core.chunk_boxes(t.store, int(level))
-        return self._chunk_boxes[key]
-
-    def show_chunks(self, enabled: bool = True, level: int | None = None) -> Any | None:
+    def show_chunks(self, enabled: bool = True, level: int | None = None) -> QATask | None:
         """Outline the non-empty chunks of ``level`` (default: the shown level, followed as
-        it changes); ``enabled=False`` removes the outlines."""
+        it changes); ``enabled=False`` removes the outlines. The chunk listing is read on
+        the worker thread (once per level)."""
         blocked = self.chunks_check.blockSignals(True)
         self.chunks_check.setChecked(bool(enabled))
         self.chunks_check.blockSignals(blocked)
-        if not enabled:
+        running = self.tasks.get("chunks")
+        if running is not None and not running.done:
+            running.cancel()
+        if not enabled or self.store is None:
             self.chunk_overlay.remove()
             return None
         self._chunk_level = None if level is None else int(level)
-        return self._draw_chunks()
+        store = self.store
+        level = self.level if level is None else int(level)
+        return self._run(
+            "chunks",
+            call_job,
+            (f"listing the chunks of level {level}", self._boxes_of, store, level),
+            lambda boxes, s=store, lv=level: self._draw_chunks(s, lv, boxes),
+        )
+
+    def _boxes_of(self, store: Any, level: int) -> tuple[np.ndarray, np.ndarray]:
+        key = (str(store.path), int(level))
+        boxes = self._chunk_boxes.get(key)
+        if boxes is None:
+            boxes = self._chunk_boxes[key] = core.chunk_boxes(store, int(level))
+        return boxes
 
     def _on_chunks_toggled(self, on: bool) -> None:
         self.show_chunks(bool(on))
 
-    def _draw_chunks(self) -> Any | None:
-        t = self.target
-        if t is None:
-            self.chunk_overlay.remove()
+    def _draw_chunks(self, store: Any, level: int, boxes: tuple) -> Any | None:
+        if store is not self.store or not self.chunks_check.isChecked():
             return None
-        level = t.level if self._chunk_level is None else self._chunk_level
-        lo, hi = self.chunk_boxes(level)
-        info = overlay_info(t.store, level)
+        lo, hi = boxes
+        info = overlay_info(store, level)
+        chunk_shape = np.asarray(store.level(level).chunk_shape, float).tolist()
         layer = self.chunk_overlay.set_boxes(
-            lo, hi, info, "chunks", {"qa_level": level, "chunk_shape": info_chunk(t, level)}
+            lo, hi, info, "chunks", {"qa_level": level, "chunk_shape": chunk_shape}
         )
-        over = f" (first {MAX_OVERLAY_BOXES:,} drawn)" if len(lo) > MAX_OVERLAY_BOXES else ""
-        self._say(f"{len(lo):,} non-empty chunks at level {level}{over}")
+        drawn = 0 if layer is None else int(layer.metadata["zarr_vectors"]["boxes_drawn"])
+        cut = len(self.chunk_overlay.cut())
+        where = "" if cut == len(lo) else f"; {cut:,} cut by the slice"
+        self._say(
+            f"{len(lo):,} non-empty chunks at level {level}{where}; "
+            + shown_of(drawn, cut, "outlined")
+        )
         return layer
 
     def show_bins(
@@ -1023,82 +1236,110 @@ class PyramidQAWidget(QWidget):
         chunk: Sequence[int] | None = None,
         occupied: bool | None = None,
         level: int | None = None,
-    ) -> Any | None:
+    ) -> QATask | None:
         """Outline the bins of one chunk of ``level`` (default: the shown level; chunk
-        default: the chunk key field)."""
-        t = self.target
-        if t is None:
+        default: the chunk key field). In a 2-D view the slice moves into the chunk when it
+        is elsewhere, so that what is reported is drawn."""
+        store = self.store
+        if store is None:
             return None
         if chunk is None:
             chunk = parse_ids(self.chunk_edit.text())
         if occupied is None:
             occupied = self.occupied_check.isChecked()
-        level = t.level if level is None else int(level)
-        info_level = t.store.level(level)
-        if len(chunk) not in (t.store.ndim, info_level.key_ndim):
-            self._say(f"a chunk key has {t.store.ndim} integers, e.g. 0,1,-1")
+        level = self.level if level is None else int(level)
+        if len(chunk) not in (store.ndim, store.level(level).key_ndim):
+            self._say(f"a chunk key has {store.ndim} integers, e.g. 0,1,-1")
             return None
-        self.chunk_edit.setText(",".join(str(int(c)) for c in chunk))
-        try:
-            lo, hi = core.bin_boxes(
-                t.store, level, chunk, occupied=bool(occupied), cache=shared_cache()
-            )
-        except ValueError as exc:
-            self._say(str(exc))
+        chunk = [int(c) for c in chunk]
+        self.chunk_edit.setText(",".join(str(c) for c in chunk))
+        occupied = bool(occupied)
+        return self._run(
+            "bins",
+            call_job,
+            (f"bins of chunk {chunk}", _bins, store, level, chunk, occupied),
+            lambda boxes, s=store: self._draw_bins(s, level, chunk, occupied, boxes),
+        )
+
+    def _draw_bins(
+        self, store: Any, level: int, chunk: list[int], occupied: bool, boxes: tuple
+    ) -> Any | None:
+        if store is not self.store:
             return None
-        info = overlay_info(t.store, level)
-        key = ",".join(str(int(c)) for c in chunk)
+        lo, hi = boxes
+        info = overlay_info(store, level)
+        key = ",".join(str(c) for c in chunk)
+        moved = ""
+        displayed, point = slice_of(self.viewer, info.ndim)
+        if len(lo) and not len(boxes_in_slab(lo, hi, displayed, point, info.world_scale)):
+            moved = self._move_slice_into(store, lo, hi)
         layer = self.bin_overlay.set_boxes(
             lo,
             hi,
             info,
             f"bins of chunk {key}",
-            {"qa_level": level, "chunk": [int(c) for c in chunk], "occupied": bool(occupied)},
+            {"qa_level": level, "chunk": chunk, "occupied": occupied},
         )
-        self._say(f"{len(lo):,} {'occupied ' if occupied else ''}bins in chunk {key}")
+        drawn = 0 if layer is None else int(layer.metadata["zarr_vectors"]["boxes_drawn"])
+        cut = len(self.bin_overlay.cut()) if len(lo) else 0
+        where = "" if cut == len(lo) else f" ({cut:,} cut by the slice)"
+        self._say(
+            f"{len(lo):,} {'occupied ' if occupied else ''}bins in chunk {key} of level "
+            f"{level}{where}{moved}; " + shown_of(drawn, cut, "outlined")
+        )
         return layer
+
+    def _move_slice_into(self, store: Any, lo: np.ndarray, hi: np.ndarray) -> str:
+        """Move the dims point to the middle of the boxes on the axes not displayed."""
+        displayed, _ = slice_of(self.viewer, store.ndim)
+        offset = self.viewer.dims.ndim - store.ndim
+        middle = (lo.min(0) + hi.max(0)) / 2
+        moved = []
+        for axis in range(store.ndim):
+            if axis in displayed:
+                continue
+            self.viewer.dims.set_point(offset + store.ndim - 1 - axis, float(middle[axis]))
+            moved.append(f"{store.axes[axis]} = {middle[axis]:g}")
+        return f"; slice moved into the chunk ({', '.join(moved)})"
 
     # ------------------------------------------------------------------ picking
     def _on_pick_toggled(self, on: bool) -> None:
         self._picking = bool(on)
 
     def _on_click(self, viewer: Any, event: Any) -> None:
-        if not self._picking or self.target is None:
+        if not self._picking or self.store is None:
             return
         self.pick(event.position)
 
-    def pick(self, world_position: Sequence[float]) -> tuple[list[int], int | None]:
-        """Pick at a world position (napari order): fills the chunk key (shown level) and the
-        object id of the nearest vertex near it. Returns ``(chunk key, object id)``."""
-        t = self.target
-        if t is None:
-            return [], None
-        ndim = t.store.ndim
+    def pick(self, world_position: Sequence[float]) -> QATask | None:
+        """Pick at a world position (napari order): fills the chunk key (shown level) and,
+        once the worker has read around it, the object id of the nearest vertex. The task's
+        result is ``(chunk key, object id or None)``."""
+        store = self.store
+        if store is None:
+            return None
+        ndim = store.ndim
         p = np.asarray(world_position, dtype=np.float64)[-ndim:][::-1]
-        level = t.level
-        info = t.store.level(level)
+        level = self.level
+        info = store.level(level)
         origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, float)
         key = np.floor((p - origin) / info.chunk_shape).astype(np.int64).tolist()
         self.chunk_edit.setText(",".join(str(k) for k in key))
-        displayed, _ = _slice_of(self.viewer, ndim)
-        radius = np.asarray(info.bin_shape, float) * 2.0
-        reach = radius.copy()
+        displayed, _ = slice_of(self.viewer, ndim)
+        reach = np.asarray(info.bin_shape, float) * 2.0
         others = [a for a in range(ndim) if a not in displayed]
-        reach[others] = np.asarray(_scale_of(t.store), float)[others] / 2.0
-        oid = None
-        try:
-            geom = t.store.read(level, bbox=(p - reach, p + reach), attributes=False)
-        except nzv.ZVError:
-            geom = None
-        if geom is not None and geom.vertex_count and geom.vertex_object_ids is not None:
-            d = geom.positions[:, displayed] - p[displayed]
-            nearest = int(np.argmin(np.einsum("ij,ij->i", d, d)))
-            oid = int(geom.vertex_object_ids[nearest])
-            if oid >= 0:
-                self.object_edit.setText(str(oid))
-                self.scope_combo.setCurrentIndex(0)
-            else:
-                oid = None
+        reach[others] = np.asarray(layer_scale(store), float)[others] / 2.0
+        return self._run(
+            "pick",
+            call_job,
+            ("reading around the click", _nearest_object, store, level, p, reach, displayed),
+            lambda oid: self._picked(key, oid),
+        )
+
+    def _picked(self, key: list[int], oid: int | None) -> tuple[list[int], int | None]:
+        if oid is not None:
+            self.object_edit.setText(str(oid))
+            self.scope_combo.setCurrentIndex(0)
         self._say(f"picked chunk {key}" + (f", object {oid}" if oid is not None else ""))
         return key, oid
 
@@ -1108,14 +1349,15 @@ class PyramidQAWidget(QWidget):
         fine_level: int | None = None,
         scope: str | None = None,
         object_ids: Sequence[int] | None = None,
-    ) -> Any | None:
-        """Draw fine -> coarse link segments from ``fine_level`` (default: the combo) for the
+    ) -> QATask | None:
+        """Draw fine -> coarse link arrows from ``fine_level`` (default: the combo) for the
         picked objects (``scope="objects"``), the visible box (``"box"``) or the whole level
-        (``"all"``). Returns the Vectors layer."""
-        t = self.target
-        if t is None:
+        (``"all"``; asks first when that is most of the store), at most half the vertex
+        budget of them (two ends an arrow), thinned by object."""
+        store = self.store
+        if store is None:
             return None
-        families = dict(self._link_families())
+        families = dict(self.families)
         if not families:
             self._say("This store has no cross-level links.")
             self.links_label.setText("This store has no cross-level links.")
@@ -1137,43 +1379,34 @@ class PyramidQAWidget(QWidget):
                 return None
             self.object_edit.setText(", ".join(str(i) for i in ids))
         elif scope == "box":
-            bbox = visible_store_box(self.viewer, t.store)
+            bbox = visible_store_box(self.viewer, store)
+        to_read = estimate_read(store, fine_level, bbox) if ids is None else 0
+        if not self._confirm_read(to_read, f"Links of level {fine_level} ({scope})"):
+            return None
         owner = fine_level if delta > 0 else fine_level + 1
-        seg = core.cross_level_segments(
-            t.store, owner, delta, object_ids=ids, bbox=bbox, cache=shared_cache()
-        )
-        info = overlay_info(t.store, fine_level)
-        features = {"object_id": seg.fine_object_ids} if seg.fine_object_ids is not None else None
-        data, kwargs, kind = segments_layer(
-            seg.fine,
-            seg.coarse,
-            info,
-            role="qa_links",
-            label=f"links {fine_level}→{fine_level + 1}",
-            colour=LINK_COLOUR,
-            width=2.0 * _line_width(info),
-            style="arrow",
-            features=features,
-            extra={
-                "qa_levels": [seg.fine_level, seg.coarse_level],
-                "scope": scope,
-                "object_ids": ids,
-                "records": seg.n_records,
-                "missing": seg.n_missing,
-            },
-        )
-        kwargs["name"] = f"{t.store.name} links {seg.fine_level}→{seg.coarse_level}"
-        from napari.layers import Layer
 
-        if self.links_layer is not None and self.links_layer in self.viewer.layers:
-            self.viewer.layers.remove(self.links_layer)
-        self.links_layer = self.viewer.add_layer(Layer.create(data, kwargs, kind))
-        text = f"{len(seg):,} link(s) level {seg.fine_level} → {seg.coarse_level}"
-        if seg.n_missing:
-            text += f"; {seg.n_missing:,} record(s) with a missing endpoint left out"
-        self.links_label.setText(text)
-        self._say(text)
-        return self.links_layer
+        def apply(built: Built) -> Any:
+            old = self.links_layer
+            if old is not None and old in self.viewer.layers:
+                self.viewer.layers.remove(old)
+            self.links_layer = None
+
+            def added(layer: Any) -> None:
+                self.links_layer = layer
+
+            def then(layers: list[Any]) -> Any:
+                self.links_label.setText(built.note)
+                self._say(built.note)
+                return self.links_layer
+
+            return self._add_in_turns("links", built.items, added, then)
+
+        return self._run(
+            "links",
+            links_job,
+            (store, owner, delta, ids, bbox, self.layer_budget(), scope),
+            apply,
+        )
 
     # ------------------------------------------------------------------ misc
     def _say(self, text: str) -> None:
@@ -1186,8 +1419,47 @@ class PyramidQAWidget(QWidget):
             combo.setCurrentIndex(i)
 
 
-def info_chunk(target: Target, level: int) -> list[float]:
-    return np.asarray(target.store.level(level).chunk_shape, float).tolist()
+def _store_facts(store: Any) -> tuple[list[dict], list[tuple[int, int]], bool]:
+    """Worker job: level statistics, the ``(fine level, delta)`` of each adjacent pair with
+    stored links (``+1`` at the fine level preferred, else ``-1`` at the coarse level), and
+    whether the store has objects."""
+    rows = core.level_statistics(store)
+    levels = [lv.index for lv in store.levels]
+    families = []
+    for fine, coarse in zip(levels[:-1], levels[1:], strict=True):
+        if coarse != fine + 1:
+            continue
+        try:
+            if 1 in core.cross_level_deltas(store, fine):
+                families.append((fine, 1))
+            elif -1 in core.cross_level_deltas(store, coarse):
+                families.append((fine, -1))
+        except nzv.ZVError:
+            continue
+    return rows, families, store.object_index(levels[0]) is not None
+
+
+def _bins(
+    store: Any, level: int, chunk: list[int], occupied: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Worker job: the bins of one chunk (occupied ones only: reads the chunk)."""
+    return core.bin_boxes(store, level, chunk, occupied=occupied, cache=shared_cache())
+
+
+def _nearest_object(
+    store: Any, level: int, p: np.ndarray, reach: np.ndarray, displayed: list[int]
+) -> int | None:
+    """Worker job: the object owning the stored vertex nearest ``p`` (in the displayed axes)
+    within ``p +- reach``."""
+    try:
+        geom = store.read(level, bbox=(p - reach, p + reach), attributes=False)
+    except nzv.ZVError:
+        return None
+    if not geom.vertex_count or geom.vertex_object_ids is None:
+        return None
+    d = geom.positions[:, displayed] - p[displayed]
+    oid = int(geom.vertex_object_ids[int(np.argmin(np.einsum("ij,ij->i", d, d)))])
+    return oid if oid >= 0 else None
 
 
 def make_pyramid_widget(napari_viewer: Viewer) -> PyramidQAWidget:

@@ -1,0 +1,309 @@
+"""Pyramid QA, the parts without napari or Qt: what the *Pyramid QA* widget computes before
+anything is drawn.
+
+The widget (:mod:`.widgets.pyramid`) and its layer glue (:mod:`.widgets._pyramid_layers`)
+are thin shells over these functions, the way :mod:`.browse_layers` is over :mod:`.browse`.
+Store reads go through the napari-free :mod:`napari_zarr_vectors.format.pyramid`.
+
+* Statistics as table cells (:data:`STAT_COLUMNS`, :func:`stat_cells`): what each count
+  counts (stored vertices, not the rows a layer draws).
+* Dropped objects (:class:`DroppedObjects`, :func:`dropped`) and the levels that hold them
+  (:func:`levels_holding`: where *Filter shown layer* can show them).
+* Capping what is drawn to the vertex budget (:func:`select_within`): links, boxes and
+  isolated objects are thinned the way the level of detail thins objects (a fixed rank per
+  object id, :func:`~napari_zarr_vectors.napari.view_geometry.object_rank`; by position when
+  there are no ids), and the cap is said (:func:`shown_of`).
+* Asking before reading most of a store (:func:`reads_most`, :func:`estimate_read`).
+* Grid mode (:func:`grid_plan`): which layers get a cell.
+* Where the view is (:func:`slice_of`, :func:`visible_store_box`) from the viewer's dims and
+  camera models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from napari_zarr_vectors.format import pyramid as core
+from napari_zarr_vectors.format.query import chunks_in_bbox
+
+from .lod import ViewState, visible_box
+from .store_info import layer_scale
+from .view_geometry import object_rank, position_rank, subset_fraction
+
+#: Role names stored in ``metadata["zarr_vectors"]["role"]`` of QA overlay layers.
+QA_ROLES = ("qa_chunks", "qa_bins", "qa_links", "qa_dropped")
+
+#: ``metadata["zarr_vectors"]["qa"]`` of a level added side by side.
+SIDE_BY_SIDE = "side_by_side"
+
+#: The dropped-objects list shows at most this many ids.
+MAX_LISTED_IDS = 5_000
+
+#: An action asks first when it would read more than this share of a store's vertices
+#: (and more than the vertex budget).
+MOST_OF_A_STORE = 0.5
+
+#: Statistics table columns (what each counts: see :func:`stat_cells`).
+STAT_COLUMNS = (
+    "level",
+    "stored vertices",
+    "objects kept",
+    "sparsity",
+    "chunks",
+    "stored",
+    "decoded",
+    "bin",
+    "chunk",
+    "method",
+)
+
+#: Tooltip of the statistics table.
+STAT_TOOLTIP = (
+    "stored vertices: the level's vertex_count (rows of <level>/vertices; a coarse level's "
+    "metavertices are shared by the paths through them, so a Tracks layer draws more rows "
+    "than this) · objects kept: non-empty manifests / objects · stored: bytes on disk under "
+    "the level folder (local stores; '–' remote) · decoded: vertices × ndim × dtype size"
+)
+
+
+class QAProgress(NamedTuple):
+    """What a Pyramid QA worker job reports between its steps."""
+
+    done: int
+    total: int
+    text: str
+
+
+# --------------------------------------------------------------------------------------------
+# statistics
+# --------------------------------------------------------------------------------------------
+
+
+def fmt_bytes(n: int | None) -> str:
+    """``1234567`` -> ``"1.2 MB"`` (``None`` -> ``"–"``)."""
+    if n is None:
+        return "–"
+    value = float(n)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{n} B"
+
+
+def fmt_shape(shape: Sequence[float]) -> str:
+    """``(5, 5, 5)`` -> ``"5×5×5"``."""
+    return "×".join(f"{v:g}" for v in shape)
+
+
+def stat_cells(row: dict[str, Any]) -> list[str]:
+    """One :func:`~napari_zarr_vectors.format.pyramid.level_statistics` row as the texts of
+    :data:`STAT_COLUMNS`."""
+    kept = f"{row['objects_kept']:,} / {row['objects_total']:,}" if row["objects_total"] else "–"
+    return [
+        str(row["level"]),
+        "?" if row["vertices"] is None else f"{row['vertices']:,}",
+        kept,
+        "–" if row["sparsity"] is None else f"{row['sparsity']:.3g}",
+        f"{row['chunks']:,}",
+        fmt_bytes(row["stored_bytes"]),
+        fmt_bytes(row["decoded_bytes"]),
+        fmt_shape(row["bin_shape"]),
+        fmt_shape(row["chunk_shape"]),
+        str(row["coarsening_method"]),
+    ]
+
+
+def drawn_text(level: int, drawn: int, stored: int | None, locked: bool) -> str:
+    """The line under the statistics: the shown level's drawn rows (the number the status
+    bar gives) next to its stored vertices."""
+    stored_text = "?" if stored is None else f"{stored:,}"
+    return (
+        f"shown: level {level}{' (locked)' if locked else ''}: {drawn:,} rows drawn in view "
+        f"(status bar 'vertices') · {stored_text} stored vertices in the level"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# dropped objects
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DroppedObjects:
+    """Objects present at level ``fine`` and absent at level ``coarse``."""
+
+    ids: np.ndarray
+    fine: int
+    coarse: int
+    has_objects: bool
+    #: objects present at the finer level
+    n_fine: int = 0
+
+    def describe(self, max_listed: int = MAX_LISTED_IDS) -> str:
+        if not self.has_objects:
+            return "This store has no objects: nothing can be dropped."
+        more = f" (first {max_listed:,} listed)" if len(self.ids) > max_listed else ""
+        return (
+            f"{len(self.ids):,} object(s) present at level {self.fine} are absent at level "
+            f"{self.coarse}{more}."
+        )
+
+
+def dropped(store: Any, fine: int, coarse: int) -> DroppedObjects:
+    """The objects dropped between two levels (ordered finer first)."""
+    fine, coarse = sorted((int(fine), int(coarse)))
+    if store.object_index(fine) is None:
+        return DroppedObjects(np.empty(0, np.int64), fine, coarse, False)
+    ids = core.dropped_objects(store, fine, coarse)
+    n_fine = len(core.present_objects(store, fine))
+    return DroppedObjects(np.asarray(ids, np.int64), fine, coarse, True, n_fine)
+
+
+def levels_holding(store: Any, ids: np.ndarray) -> list[int]:
+    """The levels at which at least one of ``ids`` has a non-empty manifest."""
+    ids = np.asarray(ids, np.int64)
+    return [
+        lv.index for lv in store.levels if np.isin(ids, core.present_objects(store, lv.index)).any()
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# capping what is drawn
+# --------------------------------------------------------------------------------------------
+
+
+def select_within(
+    cap: int, ids: np.ndarray | None = None, positions: np.ndarray | None = None
+) -> np.ndarray:
+    """A boolean mask keeping at most ``cap`` items, thinned like the level of detail: by
+    object (``ids``: whole objects whose fixed rank is below a ladder fraction, the same
+    objects whatever else is drawn), else by position (``positions``: a fixed rank per
+    point). When not one object fits, the lowest-ranked object's items are taken evenly."""
+    n = len(ids) if ids is not None else len(positions)  # type: ignore[arg-type]
+    cap = max(int(cap), 0)
+    if n <= cap:
+        return np.ones(n, bool)
+    if ids is not None:
+        uniq, inverse = np.unique(np.asarray(ids, np.int64), return_inverse=True)
+        ranks = object_rank(uniq)
+        f = subset_fraction(ranks, np.bincount(inverse, minlength=len(uniq)), cap)
+        keep = (ranks < f)[inverse]
+        if keep.any() or cap == 0:
+            return keep
+        rows = np.flatnonzero(inverse == int(np.argmin(ranks)))
+        keep[rows[:: int(np.ceil(len(rows) / cap))]] = True
+        return keep
+    ranks = position_rank(np.asarray(positions, np.float64))
+    return ranks < subset_fraction(ranks, np.ones(n), cap)
+
+
+def shown_of(shown: int, total: int, noun: str) -> str:
+    """``"showing 30,000 of 780,044 links (vertex budget)"`` or ``"780 links"``."""
+    if shown >= total:
+        return f"{total:,} {noun}"
+    return f"showing {shown:,} of {total:,} {noun} (capped by the vertex budget)"
+
+
+# --------------------------------------------------------------------------------------------
+# asking first
+# --------------------------------------------------------------------------------------------
+
+
+def store_vertices(store: Any) -> int:
+    """Stored vertices over every level (levels without a count count 0)."""
+    return int(sum(int(lv.vertex_count or 0) for lv in store.levels))
+
+
+def estimate_read(store: Any, level: int, bbox: tuple | None = None, share: float = 1.0) -> int:
+    """Vertices a read of ``level`` would decode: its vertex count, times the share of its
+    chunks inside ``bbox`` (when given), times ``share`` (e.g. the share of its objects)."""
+    info = store.level(int(level))
+    total = int(info.vertex_count or 0)
+    if bbox is not None:
+        chunks = store.chunks(int(level))
+        if len(chunks):
+            inside = chunks_in_bbox(chunks, info, np.asarray(bbox[0]), np.asarray(bbox[1]))
+            total = int(round(total * len(inside) / len(chunks)))
+    return int(round(total * float(share)))
+
+
+def reads_most(to_read: int, store: Any, budget: int) -> bool:
+    """Whether reading ``to_read`` vertices is reading most of ``store``: more than
+    :data:`MOST_OF_A_STORE` of its stored vertices and more than the vertex budget."""
+    return to_read > budget and to_read > MOST_OF_A_STORE * store_vertices(store)
+
+
+# --------------------------------------------------------------------------------------------
+# grid mode
+# --------------------------------------------------------------------------------------------
+
+
+def grid_plan(layers: Sequence[Any], side: Sequence[Any]) -> tuple[list[Any], int]:
+    """napari's grid mode gives a cell to every visible layer: the layers to hide so that
+    only the side-by-side ones get cells, and the stride (the layers of one level share a
+    cell when every level has the same number of layers)."""
+    side_ids = {id(layer) for layer in side}
+    hide = [lyr for lyr in layers if id(lyr) not in side_ids and getattr(lyr, "visible", False)]
+    per_level: dict[Any, int] = {}
+    for layer in side:
+        level = layer.metadata.get("zarr_vectors", {}).get("level")
+        per_level[level] = per_level.get(level, 0) + 1
+    counts = set(per_level.values())
+    return hide, counts.pop() if len(counts) == 1 else 1
+
+
+# --------------------------------------------------------------------------------------------
+# where the view is (viewer models only)
+# --------------------------------------------------------------------------------------------
+
+
+def slice_of(viewer: Any, ndim: int) -> tuple[list[int], np.ndarray]:
+    """Displayed store axes and the dims point in store order, for a layer of ``ndim`` axes
+    aligned with the viewer's trailing axes (napari order = reversed store order)."""
+    offset = viewer.dims.ndim - ndim
+    shown = [a - offset for a in viewer.dims.displayed if a >= offset]
+    displayed = sorted(ndim - 1 - a for a in shown)
+    point = np.asarray(viewer.dims.point[offset:], dtype=np.float64)[::-1]
+    if len(point) < ndim:  # viewer with fewer axes than the store (no layer yet)
+        point = np.concatenate([point, np.zeros(ndim - len(point))])
+    return displayed, point
+
+
+def visible_store_box(viewer: Any, store: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The world box the camera shows, in store order, clipped to the store bounds (see
+    ``lod.visible_box``)."""
+    ndim = int(store.ndim)
+    lo_s, hi_s = (np.asarray(b, float) for b in store.bounds)
+    offset = viewer.dims.ndim - ndim
+    camera = viewer.scene.camera
+    displayed = tuple(a - offset for a in viewer.dims.displayed if a >= offset)
+    scale = np.asarray(layer_scale(store), float)[::-1]
+    three = viewer.dims.ndisplay == 3
+    view = ViewState(
+        ndisplay=int(viewer.dims.ndisplay),
+        center=tuple(float(c) for c in camera.center),
+        zoom=float(camera.zoom),
+        canvas_size=tuple(int(s) for s in viewer.canvas.size),
+        point=tuple(float(p) for p in np.asarray(viewer.dims.point[offset:], float)),
+        displayed=displayed,
+        thickness=tuple(float(t) for t in scale),
+        view_direction=tuple(camera.view_direction) if three else None,
+        up_direction=tuple(camera.up_direction) if three else None,
+    )
+    lo, hi = visible_box(view, lo_s[::-1], hi_s[::-1])
+    return np.asarray(lo)[::-1], np.asarray(hi)[::-1]
+
+
+def parse_ids(text: str) -> list[int]:
+    """``"3, 5 7"`` -> ``[3, 5, 7]`` (anything else is ignored)."""
+    out = []
+    for part in text.replace(";", ",").replace(" ", ",").split(","):
+        part = part.strip()
+        if part.lstrip("-").isdigit():
+            out.append(int(part))
+    return out
