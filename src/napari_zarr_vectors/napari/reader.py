@@ -122,6 +122,10 @@ def read_zarr_vectors(
     With ``level``, the whole level is read into static layers (their names carry the
     level).
 
+    A composite store (several geometries, ``store.geometry_types``) gives one set of layers
+    per geometry, each with its own level of detail (the bounds box comes with the first);
+    a geometry the core cannot read is named in a warning and left out.
+
     A store whose decoding needs a missing optional dependency (e.g. DracoPy) produces a
     napari error notification and no layers. Corrupt chunks are skipped by the core, which
     emits a :class:`~napari_zarr_vectors.ZVChunkWarning` naming each one.
@@ -131,12 +135,22 @@ def read_zarr_vectors(
     path = _store_root(Path(os.fspath(path))) if "://" not in os.fspath(path) else path
     register_reader_preference()
     store = nzv.open_store(path)
-    if level is not None:
-        return _read_static(store, int(level))
-    return _read_lod(store, vertex_budget)
+    out: list[LayerData] = []
+    for kind in store.geometry_types:
+        try:
+            part = store.geometry(kind)
+        except nzv.ZVFormatError as e:
+            warnings.warn(f"{store.name}: geometry {kind!r} left out: {e}", stacklevel=2)
+            continue
+        first = part is store
+        if level is None:
+            out += _read_lod(part, vertex_budget, with_bounds=first)
+        elif first or any(lv.index == int(level) for lv in part.levels):
+            out += _read_static(part, int(level), with_bounds=first)
+    return out
 
 
-def _read_static(store: Any, level: int) -> list[LayerData]:
+def _read_static(store: Any, level: int, with_bounds: bool = True) -> list[LayerData]:
     info = store_info(store, level)
     try:
         geometry = store.read(level=level)
@@ -144,15 +158,18 @@ def _read_static(store: Any, level: int) -> list[LayerData]:
         return _missing_dependency(store, e)
     if not geometry.vertex_count:
         _notify_info(f"{store.name}: level {level} holds no vertices; showing its bounds only.")
-    return layers_from_geometry(geometry, info)
+    return layers_from_geometry(geometry, info, bounds_layer=with_bounds)
 
 
-def _read_lod(store: Any, vertex_budget: int | None) -> list[LayerData]:
+def _read_lod(store: Any, vertex_budget: int | None, with_bounds: bool = True) -> list[LayerData]:
+    """Level-of-detail layers of one geometry of a store (``with_bounds``: with the bounds
+    box, which a composite store's first geometry brings)."""
     budget = int(vertex_budget) if vertex_budget is not None else default_budget()
     loader = Loader(store, shared_cache())
     request = LoadRequest(budget=budget, force=True)
     plan, _ = loader.plan(request)
-    if float(plan.estimates.sum()) > BACKGROUND_READ_VERTICES and install_viewer_hooks():
+    big = float(plan.estimates.sum()) > BACKGROUND_READ_VERTICES
+    if with_bounds and big and install_viewer_hooks():
         # a big overview: the bounds now, the data from the controller's worker (with
         # progress) instead of a frozen window while it decodes
         bounds = bounds_box_layer(store_info(store, plan.level, lod=True, objects=False))
@@ -181,7 +198,10 @@ def _read_lod(store: Any, vertex_budget: int | None) -> list[LayerData]:
             f"{store.name}: the overview (level {result.level}) holds no vertices; "
             "zoom in to load data."
         )
-    out = [bounds_box_layer(loader.info(result.level)), *result.layer_data]
+    out = [bounds_box_layer(loader.info(result.level))] if with_bounds else []
+    out += result.layer_data
+    if not out:  # nothing in the overview: the controller adds layers once data is in view
+        return []
     token = register_pending(
         store,
         loader,
