@@ -24,6 +24,7 @@ from ._napari_compat import (
 )
 from .colour import ColourMemory, recolour, release_colour, surface_values
 from .colour import layer_kind as _kind
+from .store_info import napari_order
 
 
 def swap(layer: Any, data: Any, kwargs: dict, memory: ColourMemory) -> None:
@@ -80,11 +81,13 @@ def swap_empty(layer: Any, store: Any) -> None:
     kind = _kind(layer)
     ndim = int(layer.ndim)
     if kind == "tracks":
-        lo = np.asarray(store.bounds[0], dtype=float)[::-1] / np.asarray(layer.scale[1:])
+        order = napari_order(store)
+        lo = np.asarray(store.bounds[0], dtype=float)[order] / np.asarray(layer.scale[-len(order) :])
+        head = [0.0] * (1 + ndim - len(order))  # track id, and time when the store has none
         columns = {name: np.zeros(1) for name in layer.features.columns if name != "track_id"}
         colour_by = layer.color_by
         unlink_tracks_colour(layer)
-        layer.data = np.concatenate([[0.0, 0.0], lo]).reshape(1, -1)
+        layer.data = np.concatenate([head, lo]).reshape(1, -1)
         layer.features = columns
         if colour_by in layer.properties_to_color_by:
             layer.color_by = colour_by
