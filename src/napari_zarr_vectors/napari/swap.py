@@ -82,7 +82,9 @@ def swap_empty(layer: Any, store: Any) -> None:
     ndim = int(layer.ndim)
     if kind == "tracks":
         order = napari_order(store)
-        lo = np.asarray(store.bounds[0], dtype=float)[order] / np.asarray(layer.scale[-len(order) :])
+        lo = np.asarray(store.bounds[0], dtype=float)[order] / np.asarray(
+            layer.scale[-len(order) :]
+        )
         head = [0.0] * (1 + ndim - len(order))  # track id, and time when the store has none
         columns = {name: np.zeros(1) for name in layer.features.columns if name != "track_id"}
         colour_by = layer.color_by
