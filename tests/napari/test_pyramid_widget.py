@@ -42,13 +42,19 @@ def open_in(viewer, path):
 
 
 def data_layer(viewer):
-    from napari_zarr_vectors.napari.widgets.pyramid import is_zv_layer
+    from napari_zarr_vectors.napari.browse_layers import is_data_layer
 
-    return next(
-        lyr
-        for lyr in viewer.layers
-        if is_zv_layer(lyr) and lyr.metadata["zarr_vectors"]["role"] != "bounds"
-    )
+    return next(lyr for lyr in viewer.layers if is_data_layer(lyr))
+
+
+def run(qtbot, task, timeout=30_000):
+    """Wait for a Pyramid QA task (worker read, then layers added on the UI thread) and
+    return its result (``None`` when no task was started)."""
+    if task is None:
+        return None
+    qtbot.waitUntil(lambda: task.done, timeout=timeout)
+    assert task.error is None, task.error
+    return task.result
 
 
 @pytest.fixture
@@ -62,6 +68,7 @@ def qa(make_napari_viewer, zv_reader_preference):
         viewer.layers.selection.active = data_layer(viewer)
         widget = PyramidQAWidget(viewer)
         viewer.window.add_dock_widget(widget, name="Pyramid QA")
+        widget.confirm = lambda text: True
         return viewer, widget, nzv.open_store(path)
 
     return make
@@ -143,7 +150,7 @@ def test_segments_layer_is_in_napari_order_and_data_units():
 @pytest.mark.skipif(not has_controller(), reason="the level-of-detail controller (issue 4)")
 def test_lock_level_2_shows_level_2_at_every_zoom_and_unlock_returns_to_automatic(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    controller = widget.target.controller
+    controller = widget.controller
     assert controller is not None
     camera = viewer.scene.camera
 
@@ -159,7 +166,7 @@ def test_lock_level_2_shows_level_2_at_every_zoom_and_unlock_returns_to_automati
         automatic[zoom] = controller.level
     assert automatic[200.0] < automatic[0.05]
 
-    chunks = widget.show_chunks(True)  # follows the shown level
+    chunks = run(qtbot, widget.show_chunks(True))  # follows the shown level
     widget.lock_level(2)
     assert controller.locked_level == 2
     for zoom in (200.0, 20.0, 1.0, 0.05):
@@ -169,6 +176,8 @@ def test_lock_level_2_shows_level_2_at_every_zoom_and_unlock_returns_to_automati
         assert all(lyr.metadata["zarr_vectors"]["level"] == 2 for lyr in controller.layers)
         assert widget.level_label.text().startswith("shown: level 2 (locked)")
     assert widget.level_combo.currentText() == "level 2"
+    qtbot.waitUntil(lambda: widget.tasks["chunks"].done, timeout=10_000)
+    chunks = widget.chunk_overlay.layer
     assert chunks.metadata["zarr_vectors"]["qa_level"] == 2
     assert chunks.metadata["zarr_vectors"]["boxes"] == len(store.chunks(2))
 
@@ -221,9 +230,9 @@ def test_statistics_table(qa, qtbot):
 
 
 @pytest.mark.gui
-def test_dropped_objects_listed_and_isolated(qa):
+def test_dropped_objects_listed_and_isolated(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    ids = widget.list_dropped(0, 2)
+    ids = run(qtbot, widget.list_dropped(0, 2))
     np.testing.assert_array_equal(ids, core.dropped_objects(store, 0, 2))
     assert len(ids) == 7
     assert widget.dropped_list.count() == 7
@@ -231,7 +240,7 @@ def test_dropped_objects_listed_and_isolated(qa):
     # isolate two of them: exactly their level-0 vertices, highlighted
     widget.dropped_list.item(0).setSelected(True)
     widget.dropped_list.item(1).setSelected(True)
-    (layer,) = widget.isolate_dropped()
+    (layer,) = run(qtbot, widget.isolate_dropped())
     chosen = ids[:2]
     truth = store.read(0, object_ids=chosen)
     world = np.asarray(layer.data) * np.asarray(layer.scale)
@@ -240,18 +249,17 @@ def test_dropped_objects_listed_and_isolated(qa):
     np.testing.assert_allclose(np.unique(layer.face_color, axis=0), [[1.0, 0.0, 1.0, 1.0]])
     assert layer.metadata["zarr_vectors"]["role"] == "qa_dropped"
     # filter the shown layer to the selection, then clear the filter
-    controller = widget.target.controller
-    if controller is not None:
-        widget.filter_to_dropped()
-        np.testing.assert_array_equal(controller.object_filter, np.sort(chosen))
-        widget.clear_filter()
-        assert controller.object_filter is None
+    controller = widget.controller
+    run(qtbot, widget.filter_to_dropped())
+    np.testing.assert_array_equal(controller.object_filter, np.sort(chosen))
+    widget.clear_filter()
+    assert controller.object_filter is None
 
 
 @pytest.mark.gui
-def test_side_by_side_levels_share_colours_and_toggle(qa):
+def test_side_by_side_levels_share_colours_and_toggle(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    layers = widget.add_levels([0, 1, 2])
+    layers = run(qtbot, widget.add_levels([0, 1, 2]))
     assert [lyr.metadata["zarr_vectors"]["level"] for lyr in layers] == [0, 1, 2]
     assert [lyr.name for lyr in layers] == [f"points points [level {i}]" for i in (0, 1, 2)]
     for layer, level in zip(layers, (0, 1, 2), strict=True):
@@ -263,12 +271,19 @@ def test_side_by_side_levels_share_colours_and_toggle(qa):
         for oid, rgba in zip(layer.features["object_id"], layer.face_color, strict=True):
             colour_of.setdefault(int(oid), set()).add(tuple(np.round(rgba, 5)))
     assert all(len(c) == 1 for c in colour_of.values())
-    # grid mode and toggling
+    # grid mode: one cell per side-by-side level, every other layer hidden meanwhile
+    others = [lyr for lyr in viewer.layers if lyr not in layers]
+    assert all(lyr.visible for lyr in others)
     widget.set_grid(True)
-    grid = getattr(viewer.canvas, "grid", None) or viewer.grid
-    assert grid.enabled
+    grid = viewer.canvas.grid
+    assert grid.enabled and grid.stride == 1
+    assert not any(lyr.visible for lyr in others)
+    assert grid.actual_shape(viewer.layers) == (2, 2)  # 3 cells: the levels only
+    cells = {grid.position(i, viewer.layers) for i, lyr in enumerate(viewer.layers)}
+    assert len(cells - {(-1, -1)}) == 3
     widget.set_grid(False)
     assert not grid.enabled
+    assert all(lyr.visible for lyr in others)
     shown = widget.toggle_side_by_side()
     assert shown is layers[0] and [lyr.visible for lyr in layers] == [True, False, False]
     widget.toggle_side_by_side()
@@ -285,10 +300,10 @@ def test_side_by_side_levels_share_colours_and_toggle(qa):
 
 @pytest.mark.gui
 @pytest.mark.parametrize("level", [0, 1, 2])
-def test_chunk_overlay_has_exactly_the_non_empty_chunks(qa, level):
+def test_chunk_overlay_has_exactly_the_non_empty_chunks(qa, qtbot, level):
     viewer, widget, store = qa(v07_store("points"))
     viewer.dims.ndisplay = 3
-    layer = widget.show_chunks(True, level=level)
+    layer = run(qtbot, widget.show_chunks(True, level=level))
     assert layer.metadata["zarr_vectors"]["role"] == "qa_chunks"
     lo, hi = core.chunk_boxes(store, level)
     assert len(lo) == len(store.chunks(level))
@@ -330,6 +345,7 @@ def test_ticking_the_outline_in_3d_adds_one_layer_and_a_removed_outline_stays_re
     qtbot.wait(50)
     before = len(viewer.layers)
     widget.chunks_check.setChecked(True)  # what the user ticks
+    qtbot.waitUntil(lambda: widget.tasks["chunks"].done, timeout=10_000)
     qtbot.wait(50)
     chunk_layers = [
         lyr
@@ -337,7 +353,7 @@ def test_ticking_the_outline_in_3d_adds_one_layer_and_a_removed_outline_stays_re
         if lyr.metadata.get("zarr_vectors", {}).get("role") == "qa_chunks"
     ]
     assert len(chunk_layers) == 1 and len(viewer.layers) == before + 1
-    assert len(chunk_layers[0].data) == 12 * len(store.chunks(widget.target.level))
+    assert len(chunk_layers[0].data) == 12 * len(store.chunks(widget.level))
     viewer.layers.remove(chunk_layers[0])
     viewer.dims.ndisplay = 2  # dims events: the overlay must not come back
     viewer.dims.set_point(viewer.dims.ndim - 3, 5.0)
@@ -349,27 +365,27 @@ def test_ticking_the_outline_in_3d_adds_one_layer_and_a_removed_outline_stays_re
 
 
 @pytest.mark.gui
-def test_chunk_overlay_follows_the_shown_level(qa):
+def test_chunk_overlay_follows_the_shown_level(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    layer = widget.show_chunks(True)
-    shown = widget.target.level
+    layer = run(qtbot, widget.show_chunks(True))
+    shown = widget.level
     assert layer.metadata["zarr_vectors"]["qa_level"] == shown
     assert layer.metadata["zarr_vectors"]["boxes"] == len(store.chunks(shown))
 
 
 @pytest.mark.gui
-def test_bin_overlay_of_one_chunk(qa):
+def test_bin_overlay_of_one_chunk(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
     viewer.dims.ndisplay = 3
     chunk = store.chunks(0)[5]
-    layer = widget.show_bins(chunk, occupied=False, level=0)
+    layer = run(qtbot, widget.show_bins(chunk, occupied=False, level=0))
     lo, hi = core.bin_boxes(store, 0, chunk)
     starts, ends = vectors_world(layer)
     assert len(starts) == 12 * len(lo) == 12 * 8
     seg = np.concatenate([starts, ends]).reshape(2, len(lo), 12, 3)
     np.testing.assert_allclose(seg.min(axis=(0, 2)), lo)
     np.testing.assert_allclose(seg.max(axis=(0, 2)), hi)
-    occupied = widget.show_bins(chunk, occupied=True, level=0)
+    occupied = run(qtbot, widget.show_bins(chunk, occupied=True, level=0))
     assert occupied is layer  # one bins layer, redrawn
     lo_o, _ = core.bin_boxes(store, 0, chunk, occupied=True)
     assert len(vectors_world(layer)[0]) == 12 * len(lo_o)
@@ -385,10 +401,11 @@ def test_bin_overlay_of_one_chunk(qa):
     "path", [v07_store("points"), v07_store("streamlines"), V09 / "points.zarrvectors"]
 )
 @pytest.mark.gui
-def test_cross_level_link_segments_join_stored_vertices(qa, path):
+def test_cross_level_link_segments_join_stored_vertices(qa, qtbot, path):
     viewer, widget, store = qa(path)
+    qtbot.waitUntil(lambda: widget.tasks["statistics"].done, timeout=10_000)
     for fine in range(len(store.levels) - 1):
-        layer = widget.show_links(fine, "all")
+        layer = run(qtbot, widget.show_links(fine, "all"))
         assert layer.metadata["zarr_vectors"]["role"] == "qa_links"
         starts, ends = vectors_world(layer)
         expected = core.cross_level_segments(store, fine, +1)
@@ -407,27 +424,28 @@ def test_cross_level_link_segments_join_stored_vertices(qa, path):
 
 
 @pytest.mark.gui
-def test_links_of_a_picked_object_and_of_the_visible_box(qa):
+def test_links_of_a_picked_object_and_of_the_visible_box(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
+    qtbot.waitUntil(lambda: widget.tasks["statistics"].done, timeout=10_000)
     full = store.read(0)
     target = full.positions[17]
     # pick at the vertex (napari order), on its slice
     viewer.dims.set_point(viewer.dims.ndim - 3, float(target[2]))
-    _, oid = widget.pick(target[::-1])
+    _, oid = run(qtbot, widget.pick(target[::-1]))
     assert oid == int(full.vertex_object_ids[17])
     assert widget.object_edit.text() == str(oid)
-    layer = widget.show_links(0)  # scope: picked objects
+    layer = run(qtbot, widget.show_links(0))  # scope: picked objects
     starts, _ = vectors_world(layer)
     mine = full.positions[full.vertex_object_ids == oid]
     assert len(starts) == len(mine)
     assert np.all(rows_of(np.float32(starts), np.float32(mine)) >= 0)
     assert np.all(layer.features["object_id"] == oid)
     # visible box: only links whose fine vertex is inside it
-    from napari_zarr_vectors.napari.widgets.pyramid import visible_store_box
+    from napari_zarr_vectors.napari.pyramid_qa import visible_store_box
 
     widget_box = visible_store_box(viewer, store)
     lo, hi = widget_box
-    boxed = widget.show_links(0, "box")
+    boxed = run(qtbot, widget.show_links(0, "box"))
     starts, _ = vectors_world(boxed)
     assert np.all((starts >= lo - 1e-4) & (starts <= hi + 1e-4))
     expected = core.cross_level_segments(store, 0, +1, bbox=widget_box)
@@ -444,28 +462,28 @@ def test_links_of_a_picked_object_and_of_the_visible_box(qa):
 def test_single_level_store_says_so_and_stays_usable(qa, qtbot, name):
     viewer, widget, store = qa(v07_store(name))
     assert len(store.levels) == 1
-    assert "single level" in widget.header.text()
+    assert "single level" in widget.info_label.text()
     assert not widget.dropped_box.isEnabled()
     assert not widget.side_box.isEnabled()
     assert not widget.links_box.isEnabled()
     assert not widget.level_combo.isEnabled()
+    qtbot.waitUntil(lambda: widget.stats_table.rowCount() == 1, timeout=10_000)
     assert widget.show_links(0, "all") is None
     assert "no cross-level links" in widget.status.text()
     widget.step_level(+1)  # a no-op, not an error
-    assert widget.list_dropped().size == 0
+    assert widget.list_dropped() is None
     # what does not need two levels works
-    qtbot.waitUntil(lambda: widget.stats_table.rowCount() == 1, timeout=10_000)
     viewer.dims.ndisplay = 3
-    layer = widget.show_chunks(True)
+    layer = run(qtbot, widget.show_chunks(True))
     assert len(layer.data) == 12 * len(store.chunks(0))
-    bins = widget.show_bins(store.chunks(0)[0], occupied=True)
+    bins = run(qtbot, widget.show_bins(store.chunks(0)[0], occupied=True))
     assert len(bins.data) > 0
 
 
 @pytest.mark.gui
-def test_widget_follows_layer_selection(qa):
+def test_widget_follows_layer_selection(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    assert widget.target.store.name == "points"
+    assert widget.store.name == "points"
     open_in(viewer, v07_store("streamlines"))
     streamlines = next(
         lyr
@@ -474,12 +492,12 @@ def test_widget_follows_layer_selection(qa):
         and lyr.metadata["zarr_vectors"]["role"] != "bounds"
     )
     viewer.layers.selection.active = streamlines
-    assert widget.target.store.name == "streamlines"
+    assert widget.store.name == "streamlines"
     assert "streamlines" in widget.header.text()
     # selecting an overlay keeps the target
-    widget.show_chunks(True)
+    run(qtbot, widget.show_chunks(True))
     viewer.layers.selection.active = widget.chunk_overlay.layer
-    assert widget.target.store.name == "streamlines"
+    assert widget.store.name == "streamlines"
     # removing the target's layers falls back to the other store
     mine = [
         lyr
@@ -490,13 +508,14 @@ def test_widget_follows_layer_selection(qa):
     ]
     for lyr in mine:
         viewer.layers.remove(lyr)
-    assert widget.target.store.name == "points"
+    assert widget.store.name == "points"
     # the chunk outlines stay on and now outline the points store
+    qtbot.waitUntil(lambda: widget.tasks["chunks"].done, timeout=10_000)
     assert widget.chunk_overlay.layer.name.startswith("points chunks")
 
 
 @pytest.mark.gui
-def test_manifest_contributes_the_dock_widget_and_layer_actions(make_napari_viewer, qa):
+def test_manifest_contributes_the_dock_widget_and_layer_actions(make_napari_viewer, qa, qtbot):
     import npe2
     from napari.plugins import _initialize_plugins
 
@@ -517,6 +536,7 @@ def test_manifest_contributes_the_dock_widget_and_layer_actions(make_napari_view
     assert isinstance(docked, PyramidQAWidget)
     layer = data_layer(viewer)
     actions.outline_chunks(layer, viewer)
+    qtbot.waitUntil(lambda: docked.tasks["chunks"].done, timeout=10_000)
     assert docked.chunk_overlay.layer in viewer.layers
     docked.show_chunks(False)
     # the same action through napari's menu (Layers > Visualize > Zarr Vectors pyramid),
@@ -530,8 +550,9 @@ def test_manifest_contributes_the_dock_widget_and_layer_actions(make_napari_view
     assert "napari-zarr-vectors.pyramid_menu" in submenus
     viewer.layers.selection.active = layer
     app.commands.execute_command("napari-zarr-vectors.outline_chunks").result()
+    qtbot.waitUntil(lambda: docked.tasks["chunks"].done, timeout=10_000)
     assert docked.chunk_overlay.layer in viewer.layers
-    shown = docked.target.level
+    shown = docked.level
     assert docked.chunk_overlay.layer.metadata["zarr_vectors"]["boxes"] == len(store.chunks(shown))
 
 
@@ -543,17 +564,15 @@ def test_docs_screenshot(qa, qtbot):
     viewer.window._qt_window.resize(1280, 860)
     qtbot.waitUntil(lambda: widget.stats_table.rowCount() == 3, timeout=10_000)
     widget.lock_level(0)
-    controller = widget.target.controller
-    if controller is not None:
-        qtbot.waitUntil(lambda: not controller.is_loading and controller.level == 0, timeout=20_000)
+    controller = widget.controller
+    qtbot.waitUntil(lambda: not controller.is_loading and controller.level == 0, timeout=20_000)
     viewer.dims.set_point(viewer.dims.ndim - 3, 5.0)
-    widget.show_chunks(True, level=1)
-    widget.show_links(0, "all")
-    widget.list_dropped(0, 2)
+    run(qtbot, widget.show_chunks(True, level=1))
+    run(qtbot, widget.show_links(0, "all"))
+    run(qtbot, widget.list_dropped(0, 2))
     viewer.reset_view()
     qtbot.wait(300)
-    if controller is not None:
-        qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
+    qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] > 200
     if os.environ.get("NZV_DOCS_IMAGES") == "1":

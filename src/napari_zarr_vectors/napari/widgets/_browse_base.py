@@ -13,7 +13,7 @@ from typing import Any
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from ..browse_layers import session_for, target_for, zv_meta
+from ..browse_layers import is_data_layer, session_for, target_for, zv_meta
 
 NO_LAYER = "Select a Zarr Vectors layer (opened by napari-zarr-vectors) to browse it."
 
@@ -55,8 +55,10 @@ class ZVBrowseWidget(QWidget):
         """Act on ``layer`` (``None`` or a non-ZV layer: nothing)."""
         meta = zv_meta(layer)
         target = None if meta is None else target_for(self.viewer, layer)
-        if meta is not None and meta.get("role") == "isolated" and not self.accept_isolated:
-            # an isolated object: keep browsing its store
+        if meta is not None and _derived(layer, meta) and not (
+            self.accept_isolated and meta.get("role") == "isolated"
+        ):
+            # an isolated object or a Pyramid QA layer: keep browsing its store
             layer = target.layers[0] if target is not None and target.layers else None
             meta = zv_meta(layer)
         if meta is None:
@@ -107,6 +109,12 @@ class ZVBrowseWidget(QWidget):
         if self.target is not None:
             return self.target.store
         return None
+
+
+def _derived(layer: Any, meta: dict) -> bool:
+    """A layer made from its store's data (isolated object, QA overlay, side-by-side level),
+    not the store's own layers or bounds box."""
+    return meta.get("role") != "bounds" and not is_data_layer(layer)
 
 
 def unwrap(obj: Any) -> Any:

@@ -1143,7 +1143,7 @@ class PyramidQAWidget(ZVBrowseWidget):
         """napari's grid mode with one cell per side-by-side level: every other layer (the
         store's own layers, the bounds box, overlays) is hidden while it is on, and shown
         again when it goes off."""
-        grid = self.viewer.grid
+        grid = self.viewer.canvas.grid
         if enabled:
             side = [lyr for lyr in self.side_layers if lyr in self.viewer.layers]
             hide, stride = grid_plan(list(self.viewer.layers), side)
