@@ -9,6 +9,7 @@ Floats in the JSON are exact float32 values: everything is compared after castin
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import warnings
 from collections import Counter
@@ -744,7 +745,9 @@ def test_corrupt_cell_becomes_a_warning_and_a_gap(tmp_path, damage):
     f.write_bytes(damage(f.read_bytes()))
     s = open_store(path)
     name = ".".join(map(str, chunk.tolist()))
-    with pytest.warns(ZVChunkWarning, match=rf"level 0.*vertices.*chunk {name}\)") as rec:
+    # the warning names the chunk and its file (the grid origin shifts one from the other)
+    where = rf"level 0.*vertices.*chunk {re.escape(name)}, file {re.escape(cell_key)}\)"
+    with pytest.warns(ZVChunkWarning, match=where) as rec:
         g = s.read(0)
     assert str(path) in str(rec[0].message)
     assert g.vertex_count == full.vertex_count - lost

@@ -35,6 +35,10 @@ class ZVFormatError(ZVError):
         What is wrong.
     store, level, array, chunk
         Where it is wrong; each part that is known is appended to the message.
+    key
+        The stored file (key in the store) holding the bytes, when it differs from what the
+        chunk index says: a 0.9 array addresses chunk ``2.0.1`` through its grid origin, e.g.
+        ``0/vertices/c/4/2/3``, and a shard file holds several chunks.
     """
 
     def __init__(
@@ -45,12 +49,14 @@ class ZVFormatError(ZVError):
         level: int | None = None,
         array: str | None = None,
         chunk: Sequence[int] | str | None = None,
+        key: str | None = None,
     ) -> None:
         self.reason = message
         self.store = store
         self.level = level
         self.array = array
         self.chunk = chunk_key(chunk) if chunk is not None and not isinstance(chunk, str) else chunk
+        self.key = key
         super().__init__(self._compose())
 
     def _compose(self) -> str:
@@ -63,6 +69,8 @@ class ZVFormatError(ZVError):
             where.append(f"array {self.array}")
         if self.chunk is not None:
             where.append(f"chunk {self.chunk}")
+        if self.key is not None:
+            where.append(f"file {self.key}")
         return f"{self.reason} ({', '.join(where)})" if where else self.reason
 
     def located(
@@ -72,6 +80,7 @@ class ZVFormatError(ZVError):
         level: int | None = None,
         array: str | None = None,
         chunk: Sequence[int] | str | None = None,
+        key: str | None = None,
     ) -> ZVFormatError:
         """Return a copy of this error (same class) with the missing location parts filled in."""
         return type(self)(
@@ -80,6 +89,7 @@ class ZVFormatError(ZVError):
             level=self.level if self.level is not None else level,
             array=self.array if self.array is not None else array,
             chunk=self.chunk if self.chunk is not None else chunk,
+            key=self.key if self.key is not None else key,
         )
 
 

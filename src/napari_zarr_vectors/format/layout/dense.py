@@ -196,10 +196,20 @@ class DenseLayout(Layout):
             if isinstance(res, BaseException):
                 out[p] = self.error(
                     f"cannot read the cell: {type(res).__name__}: {res}", level, array, chunks[p]
-                )
+                ).located(key=self._file_of(level, array, arr, cells[p]))
             else:
                 out[p] = np.asarray(res)
         return out
+
+    def _file_of(self, level: int, array: str, arr: AsyncArray, cell: np.ndarray) -> str | None:
+        """Store key of the Zarr chunk file holding ``cell`` (what an error about it names)."""
+        chunk_shape = getattr(arr.metadata.chunk_grid, "chunk_shape", None)
+        if chunk_shape is None:
+            return None
+        index = (*(int(x) for x in cell), *(0,) * (arr.ndim - len(cell)))
+        chunk = tuple(i // int(c) for i, c in zip(index, chunk_shape, strict=True))
+        path = f"{level}/{self._physical(level, array)}"
+        return f"{path}/{arr.metadata.encode_chunk_key(chunk)}"
 
     def _precheck_cells(
         self,
@@ -230,7 +240,7 @@ class DenseLayout(Layout):
         keys = [f"{path}/{encode((*(int(x) for x in cells[p]), *tail))}" for p in pos]
         max_bytes = int(np.prod(chunk_shape, dtype=object)) * arr.dtype.itemsize
         keep = []
-        for p, raw in zip(pos, self.io.fetch_many(keys), strict=True):
+        for p, raw, key in zip(pos, self.io.fetch_many(keys), keys, strict=True):
             if raw is None:  # no chunk: all fill
                 out[p] = np.full(tuple(arr.shape[knd:]), arr.metadata.fill_value, arr.dtype)
                 continue
@@ -239,7 +249,7 @@ class DenseLayout(Layout):
                     raise raw
                 check_compressed_frame(raw, codecs, max_bytes)
             except ZVFormatError as exc:
-                out[p] = exc.located(store=self.io.name, level=level, array=array)
+                out[p] = exc.located(store=self.io.name, level=level, array=array, key=key)
                 continue
             keep.append(p)
         return keep

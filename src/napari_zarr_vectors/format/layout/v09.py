@@ -104,6 +104,14 @@ class _Grid:
         encode = self.array.metadata.encode_chunk_key
         return [f"{self.path}/{encode(tuple(c))}" for c in cells.tolist()]
 
+    def files(self, cells: np.ndarray) -> list[str | None]:
+        """Store keys of the chunk files holding ``cells`` whatever the chunk shape (what an
+        error about a cell names); ``None`` for a grid without a regular chunk shape."""
+        shape = getattr(self.array.metadata.chunk_grid, "chunk_shape", None)
+        if shape is None:
+            return [None] * len(cells)
+        return self.keys(np.asarray(cells, np.int64) // np.asarray(shape, np.int64))
+
 
 @dataclass(frozen=True)
 class _Segment:
@@ -300,6 +308,16 @@ def _parse_offsets(name: str) -> list[list[int]] | None:
         return [[int(c) for c in part.split(".")] for part in name.split("_")]
     except ValueError:
         return None
+
+
+def _vlen_items(payload: bytes) -> np.ndarray:
+    """The items (an object array of ``bytes``) of one decompressed vlen-bytes chunk."""
+    from numcodecs.vlen import VLenBytes
+
+    try:
+        return VLenBytes().decode(payload)
+    except Exception as exc:  # noqa: BLE001 - numcodecs raises ValueError on a corrupt buffer
+        raise ZVFormatError(f"vlen chunk cannot be decoded: {exc}") from None
 
 
 def _cell_value(value: Any) -> bytes | None:
@@ -533,13 +551,13 @@ class V09Layout(Layout):
 
         if direct:
             raws = self.io.fetch_many(keys)
-            for (r, p, grid), raw in zip(direct, raws, strict=True):
+            for (r, p, grid), raw, key in zip(direct, raws, keys, strict=True):
                 if raw is None:  # no chunk file: the cell holds the empty fill value
                     continue
                 if isinstance(raw, ZVFetchError):
                     array, chunks = requests[r]
                     out[r][p] = raw.located(
-                        store=self.io.name, level=level, array=array, chunk=chunks[p]
+                        store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
                     )
                     continue
                 try:
@@ -552,7 +570,7 @@ class V09Layout(Layout):
                 except ZVFormatError as exc:
                     array, chunks = requests[r]
                     out[r][p] = exc.located(
-                        store=self.io.name, level=level, array=array, chunk=chunks[p]
+                        store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
                     )
 
         if sharded:
@@ -568,22 +586,26 @@ class V09Layout(Layout):
 
             results = sync(run())
             for r, values in zip(order, results, strict=True):
-                _grid, pos, _cells = via_zarr[r]
+                grid, pos, cells = via_zarr[r]
                 array, chunks = requests[r]
-                for p, value in zip(pos.tolist(), values, strict=True):
+                for p, value, cell in zip(pos.tolist(), values, cells, strict=True):
+                    if not isinstance(value, BaseException):
+                        out[r][p] = value
+                        continue
+                    key = grid.files(cell[None, :])[0]
                     if isinstance(value, ZVFetchError):
                         out[r][p] = value.located(
-                            store=self.io.name, level=level, array=array, chunk=chunks[p]
-                        )
-                    elif isinstance(value, BaseException):
-                        out[r][p] = self.error(
-                            f"cannot read the cell: {type(value).__name__}: {value}",
-                            level,
-                            array,
-                            chunks[p],
+                            store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
                         )
                     else:
-                        out[r][p] = value
+                        out[r][p] = ZVFormatError(
+                            f"cannot read the cell: {type(value).__name__}: {value}",
+                            store=self.io.name,
+                            level=level,
+                            array=array,
+                            chunk=chunks[p],
+                            key=key,
+                        )
         return out
 
     def _read_sharded(
@@ -614,34 +636,38 @@ class V09Layout(Layout):
             array, chunks = requests[r]
             if isinstance(raw, ZVFetchError):
                 out[r][p] = raw.located(
-                    store=self.io.name, level=level, array=array, chunk=chunks[p]
+                    store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
                 )
                 continue
             try:
                 out[r][p] = _shard_cell(raw, loc, int(np.prod(grid.shard[0])), grid.shard)
             except ZVFormatError as exc:
                 out[r][p] = exc.located(
-                    store=self.io.name, level=level, array=array, chunk=chunks[p]
+                    store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
                 )
 
-    def _precheck(self, level: int, path: str, arr: AsyncArray) -> None:
+    def _precheck(self, level: int, path: str, arr: AsyncArray) -> np.ndarray | None:
         """Plain arrays are decoded by zarr, whose decompressors allocate whatever a frame
         declares: fetch their chunks first and refuse frames that declare more than a chunk
-        of the array can hold (or, for vlen arrays, than their bytes can)."""
+        of the array can hold (or, for vlen arrays, than their bytes can).
+
+        A 1-D vlen-bytes array (e.g. the object manifests) is decoded here from the checked
+        chunks and returned (an object array), so its chunks are fetched and decompressed
+        once; ``None``: let zarr read the array."""
         doc = self._doc(f"{level}/{path}") or {}
         codecs = doc.get("codecs") or []
         if not isinstance(codecs, list) or not codecs:
-            return
+            return None
         meta = arr.metadata
         chunk_shape = getattr(meta.chunk_grid, "chunk_shape", None)
         if chunk_shape is None or any(
             c.get("name") == "sharding_indexed" for c in codecs if isinstance(c, dict)
         ):
-            return
+            return None
         grid = [-(-int(n) // int(c)) for n, c in zip(arr.shape, chunk_shape, strict=True)]
         count = int(np.prod(grid, dtype=object)) if grid else 1
         if count > MAX_ENUMERATED_CHUNKS:
-            return
+            return None
         cells = (
             np.stack(np.meshgrid(*(np.arange(g) for g in grid), indexing="ij"), -1).reshape(
                 -1, len(grid)
@@ -654,19 +680,30 @@ class V09Layout(Layout):
         items = int(np.prod(chunk_shape, dtype=object)) if chunk_shape else 1
         fixed = arr.dtype.kind in "biuf"
         max_bytes = items * arr.dtype.itemsize if fixed else None
+        vlen = not fixed and isinstance(codecs[0], dict) and codecs[0].get("name") == "vlen-bytes"
+        pieces: list[np.ndarray] | None = [] if vlen and len(grid) == 1 else None
         for key, raw in zip(keys, self.io.fetch_many(keys), strict=True):
             if raw is None or isinstance(raw, ZVFetchError):
+                if pieces is not None and raw is None:  # not stored: the fill value
+                    pieces.append(np.full(items, b"", dtype=object))
+                elif pieces is not None:  # a failed fetch: zarr reads it and reports
+                    pieces = None
                 continue
             try:
                 check_compressed_frame(raw, codecs, max_bytes)
-                if not fixed and codecs[0].get("name") == "vlen-bytes":
+                if vlen:
                     # zarr's vlen decoder allocates the item count the chunk declares
                     payload = decode_bytes_chunk(raw, [{"name": "bytes"}, *codecs[1:]])
                     n = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else -1
                     if n != items:
                         raise ZVFormatError(f"vlen chunk declares {n} items, not {items}")
+                    if pieces is not None:
+                        pieces.append(_vlen_items(payload))
             except ZVFormatError as exc:
                 raise self.error(f"{key}: {exc.reason}", level, path) from None
+        if not pieces:
+            return None
+        return np.concatenate(pieces)[: int(arr.shape[0])]
 
     @staticmethod
     async def _zarr_cells(grid: _Grid, cells: np.ndarray) -> list[bytes | BaseException | None]:
@@ -934,12 +971,16 @@ class V09Layout(Layout):
         """Whole contents of several plain arrays of a level, read concurrently (their
         compressed chunks checked first, see :meth:`_precheck`)."""
         arrays = [self._open_plain(f"{level}/{p}", level) for p in paths]
+        decoded: dict[str, np.ndarray] = {}
         for p, arr in zip(paths, arrays, strict=True):
             if arr is not None:
                 check_whole_read(arr.shape, arr.dtype.itemsize, self.src(f"{level}/{p}", level, p))
-                self._precheck(level, p, arr)
-
-        return self._gather_whole(level, list(zip(paths, arrays, strict=True)))
+                whole = self._precheck(level, p, arr)
+                if whole is not None:
+                    decoded[p] = whole
+        rest = [(p, None if p in decoded else a) for p, a in zip(paths, arrays, strict=True)]
+        read = self._gather_whole(level, rest)
+        return [decoded.get(p, r) for p, r in zip(paths, read, strict=True)]
 
     # -- objects and groups -------------------------------------------------------------
     def read_object_table(self, level: int) -> ObjectTable | None:
