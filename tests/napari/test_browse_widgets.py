@@ -180,8 +180,8 @@ def test_the_colour_list_puts_store_attributes_first_and_hides_napari_track_ids(
     viewer = make_napari_viewer()
     open_zv(viewer, qtbot, "v09", "streamlines")
     colour = dock(viewer, ColourByWidget)
-    names = [colour.feature.itemData(i) for i in range(colour.feature.count())]
-    labels = [colour.feature.itemText(i) for i in range(colour.feature.count())]
+    names = list(colour.feature.choices)  # None first: no colouring chosen
+    labels = [colour.feature.native.itemText(i) for i in range(len(names))]
     assert "track_id" not in names and "fa" in names and "direction" in names
     own = [names.index(n) for n in ("object_id", "direction") if n in names]
     assert names.index("fa") < min(own)  # store attributes first
@@ -320,7 +320,7 @@ def test_stores_without_groups_or_attributes_say_so(make_napari_viewer, qtbot):
     assert groups.message.text() == filters.NO_OBJECTS and not groups.controls.isVisibleTo(groups)
     assert attrs.message.text() == filters.NO_OBJECTS and not attrs.controls.isVisibleTo(attrs)
     assert pick.status.text() == NO_OBJECTS and not pick.isolate_button.isEnabled()
-    assert colour.feature.count() >= 1  # vertex attributes still colour
+    assert len([c for c in colour.feature.choices if c is not None]) >= 1  # vertex attributes
 
     no_groups = open_zv(viewer, qtbot, "v09/edge-cases", "cba_demo")
     viewer.layers.selection.active = no_groups.layers[0]

@@ -142,6 +142,13 @@ class ObjectTable:
             return np.zeros(self.n_objects, bool)
         return np.isin(self.ids, np.concatenate(list(self.groups.values())))
 
+    def groups_overlap(self) -> bool:
+        """Whether some object is in several groups."""
+        if not self.groups:
+            return False
+        members = np.concatenate([np.unique(m) for m in self.groups.values()])
+        return bool(len(members) > len(np.unique(members)))
+
     def group_counts(self) -> dict[int, int]:
         """``{group id: number of its members that are objects of the table}``."""
         return {g: int(np.isin(m, self.ids).sum()) for g, m in sorted(self.groups.items())}

@@ -3,7 +3,9 @@ the object id or the group, with a colormap and contrast range, and a legend for
 
 The colours are set through each layer's own colour properties
 (:func:`~napari_zarr_vectors.napari.colour.apply_colour`), so the level-of-detail
-controller keeps them across data refreshes.
+controller keeps them across data refreshes. At a level that does not store the chosen
+attribute the layers are drawn in one grey (:data:`~napari_zarr_vectors.napari.colour.FALLBACK_COLOUR`)
+and the legend says so; the colour and its contrast limits return with the attribute.
 """
 
 from __future__ import annotations
@@ -11,14 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from qtpy.QtCore import Qt, QTimer
-from qtpy.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QFormLayout,
-    QLabel,
-    QWidget,
-)
+from magicgui.widgets import CheckBox, ComboBox, Container, FloatRangeSlider
+from qtpy.QtCore import Qt
+from qtpy.QtWidgets import QLabel
+from superqt.utils import qdebounced
 
 from ..browse import (
     CATEGORICAL,
@@ -33,6 +31,7 @@ from ..browse import (
     value_counts,
 )
 from ..colour import (
+    FALLBACK_COLOUR,
     apply_colour,
     colour_spec_of,
     colourable_features,
@@ -50,7 +49,13 @@ COLORMAPS = ("viridis", "magma", "plasma", "inferno", "turbo", "twilight", "gray
 #: The legend lists at most this many categories.
 LEGEND_MAX = 40
 
+#: Contrast slider changes are applied after this many milliseconds without a further change.
+APPLY_DELAY_MS = 150
+
 NO_FEATURES = "This layer has no attributes to colour by."
+
+#: What the legend says about objects in several groups (the rule of ``layers._group_membership``).
+SEVERAL_GROUPS = "Objects in several groups are drawn in the colour of the smallest of them."
 
 
 class ColourByWidget(ZVBrowseWidget):
@@ -58,80 +63,82 @@ class ColourByWidget(ZVBrowseWidget):
 
     def __init__(self, napari_viewer: Any) -> None:
         super().__init__(napari_viewer)
+        # custom Qt for the two texts: word-wrapped rich text (the legend's colour swatches),
+        # which magicgui's Label does not offer
         self.message = QLabel()
         self.message.setWordWrap(True)
-        self.feature = QComboBox()
-        self.mode = QComboBox()
-        self.mode.addItems([AUTO, CONTINUOUS, CATEGORICAL])
-        self.colormap = QComboBox()
-        self.colormap.addItems(list(COLORMAPS))
-        self.all_layers = QCheckBox("all layers of this store")
-        self.all_layers.setChecked(True)
-        from superqt import QLabeledDoubleRangeSlider
-
-        self.contrast = QLabeledDoubleRangeSlider(Qt.Orientation.Horizontal)
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setWordWrap(True)
-        self.controls = QWidget()
-        form = QFormLayout(self.controls)
-        form.setContentsMargins(0, 0, 0, 0)
-        form.addRow("Colour by", self.feature)
-        form.addRow("Values", self.mode)
-        self.colormap_label = QLabel("Colormap")
-        self.contrast_label = QLabel("Contrast")
-        form.addRow(self.colormap_label, self.colormap)
-        form.addRow(self.contrast_label, self.contrast)
-        form.addRow("", self.all_layers)
-        for w in (self.message, self.controls, self.legend):
-            self.layout().addWidget(w)
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(150)
-        self._timer.timeout.connect(self._contrast_changed)
-        self.spec: ColourSpec | None = None
-        self._updating = False
-        self.feature.currentIndexChanged.connect(lambda *_: self._choose())
-        self.mode.currentTextChanged.connect(lambda *_: self._choose())
-        self.colormap.currentTextChanged.connect(lambda *_: self._choose(keep_contrast=True))
-        self.contrast.valueChanged.connect(
-            lambda *_: None if self._updating else self._timer.start()
+        self.feature = ComboBox(label="Colour by", choices=[], nullable=True)
+        self.mode = ComboBox(label="Values", choices=[AUTO, CONTINUOUS, CATEGORICAL])
+        self.colormap = ComboBox(label="Colormap", choices=list(COLORMAPS))
+        self.contrast = FloatRangeSlider(label="Contrast", min=0.0, max=1.0, value=(0.0, 1.0))
+        self.all_layers = CheckBox(text="all layers of this store", value=True)
+        self.controls = Container(
+            widgets=[self.feature, self.mode, self.colormap, self.contrast, self.all_layers]
         )
+        self.controls.margins = (0, 0, 0, 0)
+        for w in (self.message, self.controls.native, self.legend):
+            self.layout().addWidget(w)
+        self.spec: ColourSpec | None = None
+        self._choices: list[tuple[str, str]] = []
+        self._updating = False
+        self._contrast_later = qdebounced(self._contrast_changed, timeout=APPLY_DELAY_MS)
+        self.feature.changed.connect(lambda *_: self._choose())
+        self.mode.changed.connect(lambda *_: self._choose())
+        self.colormap.changed.connect(lambda *_: self._choose(keep_contrast=True))
+        self.contrast.changed.connect(lambda *_: None if self._updating else self._contrast_later())
         self._on_active()
 
     # -- choices -----------------------------------------------------------------------
     def _target_changed(self) -> None:
         self._updating = True
         try:
-            self.feature.clear()
             self.legend.setText("")
             self.spec = None
-            if self.layer is None:
-                self.message.setVisible(False)
-                self.controls.setVisible(False)
-                return
-            names = colourable_features(self.layer)
-            if not names:
+            names = self._fill_features()
+            if self.layer is None or not names:
                 self.message.setText(NO_FEATURES)
-                self.message.setVisible(True)
-                self.controls.setVisible(False)
+                self.message.setVisible(self.layer is not None)
+                self.controls.visible = False
                 return
             self.message.setVisible(False)
-            self.controls.setVisible(True)
-            for name in names:
-                self.feature.addItem(self._describe(name), name)
+            self.controls.visible = True
             current = colour_spec_of(self.layer)
             if current is not None and current.feature in names:
-                self.feature.setCurrentIndex(names.index(current.feature))
-                self.mode.setCurrentText(current.mode)
+                self.feature.value = current.feature
+                self.mode.value = current.mode
                 if not current.categorical:
-                    self.colormap.setCurrentText(current.colormap)
+                    self.colormap.value = current.colormap
                 self.spec = current
                 self._show_spec(current)
             else:
-                self.feature.setCurrentIndex(-1)
+                self.feature.value = None
         finally:
             self._updating = False
+
+    def _fill_features(self) -> list[str]:
+        """Offer the selected layer's colourable features, and the feature it is coloured by
+        when this level does not store it (marked so). Returns the feature names."""
+        names = [] if self.layer is None else colourable_features(self.layer)
+        current = None if self.layer is None else colour_spec_of(self.layer)
+        choices = [(self._describe(n), n) for n in names]
+        if current is not None and current.feature not in names:
+            names.append(current.feature)
+            level = self._level()
+            choices.append((f"{current.feature}  (not stored at level {level})", current.feature))
+        if choices != self._choices:
+            self._choices = choices
+            with self.feature.changed.blocked():
+                value = self.feature.value
+                self.feature.choices = choices
+                self.feature.value = value if value in names else None
+        return names
+
+    def _level(self) -> int | None:
+        meta = self.layer.metadata.get("zarr_vectors", {}) if self.layer is not None else {}
+        return getattr(self.target, "level", meta.get("level"))
 
     def _describe(self, name: str) -> str:
         if name == OBJECT_ID:
@@ -159,17 +166,23 @@ class ColourByWidget(ZVBrowseWidget):
         return name
 
     def layers(self) -> list[Any]:
-        """The layers a colour choice applies to."""
+        """The layers a colour choice applies to: with "all layers", every layer of the store
+        that has the feature at this level or is already coloured by it."""
         if self.layer is None:
             return []
-        if self.all_layers.isChecked() and self.target is not None:
+        if self.all_layers.value and self.target is not None:
             feature = self.spec_feature()
-            return [lay for lay in self.target.layers if feature in colourable_features(lay)]
+            return [
+                lay
+                for lay in self.target.layers
+                if feature in colourable_features(lay)
+                or getattr(colour_spec_of(lay), "feature", None) == feature
+            ]
         return [self.layer]
 
     def spec_feature(self) -> str | None:
-        data = self.feature.currentData()
-        return None if data is None else str(data)
+        value = self.feature.value
+        return None if value is None else str(value)
 
     def colour_by(
         self,
@@ -179,15 +192,14 @@ class ColourByWidget(ZVBrowseWidget):
         contrast_limits: tuple[float, float] | None = None,
     ) -> ColourSpec | None:
         """Colour by ``feature`` (scripts and tests; the controls follow)."""
+        if feature not in self.feature.choices:
+            raise ValueError(f"{feature!r} is not a feature of {self.layer.name}")
         self._updating = True
         try:
-            index = self.feature.findData(feature)
-            if index < 0:
-                raise ValueError(f"{feature!r} is not a feature of {self.layer.name}")
-            self.feature.setCurrentIndex(index)
-            self.mode.setCurrentText(mode)
+            self.feature.value = feature
+            self.mode.value = mode
             if colormap is not None:
-                self.colormap.setCurrentText(colormap)
+                self.colormap.value = colormap
         finally:
             self._updating = False
         spec = self._choose()
@@ -202,13 +214,13 @@ class ColourByWidget(ZVBrowseWidget):
         if feature is None:
             return None
         values = self._values(feature)
-        mode = self.mode.currentText()
+        mode = self.mode.value
         if mode == AUTO:
             mode = self._auto_mode(feature, values)
         if mode == CATEGORICAL:
             spec = self._categorical(feature, values)
         else:
-            spec = continuous_colours(values, feature, self.colormap.currentText())
+            spec = continuous_colours(values, feature, self.colormap.value)
             old = self.spec
             if (
                 keep_contrast
@@ -222,7 +234,7 @@ class ColourByWidget(ZVBrowseWidget):
 
     def _values(self, feature: str) -> np.ndarray:
         """Values of ``feature`` over the store when known (object attributes, ids, groups),
-        else over the loaded layers."""
+        else over the loaded layers that have it."""
         table = self.session.table if self.session is not None else None
         if table is not None and table.n_objects:
             if feature == OBJECT_ID:
@@ -234,7 +246,8 @@ class ColourByWidget(ZVBrowseWidget):
             if name in table.attributes:
                 values = np.asarray(table.attributes[name])
                 return values[np.asarray(table.present[name], bool)]
-        parts = [feature_values(lay, feature) for lay in self.layers() or [self.layer]]
+        layers = self.layers() or [self.layer]
+        parts = [feature_values(lay, feature) for lay in layers if feature in lay.features]
         parts = [p for p in parts if len(p)]
         return np.concatenate(parts) if parts else np.empty(0)
 
@@ -254,7 +267,7 @@ class ColourByWidget(ZVBrowseWidget):
     def _contrast_changed(self) -> None:
         if self.spec is None or self.spec.categorical:
             return
-        lo, hi = (float(v) for v in self.contrast.value())
+        lo, hi = (float(v) for v in self.contrast.value)
         if hi <= lo:
             return
         self._apply(self.spec.with_contrast(lo, hi))
@@ -271,24 +284,47 @@ class ColourByWidget(ZVBrowseWidget):
         self._updating = True
         try:
             categorical = spec.categorical
-            for w in (self.colormap, self.colormap_label, self.contrast, self.contrast_label):
-                w.setVisible(not categorical)
+            self.colormap.visible = self.contrast.visible = not categorical
             if not categorical:
-                values = self._values(spec.feature)
-                lo, hi = finite_range(values)
+                lo, hi = finite_range(self._values(spec.feature))
                 c0, c1 = spec.contrast_limits or (lo, hi)
-                self.contrast.setRange(min(lo, c0), max(hi, c1))
-                self.contrast.setValue((c0, c1))
+                lo, hi = min(lo, c0), max(hi, c1)
+                self.contrast.range = (lo, hi)
+                self.contrast.step = (hi - lo) / 1000 or 1e-3
+                self.contrast.value = (c0, c1)
         finally:
             self._updating = False
-        self.legend.setText(legend_html(spec, self._counts(spec), _rows_noun(self.layer)))
+        self._show_legend()
 
     def _filters_changed(self) -> None:
-        """Filters changed or new data arrived: refresh the legend counts."""
-        if self.spec is not None and self.layer is not None:
-            self.legend.setText(
-                legend_html(self.spec, self._counts(self.spec), _rows_noun(self.layer))
+        """Filters changed or new data arrived (a level change may add or drop features):
+        refresh the feature list and the legend."""
+        if self.layer is None:
+            return
+        self._updating = True
+        try:
+            self._fill_features()
+        finally:
+            self._updating = False
+        if self.spec is not None:
+            self._show_legend()
+
+    def _show_legend(self) -> None:
+        spec, layer = self.spec, self.layer
+        if spec is None or layer is None:
+            return
+        missing = None if spec.feature in colourable_features(layer) else self._level()
+        table = self.session.table if self.session is not None else None
+        several = spec.feature == GROUP_ID and table is not None and table.groups_overlap()
+        self.legend.setText(
+            legend_html(
+                spec,
+                self._counts(spec),
+                _rows_noun(layer),
+                missing_at=missing,
+                several_groups=several,
             )
+        )
 
     def _counts(self, spec: ColourSpec) -> dict:
         """``{category: rows loaded}`` of the selected layer (shown rows of Points)."""
@@ -306,18 +342,41 @@ def _rows_noun(layer: Any) -> str:
     return {"points": "points", "vectors": "segments", "shapes": "shapes"}.get(kind, "vertices")
 
 
-def legend_html(spec: ColourSpec, counts: dict | None = None, noun: str = "rows") -> str:
-    """A legend: colour swatches and labels (categories) or the range (continuous)."""
+def _hex(rgba: Any) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*(int(round(255 * c)) for c in rgba[:3]))
+
+
+def legend_html(
+    spec: ColourSpec,
+    counts: dict | None = None,
+    noun: str = "rows",
+    *,
+    missing_at: int | None = None,
+    several_groups: bool = False,
+) -> str:
+    """A legend: colour swatches and labels (categories) or the range (continuous).
+
+    ``missing_at``: the level shown does not store the attribute (the layers are drawn in
+    the fallback grey until a level that stores it is shown). ``several_groups``: some
+    objects are in several groups (the legend states the colouring rule)."""
+    if missing_at is not None:
+        grey = _hex(FALLBACK_COLOUR)
+        return (
+            f"<b>{spec.feature}</b>: not stored at level {missing_at}. Drawn in "
+            f"<span style='color:{grey}'>■</span> grey instead; its colours"
+            f"{'' if spec.categorical else ' and contrast'} return at a level that stores it."
+        )
     if not spec.categorical:
         lo, hi = spec.contrast_limits or (0.0, 1.0)
         return f"<b>{spec.feature}</b>: {spec.colormap}, {format_value(lo)} … {format_value(hi)}"
     entries = spec.legend(counts)
     rows = []
     for label, rgba, n in entries[:LEGEND_MAX]:
-        hexcol = "#{:02x}{:02x}{:02x}".format(*(int(round(255 * c)) for c in rgba[:3]))
         count = f" <small>({n:,} {noun} loaded)</small>" if counts else ""
-        rows.append(f"<span style='color:{hexcol}'>■</span> {label}{count}")
+        rows.append(f"<span style='color:{_hex(rgba)}'>■</span> {label}{count}")
     more = len(entries) - LEGEND_MAX
     if more > 0:
         rows.append(f"… and {more:,} more")
+    if several_groups:
+        rows.append(f"<small>{SEVERAL_GROUPS}</small>")
     return f"<b>{spec.feature}</b><br>" + "<br>".join(rows)

@@ -1,0 +1,131 @@
+"""Colour state a user can trust (issue 16 item 4), in a real viewer.
+
+* Colour by a vertex attribute, then show a level that does not store it: the layer is drawn
+  in the one fallback grey and the legend says the attribute is missing there; back at a
+  level with the attribute, the colours *and the contrast limits* return.
+* Colour by group with overlapping groups: every group gets its colour (an object in several
+  groups takes the smallest of them) and the legend states that rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_browse_widgets import dock, expected, open_zv, settle
+
+from napari_zarr_vectors.napari.colour import (
+    FALLBACK_COLOUR,
+    colour_missing,
+    feature_values,
+    layer_colours,
+)
+
+pytestmark = pytest.mark.gui
+
+
+def colormap_colours(values: np.ndarray, name: str, lo: float, hi: float) -> np.ndarray:
+    from napari.utils.colormaps import ensure_colormap
+
+    v = np.clip((np.asarray(values, np.float64) - lo) / (hi - lo), 0.0, 1.0)
+    return np.asarray(ensure_colormap(name).map(v))
+
+
+@pytest.mark.parametrize(
+    ("name", "feature", "kind"),
+    [
+        ("streamlines", "fa", "Tracks"),
+        ("points", "intensity", "Points"),
+        ("lines", "intensity", "Vectors"),
+        ("mesh", "curvature", "Surface"),
+    ],
+)
+def test_an_attribute_missing_at_a_level_is_said_and_its_colour_and_contrast_return(
+    make_napari_viewer, qtbot, name, feature, kind
+):
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    viewer = make_napari_viewer()
+    target = open_zv(viewer, qtbot, "v09", name, lock_level=0)
+    layer = target.layers[0]
+    assert type(layer).__name__ == kind
+    widget = dock(viewer, ColourByWidget)
+    limits = (0.3, 0.6) if feature != "curvature" else (-0.2, 0.4)
+    widget.colour_by(feature, colormap="magma", contrast_limits=limits)
+    want = colormap_colours(feature_values(layer, feature), "magma", *limits)
+    np.testing.assert_allclose(layer_colours(layer), want, atol=2e-3)
+
+    target.lock_level(1)  # level 1 of these stores keeps no vertex attributes
+    settle(qtbot, target)
+    assert target.level == 1 and feature not in layer.features
+    assert colour_missing(layer)
+    drawn = np.asarray(layer_colours(layer))
+    assert len(drawn)
+    np.testing.assert_allclose(drawn, np.tile(FALLBACK_COLOUR, (len(drawn), 1)), atol=1e-6)
+    legend = widget.legend.text()
+    assert f"<b>{feature}</b>: not stored at level 1" in legend and "grey" in legend
+    assert "magma" not in legend
+    # the choice is still shown (and marked), with its contrast
+    assert widget.spec_feature() == feature
+    assert "not stored at level 1" in widget.feature.native.currentText()
+    assert widget.contrast.value == pytest.approx(limits)
+    # selecting the layer again at this level keeps showing the choice
+    viewer.layers.selection.active = target.bounds_layer
+    viewer.layers.selection.active = layer
+    assert widget.spec_feature() == feature and widget.spec.contrast_limits == limits
+
+    target.lock_level(0)
+    settle(qtbot, target)
+    assert not colour_missing(layer)
+    want = colormap_colours(feature_values(layer, feature), "magma", *limits)
+    np.testing.assert_allclose(layer_colours(layer), want, atol=2e-3)
+    assert widget.legend.text() == f"<b>{feature}</b>: magma, {limits[0]:g} … {limits[1]:g}"
+    assert widget.contrast.value == pytest.approx(limits)
+    assert "not stored" not in widget.feature.native.currentText()
+
+
+@pytest.mark.parametrize(
+    ("name", "nested", "outer"),
+    [
+        ("polylines", 2, 1),  # hand_made (14, 15) lies wholly inside bundle_b
+        ("points", 2, 0),  # group 2 (3, 7, 11, 24) overlaps groups 0 and 1
+    ],
+)
+def test_overlapping_groups_each_get_a_colour_by_the_stated_rule(
+    make_napari_viewer, qtbot, name, nested, outer
+):
+    from napari_zarr_vectors.napari.widgets.colour import SEVERAL_GROUPS, ColourByWidget
+
+    viewer = make_napari_viewer()
+    target = open_zv(viewer, qtbot, "v09", name, lock_level=0)
+    layer = target.layers[0]
+    widget = dock(viewer, ColourByWidget)
+    spec = widget.colour_by("group_id")
+    groups = {int(g): set(m) for g, m in expected("v09", name)["input"]["groups"].items()}
+    mapping = spec.mapping()
+    colours = np.round(layer_colours(layer), 5)
+    ids = feature_values(layer, "object_id")
+    if type(layer).__name__ == "Points":
+        ids, colours = ids[np.asarray(layer.shown, bool)], colours[np.asarray(layer.shown, bool)]
+    # each object is drawn in the colour of the smallest group holding it
+    for oid in np.unique(ids):
+        holding = [g for g, m in groups.items() if oid in m]
+        smallest = min(holding, key=lambda g: (len(groups[g]), g)) if holding else -1
+        drawn = np.unique(colours[ids == oid], axis=0)
+        np.testing.assert_allclose(drawn, [mapping[smallest]], atol=1e-4)
+    # every group is drawn, the nested one included
+    drawn_groups = {
+        g for g, c in mapping.items() if np.any(np.all(np.isclose(colours, c, atol=1e-4), axis=1))
+    }
+    assert set(groups) <= drawn_groups
+    assert nested in drawn_groups and outer in drawn_groups
+    assert SEVERAL_GROUPS in widget.legend.text()
+
+
+def test_the_legend_states_no_rule_when_groups_do_not_overlap(make_napari_viewer, qtbot):
+    from napari_zarr_vectors.napari.widgets.colour import SEVERAL_GROUPS, ColourByWidget
+
+    viewer = make_napari_viewer()
+    open_zv(viewer, qtbot, "v09", "streamlines", lock_level=0)
+    widget = dock(viewer, ColourByWidget)
+    widget.colour_by("group_id")
+    assert "■" in widget.legend.text() and SEVERAL_GROUPS not in widget.legend.text()
