@@ -50,6 +50,7 @@ from qtpy.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSlider,
     QTableWidget,
     QTableWidgetItem,
@@ -483,9 +484,15 @@ class PyramidQAWidget(ZVBrowseWidget):
         # progress of worker jobs
         row = QHBoxLayout()
         self.progress_bar = QProgressBar()
-        self.progress_bar.setVisible(False)
+        # the bar's text must not widen the dock: a wider dock shrinks the canvas, which
+        # makes the level of detail reload (and, in 3-D, redraw) for nothing
+        self.progress_bar.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.cancel_btn = QPushButton("Cancel")
-        self.cancel_btn.setVisible(False)
+        for w in (self.progress_bar, self.cancel_btn):  # showing them moves nothing
+            policy = w.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            w.setSizePolicy(policy)
+            w.setVisible(False)
         self.cancel_btn.clicked.connect(lambda: self.cancel_tasks())
         row.addWidget(self.progress_bar, 1)
         row.addWidget(self.cancel_btn)
@@ -493,6 +500,12 @@ class PyramidQAWidget(ZVBrowseWidget):
         self.status = QLabel("")
         self.status.setWordWrap(True)
         root.addWidget(self.status)
+        # texts that change with every action keep a fixed size: a dock that grows shrinks
+        # the canvas, which makes the level of detail reload and redraw for nothing
+        lines = {self.status: 3, self.dropped_label: 2, self.links_label: 2, self.drawn_label: 2}
+        for label, n in lines.items():
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+            label.setFixedHeight(label.fontMetrics().lineSpacing() * n + 4)
 
     # ------------------------------------------------------------------ viewer wiring
     def _connect_viewer(self) -> None:
