@@ -133,6 +133,10 @@ class ZVLayerController:
         self.last_update_seconds = 0.0
         self.vertex_count = 0
         self.trimmed = 0
+        #: stored files of the shown chunks whose bytes do not decode, and keys of the chunks
+        #: whose fetch failed: what the layers lack (:attr:`left_out`)
+        self._unreadable: list[str] = []
+        self._not_fetched: list[str] = []
         #: what part of the view the layers show (the object subset, what was left out)
         self.shown = share if share is not None else ViewShare()
         if shown is None:
@@ -142,11 +146,11 @@ class ZVLayerController:
         #: world units per layer data unit, napari axis order (the slab a 2-D view shows)
         self._scale_napari = np.asarray(layer_scale(store), dtype=float)[napari_order(store)]
 
-        from qtpy.QtCore import QTimer
+        from superqt.utils import qdebounced
 
-        self._timer = QTimer()
-        self._timer.setSingleShot(True)
-        self._timer.timeout.connect(self._on_timer)
+        #: camera and dims events call it; it re-plans debounce_ms after the last call
+        self._debounced = qdebounced(self._on_timer, timeout=int(get_settings().debounce_ms))
+        self._pending = False
 
         if bounds_layer is not None:
             self._add_bounds(bounds_layer)
@@ -226,7 +230,7 @@ class ZVLayerController:
     @property
     def is_loading(self) -> bool:
         """Whether a refresh is pending (debounce timer) or running (worker)."""
-        return bool(self._timer.isActive() or self._worker is not None)
+        return bool(self._pending or self._worker is not None)
 
     @property
     def closed(self) -> bool:
@@ -238,21 +242,23 @@ class ZVLayerController:
         unchanged)."""
         if self._closed:
             return
-        self._timer.stop()
+        self._cancel_pending()
         self._start(force=force)
 
     def schedule(self) -> None:
         """Re-plan after the debounce delay (what camera and dims events call)."""
         if self._closed:
             return
-        self._timer.start(int(get_settings().debounce_ms))
+        self._pending = True
+        self._debounced.setTimeout(int(get_settings().debounce_ms))
+        self._debounced()
 
     def close(self) -> None:
         """Stop watching the viewer and cancel loading (the layers stay as they are)."""
         if self._closed:
             return
         self._closed = True
-        self._timer.stop()
+        self._cancel_pending()
         self._cancel_worker()
         self._close_progress()
         viewer = self.viewer
@@ -319,7 +325,12 @@ class ZVLayerController:
         if not any(layer is not None and id(layer) in present for layer in mine):
             self.close()
 
+    def _cancel_pending(self) -> None:
+        self._pending = False
+        self._debounced.cancel()
+
     def _on_timer(self) -> None:
+        self._pending = False
         self._start(force=False)
 
     # -- the view ------------------------------------------------------------------------
@@ -369,6 +380,7 @@ class ZVLayerController:
             allowed_ids=self._allowed,
             current_key=self._shown.key,
             force=force,
+            progressive=self.vertex_count == 0,
         )
 
     # -- loading -------------------------------------------------------------------------
@@ -417,6 +429,8 @@ class ZVLayerController:
     def _on_progress(self, p: Progress) -> None:
         if p.generation != self._generation or self._closed:
             return
+        if p.preview is not None:  # a first picture while the rest loads
+            self._swap(p.preview)
         self.events.loading.emit(int(p.done), int(p.total))
         if p.total and p.done < p.total:
             self._status(
@@ -433,12 +447,22 @@ class ZVLayerController:
             return
         self._close_progress()
         if result.unchanged:
+            # nothing to load, but chunks found unreadable since (e.g. by the reader's first
+            # read) are still left out
+            unreadable = [f for _, f in result.unreadable]
+            if unreadable != self._unreadable:
+                self._unreadable = unreadable
+                for layer in self.layers:
+                    self._write_metadata(layer)
             self._status(self.summary())
             return
+        self._swap(result)
+
+    def _swap(self, result: LoadResult) -> None:
+        """:meth:`apply`, timed: the adaptive budget learns what a swap costs here."""
         t0 = time.perf_counter()
         self.apply(result)
         self.last_update_seconds = time.perf_counter() - t0
-        # the adaptive budget learns what a swap costs on this machine
         get_settings().swap_cost.observe(self.last_update_seconds, self.vertex_count)
 
     def _open_progress(self, p: Progress) -> None:
@@ -489,6 +513,8 @@ class ZVLayerController:
         self._shown = _Shown(result.level, np.array(result.chunks, np.int64), result.key)
         self.vertex_count = int(result.vertex_count)
         self.trimmed = int(result.trimmed)
+        self._unreadable = [f for _, f in result.unreadable]
+        self._not_fetched = [".".join(map(str, c)) for c, _ in result.failed]
         self.shown = result.share
         for layer in self.layers:
             self._write_metadata(layer)
@@ -510,12 +536,12 @@ class ZVLayerController:
                 return token
         return uuid.uuid4().hex
 
-    def summary(self) -> str:
-        """The level line: store, level (locked?), chunks and vertices shown, what part of the
-        view that is and what was left out. Shown in ``viewer.status`` after each load and
-        after the layer name in the hover status (:mod:`.hover`)."""
+    def summary(self, *, named: bool = True) -> str:
+        """The level line: store (when ``named``), level (locked?), chunks and vertices shown,
+        what part of the view that is and what was left out. Shown in ``viewer.status`` after
+        each load and after the layer name in the hover status (:mod:`.hover`)."""
         text = (
-            f"{self.store.name}: level {self.level}"
+            f"{f'{self.store.name}: ' if named else ''}level {self.level}"
             f"{' (locked)' if self._locked is not None else ''}, "
             f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices"
         )
@@ -524,7 +550,17 @@ class ZVLayerController:
             text += f"; {part}"
         if self.trimmed:
             text += f"; {self.trimmed:,} chunks of the view not read (too many to read at once)"
+        if self.left_out:
+            files = ", ".join(self.left_out[:3]) + (", …" if len(self.left_out) > 3 else "")
+            text += f"; {len(self.left_out):,} unreadable chunk(s) left out ({files})"
         return text
+
+    @property
+    def left_out(self) -> list[str]:
+        """What the shown chunks lack: the stored file (or chunk key) of each chunk that
+        could not be read, the undecodable ones first (counted in :meth:`summary` on every
+        load, also after the core's one warning)."""
+        return [*self._unreadable, *self._not_fetched]
 
     def _status(self, text: str) -> None:
         viewer = self.viewer
@@ -541,6 +577,7 @@ class ZVLayerController:
         # incl. the budget what is on screen was cut to (an adaptive budget moves)
         meta.update(self.shown.as_metadata())
         meta["chunks_not_read"] = int(self.trimmed)
+        meta["chunks_left_out"] = list(self.left_out)
 
     def _update_layer(self, role: str, layer: Any, item: LayerData) -> None:
         data, kwargs, kind = item
