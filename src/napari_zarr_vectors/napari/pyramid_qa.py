@@ -209,6 +209,37 @@ def shown_of(shown: int, total: int, noun: str) -> str:
     return f"showing {shown:,} of {total:,} {noun} (capped by the vertex budget)"
 
 
+def chunk_batches(
+    chunks: np.ndarray, ndim: int, per_batch: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Group the chunks of a level into boxes of whole chunks holding about ``per_batch``
+    chunks each: runs of consecutive keys along the second spatial axis within one key of
+    the first (every key of the other axes). Returns ``(lo key, hi key)`` pairs (inclusive,
+    spatial axes; the axes after the second span the level's keys).
+
+    Resolving a level's links one batch at a time keeps each step short: a step's sort of
+    chunk keys holds the GIL, so one sort over a whole level stalled the UI thread."""
+    spatial = np.asarray(chunks, np.int64)[:, np.asarray(chunks).shape[1] - ndim :]
+    if not len(spatial):
+        return []
+    kmin, kmax = spatial.min(0), spatial.max(0)
+    if ndim < 2:
+        return [(kmin, kmax)]
+    pairs, counts = np.unique(spatial[:, :2], axis=0, return_counts=True)
+    out: list[tuple[np.ndarray, np.ndarray]] = []
+    start, total = 0, 0
+    for i in range(len(pairs)):
+        total += int(counts[i])
+        last = i + 1 == len(pairs) or pairs[i + 1, 0] != pairs[i, 0]
+        if total >= per_batch or last:
+            lo, hi = kmin.copy(), kmax.copy()
+            lo[:2] = pairs[start]
+            hi[:2] = pairs[i]
+            out.append((lo, hi))
+            start, total = i + 1, 0
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # asking first
 # --------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from ..layers import (
     _line_width,
     layers_from_geometry,
 )
-from ..pyramid_qa import SIDE_BY_SIDE, QAProgress, select_within, shown_of
+from ..pyramid_qa import SIDE_BY_SIDE, QAProgress, chunk_batches, select_within, shown_of
 from ..store_info import layer_scale, store_info
 from ..view_geometry import subset_to_budget
 
@@ -367,11 +367,17 @@ def links_job(
     :func:`~napari_zarr_vectors.format.pyramid.cross_level_segments`), keep at most
     ``budget / 2`` of them (two ends an arrow; thinned by object like the level of detail)
     and build their Vectors layer (role ``qa_links``)."""
-    yield QAProgress(0, 2, "reading link records")
-    seg = core.cross_level_segments(
-        store, level, delta, object_ids=object_ids, bbox=bbox, cache=shared_cache()
-    )
-    yield QAProgress(1, 2, f"building {len(seg):,} link(s)")
+    boxes = [bbox] if object_ids is not None or delta < 0 else _link_boxes(store, level, bbox)
+    parts = []
+    for i, box in enumerate(boxes):
+        yield QAProgress(i, len(boxes) + 1, f"reading link records ({i + 1}/{len(boxes)})")
+        parts.append(
+            core.cross_level_segments(
+                store, level, delta, object_ids=object_ids, bbox=box, cache=shared_cache()
+            )
+        )
+    seg = _concat_segments(parts, store, level, delta)
+    yield QAProgress(len(boxes), len(boxes) + 1, f"building {len(seg):,} link(s)")
     keep = select_within(budget // 2, ids=seg.fine_object_ids, positions=seg.fine)
     ids = None if seg.fine_object_ids is None else seg.fine_object_ids[keep]
     info = overlay_info(store, seg.fine_level)
@@ -402,4 +408,54 @@ def links_job(
         text += f"; {seg.n_missing:,} record(s) with a missing endpoint left out"
     return Built(
         make_layers([(data, kwargs, kind)]), text, seg.fine_level, int(keep.sum()), len(seg)
+    )
+
+
+#: chunks per step when resolving the links of a whole level or box (see
+#: :func:`..pyramid_qa.chunk_batches`)
+LINK_BATCH_CHUNKS = 16
+
+
+def _link_boxes(store: Any, level: int, bbox: Any) -> list[Any]:
+    """World boxes of whole chunks of ``level`` (within ``bbox`` when given), a few chunks
+    each: one :func:`~napari_zarr_vectors.format.pyramid.cross_level_segments` call per box.
+    Each box ends just below its last chunk's upper face (chunks are half-open), so a vertex
+    belongs to exactly one box."""
+    info = store.level(level)
+    ndim = store.ndim
+    cs = np.asarray(info.chunk_shape, np.float64)
+    origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, np.float64)
+    s_lo, s_hi = (np.asarray(b, np.float64) for b in store.bounds)
+    out = []
+    for k_lo, k_hi in chunk_batches(store.chunks(level), ndim, LINK_BATCH_CHUNKS):
+        lo = np.minimum(k_lo * cs + origin, s_lo)
+        hi = np.nextafter((k_hi + 1) * cs + origin, -np.inf)
+        lo[:2] = (k_lo * cs + origin)[:2]
+        hi[2:] = np.maximum(hi, s_hi)[2:]
+        if bbox is not None:
+            lo = np.maximum(lo, np.asarray(bbox[0], np.float64))
+            hi = np.minimum(hi, np.asarray(bbox[1], np.float64))
+            if np.any(lo > hi):
+                continue
+        out.append((lo, hi))
+    return out
+
+
+def _concat_segments(parts: list[Any], store: Any, level: int, delta: int) -> Any:
+    """One :class:`~napari_zarr_vectors.format.pyramid.CrossLevelSegments` of the parts."""
+    if len(parts) == 1:
+        return parts[0]
+    fine_level, coarse_level = sorted((level, level + delta))
+    if not parts:
+        z = np.empty((0, store.ndim), np.float64)
+        ids = None if store.object_index(fine_level) is None else np.empty(0, np.int64)
+        return core.CrossLevelSegments(z, z.copy(), ids, 0, fine_level, coarse_level)
+    ids = [p.fine_object_ids for p in parts]
+    return core.CrossLevelSegments(
+        np.concatenate([p.fine for p in parts]),
+        np.concatenate([p.coarse for p in parts]),
+        None if ids[0] is None else np.concatenate(ids),
+        sum(p.n_missing for p in parts),
+        fine_level,
+        coarse_level,
     )
