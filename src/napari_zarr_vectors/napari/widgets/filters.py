@@ -1,5 +1,10 @@
 """Group filter and object-attribute filter widgets.
 
+The controls are magicgui widgets (choices, range sliders, value lists, buttons); custom Qt
+remains for the texts (word-wrapped labels), the group list (ticked *and* highlighted items:
+magicgui's ``Select`` has one state only) and the titled frame of a filter with its
+histogram sparkline.
+
 Both edit the shared :class:`~napari_zarr_vectors.napari.browse_layers.BrowseSession` of the
 selected store: its filters are ANDed on the level-0 object table (vectorised) and sent to
 the target with ``set_object_filter(allowed_ids)``, which applies them at every level and
@@ -11,21 +16,19 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from qtpy.QtCore import Qt, QTimer
+from magicgui.widgets import ComboBox, Container, FloatRangeSlider, PushButton, RangeSlider, Select
+from qtpy.QtCore import Qt
 from qtpy.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
-    QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
-    QPushButton,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import qdebounced
 
 from ..browse import (
     CATEGORICAL,
@@ -60,35 +63,38 @@ class GroupFilterWidget(ZVBrowseWidget):
         super().__init__(napari_viewer)
         self.message = QLabel()
         self.message.setWordWrap(True)
-        self.label_by = QComboBox()
-        self.label_by.setToolTip("Group attribute used to label the groups")
+        self.label_by = ComboBox(label="Label by", choices=[])
+        self.label_by.tooltip = "Group attribute used to label the groups"
+        # custom Qt: each group is ticked (shown) and may be highlighted ("Only these")
         self.groups = QListWidget()
         self.groups.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.all_button = QPushButton("All")
-        self.none_button = QPushButton("None")
-        self.only_button = QPushButton("Only these")
-        self.only_button.setToolTip("Show only the highlighted groups")
+        self.all_button = PushButton(text="All")
+        self.none_button = PushButton(text="None")
+        self.only_button = PushButton(text="Only these")
+        self.only_button.tooltip = "Show only the highlighted groups"
         self.count = QLabel()
-
-        form = QFormLayout()
-        form.addRow("Label by", self.label_by)
-        buttons = QHBoxLayout()
-        for b in (self.all_button, self.none_button, self.only_button):
-            buttons.addWidget(b)
+        buttons = Container(
+            widgets=[self.all_button, self.none_button, self.only_button],
+            layout="horizontal",
+            labels=False,
+        )
+        buttons.margins = (0, 0, 0, 0)
+        form = Container(widgets=[self.label_by])
+        form.margins = (0, 0, 0, 0)
         self.controls = QWidget()
         box = QVBoxLayout(self.controls)
         box.setContentsMargins(0, 0, 0, 0)
-        box.addLayout(form)
+        box.addWidget(form.native)
         box.addWidget(self.groups)
-        box.addLayout(buttons)
+        box.addWidget(buttons.native)
         for w in (self.message, self.controls, self.count):
             self.layout().addWidget(w)
 
-        self.label_by.currentTextChanged.connect(self._relabel)
+        self.label_by.changed.connect(self._relabel)
         self.groups.itemChanged.connect(self._ticked)
-        self.all_button.clicked.connect(lambda: self.set_checked(None))
-        self.none_button.clicked.connect(lambda: self.set_checked([]))
-        self.only_button.clicked.connect(self.only_selected)
+        self.all_button.changed.connect(lambda *_: self.set_checked(None))
+        self.none_button.changed.connect(lambda *_: self.set_checked([]))
+        self.only_button.changed.connect(lambda *_: self.only_selected())
         self._updating = False
         self._on_active()
 
@@ -97,7 +103,7 @@ class GroupFilterWidget(ZVBrowseWidget):
         self._updating = True
         try:
             self.groups.clear()
-            self.label_by.clear()
+            self.label_by.choices = []
             table = self.session.table if self.session is not None else None
             if table is None:
                 self._show(None)
@@ -109,8 +115,8 @@ class GroupFilterWidget(ZVBrowseWidget):
                 self._show(NO_GROUPS)
                 return
             self._show(None, controls=True)
-            self.label_by.addItems(group_label_choices(table))
-            self._fill(self.label_by.currentText())
+            self.label_by.choices = group_label_choices(table)
+            self._fill(self.label_by.value)
         finally:
             self._updating = False
         self._filters_changed()
@@ -212,33 +218,32 @@ class AttributeFilterWidget(ZVBrowseWidget):
         super().__init__(napari_viewer)
         self.message = QLabel()
         self.message.setWordWrap(True)
-        self.choose = QComboBox()
-        self.add_button = QPushButton("Add filter")
-        self.clear_button = QPushButton("Clear all")
+        self.choose = ComboBox(choices=[])
+        self.add_button = PushButton(text="Add filter")
+        self.clear_button = PushButton(text="Clear all")
         self.rows_box = QWidget()
         self.rows = QVBoxLayout(self.rows_box)
         self.rows.setContentsMargins(0, 0, 0, 0)
         self.count = QLabel()
-        top = QHBoxLayout()
-        top.addWidget(self.choose, 1)
-        top.addWidget(self.add_button)
+        top = Container(widgets=[self.choose, self.add_button], layout="horizontal", labels=False)
+        top.margins = (0, 0, 0, 0)
         self.controls = QWidget()
         box = QVBoxLayout(self.controls)
         box.setContentsMargins(0, 0, 0, 0)
-        box.addLayout(top)
+        box.addWidget(top.native)
         box.addWidget(self.rows_box)
-        box.addWidget(self.clear_button)
+        box.addWidget(self.clear_button.native)
         for w in (self.message, self.controls, self.count):
             self.layout().addWidget(w)
-        self.add_button.clicked.connect(lambda: self.add_filter(self.choose.currentText()))
-        self.clear_button.clicked.connect(self.clear_filters)
+        self.add_button.changed.connect(lambda *_: self.add_filter(self.choose.value))
+        self.clear_button.changed.connect(lambda *_: self.clear_filters())
         self.filter_rows: dict[str, _FilterRow] = {}
         self._on_active()
 
     def _target_changed(self) -> None:
         clear_layout(self.rows)
         self.filter_rows = {}
-        self.choose.clear()
+        self.choose.choices = []
         table = self.session.table if self.session is not None else None
         if table is None:
             self._show(None)
@@ -250,7 +255,7 @@ class AttributeFilterWidget(ZVBrowseWidget):
             self._show(NO_ATTRIBUTES)
             return
         self._show(None, controls=True)
-        self.choose.addItems(list(table.attributes))
+        self.choose.choices = list(table.attributes)
         for name, f in list(self.session.filters.attribute_filters.items()):
             self.add_filter(name, existing=f)
         self._filters_changed()
@@ -306,7 +311,8 @@ class AttributeFilterWidget(ZVBrowseWidget):
 
 
 class _FilterRow(QGroupBox):
-    """The control of one attribute filter."""
+    """The control of one attribute filter: a range slider (numeric) or a value list
+    (categorical), in a titled frame (custom Qt) with the histogram as a sparkline."""
 
     def __init__(self, summary: AttributeSummary, changed: Any, remove: Any) -> None:
         super().__init__()
@@ -318,47 +324,37 @@ class _FilterRow(QGroupBox):
         info = QLabel(self._info_text())
         info.setWordWrap(True)
         head.addWidget(info, 1)
-        close = QToolButton()
-        close.setText("✕")
-        close.setToolTip("Remove this filter")
-        close.clicked.connect(lambda: remove(summary.name))
-        head.addWidget(close)
+        close = PushButton(text="✕", tooltip="Remove this filter")
+        close.changed.connect(lambda *_: remove(summary.name))
+        head.addWidget(close.native)
         layout.addLayout(head)
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(APPLY_DELAY_MS)
-        self._timer.timeout.connect(self.emit)
-        self.slider: Any = None
-        self.values: QListWidget | None = None
+        self._emit_later = qdebounced(self.emit, timeout=APPLY_DELAY_MS)
+        self.slider: RangeSlider | FloatRangeSlider | None = None
+        self.values: Select | None = None
         if summary.kind == CATEGORICAL:
-            self.values = QListWidget()
-            for value, n in zip(summary.categories, summary.counts, strict=False):
-                item = QListWidgetItem(f"{format_value(value)}  —  {n:,}")
-                item.setData(Qt.ItemDataRole.UserRole, value)
-                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-                item.setCheckState(Qt.CheckState.Checked)
-                self.values.addItem(item)
-            self.values.setMaximumHeight(min(160, 22 * (len(summary.categories) + 1)))
-            self.values.itemChanged.connect(lambda *_: self.emit())
-            layout.addWidget(self.values)
+            choices = [
+                (f"{format_value(value)}  —  {n:,}", value)
+                for value, n in zip(summary.categories, summary.counts, strict=False)
+            ]
+            self.values = Select(choices=choices, value=list(summary.categories))
+            self.values.tooltip = "The values shown (ctrl-click to add or remove one)"
+            self.values.native.setMaximumHeight(min(160, 22 * (len(summary.categories) + 1)))
+            self.values.changed.connect(lambda *_: self.emit())
+            layout.addWidget(self.values.native)
         elif summary.lo is not None:
-            from superqt import QLabeledDoubleRangeSlider, QLabeledRangeSlider
-
             if summary.integer:
-                self.slider = QLabeledRangeSlider(Qt.Orientation.Horizontal)
-                self.slider.setRange(int(summary.lo), int(summary.hi))
-                self.slider.setValue((int(summary.lo), int(summary.hi)))
+                lo, hi = int(summary.lo), int(summary.hi)
+                self.slider = RangeSlider(min=lo, max=hi, value=(lo, hi))
             else:
-                self.slider = QLabeledDoubleRangeSlider(Qt.Orientation.Horizontal)
-                self.slider.setRange(summary.lo, summary.hi)
-                self.slider.setDecimals(_decimals(summary.lo, summary.hi))
-                self.slider.setValue((summary.lo, summary.hi))
+                lo, hi = summary.lo, summary.hi
+                step = 10.0 ** -_decimals(lo, hi)
+                self.slider = FloatRangeSlider(min=lo, max=hi, value=(lo, hi), step=step)
             spark = QLabel(summary.sparkline())
             spark.setToolTip("histogram of the objects' values")
             spark.setStyleSheet("font-family: monospace; letter-spacing: 0px;")
             layout.addWidget(spark)
-            layout.addWidget(self.slider)
-            self.slider.valueChanged.connect(lambda *_: self._timer.start())
+            layout.addWidget(self.slider.native)
+            self.slider.changed.connect(lambda *_: self._emit_later())
         else:
             layout.addWidget(QLabel("no values to filter on"))
 
@@ -373,56 +369,51 @@ class _FilterRow(QGroupBox):
 
     # -- values --------------------------------------------------------------------------
     def set_range(self, lo: float, hi: float) -> None:
-        """Set the slider and apply at once (tests, scripts)."""
+        """Set the slider (clamped to its range) and apply at once (tests, scripts)."""
         if self.slider is None:
             raise ValueError(f"{self.summary.name} is not a numeric filter")
-        self.slider.setValue((lo, hi))
-        self._timer.stop()
+        kind = int if isinstance(self.slider, RangeSlider) else float
+        lo, hi = max(kind(lo), self.slider.min), min(kind(hi), self.slider.max)
+        with self.slider.changed.blocked():
+            self.slider.value = (lo, hi)
+        self._emit_later.cancel()
         self.emit()
 
     def set_values(self, values: list[Any]) -> None:
-        """Tick exactly ``values`` and apply."""
+        """Choose exactly ``values`` and apply."""
         if self.values is None:
             raise ValueError(f"{self.summary.name} is not a categorical filter")
-        self.values.blockSignals(True)
-        for i in range(self.values.count()):
-            item = self.values.item(i)
-            on = item.data(Qt.ItemDataRole.UserRole) in values
-            item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-        self.values.blockSignals(False)
+        self._select(values)
         self.emit()
+
+    def _select(self, values: Any) -> None:
+        if self.values is None:
+            return
+        with self.values.changed.blocked():
+            self.values.value = [v for v in self.summary.categories if v in values]
 
     def current(self) -> Any:
         """The filter this row stands for (``None`` while it lets everything through)."""
         s = self.summary
         if self.values is not None:
-            chosen = [
-                self.values.item(i).data(Qt.ItemDataRole.UserRole)
-                for i in range(self.values.count())
-                if self.values.item(i).checkState() == Qt.CheckState.Checked
-            ]
-            if len(chosen) == self.values.count():
+            selected = self.values.value
+            chosen = [v for v in s.categories if v in selected]
+            if len(chosen) == len(s.categories):
                 return None
             return ValueFilter(s.name, tuple(chosen))
         if self.slider is None:
             return None
-        lo, hi = (float(v) for v in self.slider.value())
+        lo, hi = (float(v) for v in self.slider.value)
         if lo <= s.lo and hi >= s.hi:
             return None
         return RangeFilter(s.name, lo, hi)
 
     def restore(self, f: Any) -> None:
         if isinstance(f, RangeFilter) and self.slider is not None:
-            self.slider.blockSignals(True)
-            self.slider.setValue((f.lo, f.hi))
-            self.slider.blockSignals(False)
+            with self.slider.changed.blocked():
+                self.slider.value = (f.lo, f.hi)
         elif isinstance(f, ValueFilter) and self.values is not None:
-            self.values.blockSignals(True)
-            for i in range(self.values.count()):
-                item = self.values.item(i)
-                on = item.data(Qt.ItemDataRole.UserRole) in f.values
-                item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-            self.values.blockSignals(False)
+            self._select(f.values)
 
     def emit(self) -> None:
         self._changed(self.summary.name, self.current())

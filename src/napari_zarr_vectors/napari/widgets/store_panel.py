@@ -25,6 +25,8 @@ class StorePanel(ZVBrowseWidget):
 
     def __init__(self, napari_viewer: Any) -> None:
         super().__init__(napari_viewer)
+        # custom Qt: the panel has no controls, only a scrollable rich-text table, which
+        # magicgui has no widget for
         self.body = QLabel()
         self.body.setTextFormat(Qt.TextFormat.RichText)
         self.body.setWordWrap(True)
