@@ -376,8 +376,10 @@ def layer_colours(layer: Any) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Colour:
-    """The colouring of one colour channel of a layer (face, edge, tracks, surface)."""
+class ChannelColour:
+    """The colouring of one colour channel of a live layer (face, edge, tracks, surface), as
+    :func:`capture` reads it (a fresh layer's *default* colouring is the builders' own, in
+    :mod:`.layers`)."""
 
     mode: str  # "direct", "cycle", "colormap"
     feature: str | None
@@ -391,7 +393,7 @@ class _Colour:
 class LayerColour:
     """A layer's colouring as :func:`capture` reads it: its colour channel and point size."""
 
-    channel: _Colour | None
+    channel: ChannelColour | None
     size: float | None = None
 
 
@@ -401,7 +403,7 @@ class ColourMemory:
     what the user changed since (through napari's layer controls)."""
 
     applied: LayerColour  # what the last swap left on the layer
-    intent: _Colour | None = None  # the colouring the user chose (None: the builder's)
+    intent: ChannelColour | None = None  # the colouring the user chose (None: the builder's)
     size: float | None = None  # the point size the user chose (None: the builder's)
     limits: dict[str, Any] = field(default_factory=dict)  # first contrast limits per feature
 
@@ -432,12 +434,12 @@ def capture(layer: Any) -> LayerColour:
         return LayerColour(_capture_manager(layer, attr), size)
     if kind == "tracks":
         return LayerColour(
-            _Colour("colormap", layer.color_by, str(layer.colormap), None, None, None)
+            ChannelColour("colormap", layer.color_by, str(layer.colormap), None, None, None)
         )
     if kind == "surface":
         cmap = layer.colormap
         return LayerColour(
-            _Colour(
+            ChannelColour(
                 "colormap",
                 (_meta(layer) or {}).get("colour_by"),
                 getattr(cmap, "name", str(cmap)),
@@ -449,7 +451,7 @@ def capture(layer: Any) -> LayerColour:
     return LayerColour(None)
 
 
-def _capture_manager(layer: Any, attr: str) -> _Colour:
+def _capture_manager(layer: Any, attr: str) -> ChannelColour:
     mode = str(getattr(layer, f"{attr}_color_mode"))
     feature = colour_feature(layer, attr)
     cmap = getattr(layer, f"{attr}_colormap", None)
@@ -461,7 +463,7 @@ def _capture_manager(layer: Any, attr: str) -> _Colour:
             uniform = tuple(float(c) for c in colours[0])
         elif len(colours):
             fingerprint = hash(colours.tobytes())
-    return _Colour(
+    return ChannelColour(
         mode,
         feature if mode != "direct" else None,
         getattr(cmap, "name", None),
@@ -562,7 +564,7 @@ def _keep_point_size(layer: Any, kwargs: dict, memory: ColourMemory) -> None:
 
 
 def _builder_colour(attr: str, kwargs: dict, memory: ColourMemory) -> Any:
-    """The colouring a builder proposes: a :class:`_Colour` for a colour-by feature (with
+    """The colouring a builder proposes: a :class:`ChannelColour` for a colour-by feature (with
     the contrast limits first seen for it), else the direct colour(s) as given."""
     colour = kwargs.get(f"{attr}_color")
     features = kwargs.get("features", {})
@@ -571,16 +573,16 @@ def _builder_colour(attr: str, kwargs: dict, memory: ColourMemory) -> Any:
         limits = kwargs.get(f"{attr}_contrast_limits")
         if limits is not None:
             limits = memory.limits.setdefault(colour, tuple(float(v) for v in limits))
-        return _Colour("colormap", colour, getattr(cmap, "name", cmap), limits, None, None)
+        return ChannelColour("colormap", colour, getattr(cmap, "name", cmap), limits, None, None)
     return colour
 
 
 def _apply_colour(layer: Any, attr: str, target: Any) -> None:
-    """Colour ``layer``'s ``attr`` channel: a :class:`_Colour` (feature or uniform), or
+    """Colour ``layer``'s ``attr`` channel: a :class:`ChannelColour` (feature or uniform), or
     direct colour(s) (a name or an ``(N, 4)`` array); changes only what differs."""
     if target is None:
         return
-    if not isinstance(target, _Colour):
+    if not isinstance(target, ChannelColour):
         setattr(layer, f"{attr}_color", target)
         return
     if target.mode == "direct":
