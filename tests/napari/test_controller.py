@@ -515,6 +515,42 @@ def test_a_big_store_opens_with_its_bounds_and_loads_its_data_in_the_background(
     assert controller_for(tracks) is c and "level" in viewer.status
 
 
+def test_a_big_store_shows_a_preview_of_its_central_chunks_first(
+    make_napari_viewer, qtbot, monkeypatch, tmp_path
+):
+    """Issue 15: a first load of many chunks draws its first batch (the chunks nearest the
+    centre) at once, then the whole view."""
+    import warnings
+
+    zv_polylines = pytest.importorskip("zarr_vectors.types.polylines")
+    from napari_zarr_vectors.napari import reader
+
+    rng = np.random.default_rng(0)
+    walks = list(rng.uniform(1, 99, (3_000, 1, 3)) + rng.normal(0, 1, (3_000, 2, 3)))
+    path = tmp_path / "many.zarrvectors"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zv_polylines.write_polylines(
+            str(path),
+            [np.clip(w, 0, 99.9).astype(np.float32) for w in walks],
+            chunk_shape=(25.0, 25.0, 25.0),
+            bounds=([0.0] * 3, [100.0] * 3),
+        )
+    monkeypatch.setattr(reader, "BACKGROUND_READ_VERTICES", 0)
+    viewer = make_napari_viewer()
+    c = open_in_viewer(viewer, path, vertex_budget=400)
+    seen: list[tuple[int, int]] = []
+    c.events.refreshed.connect(lambda: seen.append((len(c.chunks), c.vertex_count)))
+    settle(qtbot, c)
+    assert len(seen) == 2, seen
+    (first_chunks, first_rows), (last_chunks, last_rows) = seen
+    assert first_chunks == 16 < last_chunks == len(c.chunks)
+    assert 0 < first_rows <= 400 and 0 < last_rows <= 400
+    assert len(c.layers[0].data) == last_rows
+    meta = c.layers[0].metadata["zarr_vectors"]
+    assert meta["shown_fraction"] < 1 and meta["vertices_shown"] == last_rows
+
+
 def test_the_default_colouring_is_the_same_at_every_level(make_napari_viewer, qtbot):
     """Issue 16: polylines defaulted to their vertex attribute at level 0 and to the
     direction at coarse levels (which store no vertex attributes)."""

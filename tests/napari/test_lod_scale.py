@@ -213,6 +213,58 @@ def test_the_subset_is_stable_across_pans_and_grows_when_zooming_in(tiny_objects
     assert np.all(ranks < zoomed.share.fraction)
 
 
+def run_all(ld: Loader, request: LoadRequest):
+    """Drive :meth:`Loader.run` to its end: ``(previews, result)``."""
+    gen, previews = ld.run(request), []
+    while True:
+        try:
+            progress = next(gen)
+        except StopIteration as stop:
+            return previews, stop.value
+        if progress.preview is not None:
+            previews.append((progress.done, progress.total, progress.preview))
+
+
+@pytest.mark.parametrize("fixture", ["tiny_objects", "skeletons"])
+def test_a_first_load_shows_a_preview_of_its_central_chunks_then_the_whole(request, fixture):
+    store = request.getfixturevalue(fixture)
+    budget = 300
+    ld = loader(store)
+    plan, _ = ld.plan(LoadRequest(budget=budget))
+    previews, final = run_all(ld, LoadRequest(budget=budget, progressive=True))
+    assert len(previews) == 1
+    done, total, preview = previews[0]
+    # the first batch is batch_chunks chunks, the nearest the store's centre
+    assert done == len(preview.chunks) == 16 < total == len(final.chunks)
+    centre = (np.asarray(store.bounds[0]) + np.asarray(store.bounds[1])) / 2
+    edge = np.asarray(store.level(0).chunk_shape)
+
+    def dist(chunks):
+        return np.linalg.norm((np.asarray(chunks) + 0.5) * edge - centre, axis=-1) / edge[0]
+
+    assert dist(preview.chunks).max() <= np.sort(dist(final.chunks))[15] + 1e-9
+    assert {tuple(c) for c in preview.chunks.tolist()} <= {tuple(c) for c in final.chunks.tolist()}
+    # about as dense as the final picture: no object ranked above the plan's fraction (the
+    # estimate for the whole view), within the budget
+    assert 0 < preview.vertex_count <= budget and held(preview) == preview.vertex_count
+    ranks = object_rank(np.asarray(sorted(shown_ids(preview))))
+    assert np.all(ranks < plan.fraction) and plan.fraction < 1 and final.share.fraction < 1
+    assert preview.key != final.key and preview.key[1:] == final.key
+    # the final result is exactly what a load without a preview gives
+    plain = loader(store).load(LoadRequest(budget=budget))
+    assert shown_ids(plain) == shown_ids(final) and plain.vertex_count == final.vertex_count
+
+
+def test_no_preview_unless_asked_or_when_one_batch_holds_everything(tiny_objects):
+    previews, _ = run_all(loader(tiny_objects), LoadRequest(budget=300))
+    assert previews == []
+    close = view3d(8.0)  # a few chunks: one batch
+    previews, result = run_all(
+        loader(tiny_objects), LoadRequest(view=close, budget=300, progressive=True)
+    )
+    assert previews == [] and 0 < len(result.chunks) <= 16
+
+
 def test_filters_combine_with_the_subset(tiny_objects):
     ld = loader(tiny_objects)
     allowed = np.arange(0, 3_000, 3)

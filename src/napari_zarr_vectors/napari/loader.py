@@ -82,6 +82,9 @@ class LoadRequest:
     #: the :attr:`LoadResult.key` on screen: a plan with the same key is not loaded again
     current_key: tuple | None = None
     force: bool = False
+    #: nothing is on screen yet: a load of several batches first shows a preview built
+    #: from its first batch (the chunks nearest the view centre), see :attr:`Progress.preview`
+    progressive: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ class Progress:
     level: int
     done: int
     total: int
+    #: a progressive load's first picture: its first batch assembled within a share of the
+    #: budget in proportion to the chunks fetched (the final result replaces it)
+    preview: LoadResult | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,9 @@ class LoadResult:
     trimmed: int = 0
     #: chunks that failed to load and were left out: ``(chunk, error message)``
     failed: list[tuple[tuple[int, ...], str]] = field(default_factory=list)
+    #: chunks left out because their bytes do not decode, on every load that needs them
+    #: (the core warns only the first time): ``(chunk, stored file)``
+    unreadable: list[tuple[tuple[int, ...], str]] = field(default_factory=list)
     #: ``True`` when the plan equals what is on screen: nothing to update
     unchanged: bool = False
     #: the store-order box the geometry was cropped to (``None``: whole chunks)
@@ -313,28 +322,51 @@ class Loader:
                 key,
                 unchanged=True,
                 trimmed=plan.trimmed,
+                unreadable=self.cache.unreadable_in(plan.level, plan.chunks),
                 crop=crop,
             )
         failed: list[tuple[tuple[int, ...], str]] = []
-        ok = yield from self._fetch(request, plan, failed, cancelled)
+
+        def preview(fetched: np.ndarray) -> LoadResult:
+            """The chunks fetched so far (``fetched``, plan order), showing at most the
+            plan's object fraction: about as dense as the final picture."""
+            return self._result(request, plan, fetched, ("preview", *key), crop, [], plan.fraction)
+
+        ok = yield from self._fetch(
+            request, plan, failed, cancelled, preview if request.progressive else None, crop
+        )
         if ok is None:
             return None
-        subset, fraction, read = self._assemble(plan, ok, crop, request)
-        if cancelled():
-            return None
+        result = self._result(request, plan, ok, key, crop, failed)
+        return None if cancelled() else result
+
+    def _result(
+        self,
+        request: LoadRequest,
+        plan: lod.LevelPlan,
+        chunks: np.ndarray,
+        key: tuple,
+        crop: tuple[np.ndarray, np.ndarray] | None,
+        failed: list[tuple[tuple[int, ...], str]],
+        max_fraction: float = 1.0,
+    ) -> LoadResult:
+        """Assemble fetched ``chunks`` into layer data within ``request.budget``, showing at
+        most ``max_fraction`` of the objects."""
+        subset, fraction, read = self._assemble(plan, chunks, crop, request, max_fraction)
         geometry = subset.geometry
         layer_data = layers_from_geometry(geometry, self.info(plan.level), bounds_layer=False)
         scale = 1.0 / read if read > 0 else 1.0
         return LoadResult(
             request.generation,
             plan.level,
-            ok,
+            chunks,
             key,
             geometry=geometry,
             layer_data=layer_data,
             vertex_count=subset.vertices_shown,
             trimmed=plan.trimmed,
-            failed=failed,
+            failed=list(failed),
+            unreadable=self.cache.unreadable_in(plan.level, chunks),
             crop=crop,
             share=ViewShare(
                 fraction=fraction,
@@ -353,6 +385,7 @@ class Loader:
         chunks: np.ndarray,
         crop: tuple[np.ndarray, np.ndarray] | None,
         request: LoadRequest,
+        max_fraction: float = 1.0,
     ) -> tuple[view_geometry.Subset, float, float]:
         """Read a little more than the planned object fraction of ``chunks``, crop it to the
         view and cut it to the budget exactly (:func:`.view_geometry.subset_to_budget`).
@@ -366,7 +399,10 @@ class Loader:
         if request.allowed_ids is not None and len(ids):
             ids = ids[np.isin(ids, request.allowed_ids)]
         ranks = view_geometry.object_rank(ids) if len(ids) else None
-        fraction = 1.0 if ranks is None else view_geometry.ladder_step(plan.fraction, READ_AHEAD)
+        if ranks is None:
+            fraction = 1.0
+        else:
+            fraction = min(view_geometry.ladder_step(plan.fraction, READ_AHEAD), max_fraction)
         for attempt in range(MAX_REREADS + 1):
             wanted = request.allowed_ids if by_object else None
             if ranks is not None and fraction < 1.0:
@@ -382,12 +418,15 @@ class Loader:
             subset = view_geometry.subset_to_budget(geometry, request.budget)
             if subset.fraction < 1.0:  # cut among objects that were all read: exact
                 return subset, subset.fraction, fraction
-            if fraction >= 1.0 or attempt == MAX_REREADS:
+            if fraction >= max_fraction or attempt == MAX_REREADS:
                 break
             shown = max(subset.vertices_shown, 1)
-            fraction = max(
-                view_geometry.ladder_floor(fraction * request.budget / shown),
-                view_geometry.ladder_step(fraction, 1),
+            fraction = min(
+                max(
+                    view_geometry.ladder_floor(fraction * request.budget / shown),
+                    view_geometry.ladder_step(fraction, 1),
+                ),
+                max_fraction,
             )
         return subset, fraction, fraction
 
@@ -412,7 +451,12 @@ class Loader:
         plan: lod.LevelPlan,
         failed: list[tuple[tuple[int, ...], str]],
         cancelled: Callable[[], bool],
+        preview: Callable[[np.ndarray], LoadResult] | None = None,
+        crop: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> Generator[Progress, None, np.ndarray | None]:
+        """Fetch the plan's chunks in batches, nearest the view centre first, yielding
+        :class:`Progress` after each; with ``preview``, the first of several batches also
+        carries ``preview(rows fetched)``. Returns the chunks that loaded (plan order)."""
         chunks = np.asarray(plan.chunks, dtype=np.int64)
         total = len(chunks)
         yield Progress(request.generation, plan.level, 0, total)
@@ -420,10 +464,14 @@ class Loader:
         # at least batch_chunks per batch, and at most MAX_BATCHES batches: small batches
         # report often, large ones let the core read many files at once
         size = self._batch_override or max(self.batch_chunks, -(-total // MAX_BATCHES))
-        for start in range(0, total, size):
+        order = self._centre_out(plan.level, chunks, crop)
+        # a preview comes from a first batch of batch_chunks, the nearest the centre
+        first = self.batch_chunks if preview is not None and total > size else size
+        starts = [0, *range(first, total, size)]
+        for start, end in zip(starts, [*starts[1:], total], strict=True):
             if cancelled():
                 return None
-            batch = chunks[start : start + size]
+            batch = chunks[order[start:end]]
             try:
                 self.store.prefetch(plan.level, batch, self.cache)
             except _FATAL:
@@ -438,13 +486,34 @@ class Loader:
                         key = tuple(int(v) for v in c)
                         bad.add(key)
                         failed.append((key, f"{type(exc).__name__}: {exc}"))
-            yield Progress(request.generation, plan.level, min(start + len(batch), total), total)
+            shown = None
+            if preview is not None and start == 0 and end < total and not cancelled():
+                rows = np.sort(order[:end])
+                ok = [r for r in rows.tolist() if tuple(chunks[r].tolist()) not in bad]
+                shown = preview(chunks[ok])
+                shown = shown if shown.vertex_count else None  # nothing to show yet
+            yield Progress(request.generation, plan.level, end, total, shown)
         if cancelled():
             return None
         if not bad:
             return chunks
         keep = [i for i, c in enumerate(chunks.tolist()) if tuple(c) not in bad]
         return chunks[keep]
+
+    def _centre_out(
+        self, level: int, chunks: np.ndarray, crop: tuple[np.ndarray, np.ndarray] | None
+    ) -> np.ndarray:
+        """Rows of ``chunks`` ordered by distance (in chunk edges) from the centre of
+        ``crop``, or of the store's bounds without a crop."""
+        info = self.store.level(level)
+        if not len(chunks) or info.key_ndim != self.ndim:
+            return np.arange(len(chunks))
+        box = crop if crop is not None else self.store.bounds
+        centre = (np.asarray(box[0], np.float64) + np.asarray(box[1], np.float64)) / 2
+        edge = np.asarray(info.chunk_shape, dtype=np.float64)
+        origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, np.float64)
+        mid = (chunks + 0.5) * edge + origin
+        return np.argsort(np.linalg.norm((mid - centre) / edge, axis=1), kind="stable")
 
     def _learn(self, level: int, geometry: Geometry, fraction: float) -> None:
         """Remember per-chunk row counts for later estimates (rows of a read of ``fraction``

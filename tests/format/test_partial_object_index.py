@@ -1,0 +1,69 @@
+"""A read of a few objects decodes only their manifests while the level's full object index
+is not decoded (a 200,000-object store's first picture needs a few hundred), and gives
+exactly what a read through the full index gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format import store as store_module
+
+DATA = Path(__file__).parents[1] / "data"
+CASES = [
+    (gen, name)
+    for gen in ("v07", "v09")
+    for name in ("polylines", "streamlines", "graph", "skeleton", "mesh")
+    if (DATA / gen / f"{name}.zarrvectors").is_dir()
+]
+
+
+def _same(a, b) -> None:
+    np.testing.assert_array_equal(a.positions, b.positions)
+    np.testing.assert_array_equal(a.vertex_object_ids, b.vertex_object_ids)
+    assert len(a.paths) == len(b.paths)
+    for p, q in zip(a.paths, b.paths, strict=True):
+        np.testing.assert_array_equal(p, q)
+    np.testing.assert_array_equal(a.path_object_ids, b.path_object_ids)
+    np.testing.assert_array_equal(np.asarray(a.edges), np.asarray(b.edges))
+
+
+@pytest.mark.parametrize(("gen", "name"), CASES)
+def test_a_partial_index_reads_what_the_full_index_reads(gen, name, monkeypatch) -> None:
+    path = DATA / gen / f"{name}.zarrvectors"
+    full = nzv.open_store(path)
+    index = full.object_index(0)
+    ids = index.ids[index.present]
+    decoded: list[int] = []
+    real = store_module.decode_object_index
+
+    def counting(table, *args, **kwargs):
+        decoded.append(len(table.ids))
+        return real(table, *args, **kwargs)
+
+    monkeypatch.setattr(store_module, "decode_object_index", counting)
+    monkeypatch.setattr(store_module, "PARTIAL_INDEX_SHARE", 1)  # always partial
+    lo, hi = (np.asarray(b, np.float64) for b in full.bounds)
+    box = (lo, lo + (hi - lo) * 0.6)
+    picks = [ids[:1], ids[-2:], ids[::3]]
+    for pick in picks:
+        part = nzv.open_store(path)
+        assert np.array_equal(part.object_ids(0), index.ids)  # from the raw table
+        decoded.clear()
+        _same(part.read(0, object_ids=pick), full.read(0, object_ids=pick))
+        _same(part.read(0, bbox=box, object_ids=pick), full.read(0, bbox=box, object_ids=pick))
+        # only the picked objects' manifests were decoded, never the whole index
+        assert decoded and max(decoded) == len(np.unique(pick))
+
+
+def test_a_large_selection_decodes_the_full_index_once() -> None:
+    path = DATA / "v09" / "polylines.zarrvectors"
+    store = nzv.open_store(path)
+    ids = store.object_ids(0)
+    assert 0 not in store._object_index  # noqa: SLF001 - nothing decoded yet
+    store.read(0, object_ids=ids)  # every object: more than 1/PARTIAL_INDEX_SHARE
+    assert store.object_index(0) is store._object_index[0]  # noqa: SLF001
+    assert 0 not in store._object_tables  # noqa: SLF001 - the raw table is released
