@@ -153,6 +153,34 @@ def test_time_and_channel_get_a_vectors_bounds_box(tmp_path):
     assert len(data) == 5 * 2**4  # the edges of a 5-D box
 
 
+@pytest.mark.parametrize(
+    ("t_lo", "kinds"), [(0.0, ("tracks", "tracks")), (-5.0, ("vectors", "vectors"))]
+)
+def test_negative_times_which_napari_tracks_refuse_give_vectors(t_lo, kinds):
+    from napari_zarr_vectors.format.geometry import Geometry
+    from napari_zarr_vectors.napari.layers import StoreInfo, layers_from_geometry
+
+    info = StoreInfo(
+        path="p",
+        name="n",
+        geometry_type="polyline",
+        axes=("t", "x", "y"),
+        units=(None,) * 3,
+        bounds=(np.array([t_lo, 0.0, 0.0]), np.array([5.0, 10.0, 10.0])),
+        axis_types=("time", "space", "space"),
+    )
+    positions = np.array([[t_lo, 1, 1], [1, 2, 2], [2, 3, 2]], float)
+    geometry = Geometry("polyline", 0, positions, paths=[np.arange(3)])
+    out = layers_from_geometry(geometry, info)
+    assert tuple(kind for _, _, kind in out) == kinds
+    data, kwargs, kind = out[1]
+    if kind == "tracks":
+        assert np.asarray(data)[:, 1].tolist() == [t_lo, 1, 2]  # the stored times
+    else:
+        starts = np.asarray(data)[:, 0] * np.asarray(kwargs["scale"])
+        assert starts[:, 0].tolist() == [t_lo, 1]
+
+
 def test_the_time_slider_loads_only_that_time(make_napari_viewer, qtbot, points_t3d):
     path, pos = points_t3d
     viewer = make_napari_viewer()

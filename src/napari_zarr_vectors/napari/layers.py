@@ -139,9 +139,11 @@ class StoreInfo:
     @property
     def time_column(self) -> bool:
         """Tracks layers take their time column from the store: the store has exactly one
-        non-space axis and two or three space axes (napari Tracks hold ``t`` plus 2-D or
-        3-D positions)."""
-        return self.n_lead == 1 and len(self.space) in (2, 3)
+        non-space axis, never below 0 (napari Tracks hold times >= 0 plus 2-D or 3-D
+        positions), and two or three space axes."""
+        if self.n_lead != 1 or len(self.space) not in (2, 3):
+            return False
+        return bool(np.asarray(self.bounds[0], dtype=float)[self.order[0]] >= 0)
 
     @property
     def tracks_fit(self) -> bool:
@@ -330,7 +332,7 @@ def bounds_box_layer(info: StoreInfo) -> LayerData:
     four space axes) the edges of the box of every axis as a Vectors layer.
     """
     lo, hi = (np.asarray(b, dtype=float) for b in info.bounds)
-    tracks = info.tracks_fit and not (info.time_column and lo[info.order[0]] < 0)
+    tracks = info.tracks_fit
     box_axes = info.space if tracks else np.arange(info.ndim)
     k = len(box_axes)
     corners = np.array(np.meshgrid(*[[0, 1]] * k, indexing="ij")).reshape(k, -1).T
