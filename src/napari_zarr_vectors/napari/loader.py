@@ -23,6 +23,7 @@ One run, for one :class:`LoadRequest`:
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -95,8 +96,8 @@ class Progress:
     level: int
     done: int
     total: int
-    #: a progressive load's first picture: its first batch assembled within a share of the
-    #: budget in proportion to the chunks fetched (the final result replaces it)
+    #: a progressive load's first picture: its first batch, within the batch's estimated
+    #: share of the budget and the plan's object fraction (the final result replaces it)
     preview: LoadResult | None = None
 
 
@@ -327,10 +328,19 @@ class Loader:
             )
         failed: list[tuple[tuple[int, ...], str]] = []
 
-        def preview(fetched: np.ndarray) -> LoadResult:
-            """The chunks fetched so far (``fetched``, plan order), showing at most the
-            plan's object fraction: about as dense as the final picture."""
-            return self._result(request, plan, fetched, ("preview", *key), crop, [], plan.fraction)
+        def preview(rows: np.ndarray) -> LoadResult:
+            """The chunks ``plan.chunks[rows]`` fetched so far, within their estimated share
+            of the budget and at most the plan's object fraction: no denser than the final
+            picture is expected to be (it then only adds objects)."""
+            est = np.asarray(plan.estimates, np.float64)
+            whole = float(est.sum()) if est.size == len(plan.chunks) else 0.0
+            share = float(est[rows].sum()) / whole if whole > 0 else len(rows) / len(plan.chunks)
+            cut = dataclasses.replace(request, budget=max(int(request.budget * share), 1))
+            fetched = plan.chunks[np.sort(rows)]
+            result = self._result(cut, plan, fetched, ("preview", *key), crop, [], plan.fraction)
+            return dataclasses.replace(
+                result, share=dataclasses.replace(result.share, budget=int(request.budget))
+            )
 
         ok = yield from self._fetch(
             request, plan, failed, cancelled, preview if request.progressive else None, crop
@@ -490,7 +500,7 @@ class Loader:
             if preview is not None and start == 0 and end < total and not cancelled():
                 rows = np.sort(order[:end])
                 ok = [r for r in rows.tolist() if tuple(chunks[r].tolist()) not in bad]
-                shown = preview(chunks[ok])
+                shown = preview(np.asarray(ok, np.int64))
                 shown = shown if shown.vertex_count else None  # nothing to show yet
             yield Progress(request.generation, plan.level, end, total, shown)
         if cancelled():
