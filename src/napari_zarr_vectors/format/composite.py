@@ -102,13 +102,23 @@ class CompositeGeometryStore:
             for lv in parent.levels
             if lv.index in self._entries
         ]
-        self.root = parent.root
-        self.layout = parent.layout
+        # the parent's layout, private: its attribute listings are the store's own geometry's
+        self._layout = parent.layout
 
     # -- the Store metadata API, from the parent -----------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        # path, name, axes, axis_types, units, bounds, ndim, chunk_shape, generation ...
-        return getattr(self._parent, name)
+    path = property(lambda self: self._parent.path, doc="The store's location.")
+    name = property(lambda self: self._parent.name, doc="The store's display name.")
+    remote = property(lambda self: self._parent.remote, doc="Reached over a network.")
+    listable = property(lambda self: self._parent.listable, doc="The store lists its keys.")
+    zv_version = property(lambda self: self._parent.zv_version, doc="Format version.")
+    generation = property(lambda self: self._parent.generation, doc="Container layout.")
+    ndim = property(lambda self: self._parent.ndim, doc="Number of axes.")
+    axes = property(lambda self: self._parent.axes, doc="Axis names, column order.")
+    axis_types = property(lambda self: self._parent.axis_types, doc="Axis types.")
+    units = property(lambda self: self._parent.units, doc="Axis units.")
+    bounds = property(lambda self: self._parent.bounds, doc="The store's bounds.")
+    chunk_shape = property(lambda self: self._parent.chunk_shape, doc="Level-0 chunk edge.")
+    base_bin_shape = property(lambda self: self._parent.base_bin_shape, doc="Level-0 bin.")
 
     @property
     def geometry_type(self) -> str:
@@ -138,7 +148,7 @@ class CompositeGeometryStore:
         """``(K, ndim)`` chunks of the level holding vertices of this geometry."""
         with self._lock:
             if level not in self._chunk_lists:
-                self._chunk_lists[level] = self.layout.list_chunks(level, self._array(level))
+                self._chunk_lists[level] = self._layout.list_chunks(level, self._array(level))
             return self._chunk_lists[level]
 
     # -- no objects, groups or attributes ------------------------------------------------
@@ -240,9 +250,9 @@ class CompositeGeometryStore:
         ``chunks`` of each vertex's chunk."""
         array = self._array(level)
         ndim = self._parent.ndim
-        meta = self.layout.array_attributes(level, array) or {}
+        meta = self._layout.array_attributes(level, array) or {}
         dtype = parse_dtype(str(meta.get("dtype", "float32")))
-        cells = self.layout.read_cells(level, [array], chunks)[array] if len(chunks) else []
+        cells = self._layout.read_cells(level, [array], chunks)[array] if len(chunks) else []
         parts, owner = [], []
         for i, (chunk, raw) in enumerate(zip(chunks.tolist(), cells, strict=True)):
             try:
@@ -270,7 +280,7 @@ class CompositeGeometryStore:
         kept vertices."""
         width = 3 if self._geometry_type == "mesh" else 2
         name = self._array(level, "links_array")
-        links = None if name is None else self.layout.read_whole(level, name)
+        links = None if name is None else self._layout.read_whole(level, name)
         if links is None:
             return np.empty((0, width), np.int64)
         links = np.asarray(links, np.int64).reshape(-1, width)
