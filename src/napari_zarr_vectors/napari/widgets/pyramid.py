@@ -954,7 +954,8 @@ class PyramidQAWidget(ZVBrowseWidget):
                 table.setItem(r, c, item)
         table.resizeRowsToContents()
         shown = min(len(rows), 8)
-        height = table.horizontalHeader().height() + 2 * table.frameWidth() + 18
+        height = table.horizontalHeader().height() + 2 * table.frameWidth() + 4
+        height += table.horizontalScrollBar().sizeHint().height()
         height += sum(table.rowHeight(r) for r in range(shown))
         table.setMinimumHeight(height)
         table.setMaximumHeight(height)
