@@ -56,7 +56,7 @@ def rows_sorted(a: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("name", sorted(V07_STORES))
 def test_claims_every_v07_store(name):
-    assert napari_get_reader(str(v07_store(name))) is zv_reader.read_zarr_vectors
+    assert napari_get_reader(str(v07_store(name))) is zv_reader.read_for_napari
 
 
 def test_claims_trailing_slash_root_json_and_path_objects():
@@ -72,15 +72,20 @@ def test_not_mine_for_plain_zarr_empty_folder_files_and_missing_paths(tmp_path):
     group = zarr.open_group(str(plain), mode="w")
     group.create_array("data", shape=(4, 4), dtype="uint8")
     group.attrs["multiscales"] = [{"version": "0.4", "datasets": [{"path": "data"}]}]
-    empty = tmp_path / "empty.zarrvectors"
+    empty = tmp_path / "empty"
     empty.mkdir()
-    broken = tmp_path / "broken.zarrvectors"
+    broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "zarr.json").write_text("{not json")
     text = tmp_path / "notes.txt"
     text.write_text("hello")
     for path in (plain, empty, broken, text, tmp_path / "missing.zarrvectors"):
         assert napari_get_reader(str(path)) is None, path
+    # folders named as stores are claimed, so that opening them says what is wrong
+    # (tests/napari/test_errors_reach_user.py)
+    for name in ("empty.zarrvectors", "broken.zv"):
+        (tmp_path / name).mkdir()
+        assert napari_get_reader(str(tmp_path / name)) is zv_reader.read_for_napari
     assert napari_get_reader([str(v07_store("points")), str(v07_store("mesh"))]) is None
 
 

@@ -12,6 +12,20 @@ from .chunks import ChunkData
 EMPTY = object()
 
 
+class Unreadable:
+    """Marker stored for a chunk whose bytes could not be decoded: the read that found it
+    warned (:class:`~napari_zarr_vectors.format.errors.ZVChunkWarning`) and left a gap; later
+    reads through the cache leave the same gap without decoding it again, and a cache
+    wrapper can still count it. ``message`` is the warning's text (store, level, array,
+    chunk and file); ``file`` the stored key of the bytes, when known."""
+
+    __slots__ = ("file", "message")
+
+    def __init__(self, message: str, file: str | None = None) -> None:
+        self.message = message
+        self.file = file
+
+
 def chunk_nbytes(chunk: ChunkData) -> int:
     """Approximate memory held by a decoded chunk."""
     fi = chunk.fragments
@@ -46,7 +60,8 @@ class ChunkCache:
         return len(self._items)
 
     def get(self, key: Hashable) -> object | None:
-        """The cached value (``EMPTY`` for a known-empty chunk) or ``None`` on a miss."""
+        """The cached value (``EMPTY`` for a known-empty chunk, an :class:`Unreadable` for an
+        undecodable one) or ``None`` on a miss."""
         with self._lock:
             item = self._items.get(key)
             if item is None:
@@ -57,7 +72,7 @@ class ChunkCache:
             return item[0]
 
     def put(self, key: Hashable, value: ChunkData | object) -> None:
-        """Store a decoded chunk (or ``EMPTY``) and evict down to the byte budget."""
+        """Store a decoded chunk (or a marker) and evict down to the byte budget."""
         size = chunk_nbytes(value) if isinstance(value, ChunkData) else 64
         if size > self.max_bytes:
             return

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .cache import EMPTY, ChunkCache
+from .cache import EMPTY, ChunkCache, Unreadable
 from .chunks import ChunkData
 from .decode.arrays import decode_attribute, decode_rows, parse_dtype
 from .decode.draco import decode_draco
@@ -130,8 +130,8 @@ def _fetch_and_decode(
     specs: list[AttributeSpec],
     strict: bool,
 ) -> list[ChunkData | object | None]:
-    """Decoded chunks aligned with ``chunks``: ``None`` where empty or undecodable,
-    :data:`FAILED` where the bytes could not be fetched."""
+    """Decoded chunks aligned with ``chunks``: ``None`` where empty, an :class:`Unreadable`
+    where undecodable, :data:`FAILED` where the bytes could not be fetched."""
     ndim = layout.root.ndim
     vmeta = layout.array_attributes(level, "vertices") or {}
     vsrc = Source(layout.io.name, f"{level}/vertices/zarr.json", level, "vertices")
@@ -182,7 +182,6 @@ def _fetch_and_decode(
             err = exc.located(store=layout.io.name, level=level, array=array, chunk=coords)
             if strict:
                 raise err from None
-            if isinstance(err, ZVFetchError):
-                out[i] = FAILED
+            out[i] = FAILED if isinstance(err, ZVFetchError) else Unreadable(str(err), err.key)
             warnings.warn(f"skipping chunk: {err}", ZVChunkWarning, stacklevel=4)
     return out

@@ -11,7 +11,9 @@ import itertools
 import threading
 from typing import Any
 
-from napari_zarr_vectors.format.cache import ChunkCache
+import numpy as np
+
+from napari_zarr_vectors.format.cache import ChunkCache, Unreadable
 
 from .settings import get_settings, on_cache_resize
 
@@ -39,19 +41,36 @@ class StoreCacheView:
     """One opened store's window on the shared cache: keys are prefixed with a token of the
     :class:`Loader`, so two openings of the same path never share decoded chunks (a store
     rewritten in place between opens is read afresh), while all stores still share one byte
-    budget and one LRU order. Duck-types the ``get``/``put`` the format core uses."""
+    budget and one LRU order. Duck-types the ``get``/``put`` the format core uses.
+
+    It also remembers every chunk a read through it found undecodable (the core warns once,
+    then caches an :class:`~napari_zarr_vectors.format.cache.Unreadable` marker and later
+    reads leave the same gap silently): :meth:`unreadable_in` lets each reload count them."""
 
     _tokens = itertools.count()
 
     def __init__(self, shared: ChunkCache) -> None:
         self.shared = shared
         self.token = ("nzv-loader", next(self._tokens))
+        #: (level, chunk) -> the stored file (or chunk key) of every undecodable chunk seen;
+        #: kept when the shared cache evicts the marker (the chunk stays unreadable)
+        self._unreadable: dict[tuple[int, tuple[int, ...]], str] = {}
 
     def get(self, key: Any) -> object | None:
         return self.shared.get((self.token, key))
 
     def put(self, key: Any, value: Any) -> None:
+        if isinstance(value, Unreadable):  # the core's key: (store, level, chunk, attributes)
+            chunk = tuple(int(c) for c in key[2])
+            self._unreadable[(int(key[1]), chunk)] = value.file or ".".join(map(str, chunk))
         self.shared.put((self.token, key), value)
+
+    def unreadable_in(self, level: int, chunks: np.ndarray) -> list[tuple[tuple[int, ...], str]]:
+        """``(chunk, file)`` of each of ``chunks`` of ``level`` found undecodable so far."""
+        if not self._unreadable:
+            return []
+        keys = (tuple(c) for c in np.asarray(chunks, dtype=np.int64).tolist())
+        return [(c, self._unreadable[(level, c)]) for c in keys if (level, c) in self._unreadable]
 
     @property
     def max_bytes(self) -> int:

@@ -78,7 +78,7 @@ def level_line(layer: Any) -> str:
     """The level line of the controller driving ``layer`` ("" for static layers, whose name
     carries their level)."""
     controller = controller_of(layer)
-    return "" if controller is None else controller.summary()
+    return "" if controller is None else controller.summary(named=False)
 
 
 def pick_under_cursor(layer: Any, position: Any, query: Mapping[str, Any]) -> Pick | None:

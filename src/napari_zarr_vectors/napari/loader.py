@@ -214,7 +214,12 @@ class Loader:
         """Tracks with the store's time column show tails and heads along time themselves:
         a view reads every time of their paths, not the slider's slab (in place, napari
         order)."""
-        if self.store.geometry_type in ("polyline", "streamline") and self.info(0).time_column:
+        info = self.info(0)
+        if (
+            self.store.geometry_type in ("polyline", "streamline")
+            and info.n_lead
+            and info.paths_as_tracks
+        ):
             lo, hi = self.extent_napari()
             box[0][0], box[1][0] = lo[0], hi[0]
 

@@ -64,21 +64,27 @@ PathLike = str | os.PathLike
 
 
 def napari_get_reader(path: PathLike | Sequence[PathLike]) -> Callable | None:
-    """npe2 ``get_reader`` hook: a reader function for one ZV store path, else ``None``."""
+    """npe2 ``get_reader`` hook: a reader function for one ZV store path, else ``None``.
+
+    The function returned is :func:`read_for_napari`: a store claimed here that cannot be
+    opened is reported with the core's own message, not napari's "refused the file"."""
     if isinstance(path, (list, tuple)):
         if len(path) != 1:
             return None
         path = path[0]
     if not is_zarr_vectors_path(path):
         return None
-    return read_zarr_vectors
+    return read_for_napari
 
 
 def is_zarr_vectors_path(path: PathLike) -> bool:
-    """Whether ``path`` is a ZV store root (or its root ``zarr.json``).
+    """Whether ``path`` is a ZV store root (or its root ``zarr.json``), or names one.
 
-    Local paths: reads the root ``zarr.json`` only and looks for a ``zarr_vectors`` block.
-    URLs: asks the core (metadata only) when the URL names a ``.zarrvectors`` or ``.zv`` store.
+    Local paths: reads the root ``zarr.json`` only and looks for a ``zarr_vectors`` block; a
+    folder named ``*.zarrvectors`` or ``*.zv`` is claimed whatever its ``zarr.json`` holds
+    (missing, not JSON, no ``zarr_vectors`` block), so that opening it says why it is no
+    readable store. URLs: asks the core (metadata only) when the URL names such a store, and
+    claims it unless the core fails for another reason than the store's content.
     """
     text = os.fspath(path)
     if "://" in text:
@@ -86,10 +92,15 @@ def is_zarr_vectors_path(path: PathLike) -> bool:
             return False
         try:
             nzv.open_store(text)
-        except Exception:  # noqa: BLE001 - any failure means "not mine"
+        except nzv.ZVError:
+            return True  # the reader reports what is wrong with it
+        except Exception:  # noqa: BLE001 - unreachable, a bug, ...: not ours to report
             return False
         return True
-    root_json = _root_json(Path(text))
+    local = Path(text)
+    if local.name.endswith(STORE_SUFFIXES) and local.is_dir():
+        return True
+    root_json = _root_json(local)
     if root_json is None:
         return False
     try:
@@ -99,6 +110,20 @@ def is_zarr_vectors_path(path: PathLike) -> bool:
         return False
     attrs = meta.get("attributes") if isinstance(meta, dict) else None
     return isinstance(attrs, dict) and isinstance(attrs.get("zarr_vectors"), dict)
+
+
+def read_for_napari(path: PathLike | Sequence[PathLike], stack: bool = False) -> list[LayerData]:
+    """What napari calls to read a path :func:`napari_get_reader` claimed:
+    :func:`read_zarr_vectors`, with a store that cannot be opened or read (any
+    :class:`~napari_zarr_vectors.ZVError`) shown as a napari error notification carrying the
+    core's message (file, level, array, chunk) and no layers. Raising instead would reach
+    the user only as napari's generic "Tried opening with napari-zarr-vectors, but failed"."""
+    try:
+        return read_zarr_vectors(path, stack)
+    except nzv.ZVError as e:
+        name = os.fspath(path[0] if isinstance(path, (list, tuple)) else path)
+        _notify_error(f"Cannot open {name}: {e}")
+        return [(None,)]  # npe2's "read, but no layers" sentinel
 
 
 def read_zarr_vectors(
