@@ -283,6 +283,14 @@ def test_numeric_range_filter_keeps_exactly_the_objects_in_range(make_napari_vie
     settle(qtbot, target)
     assert visible_object_ids(layer) == set(range(16))
 
+    # dragging the slider applies once it rests (debounced), with its last position
+    row = widget.add_filter("length")
+    for hi in (150.0, 120.0, 92.0):
+        row.slider.value = (40.0, hi)
+    qtbot.waitUntil(lambda: widget.count.text() == f"{len(want)} of 16 objects pass")
+    settle(qtbot, target)
+    assert visible_object_ids(layer) == want
+
 
 def test_group_and_attribute_filters_combine(make_napari_viewer, qtbot):
     from napari_zarr_vectors.napari.widgets.filters import (

@@ -129,3 +129,21 @@ def test_the_legend_states_no_rule_when_groups_do_not_overlap(make_napari_viewer
     widget = dock(viewer, ColourByWidget)
     widget.colour_by("group_id")
     assert "■" in widget.legend.text() and SEVERAL_GROUPS not in widget.legend.text()
+
+
+def test_moving_the_contrast_slider_recolours_once_it_rests(make_napari_viewer, qtbot):
+    """The magicgui range slider drives the colouring through a debounce (qdebounced): the
+    layer follows the last position."""
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    viewer = make_napari_viewer()
+    target = open_zv(viewer, qtbot, "v09", "points", lock_level=0)
+    layer = target.layers[0]
+    widget = dock(viewer, ColourByWidget)
+    widget.colour_by("intensity", colormap="viridis")
+    for lo in (0.1, 0.2, 0.25):  # a drag: several positions in quick succession
+        widget.contrast.value = (lo, 0.7)
+    qtbot.waitUntil(lambda: widget.spec.contrast_limits == pytest.approx((0.25, 0.7)))
+    want = colormap_colours(feature_values(layer, "intensity"), "viridis", 0.25, 0.7)
+    np.testing.assert_allclose(layer_colours(layer), want, atol=2e-3)
+    assert layer.metadata["zarr_vectors"]["colour"]["contrast_limits"] == pytest.approx([0.25, 0.7])
