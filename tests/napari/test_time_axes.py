@@ -154,9 +154,14 @@ def test_time_and_channel_get_a_vectors_bounds_box(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("t_lo", "kinds"), [(0.0, ("tracks", "tracks")), (-5.0, ("vectors", "vectors"))]
+    ("lead", "t_lo", "kinds"),
+    [
+        ("time", 0.0, ("tracks", "tracks")),
+        ("time", -5.0, ("vectors", "vectors")),  # napari Tracks refuse negative times
+        ("channel", 0.0, ("tracks", "vectors")),  # no tails across channels
+    ],
 )
-def test_negative_times_which_napari_tracks_refuse_give_vectors(t_lo, kinds):
+def test_paths_are_tracks_in_time_else_vectors(lead, t_lo, kinds):
     from napari_zarr_vectors.format.geometry import Geometry
     from napari_zarr_vectors.napari.layers import StoreInfo, layers_from_geometry
 
@@ -167,7 +172,7 @@ def test_negative_times_which_napari_tracks_refuse_give_vectors(t_lo, kinds):
         axes=("t", "x", "y"),
         units=(None,) * 3,
         bounds=(np.array([t_lo, 0.0, 0.0]), np.array([5.0, 10.0, 10.0])),
-        axis_types=("time", "space", "space"),
+        axis_types=(lead, "space", "space"),
     )
     positions = np.array([[t_lo, 1, 1], [1, 2, 2], [2, 3, 2]], float)
     geometry = Geometry("polyline", 0, positions, paths=[np.arange(3)])

@@ -146,6 +146,16 @@ class StoreInfo:
         return bool(np.asarray(self.bounds[0], dtype=float)[self.order[0]] >= 0)
 
     @property
+    def paths_as_tracks(self) -> bool:
+        """Paths become a napari Tracks layer: a store of space axes only (2-D or 3-D, a
+        hidden time at 0), or one whose single non-space axis is a time axis that Tracks
+        take as their time column (a channel would make napari draw "tails" across
+        channels)."""
+        if self.n_lead == 0:
+            return self.ndim in (2, 3)
+        return self.time_column and self.axis_types[self.order[0]] == "time"
+
+    @property
     def tracks_fit(self) -> bool:
         """napari Tracks can hold this store's axes: a time column from the store
         (:attr:`time_column`) or a hidden one (space axes only, 2-D or 3-D)."""
@@ -246,13 +256,13 @@ def line_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
 def path_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     """Polylines / streamlines: Shapes ``path`` for few objects in 2-D stores, else Tracks
     (with the store's time axis as their time column when it has one,
-    :attr:`StoreInfo.time_column`), else -- axes napari Tracks cannot hold, e.g. time and
-    channel -- their segments as Vectors."""
+    :attr:`StoreInfo.paths_as_tracks`), else -- a channel slider, time and channel, one or
+    four space axes -- their segments as Vectors."""
     label = "streamlines" if geometry.geometry_type == "streamline" else "polylines"
     paths = [np.asarray(p, dtype=np.int64) for p in geometry.paths]
     if _use_shapes(info, len(paths)):
         return [_path_shapes_layer(geometry, paths, info, label)]
-    if not info.tracks_fit:
+    if not info.paths_as_tracks:
         starts, ends, features = _segments(geometry, info)
         return [
             _segment_layer(
