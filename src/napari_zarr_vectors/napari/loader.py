@@ -27,6 +27,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -210,18 +211,37 @@ class Loader:
         order = napari_order(self.store)
         return lo[order].copy(), hi[order].copy()
 
-    def _whole_track_time(self, box: tuple[np.ndarray, np.ndarray]) -> None:
+    @cached_property
+    def _axes(self) -> StoreInfo:
+        """The store's axes as the layers order them (no object tables read)."""
+        return store_info(self.store, 0, objects=False)
+
+    def _tracks_in_time(self) -> bool:
         """Tracks with the store's time column show tails and heads along time themselves:
-        a view reads every time of their paths, not the slider's slab (in place, napari
+        a view reads every time of their paths, not the slider's slab."""
+        info = self._axes
+        paths = self.store.geometry_type in ("polyline", "streamline")
+        return bool(paths and info.n_lead and info.paths_as_tracks)
+
+    def _whole_track_time(self, box: tuple[np.ndarray, np.ndarray]) -> None:
+        """:meth:`_tracks_in_time`: the whole time range in ``box`` (in place, napari
         order)."""
-        info = self.info(0)
-        if (
-            self.store.geometry_type in ("polyline", "streamline")
-            and info.n_lead
-            and info.paths_as_tracks
-        ):
+        if self._tracks_in_time():
             lo, hi = self.extent_napari()
             box[0][0], box[1][0] = lo[0], hi[0]
+
+    def _first_slab(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The store box (store order) cut, on each slider axis (non-space, scale 1), to
+        the step napari's slider starts at: the middle one, ``lo + floor((hi - lo) / 2)``
+        (a camera-less overview reads the chunks of one time, not of all; the first view
+        of the controller then reads the slider's whole slab)."""
+        info = self._axes
+        lo, hi = lo.copy(), hi.copy()
+        sliders = [] if self._tracks_in_time() else info.order[: info.n_lead]
+        for axis in sliders:
+            mid = lo[axis] + np.floor((hi[axis] - lo[axis]) / 2.0)
+            lo[axis] = hi[axis] = mid
+        return lo, hi
 
     def level_chunks(self) -> _LevelChunks:
         """The non-empty chunks of each level, listed when first indexed."""
@@ -238,8 +258,9 @@ class Loader:
         crop = None
         prism = None
         if view is None:  # the whole store, as a fitted view of OVERVIEW_PIXELS would see it
-            box = (lo_s, hi_s)
-            extent = float(np.max(hi_s - lo_s)) if np.all(hi_s >= lo_s) else 0.0
+            box = self._first_slab(lo_s, hi_s)
+            space = self._axes.space
+            extent = float(np.max((hi_s - lo_s)[space], initial=0.0))
             pixel = extent / lod.OVERVIEW_PIXELS if extent > 0 else 1.0
             center = (lo_s + hi_s) / 2
         else:
