@@ -28,7 +28,6 @@ read most of a store asks first (:attr:`PyramidQAWidget.confirm`). The pure part
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +67,6 @@ from ..pyramid_qa import (
     STAT_COLUMNS,
     STAT_TOOLTIP,
     DroppedObjects,
-    QAProgress,
     drawn_text,
     dropped,
     estimate_read,
@@ -85,7 +83,6 @@ from ..pyramid_qa import (
 )
 from ..settings import vertex_budget as default_budget
 from ..store_info import layer_scale
-from ..worker import LoadJob
 from ._browse_base import ZVBrowseWidget
 from ._pyramid_layers import (
     BIN_COLOUR,
@@ -101,13 +98,10 @@ from ._pyramid_layers import (
     segments_layer,
     side_by_side_job,
 )
+from ._qa_tasks import PENDING, QATask
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer
-
-#: What a task's ``apply`` returns when it finishes later (layers added over several
-#: event-loop turns).
-PENDING = object()
 
 #: Share of the vertex budget one added layer may hold (see
 #: :meth:`PyramidQAWidget.layer_budget`).
@@ -117,78 +111,6 @@ BUDGET_SHARE = 0.25
 def is_zv_layer(layer: Any) -> bool:
     """Any layer of this plugin (data, bounds box, isolated object, QA overlay)."""
     return zv_meta(layer) is not None
-
-
-class QATask:
-    """One Pyramid QA action: ``job(*args)`` (a generator yielding
-    :class:`~..pyramid_qa.QAProgress`) runs on the plugin's worker thread; ``apply(value)``
-    runs on the UI thread with its result. ``done`` is set when the action is over (applied,
-    failed or cancelled); ``result`` is what ``apply`` returned."""
-
-    def __init__(
-        self,
-        widget: PyramidQAWidget,
-        kind: str,
-        job: Callable[..., Any],
-        args: tuple,
-        apply: Callable[[Any], Any],
-        cancellable: bool = False,
-    ) -> None:
-        self.widget = widget
-        self.kind = kind
-        #: set on cancel; handed to the job as its last argument when ``cancellable`` (store
-        #: reads stop between chunk batches)
-        self.cancel_event = threading.Event()
-        args = (*args, self.cancel_event) if cancellable else args
-        self._job = LoadJob(self, job, *args)
-        self._apply = apply
-        self.done = False
-        self.cancelled = False
-        self.result: Any = None
-        self.error: Exception | None = None
-        self.progress = QAProgress(0, 1, kind)
-
-    def start(self) -> QATask:
-        self._job.start()
-        return self
-
-    def cancel(self) -> None:
-        """Stop at the next step (a store read stops between chunk batches); nothing of it
-        reaches the viewer."""
-        self.cancelled = True
-        self.cancel_event.set()
-        self._job.quit()
-        self.finish(None)
-
-    def finish(self, result: Any) -> None:
-        if self.done:
-            return
-        self.done = True
-        self.result = result
-        self.widget._task_over(self)
-
-    # -- relayed from the worker (UI thread) ---------------------------------------------
-    def _on_progress(self, p: QAProgress) -> None:
-        if not self.done:
-            self.progress = p
-            self.widget._show_progress(self)
-
-    def _on_result(self, value: Any) -> None:
-        if self.done:
-            return
-        result = self._apply(value)
-        if result is not PENDING:
-            self.finish(result)
-
-    def _on_error(self, exc: Exception) -> None:
-        if not self.done:
-            self.error = exc
-            self.widget._say(f"{self.kind} failed: {type(exc).__name__}: {exc}")
-            self.finish(None)
-
-    def _on_finished(self, job: Any) -> None:
-        if not self.done and self._job is job and self.cancelled:
-            self.finish(None)
 
 
 class _BoxOverlay:
