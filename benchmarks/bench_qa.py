@@ -24,21 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bench_lod import _process_events as _events
+
 HERE = Path(__file__).resolve().parent
 STORE = HERE / ".work" / "tracts_big.zarrvectors"
 RESULTS = HERE / "results" / "bench_qa.json"
 TARGET_MS = 100.0
-
-
-def _events(seconds: float) -> None:
-    from qtpy.QtWidgets import QApplication
-
-    end = time.perf_counter() + seconds
-    while True:
-        QApplication.processEvents()
-        if time.perf_counter() >= end:
-            return
-        time.sleep(0.002)
 
 
 def _measure(widget, controller, action, timeout: float = 600.0) -> dict:
