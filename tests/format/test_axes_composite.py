@@ -122,3 +122,22 @@ def test_an_added_geometry_the_reader_cannot_read_is_named(tmp_path):
     assert s.geometry_types == ["point_cloud", "graph", "streamline"]
     with pytest.raises(nzv.ZVFormatError, match="streamline"):
         s.geometry("streamline")
+
+
+def test_an_added_mesh_keeps_its_faces_across_chunks(tmp_path):
+    rng = np.random.default_rng(3)
+    path = tmp_path / "c.zarrvectors"
+    faces = np.array([[0, 1, 2], [1, 2, 3]])
+    write_composite(
+        path,
+        rng.uniform(0, 100, (20, 3)).astype(np.float32),
+        [("mesh", {"positions": NODES, "faces": faces})],
+    )
+    s = nzv.open_store(path)
+    assert s.geometry_types == ["point_cloud", "graph", "mesh"]
+    g = s.read(geometry_type="mesh")
+    # the last vertex lies in another chunk: the second face spans two chunks
+    assert len(np.unique(g.chunks, axis=0)) == 2
+    got = {tuple(tuple(map(float, g.positions[i])) for i in f) for f in g.faces}
+    want = {tuple(tuple(map(float, NODES[i])) for i in f) for f in faces}
+    assert got == want
