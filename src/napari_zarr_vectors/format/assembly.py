@@ -10,7 +10,7 @@ import numpy as np
 from .chunks import LoadedChunks
 from .decode.fragments import expand_ranges
 from .errors import ZVChunkWarning
-from .geometry import Geometry
+from .geometry import Geometry, split_lengths
 from .layout.base import LinkSet
 from .loading import AttributeSpec
 from .objects import ObjectIndex
@@ -32,9 +32,13 @@ def _entries_in_loaded(loaded: LoadedChunks, index: ObjectIndex, entries: np.nda
 
 
 def _object_ids_per_row(
-    loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray | None = None
+    loaded: LoadedChunks,
+    index: ObjectIndex,
+    object_rows: np.ndarray | None = None,
+    keep: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Object id of every loaded row (the first object whose manifest names it), -1 if none.
+    """Object id of every loaded row (the first object whose manifest names it), -1 if none;
+    of the rows ``keep`` (global, ascending) only, when given.
 
     With ``object_rows`` (a selection), only those objects' manifests are looked at: the
     rows a selective read keeps are theirs, and a store of many objects is not scanned
@@ -47,10 +51,11 @@ def _object_ids_per_row(
     entries = entries[ok]
     rows, counts = loaded.fragment_rows(cidx[ok], index.frags[entries])
     owner = np.repeat(index.ids[index.entry_rows[entries]], counts)
-    out = np.full(loaded.n_rows, -1, dtype=np.int64)
+    out = np.full(loaded.n_rows if keep is None else keep.size, -1, dtype=np.int64)
     if rows.size:
         uniq, first = np.unique(rows, return_index=True)
-        out[uniq] = owner[first]
+        at = uniq if keep is None else _renumbered(keep, uniq)
+        out[at[at >= 0]] = owner[first][at >= 0]
     return out
 
 
@@ -74,7 +79,7 @@ def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray):
     run_obj = np.zeros(run_rows.size, dtype=np.int64)
     run_obj[run] = entry_obj
     keep = run_rows > 0  # runs without loaded rows contribute nothing to ``rows``
-    paths = np.split(rows, np.cumsum(run_rows[keep])[:-1]) if keep.any() else []
+    paths = split_lengths(rows, run_rows[keep])
     return paths, index.ids[run_obj[keep]]
 
 
@@ -140,26 +145,25 @@ def assemble(
     chunk_attribute: tuple[str, tuple] | None = None,
 ) -> Geometry:
     """Build the :class:`Geometry` of one read from its decoded parts."""
-    n = loaded.n_rows
-    attrs = _vertex_attributes(loaded, specs)
+    # a selection keeps a few rows: positions, attributes and object ids are gathered for
+    # them alone (no concatenation of every loaded row), row references renumbered after
+    keep_rows = _kept_rows(geometry_type, loaded, index, selection)
+    attrs = _vertex_attributes(loaded, specs, keep_rows)
     if chunk_attribute is not None:
         name, values = chunk_attribute
         sizes = np.diff(loaded.start)
         bins = np.repeat(loaded.table.chunks[:, 0], sizes)
+        bins = bins if keep_rows is None else bins[keep_rows]
         table = np.asarray(values, dtype=object)
         attrs[name] = table[np.clip(bins, 0, len(table) - 1)] if len(table) else bins
-    vid = _object_ids_per_row(loaded, index, selection.object_rows) if index is not None else None
-
-    keep_rows = _kept_rows(geometry_type, loaded, index, selection)
-    remap = None
-    if keep_rows is not None:
-        remap = np.full(n, -1, dtype=np.int64)
-        remap[keep_rows] = np.arange(keep_rows.size)
+    vid = None
+    if index is not None:
+        vid = _object_ids_per_row(loaded, index, selection.object_rows, keep_rows)
 
     geom = Geometry(
         geometry_type=geometry_type,
         level=level,
-        positions=loaded.positions,
+        positions=loaded.positions if keep_rows is None else loaded.take(keep_rows),
         chunks=loaded.table.chunks,
     )
 
@@ -195,8 +199,8 @@ def assemble(
 
     geom.vertex_attributes = attrs
     geom.vertex_object_ids = vid
-    if remap is not None:
-        _apply_remap(geom, remap, keep_rows)
+    if keep_rows is not None:
+        _renumber(geom, keep_rows)
     return geom
 
 
@@ -222,41 +226,50 @@ def _kept_rows(
         )
     if geometry_type == "point_cloud" and selection.bbox is not None:
         lo, hi = selection.bbox
-        p = loaded.positions
         candidates = keep if keep is not None else np.arange(loaded.n_rows)
-        q = p[candidates]
+        q = loaded.positions if keep is None else loaded.take(candidates)
         keep = candidates[np.all((q >= lo) & (q <= hi), axis=1)]
     return keep
 
 
-def _apply_remap(geom: Geometry, remap: np.ndarray, keep_rows: np.ndarray) -> None:
-    """Restrict a geometry to ``keep_rows`` and renumber every row reference."""
-    geom.positions = geom.positions[keep_rows]
-    geom.vertex_attributes = {k: v[keep_rows] for k, v in geom.vertex_attributes.items()}
-    if geom.vertex_object_ids is not None:
-        geom.vertex_object_ids = geom.vertex_object_ids[keep_rows]
+def _renumbered(keep: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Index in ``keep`` (global rows, ascending) of every row of ``rows``; -1 if not kept."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if keep.size == 0:
+        return np.full(rows.shape, -1, dtype=np.int64)
+    at = np.searchsorted(keep, rows)
+    hit = keep[np.minimum(at, keep.size - 1)] == rows
+    return np.where(hit, at, -1)
+
+
+def _renumber(geom: Geometry, keep_rows: np.ndarray) -> None:
+    """Renumber a geometry's row references (global loaded rows) to rows of ``keep_rows``,
+    dropping edges and faces that leave them and paths not kept whole."""
     if geom.edges.size:
-        e = remap[geom.edges]
+        e = _renumbered(keep_rows, geom.edges)
         ok = np.all(e >= 0, axis=1)
         geom.edges = e[ok]
         geom.edge_attributes = {k: v[ok] for k, v in geom.edge_attributes.items()}
     if geom.faces.size:
-        f = remap[geom.faces]
+        f = _renumbered(keep_rows, geom.faces)
         geom.faces = f[np.all(f >= 0, axis=1)]
     if geom.paths:
         lengths = np.fromiter((len(p) for p in geom.paths), np.int64, len(geom.paths))
-        flat = remap[np.concatenate(geom.paths)]
+        flat = _renumbered(keep_rows, np.concatenate(geom.paths))
         # a path stays when it is non-empty and every one of its rows is kept
         dropped = np.bincount(
             np.repeat(np.arange(len(lengths)), lengths), weights=flat < 0, minlength=len(lengths)
         )
         keep = (lengths > 0) & (dropped == 0)
-        mapped = np.split(flat, np.cumsum(lengths)[:-1])
+        mapped = split_lengths(flat, lengths)
         geom.paths = [m for m, k in zip(mapped, keep.tolist(), strict=True) if k]
         geom.path_object_ids = geom.path_object_ids[keep]
 
 
-def _vertex_attributes(loaded: LoadedChunks, specs: list[AttributeSpec]) -> dict[str, np.ndarray]:
+def _vertex_attributes(
+    loaded: LoadedChunks, specs: list[AttributeSpec], rows: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """Vertex attributes of every loaded row, or of ``rows`` (global, ascending) only."""
     out: dict[str, np.ndarray] = {}
     for spec in specs:
         if not loaded.chunks:
@@ -287,7 +300,10 @@ def _vertex_attributes(loaded: LoadedChunks, specs: list[AttributeSpec]) -> dict
                 stacklevel=4,
             )
             continue
-        values = np.concatenate(parts) if parts else np.empty(0)
+        if rows is not None:
+            values = loaded.take_values(parts, rows, (0, *parts[0].shape[1:]))
+        else:
+            values = np.concatenate(parts) if parts else np.empty(0)
         if spec.categories is not None:
             values = _decode_categories(values, spec)
         out[spec.name] = values

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -64,31 +65,71 @@ class ChunkData:
         return int(self.positions.shape[0])
 
 
-@dataclass
 class LoadedChunks:
-    """Decoded chunks of one read, concatenated in level order."""
+    """Decoded chunks of one read, in level order, addressed by global row (chunk ``k``'s
+    rows are ``start[k]:start[k + 1]``). The concatenated :attr:`positions` are built on
+    first use; a read that keeps a few rows gathers them with :meth:`take`."""
 
-    chunks: list[ChunkData]
-    table: ChunkTable
-    start: np.ndarray  # (K + 1,) first global row of each chunk, then the total
-    positions: np.ndarray  # (N, ndim)
+    def __init__(
+        self, chunks: list[ChunkData], table: ChunkTable, start: np.ndarray, ndim: int
+    ) -> None:
+        self.chunks = chunks
+        self.table = table
+        self.start = start
+        self._ndim = ndim
 
     @classmethod
     def build(cls, chunks: list[ChunkData], ndim: int, key_ndim: int) -> LoadedChunks:
         coords = np.array([c.coords for c in chunks], dtype=np.int64).reshape(-1, key_ndim)
         sizes = np.array([c.n_rows for c in chunks], dtype=np.int64)
         start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        dtype = np.result_type(*[c.positions.dtype for c in chunks]) if chunks else np.float32
-        positions = (
-            np.concatenate([c.positions for c in chunks]).astype(dtype, copy=False)
-            if chunks
-            else np.empty((0, ndim), dtype=np.float32)
-        )
-        return cls(chunks, ChunkTable(coords), start, positions)
+        return cls(chunks, ChunkTable(coords), start, ndim)
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        """``(N, ndim)`` positions of every loaded row."""
+        return _concat([c.positions for c in self.chunks], (0, self._ndim))
 
     @property
     def n_rows(self) -> int:
         return int(self.start[-1])
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """Positions of the given global rows (ascending), gathered chunk by chunk."""
+        if "positions" in self.__dict__:
+            return self.positions[rows]
+        return self.take_values([c.positions for c in self.chunks], rows, (0, self._ndim))
+
+    def take_values(
+        self, parts: list[np.ndarray], rows: np.ndarray, empty: tuple[int, ...]
+    ) -> np.ndarray:
+        """Rows ``rows`` (global, ascending) of the per-chunk row-aligned arrays ``parts``
+        (``empty``: the shape of an empty result)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        bounds = np.searchsorted(rows, self.start).tolist()
+        pieces = [
+            parts[k][rows[a:b] - self.start[k]]
+            for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
+            if b > a
+        ]
+        return _concat(pieces or [p[:0] for p in parts[:1]], empty)
+
+    @cached_property
+    def _range_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(fragments per chunk, first global fragment of each chunk, global start,
+        count)`` of every fragment when all are ranges (else ``None``); built once."""
+        if not all(c.fragments.all_ranges for c in self.chunks):
+            return None
+        nfrag = np.array([c.fragments.num_fragments for c in self.chunks], dtype=np.int64)
+        base = np.concatenate([[0], np.cumsum(nfrag)])
+        g_start = np.concatenate(
+            [c.fragments.start + s for c, s in zip(self.chunks, self.start[:-1], strict=False)]
+            or [np.empty(0, np.int64)]
+        )
+        g_count = np.concatenate(
+            [c.fragments.count for c in self.chunks] or [np.empty(0, np.int64)]
+        )
+        return nfrag, base, g_start, g_count
 
     def global_rows(self, chunk_coords: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Global row of every ``(chunk, row)`` endpoint; ``-1`` when not loaded or out of range."""
@@ -106,16 +147,8 @@ class LoadedChunks:
         and the row count of each reference (0 for invalid references)."""
         chunk_idx = np.asarray(chunk_idx, dtype=np.int64)
         frags = np.asarray(frags, dtype=np.int64)
-        if all(c.fragments.all_ranges for c in self.chunks):
-            nfrag = np.array([c.fragments.num_fragments for c in self.chunks], dtype=np.int64)
-            base = np.concatenate([[0], np.cumsum(nfrag)])
-            g_start = np.concatenate(
-                [c.fragments.start + s for c, s in zip(self.chunks, self.start[:-1], strict=False)]
-                or [np.empty(0, np.int64)]
-            )
-            g_count = np.concatenate(
-                [c.fragments.count for c in self.chunks] or [np.empty(0, np.int64)]
-            )
+        if self._range_table is not None:
+            nfrag, base, g_start, g_count = self._range_table
             valid = (
                 (frags >= 0) & (frags < nfrag[chunk_idx])
                 if len(nfrag)
@@ -133,3 +166,11 @@ class LoadedChunks:
                 parts.append(rows)
                 counts[e] = rows.size
         return (np.concatenate(parts) if parts else np.empty(0, np.int64)), counts
+
+
+def _concat(parts: list[np.ndarray], empty: tuple[int, ...]) -> np.ndarray:
+    """Concatenated ``parts`` in their common dtype (float32 ``empty`` when none)."""
+    if not parts:
+        return np.empty(empty, dtype=np.float32)
+    dtype = np.result_type(*[p.dtype for p in parts])
+    return np.concatenate(parts).astype(dtype, copy=False)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from napari_zarr_vectors.format.geometry import Geometry
+from napari_zarr_vectors.format.geometry import Geometry, split_lengths
 
 #: ladder of subset fractions: ``2 ** (-k / FRACTION_STEPS)``
 FRACTION_STEPS = 4
@@ -202,7 +202,7 @@ def _crop_paths(geometry: Geometry, lo: np.ndarray, hi: np.ndarray) -> Geometry:
     )
     keep = np.zeros(geometry.vertex_count, bool)
     keep[new_rows] = True
-    paths = np.split(new_rows, np.cumsum(run_lengths)[:-1]) if len(run_lengths) else []
+    paths = split_lengths(new_rows, run_lengths)
     return _compact(geometry, keep, None, None, paths, run_ids)
 
 
