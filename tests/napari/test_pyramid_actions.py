@@ -116,7 +116,8 @@ def test_every_action_leaves_exactly_the_layers_it_should(qa, qtbot, ndisplay):
     assert [lyr.visible for lyr in side] == [True, False]
     widget.toggle_side_by_side()
     assert widget.toggle_side_by_side() is None
-    widget.remove_levels()
+    widget.remove_levels()  # one layer per event-loop turn
+    qtbot.waitUntil(lambda: not any(lyr in viewer.layers for lyr in side), timeout=5_000)
     assert roles(viewer) == [*base, "qa_dropped"]
 
     chunks = run(qtbot, widget.show_chunks(True))

@@ -289,8 +289,8 @@ def test_side_by_side_levels_share_colours_and_toggle(qa, qtbot):
     widget.toggle_side_by_side()
     widget.toggle_side_by_side()
     assert widget.toggle_side_by_side() is None and all(lyr.visible for lyr in layers)
-    widget.remove_levels()
-    assert not any(lyr in viewer.layers for lyr in layers)
+    widget.remove_levels()  # one layer per event-loop turn
+    qtbot.waitUntil(lambda: not any(lyr in viewer.layers for lyr in layers), timeout=5_000)
 
 
 # --------------------------------------------------------------------------------------------
