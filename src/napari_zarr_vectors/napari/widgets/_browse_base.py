@@ -1,9 +1,12 @@
-"""Common base of the browse widgets: follow the selected Zarr Vectors layer.
+"""Common base of the browse widgets and *Pyramid QA*: follow the selected Zarr Vectors layer.
 
 Each widget acts on the *target* of the active layer (its level-of-detail controller, or a
-:class:`~napari_zarr_vectors.napari.browse_layers.StaticTarget`) and on the target's shared
-:class:`~napari_zarr_vectors.napari.browse_layers.BrowseSession` (object table + filters).
-When the active layer is not a Zarr Vectors layer the widget says so and waits.
+:class:`~napari_zarr_vectors.napari.browse_layers.StaticTarget`; one resolution for every
+widget, :func:`~napari_zarr_vectors.napari.browse_layers.target_for`) and on the target's
+shared :class:`~napari_zarr_vectors.napari.browse_layers.BrowseSession` (object table +
+filters). A layer derived from a store (an isolated object, a QA overlay, a level added side
+by side) leads to that store's data layers. When the active layer is not a Zarr Vectors layer
+the widget says so and waits.
 """
 
 from __future__ import annotations
