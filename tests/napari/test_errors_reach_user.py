@@ -69,6 +69,7 @@ def test_a_claimed_store_that_cannot_open_shows_the_core_message(
     assert added == [] and len(viewer.layers) == 0
     shown = [m for m in notifications if expected in m]
     assert shown, notifications
+    assert shown[0].startswith("Cannot open bad.zarrvectors: ")
     assert str(root) in shown[0] and "refused" not in shown[0]
 
 

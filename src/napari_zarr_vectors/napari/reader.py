@@ -121,8 +121,10 @@ def read_for_napari(path: PathLike | Sequence[PathLike], stack: bool = False) ->
     try:
         return read_zarr_vectors(path, stack)
     except nzv.ZVError as e:
-        name = os.fspath(path[0] if isinstance(path, (list, tuple)) else path)
-        _notify_error(f"Cannot open {name}: {e}")
+        # the folder's name first (napari's toast shows the first ~40 characters); the
+        # core's message names the full path
+        name = os.fspath(path[0] if isinstance(path, (list, tuple)) else path).rstrip("/")
+        _notify_error(f"Cannot open {name.rsplit('/', 1)[-1]}: {e}")
         return [(None,)]  # npe2's "read, but no layers" sentinel
 
 
