@@ -82,7 +82,8 @@ class ColourByWidget(ZVBrowseWidget):
         for w in (self.message, self.controls.native, self.legend):
             self.layout().addWidget(w)
         self.spec: ColourSpec | None = None
-        self._choices: list[tuple[str, str]] = []
+        self._offered: tuple[list[str], tuple | None] | None = None
+        self._vertex_names: list[str] = []
         self._updating = False
         self._contrast_later = qdebounced(self._contrast_changed, timeout=APPLY_DELAY_MS)
         self.feature.changed.connect(lambda *_: self._choose())
@@ -97,6 +98,8 @@ class ColourByWidget(ZVBrowseWidget):
         try:
             self.legend.setText("")
             self.spec = None
+            self._vertex_names = self._store_vertex_names()
+            self._offered = None  # labels depend on the store: offer anew
             names = self._fill_features()
             if self.layer is None or not names:
                 self.message.setText(NO_FEATURES)
@@ -120,21 +123,32 @@ class ColourByWidget(ZVBrowseWidget):
 
     def _fill_features(self) -> list[str]:
         """Offer the selected layer's colourable features, and the feature it is coloured by
-        when this level does not store it (marked so). Returns the feature names."""
+        when this level does not store it (marked so). Returns the names offered."""
         names = [] if self.layer is None else colourable_features(self.layer)
         current = None if self.layer is None else colour_spec_of(self.layer)
-        choices = [(self._describe(n), n) for n in names]
+        missing = None
         if current is not None and current.feature not in names:
-            names.append(current.feature)
-            level = self._level()
-            choices.append((f"{current.feature}  (not stored at level {level})", current.feature))
-        if choices != self._choices:
-            self._choices = choices
+            missing = (current.feature, self._level())
+        offered = (names, missing)
+        if offered != self._offered:  # on a new target, or when a level changed the list
+            self._offered = offered
+            choices = [(self._describe(n), n) for n in names]
+            if missing is not None:
+                choices.append((f"{missing[0]}  (not stored at level {missing[1]})", missing[0]))
             with self.feature.changed.blocked():
                 value = self.feature.value
                 self.feature.choices = choices
-                self.feature.value = value if value in names else None
-        return names
+                self.feature.value = value if value in [c[1] for c in choices] else None
+        return names if missing is None else [*names, missing[0]]
+
+    def _store_vertex_names(self) -> list[str]:
+        """The store's level-0 vertex attribute names (read once per selected store: the
+        list may need a directory listing)."""
+        store = self.store
+        try:
+            return list(store.vertex_attribute_names(0)) if store is not None else []
+        except Exception:  # noqa: BLE001 - names we cannot list are simply not marked
+            return []
 
     def _level(self) -> int | None:
         meta = self.layer.metadata.get("zarr_vectors", {}) if self.layer is not None else {}
@@ -153,11 +167,7 @@ class ColourByWidget(ZVBrowseWidget):
             or (name.startswith("object_") and name[len("object_") :] in table.attributes)
         ):
             return f"{name}  (object)"
-        store = self.store
-        try:
-            vnames = store.vertex_attribute_names(0) if store is not None else []
-        except Exception:  # noqa: BLE001
-            vnames = []
+        vnames = self._vertex_names
         base = name.split("[")[0]
         if base in vnames or base.removeprefix("vertex_") in vnames:
             return f"{name}  (vertex)"
