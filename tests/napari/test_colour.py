@@ -72,13 +72,18 @@ def test_an_attribute_missing_at_a_level_is_said_and_its_colour_and_contrast_ret
     viewer.layers.selection.active = target.bounds_layer
     viewer.layers.selection.active = layer
     assert widget.spec_feature() == feature and widget.spec.contrast_limits == limits
+    # changes made here (no values to take a range from) keep the contrast
+    widget.colormap.value = "viridis"
+    widget.mode.value = "continuous"
+    assert widget.spec.colormap == "viridis" and widget.spec.contrast_limits == limits
+    np.testing.assert_allclose(layer_colours(layer), np.tile(FALLBACK_COLOUR, (len(drawn), 1)))
 
     target.lock_level(0)
     settle(qtbot, target)
     assert not colour_missing(layer)
-    want = colormap_colours(feature_values(layer, feature), "magma", *limits)
+    want = colormap_colours(feature_values(layer, feature), "viridis", *limits)
     np.testing.assert_allclose(layer_colours(layer), want, atol=2e-3)
-    assert widget.legend.text() == f"<b>{feature}</b>: magma, {limits[0]:g} … {limits[1]:g}"
+    assert widget.legend.text() == f"<b>{feature}</b>: viridis, {limits[0]:g} … {limits[1]:g}"
     assert widget.contrast.value == pytest.approx(limits)
     assert "not stored" not in widget.feature.native.currentText()
 

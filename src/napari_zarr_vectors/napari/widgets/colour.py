@@ -233,7 +233,7 @@ class ColourByWidget(ZVBrowseWidget):
             spec = continuous_colours(values, feature, self.colormap.value)
             old = self.spec
             if (
-                keep_contrast
+                (keep_contrast or not len(values))  # no values here to take a range from
                 and old is not None
                 and old.feature == feature
                 and old.contrast_limits is not None
