@@ -168,3 +168,20 @@ def test_hover_on_a_shapes_layer_of_a_2d_store(make_napari_viewer):
     assert "object 4 (length: 6)" in text
     # a static layer: no level line after its name
     assert hover(viewer, layer, np.array([1.0, 3.0]))["layer_base"] == layer.name
+
+
+def test_static_layers_read_at_a_level_get_the_hover_too(make_napari_viewer):
+    from napari_zarr_vectors.napari.reader import read_zarr_vectors
+
+    viewer = make_napari_viewer()
+    layer_data = read_zarr_vectors(DATA / "v09" / "polylines.zarrvectors", level=1)
+    layers = [viewer.add_layer(Layer.create(*t)) for t in layer_data]
+    tracks = next(
+        lyr for lyr in layers if type(lyr).__name__ == "Tracks" and "bounds" not in lyr.name
+    )
+    viewer.layers.selection.active = tracks
+    oids = tracks.features["object_id"].to_numpy()
+    row = len(oids) - 1
+    status = hover(viewer, tracks, cursor_at_row(viewer, tracks, row))
+    assert f"object {int(oids[row])} (" in status["coordinates"]
+    assert status["layer_base"] == tracks.name and "(level 1)" in tracks.name

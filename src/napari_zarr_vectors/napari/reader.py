@@ -162,6 +162,8 @@ def read_zarr_vectors(
     path = _store_root(Path(os.fspath(path))) if "://" not in os.fspath(path) else path
     register_reader_preference()
     store = nzv.open_store(path)
+    if level is not None:
+        install_viewer_hooks()  # the open viewers give the static layers their hover status
     out: list[LayerData] = []
     for kind in store.geometry_types:
         try:
