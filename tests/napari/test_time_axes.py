@@ -275,3 +275,22 @@ def test_a_graph_with_a_time_axis_gets_a_time_slider(tmp_path):
     assert np.array_equal(starts[:, 0], ends[:, 0])
     world = np.asarray(points) * np.asarray(pkw["scale"])
     assert {tuple(r) for r in world[:, [0, 2, 1]].astype(np.float32)} == {tuple(r) for r in nodes}
+
+
+def test_a_time_lapse_layer_saves_in_store_axis_order(points_t3d, tmp_path):
+    """Export (File > Save) of a time store's layer: store columns come back in the store's
+    order (t, x, y, z), with the time axis typed, not the napari axes reversed."""
+    from napari_zarr_vectors.napari.writer import save_layers, spec_from_layers
+
+    path, pos = points_t3d
+    item = _layer(read_zarr_vectors(path, level=0), "points")  # the whole level, every time
+    spec, _ = spec_from_layers([item])
+    assert spec.axes == ("t", "x", "y", "z")
+    assert spec.axis_types == ("time", "space", "space", "space")
+    order = np.lexsort(spec.positions.T[::-1])
+    want = pos[np.lexsort(pos.T[::-1])]
+    shown = np.asarray(spec.positions)[order]
+    assert shown.shape == want.shape and np.allclose(shown, want, atol=1e-4)
+    out = save_layers(str(tmp_path / "again.zarrvectors"), [item])
+    again = nzv.open_store(out).read(0).positions
+    assert np.allclose(again[np.lexsort(again.T[::-1])], want, atol=1e-4)

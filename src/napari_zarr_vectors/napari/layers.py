@@ -987,6 +987,7 @@ def _common_kwargs(
         "units": list(info.units),
         "axis_order": "reversed" if info.n_lead == 0 else "non-space first, space reversed",
         "napari_order": info.order.tolist(),
+        "axis_types": list(info.axis_types) or ["space"] * len(info.axes),
         "scale": info.world_scale.tolist(),
         "bounds": [np.asarray(b, float).tolist() for b in info.bounds],
     }

@@ -329,6 +329,7 @@ def _per_vertex_spec(
         positions,
         axes=axes,
         units=units,
+        axis_types=_axis_types(attributes, nd),
         bounds=_meta_bounds(attributes, nd),
         vertex_attributes=vattrs,
         object_ids=ids,
@@ -451,8 +452,20 @@ def _to_world(coords: np.ndarray, attributes: Mapping[str, Any]) -> np.ndarray:
 
 
 def _to_store(coords: np.ndarray, attributes: Mapping[str, Any]) -> np.ndarray:
-    """Layer data -> store coordinates: world, axes reversed (inverse of the reader)."""
-    return _to_world(coords, attributes)[:, ::-1]
+    """Layer data -> store coordinates (inverse of the reader): world, in store column
+    order (a store layer's ``napari_order``, else the axes reversed)."""
+    world = _to_world(coords, attributes)
+    return world[:, _store_columns(attributes, world.shape[1])]
+
+
+def _store_columns(attributes: Mapping[str, Any], nd: int) -> np.ndarray:
+    """The napari axis of each store column for ``nd`` axes: the inverse of the layer's
+    ``metadata["zarr_vectors"]["napari_order"]`` (time and channel axes lead in napari),
+    else the axes reversed."""
+    order = _meta(attributes).get("napari_order")
+    if order is not None and sorted(int(o) for o in order) == list(range(nd)):
+        return np.argsort(np.asarray(order, dtype=np.int64))
+    return np.arange(nd)[::-1]
 
 
 def _vector(values: Any, nd: int, default: float) -> np.ndarray:
@@ -470,12 +483,22 @@ def _store_axes(
     if meta.get("axes") and len(meta["axes"]) == nd:
         units = meta.get("units") or [None] * nd
         return tuple(str(a) for a in meta["axes"]), tuple(u or None for u in units)
+    columns = _store_columns(attributes, nd)
     labels = [str(x) for x in (attributes.get("axis_labels") or [])][-nd:]
     if len(labels) == nd and not any(_DEFAULT_LABEL.match(x) for x in labels):
-        names = tuple(labels[::-1])
+        names = tuple(labels[c] for c in columns)
     else:
         names = tuple(("x", "y", "z")[i] if i < 3 else f"axis{i}" for i in range(nd))
-    return names, tuple(_unit_names(attributes, nd)[::-1])
+    units = _unit_names(attributes, nd)
+    return names, tuple(units[c] for c in columns)
+
+
+def _axis_types(attributes: Mapping[str, Any], nd: int) -> tuple[str, ...]:
+    """Store axis types (store order): a store layer's own, else every axis a space axis."""
+    types = _meta(attributes).get("axis_types")
+    if types is not None and len(types) == nd:
+        return tuple(str(t) for t in types)
+    return ("space",) * nd
 
 
 def _unit_names(attributes: Mapping[str, Any], nd: int) -> list[str | None]:
