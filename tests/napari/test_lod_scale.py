@@ -147,6 +147,21 @@ def test_no_level_is_given_up_for_the_budget(long_paths):
     assert locked.level == 1 and 0 < locked.vertex_count <= 150
 
 
+def test_the_level_stays_put_while_the_slice_moves_at_constant_zoom(long_paths):
+    """Issue 16: in 2-D the level flipped 0 -> 1 -> 0 as the slice moved; it depends on the
+    zoom (the screen's resolution) only."""
+    ld = loader(long_paths)
+    picked = {}
+    for zoom in (0.01, 0.03, 0.1, 0.5, 2.0):
+        levels = {
+            ld.plan(LoadRequest(view=view2d((50, 50), zoom, z=z), budget=150))[0].level
+            for z in np.linspace(0.0, 99.0, 12)
+        }
+        assert len(levels) == 1, (zoom, levels)
+        picked[zoom] = levels.pop()
+    assert picked[2.0] == 0 and max(picked.values()) > 0  # coarse levels were in play
+
+
 def test_a_2d_view_crops_paths_to_its_slab_and_keeps_pieces_one_object(long_paths):
     ld = loader(long_paths)
     result = ld.load(LoadRequest(view=view2d((50, 50), 2.0, z=40.0), budget=10**6, force=True))
