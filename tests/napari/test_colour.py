@@ -15,7 +15,8 @@ from test_browse_widgets import dock, expected, open_zv, settle
 
 from napari_zarr_vectors.napari.colour import (
     FALLBACK_COLOUR,
-    colour_missing,
+    colour_spec_of,
+    colourable_features,
     feature_values,
     layer_colours,
 )
@@ -57,7 +58,8 @@ def test_an_attribute_missing_at_a_level_is_said_and_its_colour_and_contrast_ret
     target.lock_level(1)  # level 1 of these stores keeps no vertex attributes
     settle(qtbot, target)
     assert target.level == 1 and feature not in layer.features
-    assert colour_missing(layer)
+    assert colour_spec_of(layer).feature == feature and feature not in colourable_features(layer)
+    assert layer.metadata["zarr_vectors"]["colour_by"] is None  # what is drawn: no feature
     drawn = np.asarray(layer_colours(layer))
     assert len(drawn)
     np.testing.assert_allclose(drawn, np.tile(FALLBACK_COLOUR, (len(drawn), 1)), atol=1e-6)
@@ -80,7 +82,7 @@ def test_an_attribute_missing_at_a_level_is_said_and_its_colour_and_contrast_ret
 
     target.lock_level(0)
     settle(qtbot, target)
-    assert not colour_missing(layer)
+    assert layer.metadata["zarr_vectors"]["colour_by"] == feature
     want = colormap_colours(feature_values(layer, feature), "viridis", *limits)
     np.testing.assert_allclose(layer_colours(layer), want, atol=2e-3)
     assert widget.legend.text() == f"<b>{feature}</b>: viridis, {limits[0]:g} … {limits[1]:g}"

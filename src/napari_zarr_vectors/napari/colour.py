@@ -24,9 +24,9 @@ Surface    ``vertex_values`` = feature values (string categories: their index), 
 
 The recorded spec is the layer's colour at every level. At a level that does not store the
 spec's attribute (coarse levels often keep no vertex attributes) the layer is drawn in one
-plain colour, :data:`FALLBACK_COLOUR` (grey, the colour of missing values), and
-:func:`colour_missing` says so (the Colour-by legend shows it). The spec itself is kept, with
-its colormap and contrast limits, so colour and contrast return with the attribute.
+plain colour, :data:`FALLBACK_COLOUR` (grey, the colour of missing values), and its
+``colour_by`` metadata is ``None`` (the Colour-by legend says so). The spec itself is kept,
+with its colormap and contrast limits, so colour and contrast return with the attribute.
 
 Colour chosen elsewhere
 -----------------------
@@ -92,13 +92,6 @@ def colourable_features(layer: Any) -> list[str]:
     names = [n for n in names if not (layer_kind(layer) == "tracks" and n == "track_id")]
     own = [n for n in names if n in PLUGIN_FEATURES or n.startswith("zv_")]
     return [n for n in names if n not in own] + own
-
-
-def colour_missing(layer: Any) -> bool:
-    """Whether the layer has a colour-by spec whose attribute this level does not store (it
-    is then drawn in :data:`FALLBACK_COLOUR`)."""
-    spec = colour_spec_of(layer)
-    return spec is not None and spec.feature not in colourable_features(layer)
 
 
 def feature_values(layer: Any, feature: str) -> np.ndarray:
