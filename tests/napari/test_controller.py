@@ -420,7 +420,8 @@ def test_surface_colormap_and_limits_survive_level_changes(make_napari_viewer, q
     c.lock_level(1)
     settle(qtbot, c)
     assert layer.colormap.name == "magma"
-    assert layer.metadata["zarr_vectors"]["colour_by"] != "curvature"
+    assert len(layer.data[1]) == 0  # level 1 stores no faces: drawn as Points meanwhile
+    assert [type(x).__name__ for x in c.layers] == ["Surface", "Points"]
     c.lock_level(0)
     settle(qtbot, c)
     assert layer.colormap.name == "magma"
@@ -549,6 +550,26 @@ def test_a_big_store_shows_a_preview_of_its_central_chunks_first(
     assert len(c.layers[0].data) == last_rows
     meta = c.layers[0].metadata["zarr_vectors"]
     assert meta["shown_fraction"] < 1 and meta["vertices_shown"] == last_rows
+
+
+def test_a_mesh_draws_at_every_level(make_napari_viewer, qtbot):
+    """Issue 16: a mesh zoomed out to a level with vertices but no faces drew nothing (an
+    empty Surface); such a level is drawn as Points, and the Surface returns with faces."""
+    viewer = make_napari_viewer()
+    c = opened(viewer, qtbot, DATA / "v09" / "mesh.zarrvectors", vertex_budget=10**6)
+    surface = c.layers[0]
+    assert len(surface.data[1]) > 0
+    viewer.dims.ndisplay = 3  # the whole mesh in view (a 2-D slab holds few metavertices)
+    settle(qtbot, c)
+    c.lock_level(2)
+    settle(qtbot, c)
+    kinds = {type(layer).__name__: layer for layer in c.layers}
+    points = kinds["Points"]
+    assert len(points.data) == c.vertex_count == len(c.store.read(2).positions) > 0
+    assert len(surface.data[1]) == 0  # the faceless level leaves the Surface empty
+    c.lock_level(0)
+    settle(qtbot, c)
+    assert len(points.data) == 0 and len(surface.data[1]) == len(c.store.read(0).faces)
 
 
 def test_the_default_colouring_is_the_same_at_every_level(make_napari_viewer, qtbot):

@@ -305,8 +305,13 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     """A mesh level as one Surface; vertex attributes and object ids are features.
 
     ``vertex_values`` (what the Surface colours by) default to the first scalar vertex
-    attribute, else the object id.
+    attribute, else the object id. A level that stores vertices but no faces (the coarse
+    levels zarr-vectors writes: metavertices only) is drawn as Points (role ``"vertices"``)
+    instead of an invisible Surface.
     """
+    faces = np.asarray(geometry.faces, dtype=np.int64).reshape(-1, 3)
+    if not len(faces):
+        return [_points_layer(geometry, info, role="vertices", label="mesh vertices")]
     features = _vertex_features(geometry, info, np.arange(geometry.vertex_count))
     name = _first_scalar(features, _attribute_columns(geometry.vertex_attributes))
     if name is None and OBJECT_ID in features:
@@ -316,7 +321,6 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
         if name is not None
         else np.zeros(geometry.vertex_count, np.float32)
     )
-    faces = np.asarray(geometry.faces, dtype=np.int64).reshape(-1, 3)
     if axis_reversal_is_mirror(len(info.space)):
         faces = faces[:, FLIP_WINDING]
     kwargs = _common_kwargs(info, "mesh", "mesh", geometry, extra={"colour_by": name})
