@@ -96,6 +96,9 @@ class Store:
         self.levels: list[LevelInfo] = self._read_levels()
         self.layout: Layout = detect_layout(io, self.root, self.levels)
         self._lock = Lock()
+        #: object indexes and tables have a lock of their own: reading a large one (a
+        #: worker's side thread) does not hold up chunk listings and reads meanwhile
+        self._objects_lock = Lock()
         self._object_index: dict[int, ObjectIndex | None] = {}
         #: raw object tables of levels whose full index is not decoded yet (reads of a few
         #: objects decode only their manifests)
@@ -268,7 +271,7 @@ class Store:
     def object_index(self, level: int = 0, strict: bool = False) -> ObjectIndex | None:
         """Decoded manifests of a level (cached), or ``None`` when it has no objects."""
         self.level(level)
-        with self._lock:
+        with self._objects_lock:
             if level not in self._object_index:
                 table = (
                     self._object_tables.pop(level)
@@ -291,7 +294,7 @@ class Store:
         """The level's decoded index when it exists, else its raw table (read once and
         kept until the full index is decoded)."""
         self.level(level)
-        with self._lock:
+        with self._objects_lock:
             if level in self._object_index:
                 return self._object_index[level]
             if level not in self._object_tables:

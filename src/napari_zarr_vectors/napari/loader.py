@@ -363,11 +363,17 @@ class Loader:
             share = float(est[rows].sum()) / whole if whole > 0 else len(rows) / len(plan.chunks)
             cut = dataclasses.replace(request, budget=max(int(request.budget * share), 1))
             fetched = plan.chunks[np.sort(rows)]
-            result = self._result(cut, plan, fetched, ("preview", *key), crop, [], plan.fraction)
+            # objects read: in proportion to the share too (a small read, no whole index)
+            most = min(plan.fraction, view_geometry.ladder_step(plan.fraction * share, READ_AHEAD))
+            result = self._result(cut, plan, fetched, ("preview", *key), crop, [], most)
             return dataclasses.replace(
                 result, share=dataclasses.replace(result.share, budget=int(request.budget))
             )
 
+        if request.progressive and self.store.geometry_type != "point_cloud":
+            # the object table (every id, for the object ranks) is read while the first
+            # batch is fetched: both are needed before the first picture
+            threading.Thread(target=self._level_ids, args=(plan.level,), daemon=True).start()
         ok = yield from self._fetch(
             request, plan, failed, cancelled, preview if request.progressive else None, crop
         )
