@@ -17,8 +17,9 @@ environment variable              :func:`configure` keyword     default
 per store), the budget follows the measured cost of putting data on screen on this
 machine: every level-of-detail swap of at least :data:`MIN_SAMPLE_VERTICES` vertices
 updates a running estimate of the UI-thread seconds per vertex (:class:`SwapCost`), and
-the budget is what keeps one swap near :data:`TARGET_SWAP_SECONDS` (80 ms: with napari's
-own work around a swap, a UI stall stays near 0.1 s), between
+the budget is what keeps one swap near :data:`TARGET_SWAP_SECONDS` (50 ms on average: single
+swaps vary up to about twice that, so with napari's own work around a swap a UI stall stays
+within about 0.1 s), between
 :data:`MIN_AUTO_BUDGET` and :data:`MAX_AUTO_BUDGET`. Before the first measurement it is
 :data:`DEFAULT_VERTEX_BUDGET` (60,000: about 0.1 s per swap on a 2-core machine without a
 GPU, see docs/level-of-detail.md). ``configure(vertex_budget="auto")`` returns to it.
@@ -39,7 +40,7 @@ DEFAULT_CACHE_MB = 512
 DEFAULT_DEBOUNCE_MS = 150
 
 #: the adaptive budget keeps one UI-thread data swap near this many seconds
-TARGET_SWAP_SECONDS = 0.08
+TARGET_SWAP_SECONDS = 0.05
 #: ... within these bounds
 MIN_AUTO_BUDGET = 20_000
 MAX_AUTO_BUDGET = 2_000_000
