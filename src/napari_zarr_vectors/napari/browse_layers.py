@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .browse import FilterState, ObjectTable, nearest_row
+from .browse import ColourSpec, FilterState, ObjectTable, nearest_row
 from .colour import apply_colour, colour_spec_of, layer_kind, reapply_colour
 from .controller import controller_for
 from .layers import META, OBJECT_ID, layers_from_geometry
@@ -522,14 +522,17 @@ _tables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 class BrowseSession:
     """The browse state of one target (one open store): its object table, the user's
-    filters, and who to tell when they change. Widgets share it through
-    :func:`session_for`, so the group filter and the attribute filters combine (AND)."""
+    filters, its store-wide colour choice, and who to tell when they change. Widgets share it
+    through :func:`session_for`, so the group filter and the attribute filters combine (AND)."""
 
     def __init__(self, target: Any) -> None:
         self._target = weakref.ref(target)
         self.store = target.store
         self.table = object_table(self.store)
         self.filters = FilterState(self.table)
+        #: the colour chosen for every layer of the store (``None``: per layer, or none)
+        self.colour: ColourSpec | None = None
+        self._coloured: set[int] = set()  # ids of the layers there when it was chosen
         self._listeners: list[Any] = []
         events = getattr(target, "events", None)
         refreshed = getattr(events, "refreshed", None)
@@ -561,10 +564,21 @@ class BrowseSession:
             callback()
         return allowed
 
+    def choose_colour(self, spec: ColourSpec | None) -> None:
+        """Record the store-wide colour choice (``None``: the choice is per layer). A layer
+        the target adds later (a level drawn as another layer kind, e.g. a mesh level
+        without faces as points) takes it: in its colours, or the fallback grey."""
+        self.colour = spec
+        self._coloured = {id(layer) for layer in getattr(self.target, "layers", [])}
+
     def _on_refreshed(self, event: Any = None) -> None:
         target = self.target
         for layer in list(getattr(target, "layers", [])):
-            reapply_colour(layer)
+            if self.colour is not None and id(layer) not in self._coloured:
+                self._coloured.add(id(layer))
+                apply_colour(layer, self.colour)
+            else:
+                reapply_colour(layer)
         self._annotate()
         for callback in list(self._listeners):
             callback()

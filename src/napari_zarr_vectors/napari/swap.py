@@ -94,12 +94,13 @@ def swap_empty(layer: Any, store: Any) -> None:
         if colour_by in layer.properties_to_color_by:
             layer.color_by = colour_by
         return
-    if kind == "surface":
-        layer.data = (np.empty((0, ndim)), np.empty((0, 3), np.int64), np.empty(0))
-        return
     columns = {}
     if hasattr(layer, "features"):
         columns = {name: layer.features[name].to_numpy()[:0] for name in layer.features.columns}
+    if kind == "surface":
+        layer.data = (np.empty((0, ndim)), np.empty((0, 3), np.int64), np.empty(0))
+        layer.features = columns  # no rows left (a feature row per vertex)
+        return
     if kind == "vectors":
         layer.data = np.empty((0, 2, ndim))
     elif kind == "shapes":

@@ -127,8 +127,9 @@ class ColourByWidget(ZVBrowseWidget):
         names = [] if self.layer is None else colourable_features(self.layer)
         current = None if self.layer is None else colour_spec_of(self.layer)
         missing = None
-        if current is not None and current.feature not in names:
+        if current is not None and not self._drawn_somewhere(current.feature):
             missing = (current.feature, self._level())
+            names = [n for n in names if n != current.feature]
         offered = (names, missing)
         if offered != self._offered:  # on a new target, or when a level changed the list
             self._offered = offered
@@ -286,6 +287,8 @@ class ColourByWidget(ZVBrowseWidget):
         self.spec = spec
         for layer in self.layers():
             apply_colour(layer, spec)
+        if self.session is not None:
+            self.session.choose_colour(spec if self.all_layers.value else None)
         self._show_spec(spec)
         return spec
 
@@ -311,6 +314,11 @@ class ColourByWidget(ZVBrowseWidget):
         refresh the feature list and the legend."""
         if self.layer is None:
             return
+        if self.spec is None and colour_spec_of(self.layer) is not None:
+            # the layer was coloured after it was selected (a layer a level added takes
+            # the store's colour choice on its first refresh): show that choice
+            self._target_changed()
+            return
         self._updating = True
         try:
             self._fill_features()
@@ -323,7 +331,7 @@ class ColourByWidget(ZVBrowseWidget):
         spec, layer = self.spec, self.layer
         if spec is None or layer is None:
             return
-        missing = None if spec.feature in colourable_features(layer) else self._level()
+        missing = None if self._drawn_somewhere(spec.feature) else self._level()
         table = self.session.table if self.session is not None else None
         several = spec.feature == GROUP_ID and table is not None and table.groups_overlap()
         self.legend.setText(
@@ -335,6 +343,15 @@ class ColourByWidget(ZVBrowseWidget):
                 several_groups=several,
             )
         )
+
+    def _drawn_somewhere(self, feature: str) -> bool:
+        """Whether a layer holding data at this level has ``feature`` (the selected layer,
+        else, with "all layers", any layer of the store: a level may be drawn by another
+        layer kind, e.g. a mesh level without faces as points)."""
+        layers = [self.layer]
+        if self.all_layers.value and self.target is not None:
+            layers = [lay for lay in self.target.layers if len(lay.features)] or layers
+        return any(feature in colourable_features(lay) for lay in layers)
 
     def _counts(self, spec: ColourSpec) -> dict:
         """``{category: rows loaded}`` of the selected layer (shown rows of Points)."""
