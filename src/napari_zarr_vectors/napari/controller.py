@@ -250,7 +250,10 @@ class ZVLayerController:
         if self._closed:
             return
         self._pending = True
-        self._debounced.setTimeout(int(get_settings().debounce_ms))
+        # nothing on screen yet (a store opened in the background): load on the next turn
+        # of the event loop, once the viewer has placed the new layers
+        empty = self.vertex_count == 0 and self._shown.key is None
+        self._debounced.setTimeout(0 if empty else int(get_settings().debounce_ms))
         self._debounced()
 
     def close(self) -> None:
