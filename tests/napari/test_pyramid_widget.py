@@ -316,11 +316,14 @@ def test_chunk_overlay_has_exactly_the_non_empty_chunks(qa, qtbot, level):
     np.testing.assert_allclose(ends_by_box.min(axis=(0, 2)), lo)
     np.testing.assert_allclose(ends_by_box.max(axis=(0, 2)), hi)
     assert np.all(np.count_nonzero(np.abs(ends - starts) > 1e-9, axis=1) == 1)
-    # in 2-D: the chunks the current slab cuts, outlined on the slice
+    # in 2-D: the chunks the current slab cuts, outlined on the slice (redrawn once napari's
+    # dims update is over)
     viewer.dims.ndisplay = 2
     z_scale = store.levels[0].bin_shape[2]
     for wanted in (-7.5, 0.0, 12.5):
         viewer.dims.set_point(viewer.dims.ndim - 3, wanted)
+        assert widget.overlays_pending
+        qtbot.waitUntil(lambda: not widget.overlays_pending, timeout=5_000)
         z = viewer.dims.point[-3]  # napari snaps to its slider steps
         starts, ends = vectors_world(layer)
         cut = (lo[:, 2] <= z + z_scale / 2) & (hi[:, 2] > z - z_scale / 2)

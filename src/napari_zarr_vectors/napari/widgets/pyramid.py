@@ -131,15 +131,28 @@ class _BoxOverlay:
         # the first (a Qt abort in 3-D, issue 16); nested calls only mark the overlay stale
         self._busy = False
         self._stale = False
+        #: the slice the layer was drawn for (displayed axes, point on the other axes)
+        self._drawn_for: tuple | None = None
 
     def set_boxes(self, lo, hi, info, label: str, extra: dict[str, Any] | None = None) -> Any:
         self.lo, self.hi = np.asarray(lo, float), np.asarray(hi, float)
         self.info, self.label, self.extra = info, label, dict(extra or {})
+        self._drawn_for = None
         return self.refresh()
 
+    def _slice_key(self) -> tuple:
+        displayed, point = slice_of(self.widget.viewer, self.info.ndim)
+        others = [a for a in range(self.info.ndim) if a not in displayed]
+        return tuple(displayed), tuple(point[others].tolist())
+
     def refresh(self) -> Any:
+        """Redraw for the current slice (nothing to do when the slice the layer shows has
+        not changed)."""
         if self.lo is None or self.info is None:
             return None
+        layers = self.widget.viewer.layers
+        if self.layer in layers and self._drawn_for == self._slice_key():
+            return self.layer
         if self._busy:
             self._stale = True
             return self.layer
@@ -170,6 +183,7 @@ class _BoxOverlay:
 
     def _draw(self) -> None:
         viewer = self.widget.viewer
+        self._drawn_for = self._slice_key()
         displayed, point = slice_of(viewer, self.info.ndim)
         thickness = self.info.world_scale
         rows = boxes_in_slab(self.lo, self.hi, displayed, point, thickness)
@@ -227,6 +241,7 @@ class PyramidQAWidget(ZVBrowseWidget):
         self._updating = False
         self._picking = False
         self._chunk_level: int | None = None
+        self._overlays_pending = False
         self.tasks: dict[str, QATask] = {}
         self.statistics: list[dict] = []
         self.families: list[tuple[int, int]] = []
@@ -488,8 +503,21 @@ class PyramidQAWidget(ZVBrowseWidget):
                 kept.remove(layer)
 
     def _on_dims(self, event: Any = None) -> None:
+        """The slice or display mode changed: redraw the outlines once napari's dims update
+        is over (coalesced; never inside napari's own event)."""
+        if not self._overlays_pending:
+            self._overlays_pending = True
+            QTimer.singleShot(0, self._refresh_overlays)
+
+    def _refresh_overlays(self) -> None:
+        self._overlays_pending = False
         self.chunk_overlay.refresh()
         self.bin_overlay.refresh()
+
+    @property
+    def overlays_pending(self) -> bool:
+        """Whether the outlines wait for a redraw after a slice change."""
+        return self._overlays_pending
 
     # ------------------------------------------------------------------ target
     def follow(self, layer: Any) -> None:
