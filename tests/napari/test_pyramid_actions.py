@@ -279,3 +279,60 @@ def test_store_layers_are_the_data_layers_not_the_qa_layers(qa, qtbot):
     assert data == controller.layers
     viewer.layers.selection.active = widget.chunk_overlay.layer
     assert widget.target is controller and widget.layer is controller.layers[0]
+
+
+# --------------------------------------------------------------------------------------------
+# stores with a time axis: napari's axis order is not the store's reversed
+# --------------------------------------------------------------------------------------------
+
+
+def test_outlines_of_a_time_lapse_store_follow_its_axis_order(make_napari_viewer, qtbot, tmp_path):
+    import warnings
+
+    zv = pytest.importorskip("zarr_vectors")
+    from napari_zarr_vectors.napari import open_in_viewer
+    from napari_zarr_vectors.napari.widgets import PyramidQAWidget
+
+    rng = np.random.default_rng(0)
+    pos = np.column_stack([rng.integers(0, 5, 500), rng.uniform(0, 100, (500, 3))])
+    path = tmp_path / "detections.zarrvectors"
+    axes = (
+        zv.Axis("t", "second", "time"),
+        zv.Axis("x", "micrometer"),
+        zv.Axis("y", "micrometer"),
+        zv.Axis("z", "micrometer"),
+    )
+    schema = zv.Schema(
+        4,
+        ((0, 0, 0, 0), (4, 100, 100, 100)),
+        axes=axes,
+        layout=zv.Layout(cell_size=(1, 50, 50, 50)),
+        kind="point_cloud",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zv.create(str(path), schema=schema).add_points(pos.astype(np.float32))
+    viewer = make_napari_viewer()
+    controller = open_in_viewer(viewer, str(path))
+    viewer.dims.ndisplay = 3
+    settle(qtbot, controller)
+    widget = PyramidQAWidget(viewer)
+    layer = run(qtbot, widget.show_chunks(True))
+    store = widget.store
+    lo, hi = core.chunk_boxes(store, 0)
+    t = viewer.dims.point[0]  # napari axis 0 is the time slider
+    half = np.asarray(layer.scale)[0] / 2
+    cut = (lo[:, 0] <= t + half) & (hi[:, 0] > t - half)
+    assert 0 < cut.sum() < len(lo)
+    data = np.asarray(layer.data)
+    scale = np.asarray(layer.scale)
+    starts = data[:, 0] * scale  # napari order (t, z, y, x)
+    ends = (data[:, 0] + data[:, 1]) * scale
+    assert len(data) == 12 * cut.sum()
+    np.testing.assert_allclose(starts[:, 0], t)
+    # each wireframe spans its chunk box in x, y, z (store columns 1, 2, 3)
+    seg = np.concatenate([starts, ends]).reshape(2, -1, 12, 4)[..., [3, 2, 1]]
+    box = np.asarray(layer.features["box"]).reshape(-1, 12)[:, 0]
+    np.testing.assert_allclose(seg.min(axis=(0, 2)), lo[box][:, 1:])
+    np.testing.assert_allclose(seg.max(axis=(0, 2)), hi[box][:, 1:])
+    assert set(box.tolist()) == set(np.flatnonzero(cut).tolist())

@@ -30,6 +30,7 @@ import numpy as np
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.format.query import chunks_in_bbox
 
+from .layers import napari_axis_order
 from .lod import ViewState, visible_box
 from .store_info import layer_scale
 from .view_geometry import object_rank, position_rank, subset_fraction
@@ -293,27 +294,38 @@ def grid_plan(layers: Sequence[Any], side: Sequence[Any]) -> tuple[list[Any], in
 # --------------------------------------------------------------------------------------------
 
 
-def slice_of(viewer: Any, ndim: int) -> tuple[list[int], np.ndarray]:
-    """Displayed store axes and the dims point in store order, for a layer of ``ndim`` axes
-    aligned with the viewer's trailing axes (napari order = reversed store order)."""
+def axis_order(store: Any) -> np.ndarray:
+    """The store column of each napari axis of the store's layers (non-space axes first,
+    then the space axes reversed: :func:`..layers.napari_axis_order`)."""
+    types = list(getattr(store, "axis_types", None) or ()) or ["space"] * int(store.ndim)
+    return napari_axis_order(types)
+
+
+def slice_of(viewer: Any, order: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """Displayed store columns and the dims point in store order, for a layer whose napari
+    axis ``k`` is store column ``order[k]``, aligned with the viewer's trailing axes."""
+    order = np.asarray(order, np.int64)
+    ndim = len(order)
     offset = viewer.dims.ndim - ndim
-    shown = [a - offset for a in viewer.dims.displayed if a >= offset]
-    displayed = sorted(ndim - 1 - a for a in shown)
-    point = np.asarray(viewer.dims.point[offset:], dtype=np.float64)[::-1]
-    if len(point) < ndim:  # viewer with fewer axes than the store (no layer yet)
-        point = np.concatenate([point, np.zeros(ndim - len(point))])
+    displayed = sorted(int(order[a - offset]) for a in viewer.dims.displayed if a >= offset)
+    napari_point = np.asarray(viewer.dims.point[max(offset, 0) :], dtype=np.float64)
+    if len(napari_point) < ndim:  # viewer with fewer axes than the store (no layer yet)
+        napari_point = np.concatenate([np.zeros(ndim - len(napari_point)), napari_point])
+    point = np.empty(ndim)
+    point[order] = napari_point
     return displayed, point
 
 
 def visible_store_box(viewer: Any, store: Any) -> tuple[np.ndarray, np.ndarray]:
     """The world box the camera shows, in store order, clipped to the store bounds (see
     ``lod.visible_box``)."""
-    ndim = int(store.ndim)
+    order = axis_order(store)
+    ndim = len(order)
     lo_s, hi_s = (np.asarray(b, float) for b in store.bounds)
     offset = viewer.dims.ndim - ndim
     camera = viewer.scene.camera
     displayed = tuple(a - offset for a in viewer.dims.displayed if a >= offset)
-    scale = np.asarray(layer_scale(store), float)[::-1]
+    scale = np.asarray(layer_scale(store), float)[order]
     three = viewer.dims.ndisplay == 3
     view = ViewState(
         ndisplay=int(viewer.dims.ndisplay),
@@ -326,8 +338,10 @@ def visible_store_box(viewer: Any, store: Any) -> tuple[np.ndarray, np.ndarray]:
         view_direction=tuple(camera.view_direction) if three else None,
         up_direction=tuple(camera.up_direction) if three else None,
     )
-    lo, hi = visible_box(view, lo_s[::-1], hi_s[::-1])
-    return np.asarray(lo)[::-1], np.asarray(hi)[::-1]
+    lo_n, hi_n = visible_box(view, lo_s[order], hi_s[order])
+    lo, hi = np.empty(ndim), np.empty(ndim)
+    lo[order], hi[order] = np.asarray(lo_n, float), np.asarray(hi_n, float)
+    return lo, hi
 
 
 def parse_ids(text: str) -> list[int]:

@@ -58,8 +58,10 @@ class ZVBrowseWidget(QWidget):
         """Act on ``layer`` (``None`` or a non-ZV layer: nothing)."""
         meta = zv_meta(layer)
         target = None if meta is None else target_for(self.viewer, layer)
-        if meta is not None and _derived(layer, meta) and not (
-            self.accept_isolated and meta.get("role") == "isolated"
+        if (
+            meta is not None
+            and _derived(layer, meta)
+            and not (self.accept_isolated and meta.get("role") == "isolated")
         ):
             # an isolated object or a Pyramid QA layer: keep browsing its store
             layer = target.layers[0] if target is not None and target.layers else None

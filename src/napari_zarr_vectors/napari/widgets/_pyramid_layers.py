@@ -1,8 +1,9 @@
 """Pyramid QA overlays as napari layer data tuples (no Qt, no viewer).
 
-Store coordinates -> napari layer data, with the same conventions as :mod:`..layers`: store
-columns reversed (``(x, y, z)`` -> ``(z, y, x)``), data in units of the layer ``scale`` (the
-store's level-0 bin shape), world = ``data * scale`` = store coordinates reversed.
+Store coordinates -> napari layer data, with the same conventions as :mod:`..layers`: napari
+axis ``k`` is store column ``StoreInfo.order[k]`` (non-space axes first, then the space axes
+reversed: ``(t, x, y, z)`` -> ``(t, z, y, x)``), data in units of the layer ``scale`` (the
+store's level-0 bin shape), world = ``data * scale`` = store coordinates in napari order.
 
 * :func:`box_outline_segments` -- outlines of axis-aligned boxes as segments: a full wireframe
   when every store axis is displayed, else the outlines in the displayed axes of the boxes
@@ -118,16 +119,11 @@ def boxes_in_slab(
     return np.flatnonzero(np.all((lo[:, other] <= p + t / 2) & (hi[:, other] > p - t / 2), axis=1))
 
 
-def to_layer(positions: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Store coordinates (store order) -> layer data (napari order, units of ``scale``)."""
+def to_layer(positions: np.ndarray, scale: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Store coordinates (store order) -> layer data (napari axis ``k`` = store column
+    ``order[k]``, units of ``scale``)."""
     positions = np.asarray(positions, dtype=np.float64).reshape(-1, len(scale))
-    return (positions / np.asarray(scale, dtype=np.float64))[:, ::-1]
-
-
-def from_layer(data: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Layer data (napari order) -> store coordinates (store order)."""
-    data = np.asarray(data, dtype=np.float64)
-    return data[..., ::-1] * np.asarray(scale, dtype=np.float64)
+    return (positions / np.asarray(scale, dtype=np.float64))[:, np.asarray(order, np.int64)]
 
 
 def overlay_info(store: Any, level: int) -> StoreInfo:
@@ -143,6 +139,7 @@ def overlay_info(store: Any, level: int) -> StoreInfo:
         bounds=(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)),
         level=int(level),
         scale=layer_scale(store),
+        axis_types=tuple(getattr(store, "axis_types", None) or ()),
     )
 
 
@@ -162,8 +159,8 @@ def segments_layer(
     """Segments ``starts[i] -> ends[i]`` (store order) as a Vectors layer data tuple with the
     store's scale, axis labels and units, named ``"<store> <label>"`` (+ level)."""
     scale = info.world_scale
-    p0 = to_layer(starts, scale)
-    p1 = to_layer(ends, scale)
+    p0 = to_layer(starts, scale, info.order)
+    p1 = to_layer(ends, scale, info.order)
     data = np.stack([p0, p1 - p0], axis=1) if len(p0) else np.empty((0, 2, scale.size))
     kwargs = _common_kwargs(info, role, label, None, extra=extra)
     kwargs.update(

@@ -67,6 +67,7 @@ from ..pyramid_qa import (
     STAT_COLUMNS,
     STAT_TOOLTIP,
     DroppedObjects,
+    axis_order,
     drawn_text,
     dropped,
     estimate_read,
@@ -141,7 +142,7 @@ class _BoxOverlay:
         return self.refresh()
 
     def _slice_key(self) -> tuple:
-        displayed, point = slice_of(self.widget.viewer, self.info.ndim)
+        displayed, point = slice_of(self.widget.viewer, self.info.order)
         others = [a for a in range(self.info.ndim) if a not in displayed]
         return tuple(displayed), tuple(point[others].tolist())
 
@@ -178,13 +179,13 @@ class _BoxOverlay:
 
     def cut(self) -> np.ndarray:
         """Rows of the boxes the current slab cuts (all of them in a 3-D view)."""
-        displayed, point = slice_of(self.widget.viewer, self.info.ndim)
+        displayed, point = slice_of(self.widget.viewer, self.info.order)
         return boxes_in_slab(self.lo, self.hi, displayed, point, self.info.world_scale)
 
     def _draw(self) -> None:
         viewer = self.widget.viewer
         self._drawn_for = self._slice_key()
-        displayed, point = slice_of(viewer, self.info.ndim)
+        displayed, point = slice_of(viewer, self.info.order)
         thickness = self.info.world_scale
         rows = boxes_in_slab(self.lo, self.hi, displayed, point, thickness)
         # two ends a segment, len(a) segments a box, within the vertex budget
@@ -1249,7 +1250,7 @@ class PyramidQAWidget(ZVBrowseWidget):
         info = overlay_info(store, level)
         key = ",".join(str(c) for c in chunk)
         moved = ""
-        displayed, point = slice_of(self.viewer, info.ndim)
+        displayed, point = slice_of(self.viewer, info.order)
         if len(lo) and not len(boxes_in_slab(lo, hi, displayed, point, info.world_scale)):
             moved = self._move_slice_into(store, lo, hi)
         layer = self.bin_overlay.set_boxes(
@@ -1270,14 +1271,16 @@ class PyramidQAWidget(ZVBrowseWidget):
 
     def _move_slice_into(self, store: Any, lo: np.ndarray, hi: np.ndarray) -> str:
         """Move the dims point to the middle of the boxes on the axes not displayed."""
-        displayed, _ = slice_of(self.viewer, store.ndim)
+        order = axis_order(store)
+        displayed, _ = slice_of(self.viewer, order)
         offset = self.viewer.dims.ndim - store.ndim
         middle = (lo.min(0) + hi.max(0)) / 2
         moved = []
         for axis in range(store.ndim):
             if axis in displayed:
                 continue
-            self.viewer.dims.set_point(offset + store.ndim - 1 - axis, float(middle[axis]))
+            napari_axis = offset + int(np.flatnonzero(order == axis)[0])
+            self.viewer.dims.set_point(napari_axis, float(middle[axis]))
             moved.append(f"{store.axes[axis]} = {middle[axis]:g}")
         return f"; slice moved into the chunk ({', '.join(moved)})"
 
@@ -1298,13 +1301,15 @@ class PyramidQAWidget(ZVBrowseWidget):
         if store is None:
             return None
         ndim = store.ndim
-        p = np.asarray(world_position, dtype=np.float64)[-ndim:][::-1]
+        order = axis_order(store)
+        p = np.empty(ndim)
+        p[order] = np.asarray(world_position, dtype=np.float64)[-ndim:]
         level = self.level
         info = store.level(level)
         origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, float)
         key = np.floor((p - origin) / info.chunk_shape).astype(np.int64).tolist()
         self.chunk_edit.setText(",".join(str(k) for k in key))
-        displayed, _ = slice_of(self.viewer, ndim)
+        displayed, _ = slice_of(self.viewer, order)
         reach = np.asarray(info.bin_shape, float) * 2.0
         others = [a for a in range(ndim) if a not in displayed]
         reach[others] = np.asarray(layer_scale(store), float)[others] / 2.0
