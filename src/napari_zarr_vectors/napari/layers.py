@@ -31,29 +31,26 @@ import numpy as np
 
 from napari_zarr_vectors.format.geometry import Geometry
 
+from .colour import (
+    DEFAULT_COLORMAP,
+    ID_COLORMAP,
+    DefaultColour,
+    contrast_limits,
+    default_colour_by,
+    default_point_colour,
+    direction_colour,
+    direction_feature,
+    edge_colour_kwargs,
+    flat_colormap,
+    n_unique,
+)
+from .names import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
+
 LayerData = tuple[Any, dict[str, Any], str]
 
 #: Shapes layers are slow beyond about a thousand shapes (0.5 s to build 1,000 paths, 5 s for
 #: 10,000; see NAPARI-FACTS.md). A Shapes layer is never created with more shapes than this.
 SHAPES_MAX_OBJECTS = 1_000
-
-#: Store attribute names treated as per-vertex colours when they have 3 or 4 channels.
-COLOUR_ATTRIBUTE_NAMES = ("rgb", "rgba", "color", "colour", "colors", "colours")
-
-#: The key of the plugin's part of every layer's ``metadata``.
-META = "zarr_vectors"
-
-#: Names of the feature columns added by the adapter (not store attributes).
-OBJECT_ID = "object_id"
-GROUP_ID = "group_id"
-GROUPS = "groups"
-DIRECTION = "direction"
-
-#: Number of quantisation levels per channel of the direction colour palette (8**3 colours).
-_DIRECTION_LEVELS = 8
-
-_DEFAULT_COLORMAP = "viridis"
-_ID_COLORMAP = "turbo"
 
 #: Face column order that reverses a triangle's winding (the reader mirrors axis order, the
 #: writer mirrors it back: see :func:`axis_reversal_is_mirror`).
@@ -245,7 +242,7 @@ def point_cloud_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
 def line_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     """Line segments: Shapes ``line`` for few lines in 2-D stores, else Vectors."""
     starts, ends, features = _segments(geometry, info)
-    colour = _direction_colour(features)
+    colour = direction_colour(features)
     return [
         _segment_layer(
             starts, ends, features, info, colour, role="lines", label="lines", geometry=geometry
@@ -270,7 +267,7 @@ def path_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
                 ends,
                 features,
                 info,
-                _Colour(direct="#40c0ff"),
+                DefaultColour(direct="#40c0ff"),
                 role=label,
                 label=label,
                 geometry=geometry,
@@ -283,10 +280,10 @@ def graph_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     """Graphs and skeletons: edges (Vectors, or Shapes ``line`` when few) + nodes (Points)."""
     kind = geometry.geometry_type
     starts, ends, features = _segments(geometry, info)
-    if OBJECT_ID in features and _n_unique(features[OBJECT_ID]) > 1:
-        default = _colour_by(features, OBJECT_ID)
+    if OBJECT_ID in features and n_unique(features[OBJECT_ID]) > 1:
+        default = default_colour_by(features, OBJECT_ID)
     else:
-        default = _Colour(direct="#ffb000" if kind == "skeleton" else "#40c0ff")
+        default = DefaultColour(direct="#ffb000" if kind == "skeleton" else "#40c0ff")
     edges = _segment_layer(
         starts,
         ends,
@@ -326,11 +323,11 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     kwargs = _common_kwargs(info, "mesh", "mesh", geometry, extra={"colour_by": name})
     kwargs.update(
         features=features,
-        colormap=_ID_COLORMAP if name == OBJECT_ID else _DEFAULT_COLORMAP,
+        colormap=ID_COLORMAP if name == OBJECT_ID else DEFAULT_COLORMAP,
         shading="smooth",
     )
     if name is not None:
-        kwargs["contrast_limits"] = _contrast_limits(values)
+        kwargs["contrast_limits"] = contrast_limits(values)
     return [((_to_layer_coords(geometry.positions, info), faces, values), kwargs, "surface")]
 
 
@@ -375,7 +372,7 @@ def bounds_box_layer(info: StoreInfo) -> LayerData:
     kwargs.update(
         features={"box": np.zeros(len(track_ids))},
         color_by="box",
-        colormaps_dict={"box": _flat_colormap("box", (0.6, 0.6, 0.6, 1.0))},
+        colormaps_dict={"box": flat_colormap("box", (0.6, 0.6, 0.6, 1.0))},
         tail_width=1.0,
         opacity=0.5,
         blending="translucent",
@@ -397,26 +394,16 @@ def _track_rows(track_ids: np.ndarray, coords: np.ndarray, info: StoreInfo) -> n
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Colour:
-    """A default colouring: a float feature + colormap, or a direct colour (name or (N, 4)).
-
-    ``source`` names the feature the colours come from (also for direct colours).
-    """
-
-    feature: str | None = None
-    colormap: Any = _DEFAULT_COLORMAP
-    contrast_limits: tuple[float, float] | None = None
-    direct: Any = None
-    source: str | None = None
-
-
 def _points_layer(
     geometry: Geometry, info: StoreInfo, *, role: str, label: str, size_factor: float = 1.0
 ) -> LayerData:
     rows = np.arange(geometry.vertex_count)
     features = _vertex_features(geometry, info, rows)
-    colour = _default_point_colour(geometry, features)
+    colour = default_point_colour(
+        geometry.vertex_attributes,
+        features,
+        _first_scalar(features, _attribute_columns(geometry.vertex_attributes)),
+    )
     kwargs = _common_kwargs(info, role, label, geometry, extra={"colour_by": colour.source})
     kwargs.update(
         features=features,
@@ -437,7 +424,7 @@ def _segment_layer(
     ends: np.ndarray,
     features: dict[str, np.ndarray],
     info: StoreInfo,
-    colour: _Colour,
+    colour: DefaultColour,
     *,
     role: str,
     label: str,
@@ -450,7 +437,7 @@ def _segment_layer(
     if not shapes:
         label += _fast_note(info, len(p0))
     kwargs = _common_kwargs(info, role, label, geometry, extra={"colour_by": colour.source})
-    kwargs.update(features=features, edge_width=_line_width(info), **_edge_colour_kwargs(colour))
+    kwargs.update(features=features, edge_width=_line_width(info), **edge_colour_kwargs(colour))
     if shapes:
         kwargs.update(shape_type="line", face_color="transparent")
         return list(np.stack([p0, p1], axis=1)), kwargs, "shapes"
@@ -465,9 +452,11 @@ def _path_shapes_layer(
     features = {OBJECT_ID: object_ids}
     _merge(features, _object_features(object_ids, info), prefix="object_")
     name = _first_scalar(features, _attribute_columns(info.object_attributes))
-    if name is None and _n_unique(object_ids) > 1:
+    if name is None and n_unique(object_ids) > 1:
         name = OBJECT_ID
-    colour = _colour_by(features, name) if name is not None else _Colour(direct="#40c0ff")
+    colour = (
+        default_colour_by(features, name) if name is not None else DefaultColour(direct="#40c0ff")
+    )
     coords = _to_layer_coords(geometry.positions, info)
     kwargs = _common_kwargs(info, label, label, geometry, extra={"colour_by": colour.source})
     kwargs.update(
@@ -476,7 +465,7 @@ def _path_shapes_layer(
         edge_width=_line_width(info),
         face_color="transparent",
     )
-    kwargs.update(_edge_colour_kwargs(colour))
+    kwargs.update(edge_colour_kwargs(colour))
     return [coords[p] for p in paths], kwargs, "shapes"
 
 
@@ -493,7 +482,7 @@ def _tracks_layer(
     _merge(features, _object_features(object_ids, info), prefix="object_")
     features, categories = _encode_categories(features)
 
-    direction_value, direction_colormap = _direction_feature(
+    direction_value, direction_colormap = direction_feature(
         _path_tangents(geometry.positions[:, info.space], rows, lengths)
     )
     direction = _free_name(features, DIRECTION)
@@ -519,7 +508,7 @@ def _tracks_layer(
     kwargs.update(
         features=features,
         color_by=color_by,
-        colormap=_DEFAULT_COLORMAP,
+        colormap=DEFAULT_COLORMAP,
         colormaps_dict={direction: direction_colormap},
         tail_width=2.0,
         # napari's default (additive) turns dense tractography white; translucent lines
@@ -584,7 +573,7 @@ def _segments(
     starts = geometry.positions[edges[:, 0]]
     ends = geometry.positions[edges[:, 1]]
     if geometry.geometry_type == "line":
-        value, _ = _direction_feature((ends - starts)[:, info.space])
+        value, _ = direction_feature((ends - starts)[:, info.space])
         features[_free_name(features, DIRECTION)] = value
     return starts, ends, features
 
@@ -718,69 +707,6 @@ def _encode_categories(
 # --------------------------------------------------------------------------------------------
 
 
-def _default_point_colour(geometry: Geometry, features: dict[str, np.ndarray]) -> _Colour:
-    for name, values in geometry.vertex_attributes.items():
-        values = np.asarray(values)
-        if (
-            name.lower() in COLOUR_ATTRIBUTE_NAMES
-            and values.ndim == 2
-            and values.shape[1] in (3, 4)
-        ):
-            return _Colour(direct=_as_rgba(values), source=name)
-    name = _first_scalar(features, _attribute_columns(geometry.vertex_attributes))
-    if name is None and OBJECT_ID in features and _n_unique(features[OBJECT_ID]) > 1:
-        name = OBJECT_ID
-    return _colour_by(features, name) if name is not None else _Colour(direct="#40c0ff")
-
-
-def _direction_colour(features: Mapping[str, np.ndarray]) -> _Colour:
-    """Colour segments by their ``direction`` feature (see :func:`_direction_feature`)."""
-    direction = next((k for k in (f"zv_{DIRECTION}", DIRECTION) if k in features), None)
-    if direction is None:
-        return _Colour(direct="#40c0ff")
-    return _Colour(
-        feature=direction,
-        colormap=_direction_colormap(),
-        contrast_limits=(0.0, 1.0),
-        source=direction,
-    )
-
-
-def _colour_by(features: Mapping[str, np.ndarray], name: str) -> _Colour:
-    """Colour by feature ``name``: ids get distinct direct colours, float columns a colormap
-    linked to the feature, other numbers direct colormap colours (napari would guess
-    "categorical" for integer columns and warn)."""
-    values = np.asarray(features[name])
-    if name in (OBJECT_ID, GROUP_ID):
-        return _Colour(direct=_categorical_rgba(values), source=name)
-    limits = _contrast_limits(values)
-    if values.dtype.kind == "f":
-        return _Colour(feature=name, contrast_limits=limits, source=name)
-    from napari.utils.colormaps import ensure_colormap
-
-    scaled = (values.astype(np.float64) - limits[0]) / (limits[1] - limits[0])
-    return _Colour(direct=ensure_colormap(_DEFAULT_COLORMAP).map(scaled), source=name)
-
-
-def _categorical_rgba(ids: np.ndarray) -> np.ndarray:
-    """Distinct, stable colours per integer id (golden-ratio hue steps, HSV -> RGB)."""
-    ids = np.asarray(ids, dtype=np.float64)
-    hue = np.mod(np.nan_to_num(ids, nan=0.0) * 0.618033988749895 + 0.1, 1.0)
-    sat, val = 0.75, 1.0
-    k = np.mod(np.array([5.0, 3.0, 1.0])[None, :] + hue[:, None] * 6.0, 6.0)
-    rgb = val - val * sat * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
-    return np.column_stack([rgb, np.ones(len(ids))]).astype(np.float32)
-
-
-def _edge_colour_kwargs(colour: _Colour) -> dict[str, Any]:
-    if colour.feature is None:
-        return {"edge_color": colour.direct}
-    kwargs: dict[str, Any] = {"edge_color": colour.feature, "edge_colormap": colour.colormap}
-    if colour.contrast_limits is not None:
-        kwargs["edge_contrast_limits"] = colour.contrast_limits
-    return kwargs
-
-
 def _first_scalar(features: Mapping[str, np.ndarray], candidates: Sequence[str]) -> str | None:
     """First candidate column that is numeric, finite everywhere and not constant."""
     for name in candidates:
@@ -790,66 +716,6 @@ def _first_scalar(features: Mapping[str, np.ndarray], candidates: Sequence[str])
         if np.isfinite(values).all() and np.ptp(values) > 0:
             return name
     return None
-
-
-def _contrast_limits(values: np.ndarray) -> tuple[float, float]:
-    finite = np.asarray(values, dtype=np.float64)
-    finite = finite[np.isfinite(finite)]
-    if not len(finite):
-        return 0.0, 1.0
-    lo, hi = float(finite.min()), float(finite.max())
-    return (lo, hi) if hi > lo else (lo, lo + 1.0)
-
-
-def _n_unique(values: np.ndarray) -> int:
-    return len(np.unique(values)) if len(values) else 0
-
-
-def _as_rgba(values: np.ndarray) -> np.ndarray:
-    rgba = np.asarray(values, dtype=np.float32)
-    if np.asarray(values).dtype.kind in "iu" or rgba.max(initial=0) > 1.0:
-        rgba = rgba / 255.0
-    if rgba.shape[1] == 3:
-        rgba = np.column_stack([rgba, np.ones(len(rgba), np.float32)])
-    return np.clip(rgba, 0.0, 1.0)
-
-
-def _direction_colormap():
-    """Quantised |direction| -> RGB palette (x red, y green, z blue), as a step colormap."""
-    from napari.utils.colormaps import Colormap
-
-    n = _DIRECTION_LEVELS
-    levels = np.arange(n) / (n - 1)
-    r, g, b = np.meshgrid(levels, levels, levels, indexing="ij")
-    rgb = np.column_stack([r.ravel(), g.ravel(), b.ravel()])
-    # lift dark colours so every direction stays visible on black
-    rgb = 0.25 + 0.75 * rgb
-    colours = np.column_stack([rgb, np.ones(len(rgb))])
-    return Colormap(
-        colours,
-        controls=np.linspace(0.0, 1.0, len(colours) + 1),
-        interpolation="zero",
-        name=DIRECTION,
-    )
-
-
-def _direction_feature(vectors: np.ndarray) -> tuple[np.ndarray, Any]:
-    """Per-row value in [0, 1] that the direction colormap maps to the row's direction colour.
-
-    Colour = |unit direction| in store axis order (x red, y green, z blue; the diffusion-MRI
-    convention), each channel quantised to ``_DIRECTION_LEVELS`` steps.
-    """
-    vectors = np.asarray(vectors, dtype=np.float64)
-    rgb = np.zeros((len(vectors), 3))
-    k = min(vectors.shape[1], 3) if vectors.ndim == 2 else 0
-    norm = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else np.ones((0, 1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        unit = np.where(norm > 0, np.abs(vectors) / np.where(norm > 0, norm, 1), 0.0)
-    rgb[:, :k] = unit[:, :k]
-    n = _DIRECTION_LEVELS
-    q = np.clip(np.rint(rgb * (n - 1)), 0, n - 1).astype(np.int64)
-    index = (q[:, 0] * n + q[:, 1]) * n + q[:, 2]
-    return (index + 0.5) / n**3, _direction_colormap()
 
 
 def _path_tangents(positions: np.ndarray, rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -868,12 +734,6 @@ def _path_tangents(positions: np.ndarray, rows: np.ndarray, lengths: np.ndarray)
     nxt = np.where(is_end, idx, idx + 1)
     pts = positions[rows]
     return pts[nxt] - pts[prev]
-
-
-def _flat_colormap(name: str, rgba: Sequence[float]):
-    from napari.utils.colormaps import Colormap
-
-    return Colormap([rgba, rgba], name=name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,13 +32,12 @@ import numpy as np
 from napari_zarr_vectors.format import pyramid as core
 
 from ..chunk_cache import shared_cache
+from ..colour import categorical_rgba, flat_colormap
 from ..layers import (
     OBJECT_ID,
     LayerData,
     StoreInfo,
-    _categorical_rgba,
     _common_kwargs,
-    _flat_colormap,
     _line_width,
     layers_from_geometry,
 )
@@ -204,10 +203,10 @@ def highlight(layer: LayerData, colour: Sequence[float] = HIGHLIGHT_COLOUR) -> L
         kwargs["color_by"] = "zv_highlight"
         kwargs["colormaps_dict"] = {
             **dict(kwargs.get("colormaps_dict") or {}),
-            "zv_highlight": _flat_colormap("zv_highlight", colour),
+            "zv_highlight": flat_colormap("zv_highlight", colour),
         }
     elif kind == "surface":
-        kwargs["colormap"] = _flat_colormap("zv_highlight", colour)
+        kwargs["colormap"] = flat_colormap("zv_highlight", colour)
     return data, kwargs, kind
 
 
@@ -224,7 +223,7 @@ def harmonise_colours(layer: LayerData) -> LayerData:
         main, cmap, limits = _COLOUR_KEYS[kind]
         kwargs.pop(cmap, None)
         kwargs.pop(limits, None)
-        kwargs[main] = _categorical_rgba(np.asarray(ids))
+        kwargs[main] = categorical_rgba(np.asarray(ids))
         _set_colour_by(kwargs, OBJECT_ID)
     elif kind == "tracks":
         maps = dict(kwargs.get("colormaps_dict") or {})
