@@ -31,6 +31,7 @@ import numpy as np
 
 from napari_zarr_vectors.format.geometry import Geometry
 
+from .browse import split_channels
 from .colour import (
     DEFAULT_COLORMAP,
     ID_COLORMAP,
@@ -225,7 +226,7 @@ def object_columns(features: Mapping[str, Any], info: StoreInfo) -> list[str]:
     ``object_``-prefixed column (:func:`_merge`)."""
     names = [GROUP_ID, GROUPS]
     for name, values in info.object_attributes.items():
-        names.extend(_columns(name, np.zeros((1, *np.shape(values)[1:]))))
+        names.extend(split_channels(name, np.zeros((1, *np.shape(values)[1:]))))
     return [f"object_{n}" if f"object_{n}" in features else n for n in names if n in features]
 
 
@@ -582,7 +583,7 @@ def _object_features(object_ids: np.ndarray, info: StoreInfo) -> dict[str, np.nd
     """Object attributes and group membership, joined onto rows with object ``object_ids``."""
     out: dict[str, np.ndarray] = {}
     for name, values in info.object_attributes.items():
-        out.update(_columns(name, _take(np.asarray(values), object_ids)))
+        out.update(split_channels(name, _take(np.asarray(values), object_ids)))
     if info.groups:
         colour_group, listing = _group_membership(info.groups)
         out[GROUP_ID] = _take(colour_group, object_ids, missing=-1)
@@ -624,19 +625,8 @@ def _group_membership(groups: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.
 def _columns_of(attrs: Mapping[str, np.ndarray], rows: Any) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for name, values in attrs.items():
-        out.update(_columns(name, np.asarray(values)[rows]))
+        out.update(split_channels(name, np.asarray(values)[rows]))
     return out
-
-
-def _columns(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
-    """One feature column per channel: ``name`` or ``name[0]``, ``name[1]``, ..."""
-    values = np.asarray(values)
-    if values.ndim <= 1:
-        return {name: values.reshape(-1)}
-    flat = values.reshape(len(values), -1)
-    if flat.shape[1] == 1:
-        return {name: flat[:, 0]}
-    return {f"{name}[{i}]": flat[:, i] for i in range(flat.shape[1])}
 
 
 def _take(values: np.ndarray, index: np.ndarray, missing: Any = None) -> np.ndarray:
