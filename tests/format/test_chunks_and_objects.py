@@ -46,3 +46,21 @@ def test_named_chunks_and_objects_read_their_intersection(relpath):
     assert {tuple(c) for c in np.asarray(got.chunks).tolist()} <= named
     if got.paths:  # every path is one object's, in its manifest order
         assert set(got.path_object_ids.tolist()) <= set(wanted.tolist())
+
+
+def test_unique_rows_equals_numpy_row_unique() -> None:
+    """The linear-key row unique (no row-wise void sort holding the GIL) gives exactly
+    ``np.unique(..., axis=0)``: sorted rows, negatives, one row, none, and keys too wide for
+    one int64 (the row-wise fallback)."""
+    from napari_zarr_vectors.format.chunks import unique_rows
+
+    rng = np.random.default_rng(5)
+    cases = [
+        rng.integers(-5, 9, (2_000, 3)),
+        rng.integers(0, 3, (50, 2)),
+        np.array([[4, -1, 7]]),
+        np.empty((0, 3), np.int64),
+        np.array([[0, 2**40, 1], [2**40, 0, 1], [0, 2**40, 1]]),
+    ]
+    for coords in cases:
+        np.testing.assert_array_equal(unique_rows(coords), np.unique(coords, axis=0))

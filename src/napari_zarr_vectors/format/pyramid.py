@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .chunks import LoadedChunks
+from .chunks import LoadedChunks, unique_rows
 from .decode.arrays import parse_dtype
 from .errors import ZVChunkWarning, ZVError
 from .loading import load_chunks
@@ -379,7 +379,7 @@ def cross_level_segments(
             return empty()
         rows = index.rows_of_ids(np.asarray(object_ids, dtype=np.int64).ravel())
         obj_entries = index.entries_of_rows(rows)
-        restrict = np.unique(index.chunks[obj_entries].reshape(-1, fine_info.key_ndim), axis=0)
+        restrict = unique_rows(index.chunks[obj_entries].reshape(-1, fine_info.key_ndim))
     if box is not None:
         listed = store.chunks(fine_level) if restrict is None else restrict
         restrict = chunks_in_bbox(listed, fine_info, *box)
@@ -405,7 +405,7 @@ def cross_level_segments(
     if len(f_rows) == 0:
         return empty()
 
-    fine = _load(store, fine_level, np.unique(f_chunks, axis=0), cache)
+    fine = _load(store, fine_level, unique_rows(f_chunks), cache)
     g_fine = fine.global_rows(f_chunks, f_rows)
     ok_fine = g_fine >= 0
     keep = np.ones(len(g_fine), dtype=bool)
@@ -422,7 +422,7 @@ def cross_level_segments(
     missing = int(np.count_nonzero(~ok_fine))
     keep &= ok_fine
 
-    coarse = _load(store, coarse_level, np.unique(c_chunks[keep], axis=0), cache)
+    coarse = _load(store, coarse_level, unique_rows(c_chunks[keep]), cache)
     g_coarse = coarse.global_rows(c_chunks[keep], c_rows[keep])
     ok_coarse = g_coarse >= 0
     missing += int(np.count_nonzero(~ok_coarse))

@@ -17,7 +17,7 @@ from zarr.abc.store import Store as ZarrStore
 
 from .assembly import Selection, assemble
 from .cache import ChunkCache
-from .chunks import ChunkTable, LoadedChunks
+from .chunks import ChunkTable, LoadedChunks, unique_rows
 from .composite import CompositeGeometryStore
 from .errors import ZVChunkWarning, ZVError, ZVFormatError
 from .geometry import Geometry
@@ -558,7 +558,7 @@ class Store:
             at = ChunkTable(among).index_of(named)
             hit = np.bincount(at[at >= 0], minlength=len(among)) > 0
             return among[hit]
-        return sort_chunks(np.unique(named, axis=0))
+        return sort_chunks(unique_rows(named))
 
     def _read_links(self, level: int, loaded: LoadedChunks, strict: bool) -> LinkSet | None:
         if self.geometry_type not in ("graph", "skeleton", "mesh") or loaded.n_rows == 0:
