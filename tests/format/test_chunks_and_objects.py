@@ -61,6 +61,7 @@ def test_unique_rows_equals_numpy_row_unique() -> None:
         np.array([[4, -1, 7]]),
         np.empty((0, 3), np.int64),
         np.array([[0, 2**40, 1], [2**40, 0, 1], [0, 2**40, 1]]),
+        np.array([[2**63 - 1, 0], [-(2**63), 1], [2**63 - 1, 0]]),  # would wrap around
     ]
     for coords in cases:
         np.testing.assert_array_equal(unique_rows(coords), np.unique(coords, axis=0))

@@ -184,9 +184,11 @@ def unique_rows(coords: np.ndarray) -> np.ndarray:
     if coords.ndim != 2 or len(coords) == 0:
         return np.unique(coords, axis=0) if coords.ndim == 2 else coords
     lo = coords.min(axis=0)
-    span = coords.max(axis=0) - lo + 1
-    if float(np.prod(span.astype(np.float64))) >= 2.0**62:  # keys would overflow: rows
+    # the span in floats: corrupt coordinates near the int64 limits must not wrap around
+    wide = coords.max(axis=0).astype(np.float64) - lo.astype(np.float64) + 1.0
+    if float(np.prod(wide)) >= 2.0**62:  # keys would overflow: the row sort
         return np.unique(coords, axis=0)
-    keys = np.ravel_multi_index((coords - lo).T, tuple(int(v) for v in span))
+    span = tuple(int(v) for v in wide)
+    keys = np.ravel_multi_index((coords - lo).T, span)
     _, first = np.unique(keys, return_index=True)
     return coords[first]
