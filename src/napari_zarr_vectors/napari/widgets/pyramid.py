@@ -237,7 +237,7 @@ class PyramidQAWidget(ZVBrowseWidget):
     def __init__(self, napari_viewer: Any, parent: QWidget | None = None) -> None:
         super().__init__(napari_viewer, parent)
         self._store: Any = None
-        self._chunk_boxes: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._chunk_boxes: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._connected: Any = None
         self._updating = False
         self._picking = False
@@ -1184,7 +1184,7 @@ class PyramidQAWidget(ZVBrowseWidget):
         )
 
     def _boxes_of(self, store: Any, level: int) -> tuple[np.ndarray, np.ndarray]:
-        key = (str(store.path), int(level))
+        key = (str(store.path), str(store.geometry_type), int(level))  # composite stores
         boxes = self._chunk_boxes.get(key)
         if boxes is None:
             boxes = self._chunk_boxes[key] = core.chunk_boxes(store, int(level))
