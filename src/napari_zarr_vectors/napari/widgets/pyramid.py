@@ -566,7 +566,7 @@ class PyramidQAWidget(ZVBrowseWidget):
 
     def layer_budget(self) -> int:
         """Rows one layer this widget adds may hold: :data:`BUDGET_SHARE` of the vertex
-        budget (the budget is what one data *swap* costs ~80 ms; adding a layer costs more
+        budget (the budget is what one data *swap* costs ~50 ms; adding a layer costs more
         per row, and it draws on top of what the store's layers hold)."""
         return max(int(self.budget() * BUDGET_SHARE), 1)
 
