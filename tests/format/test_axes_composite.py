@@ -141,3 +141,17 @@ def test_an_added_mesh_keeps_its_faces_across_chunks(tmp_path):
     got = {tuple(tuple(map(float, g.positions[i])) for i in f) for f in g.faces}
     want = {tuple(tuple(map(float, NODES[i])) for i in f) for f in faces}
     assert got == want
+
+
+def test_pyramid_statistics_of_an_added_geometry(tmp_path):
+    """Pyramid QA's statistics and link lists work on an added geometry (it has no layout:
+    no per-level vertex documents, stored sizes or cross-level links)."""
+    from napari_zarr_vectors.format import pyramid
+
+    path = tmp_path / "mixed.zarrvectors"
+    write_composite(path, np.random.default_rng(2).uniform(0, 100, (50, 3)).astype(np.float32))
+    graph = nzv.open_store(path).geometry("graph")
+    (row,) = pyramid.level_statistics(graph)
+    assert row["level"] == 0 and row["chunks"] == len(graph.chunks(0)) > 0
+    assert row["stored_bytes"] is None  # not listed for an added geometry
+    assert pyramid.cross_level_deltas(graph, 0) == []

@@ -123,9 +123,17 @@ def level_statistics(store: Store, *, stored_bytes: bool | None = None) -> list[
     return rows
 
 
+def _layout(store: Store) -> Any:
+    """The store's layout; ``None`` for an added geometry of a composite store
+    (:class:`.composite.CompositeGeometryStore`), whose arrays are read whole: it has no
+    per-level vertex documents, stored-size listing or cross-level links."""
+    return getattr(store, "layout", None)
+
+
 def _vertex_itemsize(store: Store, level: int) -> int:
     """Bytes per decoded vertex coordinate (Draco decodes to float32)."""
-    meta = store.layout.array_attributes(level, "vertices") or {}
+    layout = _layout(store)
+    meta = (layout.array_attributes(level, "vertices") if layout is not None else None) or {}
     if meta.get("encoding") == "draco":
         return 4
     try:
@@ -141,6 +149,8 @@ def stored_level_bytes(store: Store, level: int) -> int | None:
     root = _local_root(store)
     if root is not None:
         return _du_local(os.path.join(root, path))
+    if _layout(store) is None:
+        return None
     zstore = store.layout.io.store
     fs = getattr(zstore, "fs", None)
     base = getattr(zstore, "path", None)
@@ -156,6 +166,8 @@ def stored_level_bytes(store: Store, level: int) -> int | None:
 def _local_root(store: Store) -> str | None:
     from zarr.storage import LocalStore
 
+    if _layout(store) is None:
+        return None
     zstore = store.layout.io.store
     return os.fspath(zstore.root) if isinstance(zstore, LocalStore) else None
 
@@ -322,6 +334,8 @@ class CrossLevelSegments(NamedTuple):
 def cross_level_deltas(store: Store, level: int) -> list[int]:
     """The non-zero link deltas stored at ``level`` (e.g. ``[-1, 1]``)."""
     store.level(level)
+    if _layout(store) is None:
+        return []
     return [d for d in store.layout.link_deltas(level) if d != 0]
 
 
@@ -358,7 +372,7 @@ def cross_level_segments(
         ids = None if store.object_index(fine_level) is None else np.empty(0, np.int64)
         return CrossLevelSegments(z, z.copy(), ids, missing, fine_level, coarse_level)
 
-    if delta not in store.layout.link_deltas(level):
+    if delta not in cross_level_deltas(store, level):
         return empty()
     if _is_draco(store, fine_level) or _is_draco(store, coarse_level):
         warnings.warn(
