@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .cache import ChunkCache
+from .chunks import unique_rows
 from .decode.arrays import decode_rows, parse_dtype
 from .errors import ZVChunkWarning, ZVFormatError
 from .geometry import Geometry
@@ -233,7 +234,7 @@ class CompositeGeometryStore:
             self._geometry_type,
             level,
             positions[keep],
-            chunks=np.unique(read_chunks[from_chunk[keep]], axis=0).reshape(-1, ndim),
+            chunks=unique_rows(read_chunks[from_chunk[keep]].reshape(-1, ndim)),
         )
         if self._geometry_type != "point_cloud":
             links = self._links(level, positions, keep)
