@@ -357,12 +357,12 @@ class Loader:
         def preview(rows: np.ndarray) -> LoadResult:
             """The chunks ``plan.chunks[rows]`` fetched so far, within their estimated share
             of the budget and at most the plan's object fraction: no denser than the final
-            picture is expected to be (it then only adds objects)."""
+            picture is expected to be (which then mostly adds objects to it)."""
             est = np.asarray(plan.estimates, np.float64)
             whole = float(est.sum()) if est.size == len(plan.chunks) else 0.0
             share = float(est[rows].sum()) / whole if whole > 0 else len(rows) / len(plan.chunks)
             cut = dataclasses.replace(request, budget=max(int(request.budget * share), 1))
-            fetched = plan.chunks[np.sort(rows)]
+            fetched = plan.chunks[rows]  # rows ascending: plan order
             # objects read: in proportion to the share too (a small read, no whole index)
             most = min(plan.fraction, view_geometry.ladder_step(plan.fraction * share, READ_AHEAD))
             result = self._result(cut, plan, fetched, ("preview", *key), crop, [], most)
