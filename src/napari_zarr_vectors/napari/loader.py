@@ -552,10 +552,8 @@ class Loader:
             return np.arange(len(chunks))
         box = crop if crop is not None else self.store.bounds
         centre = (np.asarray(box[0], np.float64) + np.asarray(box[1], np.float64)) / 2
-        edge = np.asarray(info.chunk_shape, dtype=np.float64)
         origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, np.float64)
-        mid = (chunks + 0.5) * edge + origin
-        return np.argsort(np.linalg.norm((mid - centre) / edge, axis=1), kind="stable")
+        return lod.nearest_first(chunks, info.chunk_shape, centre - origin)
 
     def _learn(self, level: int, geometry: Geometry, fraction: float) -> None:
         """Remember per-chunk row counts for later estimates (rows of a read of ``fraction``

@@ -355,6 +355,17 @@ def chunk_estimates(
     return est * crop_fraction(chunks, np.asarray(level.chunk_shape), crop)
 
 
+def nearest_first(chunks: np.ndarray, chunk_shape: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """Rows of ``chunks`` ordered by the distance, in chunk edges, of their centres from
+    ``center`` (chunk-grid coordinates: store order, any grid origin subtracted; its values
+    are the last ``len(center)`` axes), nearest first; ties keep their order."""
+    chunks = np.asarray(chunks, dtype=np.int64)
+    center = np.asarray(center, dtype=np.float64)
+    edge = np.asarray(chunk_shape, dtype=np.float64)[-center.size :]
+    mid = (chunks[:, chunks.shape[1] - center.size :] + 0.5) * edge
+    return np.argsort(np.linalg.norm((mid - center) / edge, axis=1), kind="stable")
+
+
 def trim_to_budget(
     chunks: np.ndarray,
     estimates: np.ndarray,
@@ -368,13 +379,7 @@ def trim_to_budget(
     estimates = np.asarray(estimates, dtype=np.float64)
     if estimates.sum() <= budget or len(chunks) == 0:
         return chunks, estimates
-    if center is None:
-        order = np.arange(len(chunks))
-    else:
-        center = np.asarray(center, dtype=np.float64)
-        edge = np.asarray(chunk_shape, dtype=np.float64)[-center.size :]
-        mid = (chunks[:, chunks.shape[1] - center.size :] + 0.5) * edge
-        order = np.argsort(np.linalg.norm((mid - center) / edge, axis=1), kind="stable")
+    order = np.arange(len(chunks)) if center is None else nearest_first(chunks, chunk_shape, center)
     keep = order[np.cumsum(estimates[order]) <= budget]
     keep = np.sort(keep)
     return chunks[keep], estimates[keep]
