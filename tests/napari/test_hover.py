@@ -12,8 +12,7 @@ import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.geometry import Geometry
 from napari_zarr_vectors.napari import open_in_viewer
 from napari_zarr_vectors.napari.browse import format_value
-from napari_zarr_vectors.napari.browse_layers import layer_world_positions, pick_at
-from napari_zarr_vectors.napari.hover import pick_slab
+from napari_zarr_vectors.napari.browse_layers import layer_world_positions, pick_at, pick_slab
 from napari_zarr_vectors.napari.layers import StoreInfo, layers_from_geometry
 from napari_zarr_vectors.napari.session import hook_viewer
 

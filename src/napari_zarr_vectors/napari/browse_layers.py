@@ -345,6 +345,18 @@ class Pick:
     features: dict
 
 
+def pick_slab(viewer: Any, layers: list[Any]) -> np.ndarray:
+    """Half-thickness per world axis of what a 2-D slice shows: half the dims thickness, at
+    least half a data unit of the coarsest of ``layers`` (right-aligned to the viewer's axes)."""
+    thickness = np.asarray(viewer.dims.thickness, np.float64)
+    ndim = len(thickness)
+    half = np.zeros(ndim)
+    for layer in layers:
+        scale = np.abs(np.asarray(layer.scale, np.float64))[-ndim:]
+        half[ndim - len(scale) :] = np.maximum(half[ndim - len(scale) :], 0.5 * scale)
+    return np.maximum(thickness / 2.0, half)
+
+
 def pick_at(
     layers: Sequence[Any],
     position: Sequence[float],

@@ -33,7 +33,7 @@ import numpy as np
 
 from ._napari_compat import extend_status, open_viewers
 from .browse import format_value
-from .browse_layers import Pick, controller_of, pick_at, zv_meta
+from .browse_layers import Pick, controller_of, pick_at, pick_slab, zv_meta
 from .layers import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID
 
 #: feature columns hover does not list: napari's own and the plugin's colour helpers
@@ -103,18 +103,6 @@ def pick_under_cursor(layer: Any, position: Any, query: Mapping[str, Any]) -> Pi
         view_direction=view_direction,
         slab=slab,
     )
-
-
-def pick_slab(viewer: Any, layers: list[Any]) -> np.ndarray:
-    """Half-thickness per world axis of what a 2-D slice shows: half the dims thickness, at
-    least half a data unit of the coarsest of ``layers`` (right-aligned to the viewer's axes)."""
-    thickness = np.asarray(viewer.dims.thickness, np.float64)
-    ndim = len(thickness)
-    half = np.zeros(ndim)
-    for layer in layers:
-        scale = np.abs(np.asarray(layer.scale, np.float64))[-ndim:]
-        half[ndim - len(scale) :] = np.maximum(half[ndim - len(scale) :], 0.5 * scale)
-    return np.maximum(thickness / 2.0, half)
 
 
 def viewer_of(layer: Any) -> Any | None:

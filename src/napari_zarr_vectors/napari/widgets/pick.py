@@ -8,7 +8,6 @@ import html
 import time
 from typing import Any
 
-import numpy as np
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import (
     QCheckBox,
@@ -27,6 +26,7 @@ from ..browse_layers import (
     isolate_layer_data,
     layer_kind,
     pick_at,
+    pick_slab,
     zv_meta,
 )
 from ..export import export_dialog
@@ -162,11 +162,8 @@ class PickWidget(ZVBrowseWidget):
         if displayed is None:
             displayed = list(viewer.dims.displayed)
         camera = viewer.scene.camera if hasattr(viewer, "scene") else viewer.camera
-        thickness = np.asarray(viewer.dims.thickness, np.float64)
-        slab = None
-        if view_direction is None:
-            # a 2-D slice shows about one data unit around the current point
-            slab = np.maximum(thickness / 2.0, _half_step(self.target.layers, len(thickness)))
+        # a 2-D slice shows about one data unit around the current point
+        slab = None if view_direction is not None else pick_slab(viewer, self.target.layers)
         hit = pick_at(
             self.target.layers,
             position,
@@ -274,12 +271,3 @@ class PickWidget(ZVBrowseWidget):
 def _vertex_count(layer: Any) -> int:
     meta = layer.metadata.get(META, {})
     return int(meta.get("vertex_count", 0))
-
-
-def _half_step(layers: list[Any], ndim: int) -> np.ndarray:
-    """Half a data unit per world axis (the largest layer scale), right-aligned to ``ndim``."""
-    out = np.zeros(ndim)
-    for layer in layers:
-        scale = np.asarray(layer.scale, np.float64)[-ndim:]
-        out[-len(scale) :] = np.maximum(out[-len(scale) :], 0.5 * scale)
-    return out
