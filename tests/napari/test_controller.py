@@ -14,6 +14,7 @@ from _zv_napari import DATA, v07_store
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import controller_for, lod, open_in_viewer
+from napari_zarr_vectors.napari.loader import PREVIEW_CHUNKS
 from napari_zarr_vectors.napari.reader import PLUGIN_NAME
 
 pytestmark = pytest.mark.gui
@@ -540,12 +541,18 @@ def test_a_big_store_shows_a_preview_of_its_central_chunks_first(
     monkeypatch.setattr(reader, "BACKGROUND_READ_VERTICES", 0)
     viewer = make_napari_viewer()
     c = open_in_viewer(viewer, path, vertex_budget=400)
-    seen: list[tuple[int, int]] = []
-    c.events.refreshed.connect(lambda: seen.append((len(c.chunks), c.vertex_count)))
+    seen: list[tuple[int, int, set]] = []
+    c.events.refreshed.connect(
+        lambda: seen.append(
+            (len(c.chunks), c.vertex_count, set(c.layers[0].features["object_id"].tolist()))
+        )
+    )
     settle(qtbot, c)
     assert len(seen) == 2, seen
-    (first_chunks, first_rows), (last_chunks, last_rows) = seen
-    assert first_chunks == 16 < last_chunks == len(c.chunks)
+    (first_chunks, first_rows, first_ids), (last_chunks, last_rows, last_ids) = seen
+    assert first_chunks == PREVIEW_CHUNKS < last_chunks == len(c.chunks)
+    # the preview shows path pieces of objects not known yet; then the objects
+    assert first_ids == {-1} and min(last_ids) >= 0
     assert 0 < first_rows <= 400 and 0 < last_rows <= 400
     assert len(c.layers[0].data) == last_rows
     meta = c.layers[0].metadata["zarr_vectors"]

@@ -12,9 +12,14 @@ import pytest
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
+from napari_zarr_vectors.format.store import PIECE_TYPES
 from napari_zarr_vectors.napari import lod
-from napari_zarr_vectors.napari.loader import Loader, LoadRequest
-from napari_zarr_vectors.napari.view_geometry import object_rank, resident_vertices
+from napari_zarr_vectors.napari.loader import PREVIEW_CHUNKS, Loader, LoadRequest
+from napari_zarr_vectors.napari.view_geometry import (
+    object_rank,
+    position_rank,
+    resident_vertices,
+)
 
 zv_polylines = pytest.importorskip("zarr_vectors.types.polylines")
 zv_graphs = pytest.importorskip("zarr_vectors.types.graphs")
@@ -240,30 +245,46 @@ def run_all(ld: Loader, request: LoadRequest):
             previews.append((progress.done, progress.total, progress.preview))
 
 
-@pytest.mark.parametrize("fixture", ["tiny_objects", "skeletons"])
-def test_a_first_load_shows_a_preview_of_its_central_chunks_then_the_whole(request, fixture):
+@pytest.mark.parametrize(("fixture", "budget"), [("tiny_objects", 300), ("skeletons", 1_000)])
+def test_a_first_load_shows_a_preview_of_its_central_chunks_then_the_whole(
+    request, fixture, budget
+):
     store = request.getfixturevalue(fixture)
-    budget = 300
     ld = loader(store)
     plan, _ = ld.plan(LoadRequest(budget=budget))
     previews, final = run_all(ld, LoadRequest(budget=budget, progressive=True))
     assert len(previews) == 1
     done, total, preview = previews[0]
-    # the first batch is batch_chunks chunks, the nearest the store's centre
-    assert done == len(preview.chunks) == 16 < total == len(final.chunks)
+    # the first batch is PREVIEW_CHUNKS chunks, the nearest the store's centre
+    assert done == len(preview.chunks) == PREVIEW_CHUNKS < total == len(final.chunks)
     centre = (np.asarray(store.bounds[0]) + np.asarray(store.bounds[1])) / 2
     edge = np.asarray(store.level(0).chunk_shape)
 
     def dist(chunks):
         return np.linalg.norm((np.asarray(chunks) + 0.5) * edge - centre, axis=-1) / edge[0]
 
-    assert dist(preview.chunks).max() <= np.sort(dist(final.chunks))[15] + 1e-9
+    first = PREVIEW_CHUNKS - 1
+    assert dist(preview.chunks).max() <= np.sort(dist(final.chunks))[first] + 1e-9
     assert {tuple(c) for c in preview.chunks.tolist()} <= {tuple(c) for c in final.chunks.tolist()}
-    # about as dense as the final picture: no object ranked above the plan's fraction (the
-    # estimate for the whole view), within the budget
+    # within the budget
     assert 0 < preview.vertex_count <= budget and held(preview) == preview.vertex_count
-    ranks = object_rank(np.asarray(sorted(shown_ids(preview))))
-    assert np.all(ranks < plan.fraction) and plan.fraction < 1 and final.share.fraction < 1
+    g = preview.geometry
+    if store.geometry_type in PIECE_TYPES:
+        # path pieces, read without the object index: objects unknown (id -1), each
+        # piece a run of consecutive vertices of one stored path, ranked by its first vertex
+        assert preview.share.item_kind == "pieces" and set(g.path_object_ids.tolist()) == {-1}
+        whole = store.read(0, chunks=preview.chunks)
+        stored = {tuple(np.round(p, 4)) for p in whole.positions.tolist()}
+        assert {tuple(np.round(p, 4)) for p in g.positions.tolist()} <= stored
+        firsts = g.positions[[p[0] for p in g.paths]]
+        assert np.all(position_rank(firsts) < preview.share.fraction)
+        assert "a first look" in preview.share.describe("paths")
+    else:
+        # about as dense as the final picture: no object ranked above the plan's fraction
+        # (the estimate for the whole view)
+        ranks = object_rank(np.asarray(sorted(shown_ids(preview))))
+        assert np.all(ranks < plan.fraction) and plan.fraction < 1
+    assert final.share.fraction < 1
     assert preview.key != final.key and preview.key[1:] == final.key
     # the final result is exactly what a load without a preview gives
     plain = loader(store).load(LoadRequest(budget=budget))
@@ -391,3 +412,27 @@ def test_random_views_of_every_fixture_hold_the_budget_as_the_layers_count_it(la
                         shown = set(result.geometry.path_object_ids.tolist())
                     if store.geometry_type != "mesh":  # mesh vertices carry one owner
                         assert shown <= set(np.asarray(allowed).tolist()), path.name
+
+
+def test_preview_pieces_are_cropped_and_cut_to_the_budget(tiny_objects):
+    from napari_zarr_vectors.napari.view_geometry import pieces_to_budget
+
+    chunks = tiny_objects.chunks(0)
+    pieces = tiny_objects.read_pieces(0, chunks)
+    box = (np.array([20.0, 20.0, 40.0]), np.array([80.0, 80.0, 45.0]))
+    whole = pieces_to_budget(pieces, box, 10**9)
+    # cropped: every segment kept meets the box
+    from napari_zarr_vectors.napari.view_geometry import segments_meet_box
+
+    for p in whole.paths:
+        q = whole.positions[p]
+        if len(q) == 1:  # a one-vertex piece: inside
+            assert np.all((q >= box[0]) & (q <= box[1]))
+        else:
+            assert segments_meet_box(q[:-1], q[1:], *box).all()
+    assert set(whole.path_object_ids.tolist()) == {-1}
+    budget = resident_vertices(whole) // 4
+    cut = pieces_to_budget(pieces, box, budget)
+    assert 0 < resident_vertices(cut) <= budget
+    # the pieces kept are those ranked lowest (by their first stored vertex)
+    assert set(map(tuple, cut.positions.tolist())) <= set(map(tuple, whole.positions.tolist()))

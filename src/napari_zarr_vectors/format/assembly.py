@@ -14,6 +14,7 @@ from .geometry import Geometry, split_lengths
 from .layout.base import LinkSet
 from .loading import AttributeSpec
 from .objects import ObjectIndex
+from .ranks import position_rank
 
 PATH_TYPES = ("line", "polyline", "streamline")
 
@@ -175,11 +176,7 @@ def assemble(
         )
         paths, path_ids = _paths(loaded, index, rows)
         geom.paths, geom.path_object_ids = paths, path_ids.astype(np.int64)
-        if paths:
-            flat = np.concatenate(paths)
-            pid = np.repeat(np.arange(len(paths)), [p.size for p in paths])
-            same = pid[1:] == pid[:-1]
-            geom.edges = np.stack([flat[:-1][same], flat[1:][same]], axis=1)
+        geom.edges = _path_edges(paths)
     elif geometry_type == "skeleton" and links is not None:
         geom.edges, geom.edge_attributes = _skeleton_edges(loaded, links)
     elif geometry_type in ("graph", "mesh") and links is not None and len(links):
@@ -202,6 +199,95 @@ def assemble(
     if keep_rows is not None:
         _renumber(geom, keep_rows)
     return geom
+
+
+def _path_edges(paths: list[np.ndarray]) -> np.ndarray:
+    """``(M, 2)`` rows of the consecutive vertex pairs of every path."""
+    if not paths:
+        return np.empty((0, 2), np.int64)
+    flat = np.concatenate(paths)
+    pid = np.repeat(np.arange(len(paths)), [p.size for p in paths])
+    same = pid[1:] == pid[:-1]
+    return np.stack([flat[:-1][same], flat[1:][same]], axis=1)
+
+
+def assemble_pieces(
+    geometry_type: str,
+    level: int,
+    loaded: LoadedChunks,
+    specs: list[AttributeSpec],
+    fraction: float = 1.0,
+    box: tuple[np.ndarray, np.ndarray] | None = None,
+    max_vertices: int | None = None,
+) -> Geometry:
+    """The path pieces of ``loaded`` without the object index: every fragment (a run of
+    one path's consecutive vertices in one chunk) is one path of unknown object (id
+    ``-1``). The pieces whose first vertex ranks below ``fraction``
+    (:func:`.ranks.position_rank`) are kept: the same pieces whatever else was read with
+    them. With ``box`` (inclusive), only pieces with a vertex inside; with ``max_vertices``,
+    the lowest-ranked pieces whose vertices (inside ``box``) add up to at most that."""
+    ranges = loaded.fragment_ranges()
+    if ranges is not None:  # every fragment a range (what writers emit): no row expansion
+        firsts, counts = ranges
+        rows = None
+    else:
+        nfrag = np.array([c.fragments.num_fragments for c in loaded.chunks], dtype=np.int64)
+        chunk_idx = np.repeat(np.arange(len(nfrag)), nfrag)
+        frags = np.arange(int(nfrag.sum())) - np.repeat(np.cumsum(nfrag) - nfrag, nfrag)
+        rows, counts = loaded.fragment_rows(chunk_idx, frags)
+        firsts = rows[np.minimum(np.cumsum(counts) - counts, max(len(rows) - 1, 0))]
+    weight = counts
+    if box is not None:
+        lo, hi = (np.asarray(b, np.float64) for b in box)
+        cut = [a for a in range(len(lo)) if np.isfinite(lo[a]) or np.isfinite(hi[a])]
+        inside = np.ones(loaded.n_rows, bool)
+        if cut:
+            inside = np.concatenate(
+                [_inside(c.positions, lo, hi, cut) for c in loaded.chunks] or [inside]
+            )
+        seen = np.concatenate([[0], np.cumsum(inside if rows is None else inside[rows])])
+        ends = np.cumsum(counts) if rows is not None else firsts + counts
+        weight = seen[ends] - seen[ends - counts]
+    # rank the pieces that count (by their first vertex; gathers take ascending rows)
+    ranked = np.flatnonzero(weight > 0)
+    if np.any(np.diff(firsts[ranked]) < 0):
+        ranked = ranked[np.argsort(firsts[ranked], kind="stable")]
+    rank = np.full(len(counts), np.inf)
+    rank[ranked] = position_rank(loaded.take(firsts[ranked]))
+    keep = rank < fraction
+    if max_vertices is not None and weight[keep].sum() > max_vertices:
+        order = np.flatnonzero(keep)[np.argsort(rank[keep], kind="stable")]
+        keep = np.zeros(len(counts), bool)
+        keep[order[np.cumsum(weight[order]) <= max_vertices]] = True
+    if rows is None:
+        kept_rows = expand_ranges(firsts[keep], counts[keep])
+    else:
+        kept_rows = rows[np.repeat(keep, counts)]
+    lengths = counts[keep]
+    order = np.argsort(kept_rows, kind="stable")  # ascending rows for the gathers
+    geom = Geometry(
+        geometry_type=geometry_type,
+        level=level,
+        positions=loaded.take(kept_rows[order]),
+        chunks=loaded.table.chunks,
+    )
+    values = _vertex_attributes(loaded, specs, kept_rows[order])
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))  # the piece order of every gathered row
+    geom.paths = split_lengths(back, lengths)
+    geom.path_object_ids = np.full(len(lengths), -1, np.int64)
+    geom.edges = _path_edges(geom.paths)
+    geom.vertex_attributes = values
+    return geom
+
+
+def _inside(positions: np.ndarray, lo: np.ndarray, hi: np.ndarray, axes: list[int]) -> np.ndarray:
+    """Whether each row lies in ``[lo, hi]`` along ``axes``."""
+    out = np.ones(len(positions), bool)
+    for a in axes:
+        col = positions[:, a]
+        out &= (col >= lo[a]) & (col <= hi[a])
+    return out
 
 
 def _kept_rows(

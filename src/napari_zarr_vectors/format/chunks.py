@@ -131,6 +131,12 @@ class LoadedChunks:
         )
         return nfrag, base, g_start, g_count
 
+    def fragment_ranges(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(global start, count)`` of every fragment, chunk by chunk, when all are
+        ranges (``None`` otherwise)."""
+        table = self._range_table
+        return None if table is None else (table[2], table[3])
+
     def global_rows(self, chunk_coords: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Global row of every ``(chunk, row)`` endpoint; ``-1`` when not loaded or out of range."""
         idx = self.table.index_of(chunk_coords)

@@ -30,10 +30,10 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from zarr.abc.store import Store
@@ -67,6 +67,8 @@ CACHE_LOCKS = 64
 LOCAL_READ_THREADS = 4
 LOCAL_PARALLEL_MIN = 256
 
+T = TypeVar("T")
+
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
@@ -77,6 +79,15 @@ def _pool() -> ThreadPoolExecutor:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(LOCAL_READ_THREADS, thread_name_prefix="zv-read")
         return _POOL
+
+
+def map_parallel(fn: Callable[..., T], *iterables: Sequence[Any]) -> list[T]:
+    """``list(map(fn, *iterables))`` on the read threads (work that releases the GIL, e.g.
+    decompression), the calling thread when there is one item; the first exception (in
+    item order) is raised."""
+    if len(iterables[0]) < 2:
+        return list(map(fn, *iterables))
+    return list(_pool().map(fn, *iterables))
 
 
 def _read_files(root: str, keys: Sequence[str]) -> list[bytes | None]:

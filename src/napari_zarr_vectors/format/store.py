@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from zarr.abc.store import Store as ZarrStore
 
-from .assembly import Selection, assemble
+from .assembly import Selection, assemble, assemble_pieces
 from .cache import ChunkCache
 from .chunks import ChunkTable, LoadedChunks, unique_rows
 from .composite import CompositeGeometryStore
@@ -33,6 +33,9 @@ from .remote import RetryPolicy
 
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
 MAX_CANDIDATE_CHUNKS = 4096
+
+#: the geometry types :meth:`Store.read_pieces` reads
+PIECE_TYPES = ("polyline", "streamline")
 
 #: a read of at most 1 / PARTIAL_INDEX_SHARE of a level's objects decodes only their
 #: manifests while the level's full object index is not decoded yet
@@ -481,6 +484,56 @@ class Store:
         ):
             cattr = (info.chunk_attribute_name, info.chunk_attribute_values)
         return assemble(self.geometry_type, level, loaded, specs, index, links, selection, cattr)
+
+    @_cancellable
+    def read_pieces(
+        self,
+        level: int,
+        chunks: np.ndarray,
+        *,
+        fraction: float = 1.0,
+        bbox: Sequence[Sequence[float]] | None = None,
+        max_vertices: int | None = None,
+        attributes: bool = True,
+        strict: bool = False,
+        cache: ChunkCache | None = None,
+        cancel: Event | None = None,
+    ) -> Geometry:
+        """The path pieces of ``chunks`` (polylines and streamlines), read without the
+        object index: a quick look that costs only the chunks themselves.
+
+        Every fragment (a run of one path's consecutive vertices inside one chunk) is one
+        path whose object is unknown (``path_object_ids`` ``-1``, no
+        ``vertex_object_ids``). Only the pieces whose first vertex ranks below
+        ``fraction`` (:func:`.ranks.position_rank`) are kept, so a piece kept at one
+        fraction is kept at every larger one whatever chunks are read with it. With
+        ``bbox`` (world units, inclusive), only pieces with a vertex inside are kept, whole;
+        with ``max_vertices``, the lowest-ranked of them whose vertices (those inside
+        ``bbox``) add up to at most that. ``attributes``, ``strict``, ``cache`` and
+        ``cancel`` work as in :meth:`read`. Raises :class:`ValueError` for other geometry
+        types."""
+        if self.geometry_type not in PIECE_TYPES:
+            raise ValueError(
+                f"{self.path}: read_pieces reads polylines and streamlines, not "
+                f"{self.geometry_type}"
+            )
+        info = self.level(level)
+        target = np.asarray(chunks, dtype=np.int64).reshape(-1, info.key_ndim)
+        box = None if bbox is None else normalise_bbox(bbox, self.ndim)
+        if box is not None and len(target) and info.key_ndim == self.ndim:
+            # sides that do not cut the chunks read need no test
+            edge = np.asarray(info.chunk_shape, np.float64)
+            origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, float)
+            lo, hi = box[0].copy(), box[1].copy()
+            lo[lo <= target.min(axis=0) * edge + origin] = -np.inf
+            hi[hi >= (target.max(axis=0) + 1) * edge + origin] = np.inf
+            box = (lo, hi)
+        specs = attribute_specs(self.layout, level) if attributes else []
+        decoded = load_chunks(self.layout, level, target, specs, strict=strict, cache=cache)
+        loaded = LoadedChunks.build(decoded, self.ndim, info.key_ndim)
+        return assemble_pieces(
+            self.geometry_type, level, loaded, specs, float(fraction), box, max_vertices
+        )
 
     @_cancellable
     def prefetch(

@@ -394,7 +394,8 @@ def pick_at(
         row = int(rows[hit])
         features = layer.features.iloc[row].to_dict() if len(layer.features) else {}
         oid = features.get(OBJECT_ID)
-        pick = Pick(layer, row, None if oid is None else int(oid), features)
+        # a negative id: an object not known yet (a preview's path pieces)
+        pick = Pick(layer, row, None if oid is None or int(oid) < 0 else int(oid), features)
         if best is None or dist < best[0]:
             best = (dist, pick)
     return None if best is None else best[1]

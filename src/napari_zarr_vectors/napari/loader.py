@@ -35,6 +35,7 @@ import numpy as np
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
 from napari_zarr_vectors.format.geometry import Geometry
+from napari_zarr_vectors.format.store import PIECE_TYPES
 
 from . import lod, view_geometry
 from .chunk_cache import StoreCacheView, shared_cache
@@ -49,6 +50,11 @@ BATCH_CHUNKS = 16
 
 #: a load is fetched in at most this many batches (larger batches for many chunks)
 MAX_BATCHES = 8
+
+#: a first load's preview comes from a first batch of this many chunks, the nearest the view
+#: centre (the 2 x 2 x 2 around it): small enough to be drawn about as fast as a plain layer
+#: of the budget's size is built (benchmarks/bench_scale.py, docs/level-of-detail.md)
+PREVIEW_CHUNKS = 8
 
 #: at most this many re-reads (from the cache) when everything a subset read found fits
 MAX_REREADS = 2
@@ -98,7 +104,8 @@ class Progress:
     done: int
     total: int
     #: a progressive load's first picture: its first batch, within the batch's estimated
-    #: share of the budget and the plan's object fraction (the final result replaces it)
+    #: share of the budget (the final result replaces it); for polylines and streamlines
+    #: without an object filter, their path pieces (:meth:`Loader._pieces_result`)
     preview: LoadResult | None = None
 
 
@@ -109,8 +116,9 @@ class ViewShare:
 
     #: objects ranked below it are shown; 1 = every object in view
     fraction: float = 1.0
-    #: what the subset counts ("objects", or "vertices" for point clouds) and how many of
-    #: them the view holds (estimated from the part read when ``fraction < 1``) / shows
+    #: what the subset counts ("objects", "vertices" for point clouds, "pieces" for a
+    #: preview of path pieces) and how many of them the view holds (estimated from the part
+    #: read when ``fraction < 1``; 0 when unknown) / shows
     item_kind: str = "objects"
     items_in_view: int = 0
     items_shown: int = 0
@@ -128,6 +136,8 @@ class ViewShare:
     def describe(self, label: str) -> str:
         """``"showing 14% of the ~200,000 streamlines in view (...)"``; empty when all are
         shown. ``label`` names the store's objects."""
+        if self.item_kind == "pieces":
+            return f"a first look: pieces of the {label} in the chunks read so far"
         if self.fraction >= 1.0:
             return ""
         noun = "points" if self.item_kind == "vertices" else label
@@ -197,7 +207,7 @@ class Loader:
         self._info_for_level = info_for_level
         #: (level, chunk key) -> estimated rows of the whole chunk, learnt from reads
         self.counts: dict[tuple[int, tuple[int, ...]], float] = {}
-        self._infos: dict[int, StoreInfo] = {}
+        self._infos: dict[tuple[int, bool], StoreInfo] = {}
         self._batch_override: int | None = None
         self._lock = threading.Lock()
 
@@ -356,24 +366,35 @@ class Loader:
 
         def preview(rows: np.ndarray) -> LoadResult:
             """The chunks ``plan.chunks[rows]`` fetched so far, within their estimated share
-            of the budget and at most the plan's object fraction: no denser than the final
-            picture is expected to be (which then mostly adds objects to it)."""
+            of the budget: their path pieces (no object index needed), or their objects
+            ranked below at most the plan's object fraction."""
             est = np.asarray(plan.estimates, np.float64)
             whole = float(est.sum()) if est.size == len(plan.chunks) else 0.0
             share = float(est[rows].sum()) / whole if whole > 0 else len(rows) / len(plan.chunks)
             cut = dataclasses.replace(request, budget=max(int(request.budget * share), 1))
             fetched = plan.chunks[rows]  # rows ascending: plan order
-            # objects read: in proportion to the share too (a small read, no whole index)
-            most = min(plan.fraction, view_geometry.ladder_step(plan.fraction * share, READ_AHEAD))
-            result = self._result(cut, plan, fetched, ("preview", *key), crop, [], most)
+            if pieces:
+                result = self._pieces_result(cut, plan, fetched, ("preview", *key), crop)
+            else:
+                # objects read: in proportion to the share too (a small read, no whole index)
+                most = min(
+                    plan.fraction, view_geometry.ladder_step(plan.fraction * share, READ_AHEAD)
+                )
+                result = self._result(cut, plan, fetched, ("preview", *key), crop, [], most)
             return dataclasses.replace(
                 result, share=dataclasses.replace(result.share, budget=int(request.budget))
             )
 
-        if request.progressive and self.store.geometry_type != "point_cloud":
-            # the object table (every id, for the object ranks) is read while the first
-            # batch is fetched: both are needed before the first picture
-            threading.Thread(target=self._level_ids, args=(plan.level,), daemon=True).start()
+        # paths without a filter preview their pieces (no object index needed); otherwise
+        # the object table (every id, for the object ranks) is read while the first batch
+        # is fetched: both are needed before the first picture
+        pieces = (
+            request.allowed_ids is None
+            and self.store.geometry_type in PIECE_TYPES
+            and isinstance(self.store, nzv.Store)
+        )
+        if request.progressive and not pieces:
+            self._read_table_aside(plan.level)
         ok = yield from self._fetch(
             request, plan, failed, cancelled, preview if request.progressive else None, crop
         )
@@ -417,6 +438,51 @@ class Loader:
                 items_shown=subset.items_shown,
                 vertices_in_view=int(round(subset.vertices_in_view * scale)),
                 vertices_shown=subset.vertices_shown,
+                budget=int(request.budget),
+            ),
+        )
+
+    def _pieces_result(
+        self,
+        request: LoadRequest,
+        plan: lod.LevelPlan,
+        chunks: np.ndarray,
+        key: tuple,
+        crop: tuple[np.ndarray, np.ndarray] | None,
+    ) -> LoadResult:
+        """A quick look at ``chunks``: their path pieces (:meth:`.Store.read_pieces`, no
+        object index) ranked below a little more than the plan's object fraction (what
+        :meth:`_assemble` reads), lowest ranks first within ``request.budget``, cropped to
+        the view. Objects are unknown (id -1): nothing to pick, filter or colour by object
+        until the whole view replaces it (the worker reads the object index meanwhile)."""
+        fraction = view_geometry.ladder_step(min(float(plan.fraction), 1.0), READ_AHEAD)
+        pieces = self.store.read_pieces(
+            plan.level,
+            chunks,
+            fraction=fraction,
+            bbox=crop,
+            max_vertices=request.budget,
+            cache=self.cache,
+        )
+        geometry = view_geometry.pieces_to_budget(pieces, crop, request.budget)
+        shown = view_geometry.resident_vertices(geometry)
+        info = self.info(plan.level, objects=False)
+        return LoadResult(
+            request.generation,
+            plan.level,
+            chunks,
+            key,
+            geometry=geometry,
+            layer_data=layers_from_geometry(geometry, info, bounds_layer=False),
+            vertex_count=shown,
+            trimmed=plan.trimmed,
+            unreadable=self.cache.unreadable_in(plan.level, chunks),
+            crop=crop,
+            share=ViewShare(
+                fraction=fraction,
+                item_kind="pieces",
+                items_shown=len(geometry.paths),
+                vertices_shown=shown,
                 budget=int(request.budget),
             ),
         )
@@ -472,6 +538,12 @@ class Loader:
             )
         return subset, fraction, fraction
 
+    def _read_table_aside(self, level: int) -> None:
+        """Read the level's object table on a side thread (a later :meth:`_level_ids`
+        waits for it instead of reading it again)."""
+        if self.store.geometry_type != "point_cloud":
+            threading.Thread(target=self._level_ids, args=(level,), daemon=True).start()
+
     def load(self, request: LoadRequest) -> LoadResult | None:
         """Run synchronously, fetching every chunk in one batch (nothing to report between
         batches; one large batch lets the core read local files in parallel)."""
@@ -507,8 +579,8 @@ class Loader:
         # report often, large ones let the core read many files at once
         size = self._batch_override or max(self.batch_chunks, -(-total // MAX_BATCHES))
         order = self._centre_out(plan.level, chunks, crop)
-        # a preview comes from a first batch of batch_chunks, the nearest the centre
-        first = self.batch_chunks if preview is not None and total > size else size
+        # a preview comes from a first batch of PREVIEW_CHUNKS, the nearest the centre
+        first = min(PREVIEW_CHUNKS, size) if preview is not None and total > size else size
         starts = [0, *range(first, total, size)]
         for start, end in zip(starts, [*starts[1:], total], strict=True):
             if cancelled():
@@ -581,14 +653,16 @@ class Loader:
             for c, n in zip(map(tuple, loaded.tolist()), found.tolist(), strict=True):
                 self.counts[(level, c)] = n
 
-    def info(self, level: int) -> StoreInfo:
-        """What the layer builders need to know about ``level`` (cached per level)."""
-        if self._info_for_level is not None:
+    def info(self, level: int, *, objects: bool = True) -> StoreInfo:
+        """What the layer builders need to know about ``level`` (cached per level);
+        ``objects=False``: without object attributes and groups (which need the object
+        index)."""
+        if self._info_for_level is not None and objects:
             return self._info_for_level(level)
         with self._lock:
-            cached = self._infos.get(level)
+            cached = self._infos.get((level, objects))
         if cached is None:
-            cached = store_info(self.store, level, lod=True)
+            cached = store_info(self.store, level, lod=True, objects=objects)
             with self._lock:
-                self._infos[level] = cached
+                self._infos[(level, objects)] = cached
         return cached

@@ -23,11 +23,12 @@ is shown at every larger ``f``. Stores without object ids rank their vertices by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from napari_zarr_vectors.format.geometry import Geometry, split_lengths
+from napari_zarr_vectors.format.ranks import object_rank, position_rank
 
 #: ladder of subset fractions: ``2 ** (-k / FRACTION_STEPS)``
 FRACTION_STEPS = 4
@@ -41,32 +42,6 @@ Box = tuple[np.ndarray, np.ndarray]
 # --------------------------------------------------------------------------------------------
 # ranks and the subset fraction
 # --------------------------------------------------------------------------------------------
-
-
-def object_rank(ids: np.ndarray) -> np.ndarray:
-    """A fixed pseudo-random rank in ``[0, 1)`` per integer id (splitmix64 finaliser):
-    the same id always gets the same rank, ranks are uniform over any set of ids."""
-    x = np.asarray(ids).astype(np.int64).view(np.uint64)
-    with np.errstate(over="ignore"):
-        x = x + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        x = x ^ (x >> np.uint64(31))
-    return (x >> np.uint64(11)).astype(np.float64) / float(1 << 53)
-
-
-def position_rank(positions: np.ndarray) -> np.ndarray:
-    """A fixed rank per vertex from its coordinates (for stores without object ids): the
-    same point gets the same rank whichever chunks were loaded with it."""
-    p = np.ascontiguousarray(np.asarray(positions, dtype=np.float64))
-    if p.ndim != 2 or not len(p):
-        return np.zeros(len(p))
-    bits = p.view(np.int64).reshape(len(p), -1)
-    key = np.zeros(len(p), dtype=np.int64)
-    with np.errstate(over="ignore"):
-        for col in bits.T:
-            key = (object_rank(key) * float(1 << 53)).astype(np.int64) ^ col
-    return object_rank(key)
 
 
 def ladder_floor(fraction: float) -> float:
@@ -376,6 +351,26 @@ def subset_to_budget(geometry: Geometry, budget: int) -> Subset:
     else:
         out = filter_geometry(geometry, uniq[chosen])
     return Subset(out, f, kind, n_items, int(chosen.sum()), total, resident_vertices(out))
+
+
+def pieces_to_budget(geometry: Geometry, box: Box | None, budget: int) -> Geometry:
+    """Path pieces of unknown objects (:meth:`.Store.read_pieces`) cropped to ``box`` (when
+    given) and cut to ``budget``: the pieces ranked lowest by their first vertex
+    (:func:`position_rank`, the rank the read kept them by), at a ladder fraction."""
+    n = len(geometry.paths)
+    if not n:
+        return geometry
+    firsts = np.fromiter((p[0] if len(p) else 0 for p in geometry.paths), np.int64, n)
+    rank = position_rank(geometry.positions[firsts])
+    geometry = replace(geometry, path_object_ids=np.arange(n, dtype=np.int64))
+    if box is not None:
+        geometry = crop_geometry(geometry, box)  # a piece may leave several paths
+    piece = np.asarray(geometry.path_object_ids, np.int64)
+    lengths = np.fromiter((len(p) for p in geometry.paths), np.float64, len(piece))
+    f = subset_fraction(rank, np.bincount(piece, weights=lengths, minlength=n), budget)
+    if f < 1.0:
+        geometry = _keep_paths(geometry, rank[piece] < f)
+    return replace(geometry, path_object_ids=np.full(len(geometry.paths), -1, np.int64))
 
 
 def thin_vertices(geometry: Geometry, budget: int) -> Geometry:

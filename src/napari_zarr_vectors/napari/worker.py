@@ -98,11 +98,19 @@ class LoadJob:
                     progress = next(gen)
                 except StopIteration as stop:
                     if not self._abort:
-                        relay.result.emit((self, stop.value))
+                        self._emit(relay, "result", (self, stop.value))
                     break
-                relay.progress.emit((self, progress))
+                self._emit(relay, "progress", (self, progress))
         except Exception as exc:  # noqa: BLE001 - reported on the UI thread
             if not self._abort:
-                relay.error.emit((self, exc))
+                self._emit(relay, "error", (self, exc))
         finally:
-            relay.finished.emit(self)
+            self._emit(relay, "finished", self)
+
+    def _emit(self, relay: Any, signal: str, value: Any) -> None:
+        """Emit through the relay; once Qt has deleted it (the application is closing while
+        a load runs), stop quietly instead of printing a traceback per batch."""
+        try:
+            getattr(relay, signal).emit(value)
+        except RuntimeError:
+            self._abort = True

@@ -49,6 +49,7 @@ from ..discovery import (
     warn_unlisted,
 )
 from ..errors import ZVFetchError, ZVFormatError
+from ..io import map_parallel
 from ..validate import (
     MAX_COORD,
     bool_field,
@@ -310,6 +311,21 @@ def _parse_offsets(name: str) -> list[list[int]] | None:
         return None
 
 
+def _direct_cell(
+    raw: bytes | ZVFetchError | None, codecs: tuple[dict[str, Any], ...]
+) -> bytes | ZVFormatError | None:
+    """The payload of one fetched cell file (``None``: no file, the empty fill value) or
+    the error that keeps it from being read (unlocated)."""
+    if raw is None or isinstance(raw, ZVFetchError):
+        return raw
+    try:
+        return _unpack_vlen(
+            decode_bytes_chunk(raw, [{"name": "bytes"}, *codecs]) if codecs else raw
+        )
+    except ZVFormatError as exc:
+        return exc
+
+
 def _vlen_items(payload: bytes) -> np.ndarray:
     """The items (an object array of ``bytes``) of one decompressed vlen-bytes chunk."""
     from numcodecs.vlen import VLenBytes
@@ -551,27 +567,15 @@ class V09Layout(Layout):
 
         if direct:
             raws = self.io.fetch_many(keys)
-            for (r, p, grid), raw, key in zip(direct, raws, keys, strict=True):
-                if raw is None:  # no chunk file: the cell holds the empty fill value
-                    continue
-                if isinstance(raw, ZVFetchError):
+            # decompression releases the GIL: the cells decode in parallel
+            cell_values = map_parallel(_direct_cell, raws, [g.direct for _, _, g in direct])
+            for (r, p, _), value, key in zip(direct, cell_values, keys, strict=True):
+                if isinstance(value, ZVFormatError):  # (a failed fetch is one too)
                     array, chunks = requests[r]
-                    out[r][p] = raw.located(
+                    value = value.located(
                         store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
                     )
-                    continue
-                try:
-                    data = (
-                        decode_bytes_chunk(raw, [{"name": "bytes"}, *grid.direct])
-                        if grid.direct
-                        else raw
-                    )
-                    out[r][p] = _unpack_vlen(data)
-                except ZVFormatError as exc:
-                    array, chunks = requests[r]
-                    out[r][p] = exc.located(
-                        store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
-                    )
+                out[r][p] = value
 
         if sharded:
             self._read_sharded(level, requests, sharded, out)
@@ -681,28 +685,33 @@ class V09Layout(Layout):
         fixed = arr.dtype.kind in "biuf"
         max_bytes = items * arr.dtype.itemsize if fixed else None
         vlen = not fixed and isinstance(codecs[0], dict) and codecs[0].get("name") == "vlen-bytes"
-        pieces: list[np.ndarray] | None = [] if vlen and len(grid) == 1 else None
-        for key, raw in zip(keys, self.io.fetch_many(keys), strict=True):
-            if raw is None or isinstance(raw, ZVFetchError):
-                if pieces is not None and raw is None:  # not stored: the fill value
-                    pieces.append(np.full(items, b"", dtype=object))
-                elif pieces is not None:  # a failed fetch: zarr reads it and reports
-                    pieces = None
-                continue
+        whole = vlen and len(grid) == 1  # decoded here, not by zarr
+
+        def check(key: str, raw: bytes) -> np.ndarray | None:
             try:
                 check_compressed_frame(raw, codecs, max_bytes)
-                if vlen:
-                    # zarr's vlen decoder allocates the item count the chunk declares
-                    payload = decode_bytes_chunk(raw, [{"name": "bytes"}, *codecs[1:]])
-                    n = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else -1
-                    if n != items:
-                        raise ZVFormatError(f"vlen chunk declares {n} items, not {items}")
-                    if pieces is not None:
-                        pieces.append(_vlen_items(payload))
+                if not vlen:
+                    return None
+                # zarr's vlen decoder allocates the item count the chunk declares
+                payload = decode_bytes_chunk(raw, [{"name": "bytes"}, *codecs[1:]])
+                n = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else -1
+                if n != items:
+                    raise ZVFormatError(f"vlen chunk declares {n} items, not {items}")
+                return _vlen_items(payload) if whole else None
             except ZVFormatError as exc:
                 raise self.error(f"{key}: {exc.reason}", level, path) from None
-        if not pieces:
-            return None
+
+        raws = self.io.fetch_many(keys)
+        stored = [
+            i for i, r in enumerate(raws) if r is not None and not isinstance(r, ZVFetchError)
+        ]
+        # decompression releases the GIL: a large index's chunks decode in parallel
+        checked = map_parallel(check, [keys[i] for i in stored], [raws[i] for i in stored])
+        decoded = dict(zip(stored, checked, strict=True))
+        if not whole or not keys or len(stored) + raws.count(None) < len(raws):
+            return None  # (a failed fetch: zarr reads the array and reports it)
+        fill = np.full(items, b"", dtype=object)  # a chunk not stored: the fill value
+        pieces = [fill if r is None else decoded[i] for i, r in enumerate(raws)]
         return np.concatenate(pieces)[: int(arr.shape[0])]
 
     @staticmethod
@@ -1007,7 +1016,7 @@ class V09Layout(Layout):
                 "object_index/manifests",
             )
         blobs = manifests[:n].tolist()
-        if not all(type(b) is bytes for b in blobs):  # zarr gives bytes; anything else: fix
+        if set(map(type, blobs)) - {bytes}:  # zarr gives bytes; anything else: fix
             blobs = [_cell_value(b) or b"" for b in blobs]
         if ids is None:  # 0.7-style identity rows
             row_ids = np.arange(n, dtype=np.int64)
