@@ -235,7 +235,8 @@ def assemble_pieces(
         chunk_idx = np.repeat(np.arange(len(nfrag)), nfrag)
         frags = np.arange(int(nfrag.sum())) - np.repeat(np.cumsum(nfrag) - nfrag, nfrag)
         rows, counts = loaded.fragment_rows(chunk_idx, frags)
-        firsts = rows[np.minimum(np.cumsum(counts) - counts, max(len(rows) - 1, 0))]
+        at = np.minimum(np.cumsum(counts) - counts, max(len(rows) - 1, 0))
+        firsts = rows[at] if len(rows) else np.zeros(len(counts), np.int64)
     weight = counts
     if box is not None:
         lo, hi = (np.asarray(b, np.float64) for b in box)
