@@ -105,7 +105,7 @@ class Progress:
     total: int
     #: a progressive load's first picture: its first batch, within the batch's estimated
     #: share of the budget (the final result replaces it); for polylines and streamlines
-    #: without an object filter, their path pieces (:meth:`Loader._pieces_result`)
+    #: without an object filter, their path pieces (:meth:`Loader._pieces`)
     preview: LoadResult | None = None
 
 
@@ -373,14 +373,9 @@ class Loader:
             share = float(est[rows].sum()) / whole if whole > 0 else len(rows) / len(plan.chunks)
             cut = dataclasses.replace(request, budget=max(int(request.budget * share), 1))
             fetched = plan.chunks[rows]  # rows ascending: plan order
-            if pieces:
-                result = self._pieces_result(cut, plan, fetched, ("preview", *key), crop)
-            else:
-                # objects read: in proportion to the share too (a small read, no whole index)
-                most = min(
-                    plan.fraction, view_geometry.ladder_step(plan.fraction * share, READ_AHEAD)
-                )
-                result = self._result(cut, plan, fetched, ("preview", *key), crop, [], most)
+            # objects read: in proportion to the share too (a small read, no whole index)
+            most = min(plan.fraction, view_geometry.ladder_step(plan.fraction * share, READ_AHEAD))
+            result = self._result(cut, plan, fetched, ("preview", *key), crop, [], most, pieces)
             return dataclasses.replace(
                 result, share=dataclasses.replace(result.share, budget=int(request.budget))
             )
@@ -412,26 +407,18 @@ class Loader:
         crop: tuple[np.ndarray, np.ndarray] | None,
         failed: list[tuple[tuple[int, ...], str]],
         max_fraction: float = 1.0,
+        pieces: bool = False,
     ) -> LoadResult:
         """Assemble fetched ``chunks`` into layer data within ``request.budget``, showing at
-        most ``max_fraction`` of the objects."""
-        subset, fraction, read = self._assemble(plan, chunks, crop, request, max_fraction)
-        geometry = subset.geometry
-        layer_data = layers_from_geometry(geometry, self.info(plan.level), bounds_layer=False)
-        scale = 1.0 / read if read > 0 else 1.0
-        return LoadResult(
-            request.generation,
-            plan.level,
-            chunks,
-            key,
-            geometry=geometry,
-            layer_data=layer_data,
-            vertex_count=subset.vertices_shown,
-            trimmed=plan.trimmed,
-            failed=list(failed),
-            unreadable=self.cache.unreadable_in(plan.level, chunks),
-            crop=crop,
-            share=ViewShare(
+        most ``max_fraction`` of the objects (``pieces``: their path pieces instead,
+        :meth:`_pieces`)."""
+        if pieces:
+            geometry, share = self._pieces(request, plan, chunks, crop)
+        else:
+            subset, fraction, read = self._assemble(plan, chunks, crop, request, max_fraction)
+            geometry = subset.geometry
+            scale = 1.0 / read if read > 0 else 1.0
+            share = ViewShare(
                 fraction=fraction,
                 item_kind=subset.kind,
                 items_in_view=int(round(subset.items_in_view * scale)),
@@ -439,17 +426,30 @@ class Loader:
                 vertices_in_view=int(round(subset.vertices_in_view * scale)),
                 vertices_shown=subset.vertices_shown,
                 budget=int(request.budget),
-            ),
+            )
+        info = self.info(plan.level, objects=not pieces)
+        return LoadResult(
+            request.generation,
+            plan.level,
+            chunks,
+            key,
+            geometry=geometry,
+            layer_data=layers_from_geometry(geometry, info, bounds_layer=False),
+            vertex_count=share.vertices_shown,
+            trimmed=plan.trimmed,
+            failed=list(failed),
+            unreadable=self.cache.unreadable_in(plan.level, chunks),
+            crop=crop,
+            share=share,
         )
 
-    def _pieces_result(
+    def _pieces(
         self,
         request: LoadRequest,
         plan: lod.LevelPlan,
         chunks: np.ndarray,
-        key: tuple,
         crop: tuple[np.ndarray, np.ndarray] | None,
-    ) -> LoadResult:
+    ) -> tuple[Geometry, ViewShare]:
         """A quick look at ``chunks``: their path pieces (:meth:`.Store.read_pieces`, no
         object index) ranked below a little more than the plan's object fraction (what
         :meth:`_assemble` reads), lowest ranks first within ``request.budget``, cropped to
@@ -466,26 +466,14 @@ class Loader:
         )
         geometry = view_geometry.pieces_to_budget(pieces, crop, request.budget)
         shown = view_geometry.resident_vertices(geometry)
-        info = self.info(plan.level, objects=False)
-        return LoadResult(
-            request.generation,
-            plan.level,
-            chunks,
-            key,
-            geometry=geometry,
-            layer_data=layers_from_geometry(geometry, info, bounds_layer=False),
-            vertex_count=shown,
-            trimmed=plan.trimmed,
-            unreadable=self.cache.unreadable_in(plan.level, chunks),
-            crop=crop,
-            share=ViewShare(
-                fraction=fraction,
-                item_kind="pieces",
-                items_shown=len(geometry.paths),
-                vertices_shown=shown,
-                budget=int(request.budget),
-            ),
+        share = ViewShare(
+            fraction=fraction,
+            item_kind="pieces",
+            items_shown=len(geometry.paths),
+            vertices_shown=shown,
+            budget=int(request.budget),
         )
+        return geometry, share
 
     def _assemble(
         self,
