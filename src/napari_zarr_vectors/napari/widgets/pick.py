@@ -30,6 +30,7 @@ from ..browse_layers import (
     zv_meta,
 )
 from ..export import export_dialog
+from ..layer_removal import remove_layers
 from ..layers import GROUP_ID, GROUPS, OBJECT_ID
 from ._browse_base import ZVBrowseWidget
 
@@ -234,15 +235,15 @@ class PickWidget(ZVBrowseWidget):
 
         path = str(self.store.path) if self.store is not None else None
         # replace an earlier isolation of the same object
-        for layer in list(self.viewer.layers):
-            meta = zv_meta(layer)
-            if (
-                meta
-                and meta.get("role") == "isolated"
-                and meta.get("object_id") == object_id
-                and (path is None or meta.get("path") == path)
-            ):
-                self.viewer.layers.remove(layer)
+        earlier = [
+            layer
+            for layer in self.viewer.layers
+            if (meta := zv_meta(layer))
+            and meta.get("role") == "isolated"
+            and meta.get("object_id") == object_id
+            and (path is None or meta.get("path") == path)
+        ]
+        remove_layers(self.viewer, earlier)
         active = self.viewer.layers.selection.active
         added = []
         for data, kwargs, kind in layer_data:
@@ -263,8 +264,7 @@ class PickWidget(ZVBrowseWidget):
 
     def clear(self) -> None:
         """Remove the isolated objects of the current store."""
-        for layer in self.isolated_layers():
-            self.viewer.layers.remove(layer)
+        remove_layers(self.viewer, self.isolated_layers())
         self.status.setText("")
 
 

@@ -62,6 +62,7 @@ from napari_zarr_vectors.format import pyramid as core
 from ..browse import IdFilter
 from ..browse_layers import controller_of, is_data_layer, target_for, zv_meta
 from ..chunk_cache import shared_cache
+from ..layer_removal import remove_layers
 from ..pyramid_qa import (
     MAX_LISTED_IDS,
     STAT_COLUMNS,
@@ -223,9 +224,9 @@ class _BoxOverlay:
 
     def remove(self) -> None:
         """No layer of this overlay's role stays in the viewer."""
-        layers = self.widget.viewer.layers
-        for layer in [lyr for lyr in layers if (zv_meta(lyr) or {}).get("role") == self.role]:
-            layers.remove(layer)
+        viewer = self.widget.viewer
+        mine = [lyr for lyr in viewer.layers if (zv_meta(lyr) or {}).get("role") == self.role]
+        remove_layers(viewer, mine)
         self.layer = None
         self.lo = self.hi = None
 
@@ -756,21 +757,6 @@ class PyramidQAWidget(ZVBrowseWidget):
         QTimer.singleShot(0, step)
         return PENDING
 
-    def _remove_in_turns(self, layers: Sequence[Any]) -> None:
-        """Remove layers, the first now and the others one per event-loop turn: napari runs
-        a full garbage collection for every layer removed (0.1-0.2 s on a busy process)."""
-        queue = list(layers)
-
-        def step() -> None:
-            while queue:
-                layer = queue.pop(0)
-                if layer in self.viewer.layers:
-                    self.viewer.layers.remove(layer)
-                    QTimer.singleShot(0, step)
-                    return
-
-        step()
-
     def _ask(self, text: str) -> bool:
         answer = QMessageBox.question(
             self,
@@ -1114,10 +1100,11 @@ class PyramidQAWidget(ZVBrowseWidget):
         )
 
     def remove_levels(self) -> None:
-        """Remove the side-by-side layers (one per event-loop turn) and leave grid mode."""
+        """Remove the side-by-side layers (:func:`.layer_removal.remove_layers`) and leave
+        grid mode."""
         self.set_grid(False)
         layers, self.side_layers = list(self.side_layers), []
-        self._remove_in_turns(layers)
+        remove_layers(self.viewer, layers)
 
     def set_grid(self, enabled: bool) -> None:
         """napari's grid mode with one cell per side-by-side level: every other layer (the
@@ -1131,12 +1118,14 @@ class PyramidQAWidget(ZVBrowseWidget):
                 layer.visible = False
             self._grid_hidden += hide
             grid.stride = stride
+            grid.enabled = True
         else:
+            # grid off first: with it on, every layer shown again rebuilds the grid's views
+            grid.enabled = False
             for layer in self._grid_hidden:
                 if layer in self.viewer.layers:
                     layer.visible = True
             self._grid_hidden = []
-        grid.enabled = bool(enabled)
         if self.grid_check.isChecked() != bool(enabled):
             blocked = self.grid_check.blockSignals(True)
             self.grid_check.setChecked(bool(enabled))
@@ -1371,7 +1360,7 @@ class PyramidQAWidget(ZVBrowseWidget):
 
         def apply(built: Built) -> Any:
             old, self.links_layer = self.links_layer, None
-            self._remove_in_turns([old])
+            remove_layers(self.viewer, [old])
 
             def added(layer: Any) -> None:
                 self.links_layer = layer
