@@ -436,3 +436,16 @@ def test_preview_pieces_are_cropped_and_cut_to_the_budget(tiny_objects):
     assert 0 < resident_vertices(cut) <= budget
     # the pieces kept are those ranked lowest (by their first stored vertex)
     assert set(map(tuple, cut.positions.tolist())) <= set(map(tuple, whole.positions.tolist()))
+
+
+def test_coarse_levels_preview_objects_not_pieces(long_paths):
+    """A coarse level stores one fragment per metavertex: its preview shows objects."""
+    kinds = {}
+    for level in (0, 1):
+        ld = Loader(long_paths, ChunkCache(), batch_chunks=2)
+        previews, final = run_all(
+            ld, LoadRequest(budget=10**6, locked=level, progressive=True, force=True)
+        )
+        assert len(previews) == 1 and final.level == level
+        kinds[level] = previews[0][2].share.item_kind
+    assert kinds == {0: "pieces", 1: "objects"}

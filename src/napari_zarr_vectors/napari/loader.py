@@ -104,8 +104,8 @@ class Progress:
     done: int
     total: int
     #: a progressive load's first picture: its first batch, within the batch's estimated
-    #: share of the budget (the final result replaces it); for polylines and streamlines
-    #: without an object filter, their path pieces (:meth:`Loader._pieces`)
+    #: share of the budget (the final result replaces it); for polylines and streamlines at
+    #: level 0 without an object filter, their path pieces (:meth:`Loader._pieces`)
     preview: LoadResult | None = None
 
 
@@ -380,11 +380,13 @@ class Loader:
                 result, share=dataclasses.replace(result.share, budget=int(request.budget))
             )
 
-        # paths without a filter preview their pieces (no object index needed); otherwise
-        # the object table (every id, for the object ranks) is read while the first batch
-        # is fetched: both are needed before the first picture
+        # paths without a filter preview their level-0 pieces (no object index needed;
+        # coarse levels store a fragment per metavertex, no runs); otherwise the object
+        # table (every id, for the object ranks) is read while the first batch is fetched:
+        # both are needed before the first picture
         pieces = (
             request.allowed_ids is None
+            and plan.level == 0
             and self.store.geometry_type in PIECE_TYPES
             and isinstance(self.store, nzv.Store)
         )
