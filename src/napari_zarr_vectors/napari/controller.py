@@ -43,6 +43,7 @@ from .settings import get_settings
 from .settings import vertex_budget as default_budget
 from .store_info import layer_scale, napari_order
 from .swap import batched, swap, swap_empty
+from .viewer_layers import make_layer
 from .worker import LoadJob
 
 #: layer metadata key of this plugin
@@ -505,12 +506,10 @@ class ZVLayerController:
         for item in new.values():  # roles the view had no data for until now
             if viewer is None:
                 break
-            from napari.layers import Layer
-
             data, kwargs, kind = item
             meta = kwargs.setdefault("metadata", {}).setdefault(META, {})
             meta["session"] = self._session_token()
-            layer = Layer.create(data, kwargs, kind)
+            layer = make_layer(data, kwargs, kind)
             self.add_layer(layer)
             viewer.layers.append(layer)
         self._shown = _Shown(result.level, np.array(result.chunks, np.int64), result.key)

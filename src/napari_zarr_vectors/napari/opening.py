@@ -9,6 +9,7 @@ import numpy as np
 from .controller import ZVLayerController, controller_for
 from .reader import read_zarr_vectors
 from .session import hook_viewer
+from .viewer_layers import make_layer
 
 
 def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
@@ -17,7 +18,6 @@ def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
     ``options``: ``vertex_budget`` (this store's budget), ``lock_level`` (start locked),
     ``object_filter`` (allowed object ids).
     """
-    from napari.layers import Layer
 
     budget = options.pop("vertex_budget", None)
     locked = options.pop("lock_level", None)
@@ -28,7 +28,7 @@ def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
     layer_data = read_zarr_vectors(path, vertex_budget=budget)
     added = []
     for data, kwargs, kind in (t for t in layer_data if len(t) == 3):
-        layer = Layer.create(data, kwargs, kind)
+        layer = make_layer(data, kwargs, kind)
         viewer.add_layer(layer)
         added.append(layer)
     controller = next((c for c in map(controller_for, added) if c is not None), None)

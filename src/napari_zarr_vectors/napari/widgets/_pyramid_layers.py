@@ -44,6 +44,7 @@ from ..layers import (
 from ..pyramid_qa import SIDE_BY_SIDE, QAProgress, chunk_batches, select_within, shown_of
 from ..store_info import layer_scale, store_info
 from ..view_geometry import subset_to_budget
+from ..viewer_layers import make_layer
 
 #: Overlay colours (RGBA).
 CHUNK_COLOUR = (1.0, 0.75, 0.1, 1.0)
@@ -260,9 +261,7 @@ def make_layers(items: Sequence[LayerData]) -> list[Any]:
     """napari layers from data tuples, built on the worker thread (constructing a layer is
     the larger part of adding one; napari layer models hold no Qt objects, the canvas
     visuals are made when the UI thread adds the layer)."""
-    from napari.layers import Layer
-
-    return [Layer.create(data, kwargs, kind) for data, kwargs, kind in items]
+    return [make_layer(data, kwargs, kind) for data, kwargs, kind in items]
 
 
 @dataclass

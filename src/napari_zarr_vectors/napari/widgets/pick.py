@@ -30,8 +30,8 @@ from ..browse_layers import (
     zv_meta,
 )
 from ..export import export_dialog
-from ..layer_removal import remove_layers
 from ..layers import GROUP_ID, GROUPS, OBJECT_ID
+from ..viewer_layers import make_layer, remove_layers
 from ._browse_base import ZVBrowseWidget
 
 #: Hover picks at most this often (seconds).
@@ -231,7 +231,6 @@ class PickWidget(ZVBrowseWidget):
         return worker
 
     def _isolated(self, object_id: int, layer_data: list[tuple]) -> None:
-        from napari.layers import Layer
 
         path = str(self.store.path) if self.store is not None else None
         # replace an earlier isolation of the same object
@@ -247,7 +246,7 @@ class PickWidget(ZVBrowseWidget):
         active = self.viewer.layers.selection.active
         added = []
         for data, kwargs, kind in layer_data:
-            added.append(self.viewer.add_layer(Layer.create(data, kwargs, kind)))
+            added.append(self.viewer.add_layer(make_layer(data, kwargs, kind)))
         if active is not None and active in self.viewer.layers:
             self.viewer.layers.selection.active = active  # keep browsing the store
         n = max((_vertex_count(layer) for layer in added), default=0)

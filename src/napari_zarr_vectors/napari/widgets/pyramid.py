@@ -32,7 +32,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from napari.layers import Layer
 from qtpy.QtCore import Qt, QTimer
 from qtpy.QtWidgets import (
     QAbstractItemView,
@@ -62,7 +61,6 @@ from napari_zarr_vectors.format import pyramid as core
 from ..browse import IdFilter
 from ..browse_layers import controller_of, is_data_layer, target_for, zv_meta
 from ..chunk_cache import shared_cache
-from ..layer_removal import remove_layers
 from ..pyramid_qa import (
     MAX_LISTED_IDS,
     STAT_COLUMNS,
@@ -85,6 +83,7 @@ from ..pyramid_qa import (
 )
 from ..settings import vertex_budget as default_budget
 from ..store_info import layer_scale
+from ..viewer_layers import make_layer, remove_layers
 from ._browse_base import ZVBrowseWidget
 from ._pyramid_layers import (
     BIN_COLOUR,
@@ -220,7 +219,7 @@ class _BoxOverlay:
             self.layer.name = kwargs["name"]
             self.layer.metadata = kwargs["metadata"]
         else:
-            self.layer = viewer.add_layer(Layer.create(data, kwargs, kind))
+            self.layer = viewer.add_layer(make_layer(data, kwargs, kind))
 
     def remove(self) -> None:
         """No layer of this overlay's role stays in the viewer."""
@@ -1100,7 +1099,7 @@ class PyramidQAWidget(ZVBrowseWidget):
         )
 
     def remove_levels(self) -> None:
-        """Remove the side-by-side layers (:func:`.layer_removal.remove_layers`) and leave
+        """Remove the side-by-side layers (:func:`.viewer_layers.remove_layers`) and leave
         grid mode."""
         self.set_grid(False)
         layers, self.side_layers = list(self.side_layers), []

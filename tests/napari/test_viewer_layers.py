@@ -1,4 +1,5 @@
-"""remove_layers: one batch, nothing left frozen, the removed layers freed."""
+"""make_layer and remove_layers: cheap Vectors thumbnails; one batch, nothing left frozen,
+the removed layers freed."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from napari_zarr_vectors.napari.layer_removal import remove_layers
+from napari_zarr_vectors.napari.viewer_layers import THUMBNAIL_VECTORS, make_layer, remove_layers
 
 
 def test_remove_layers_removes_those_given_and_frees_them(make_napari_viewer, qtbot):
@@ -29,3 +30,17 @@ def test_remove_layers_removes_those_given_and_frees_them(make_napari_viewer, qt
     assert gone() is None  # the removed layers are freed by the next collection
     remove_layers(viewer, [])  # nothing to do
     assert [layer.name for layer in viewer.layers] == ["b"] and b in viewer.layers
+
+
+def test_make_layer_draws_vectors_thumbnails_from_few_vectors():
+    from napari.layers import Points, Vectors
+
+    default = Vectors._max_vectors_thumbnail
+    data = np.random.default_rng(0).uniform(0, 100, (5_000, 2, 3))
+    layer = make_layer(data, {"name": "edges", "edge_width": 2.0}, "vectors")
+    assert isinstance(layer, Vectors) and np.array_equal(layer.data, data)
+    assert layer.name == "edges" and layer.edge_width == 2.0
+    assert layer._max_vectors_thumbnail == THUMBNAIL_VECTORS < default
+    assert Vectors._max_vectors_thumbnail == default  # napari's default is left alone
+    points = make_layer(np.zeros((2, 3)), {"name": "p"}, "points")
+    assert isinstance(points, Points) and points.name == "p"
