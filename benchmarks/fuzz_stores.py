@@ -207,6 +207,12 @@ def exercise(path: Path, facts: StoreFacts) -> dict[str, int]:
             counts["id_box_vertices"] += len(
                 s.read(level, bbox=facts.box, object_ids=ids[:1]).positions
             )
+        if s.geometry_type in ("polyline", "streamline"):  # the viewer's first look
+            counts["piece_vertices"] += len(
+                s.read_pieces(
+                    level, s.chunks(level), fraction=0.5, bbox=facts.box, max_vertices=500
+                ).positions
+            )
         counts["objects"] += len(s.object_ids(level))
         s.object_presence(level)
         s.object_attributes(level)

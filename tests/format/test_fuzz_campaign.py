@@ -93,3 +93,10 @@ def test_exercise_reads_data_of_a_clean_store() -> None:
     assert counts["objects"] > 0 and counts["groups"] == len(expected["input"]["groups"])
     assert 0 < counts["box_vertices"] < counts["vertices"]
     assert 0 < counts["id_box_vertices"] <= counts["id_vertices"]
+
+
+def test_exercise_reads_the_pieces_of_path_stores() -> None:
+    """The viewer's first look (Store.read_pieces) is part of every path store's case."""
+    path = ROOT / "tests" / "data" / "v09" / "polylines.zarrvectors"
+    counts = fz.exercise(path, fz.store_facts(path))
+    assert 0 < counts["piece_vertices"] < counts["vertices"]
