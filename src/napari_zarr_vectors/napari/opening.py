@@ -18,7 +18,6 @@ def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
     ``options``: ``vertex_budget`` (this store's budget), ``lock_level`` (start locked),
     ``object_filter`` (allowed object ids).
     """
-
     budget = options.pop("vertex_budget", None)
     locked = options.pop("lock_level", None)
     allowed = options.pop("object_filter", None)
