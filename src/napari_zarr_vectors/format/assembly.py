@@ -14,6 +14,7 @@ from .geometry import Geometry, split_lengths
 from .layout.base import LinkSet
 from .loading import AttributeSpec
 from .objects import ObjectIndex
+from .query import inside_box
 from .ranks import position_rank
 
 PATH_TYPES = ("line", "polyline", "streamline")
@@ -238,14 +239,14 @@ def assemble_pieces(
         at = np.minimum(np.cumsum(counts) - counts, max(len(rows) - 1, 0))
         firsts = rows[at] if len(rows) else np.zeros(len(counts), np.int64)
     weight = counts
+    cut: list[int] = []  # the axes the box cuts (a box that cuts nothing keeps every vertex)
     if box is not None:
         lo, hi = (np.asarray(b, np.float64) for b in box)
         cut = [a for a in range(len(lo)) if np.isfinite(lo[a]) or np.isfinite(hi[a])]
-        inside = np.ones(loaded.n_rows, bool)
-        if cut:
-            inside = np.concatenate(
-                [_inside(c.positions, lo, hi, cut) for c in loaded.chunks] or [inside]
-            )
+    if cut:  # vertices inside the box, per piece
+        inside = np.concatenate(
+            [inside_box(c.positions, lo, hi, cut) for c in loaded.chunks] or [np.zeros(0, bool)]
+        )
         seen = np.concatenate([[0], np.cumsum(inside if rows is None else inside[rows])])
         ends = np.cumsum(counts) if rows is not None else firsts + counts
         weight = seen[ends] - seen[ends - counts]
@@ -282,15 +283,6 @@ def assemble_pieces(
     return geom
 
 
-def _inside(positions: np.ndarray, lo: np.ndarray, hi: np.ndarray, axes: list[int]) -> np.ndarray:
-    """Whether each row lies in ``[lo, hi]`` along ``axes``."""
-    out = np.ones(len(positions), bool)
-    for a in axes:
-        col = positions[:, a]
-        out &= (col >= lo[a]) & (col <= hi[a])
-    return out
-
-
 def _kept_rows(
     geometry_type: str,
     loaded: LoadedChunks,
@@ -315,7 +307,7 @@ def _kept_rows(
         lo, hi = selection.bbox
         candidates = keep if keep is not None else np.arange(loaded.n_rows)
         q = loaded.positions if keep is None else loaded.take(candidates)
-        keep = candidates[np.all((q >= lo) & (q <= hi), axis=1)]
+        keep = candidates[inside_box(q, lo, hi)]
     return keep
 
 

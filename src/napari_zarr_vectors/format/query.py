@@ -22,6 +22,18 @@ def normalise_bbox(bbox: Sequence[Sequence[float]], ndim: int) -> tuple[np.ndarr
     return lo, hi
 
 
+def inside_box(
+    positions: np.ndarray, lo: np.ndarray, hi: np.ndarray, axes: Sequence[int] | None = None
+) -> np.ndarray:
+    """Whether each row of ``positions`` lies in the inclusive box ``[lo, hi]``, tested
+    along ``axes`` only (default: every axis), a column at a time."""
+    out = np.ones(len(positions), bool)
+    for a in range(positions.shape[1]) if axes is None else axes:
+        col = positions[:, a]
+        out &= (col >= lo[a]) & (col <= hi[a])
+    return out
+
+
 def bbox_chunk_range(
     level: LevelInfo, lo: np.ndarray, hi: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from napari_zarr_vectors.format.geometry import Geometry, split_lengths
+from napari_zarr_vectors.format.query import inside_box
 from napari_zarr_vectors.format.ranks import object_rank, position_rank
 
 #: ladder of subset fractions: ``2 ** (-k / FRACTION_STEPS)``
@@ -105,11 +106,6 @@ def segments_meet_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.nda
     return t0 <= t1
 
 
-def _inside(positions: np.ndarray, box: Box) -> np.ndarray:
-    lo, hi = box
-    return np.all((positions >= lo) & (positions <= hi), axis=1)
-
-
 def _flat_paths(paths: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.fromiter((len(p) for p in paths), dtype=np.int64, count=len(paths))
     rows = (
@@ -135,7 +131,7 @@ def crop_geometry(geometry: Geometry, box: Box) -> Geometry:
         return _crop_paths(geometry, lo, hi)
     edges = np.asarray(geometry.edges, dtype=np.int64).reshape(-1, 2)
     faces = np.asarray(geometry.faces, dtype=np.int64).reshape(-1, 3)
-    keep = _inside(pos, (lo, hi))
+    keep = inside_box(pos, lo, hi)
     edge_keep = np.zeros(len(edges), bool)
     face_keep = np.zeros(len(faces), bool)
     if len(edges):
@@ -164,7 +160,7 @@ def _crop_paths(geometry: Geometry, lo: np.ndarray, hi: np.ndarray) -> Geometry:
         a, b = rows[:-1][same], rows[1:][same]
         seg[:-1][same] = segments_meet_box(pos[a], pos[b], lo, hi)
     prev = np.r_[False, seg[:-1]]
-    single = np.repeat(lengths == 1, lengths) & _inside(pos[rows], (lo, hi))
+    single = np.repeat(lengths == 1, lengths) & inside_box(pos[rows], lo, hi)
     kept = seg | prev | single
     if kept.all():
         return geometry
