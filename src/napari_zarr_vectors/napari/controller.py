@@ -43,7 +43,7 @@ from .settings import get_settings
 from .settings import vertex_budget as default_budget
 from .store_info import layer_scale, napari_order
 from .swap import batched, swap, swap_empty
-from .viewer_layers import make_layer
+from .viewer_layers import hold_paint, make_layer
 from .worker import LoadJob
 
 #: layer metadata key of this plugin
@@ -463,7 +463,10 @@ class ZVLayerController:
         self._swap(result)
 
     def _swap(self, result: LoadResult) -> None:
-        """:meth:`apply`, timed: the adaptive budget learns what a swap costs here."""
+        """:meth:`apply`, timed: the adaptive budget learns what a swap costs here. The
+        frame that draws it comes in a turn of its own (:func:`.viewer_layers.hold_paint`)."""
+        if self.viewer is not None:
+            hold_paint(self.viewer)
         t0 = time.perf_counter()
         self.apply(result)
         self.last_update_seconds = time.perf_counter() - t0

@@ -31,7 +31,7 @@ from ..browse_layers import (
 )
 from ..export import export_dialog
 from ..layers import GROUP_ID, GROUPS, OBJECT_ID
-from ..viewer_layers import make_layer, remove_layers
+from ..viewer_layers import add_layer, make_layer, remove_layers
 from ._browse_base import ZVBrowseWidget
 
 #: Hover picks at most this often (seconds).
@@ -243,12 +243,8 @@ class PickWidget(ZVBrowseWidget):
             and (path is None or meta.get("path") == path)
         ]
         remove_layers(self.viewer, earlier)
-        active = self.viewer.layers.selection.active
-        added = []
-        for data, kwargs, kind in layer_data:
-            added.append(self.viewer.add_layer(make_layer(data, kwargs, kind)))
-        if active is not None and active in self.viewer.layers:
-            self.viewer.layers.selection.active = active  # keep browsing the store
+        # not selected: the store's layer stays selected (keep browsing the store)
+        added = [add_layer(self.viewer, make_layer(*item)) for item in layer_data]
         n = max((_vertex_count(layer) for layer in added), default=0)
         self.status.setText(f"object {object_id}: {n:,} vertices at full resolution")
 

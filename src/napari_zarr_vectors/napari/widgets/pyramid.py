@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from qtpy.QtCore import Qt, QTimer
+from qtpy.QtCore import Qt
 from qtpy.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -83,7 +83,7 @@ from ..pyramid_qa import (
 )
 from ..settings import vertex_budget as default_budget
 from ..store_info import layer_scale
-from ..viewer_layers import make_layer, remove_layers
+from ..viewer_layers import add_layer, hold_paint, make_layer, next_turn, remove_layers
 from ._browse_base import ZVBrowseWidget
 from ._pyramid_layers import (
     BIN_COLOUR,
@@ -213,13 +213,14 @@ class _BoxOverlay:
             extra=extra,
         )
         if self.layer is not None and self.layer in viewer.layers:
+            hold_paint(viewer)
             self.layer.data = data
             self.layer.features = kwargs["features"]
             self.layer.edge_color = kwargs["edge_color"]
             self.layer.name = kwargs["name"]
             self.layer.metadata = kwargs["metadata"]
         else:
-            self.layer = viewer.add_layer(make_layer(data, kwargs, kind))
+            self.layer = add_layer(viewer, make_layer(data, kwargs, kind))
 
     def remove(self) -> None:
         """No layer of this overlay's role stays in the viewer."""
@@ -508,7 +509,7 @@ class PyramidQAWidget(ZVBrowseWidget):
         is over (coalesced; never inside napari's own event)."""
         if not self._overlays_pending:
             self._overlays_pending = True
-            QTimer.singleShot(0, self._refresh_overlays)
+            next_turn(self._refresh_overlays)
 
     def _refresh_overlays(self) -> None:
         self._overlays_pending = False
@@ -747,13 +748,13 @@ class PyramidQAWidget(ZVBrowseWidget):
             if not queue:
                 task.finish(then(layers))
                 return
-            layer = self.viewer.add_layer(queue.pop(0))
+            layer = add_layer(self.viewer, queue.pop(0))
             layers.append(layer)
             added(layer)
-            QTimer.singleShot(0, step)
+            next_turn(step)
 
         # not in the turn that delivered the result (which may have removed a layer)
-        QTimer.singleShot(0, step)
+        next_turn(step)
         return PENDING
 
     def _ask(self, text: str) -> bool:
@@ -1236,11 +1237,35 @@ class PyramidQAWidget(ZVBrowseWidget):
             return None
         lo, hi = boxes
         info = overlay_info(store, level)
-        key = ",".join(str(c) for c in chunk)
-        moved = ""
         displayed, point = slice_of(self.viewer, info.order)
         if len(lo) and not len(boxes_in_slab(lo, hi, displayed, point, info.world_scale)):
+            # the slice change re-slices every layer in this turn; the outline comes in the
+            # next one (each is a frame's worth of UI-thread work)
             moved = self._move_slice_into(store, lo, hi)
+            task = self.tasks["bins"]
+
+            def outline() -> None:
+                if not task.done:
+                    task.finish(self._outline_bins(store, level, chunk, occupied, boxes, moved))
+
+            next_turn(outline)
+            return PENDING
+        return self._outline_bins(store, level, chunk, occupied, boxes, "")
+
+    def _outline_bins(
+        self,
+        store: Any,
+        level: int,
+        chunk: list[int],
+        occupied: bool,
+        boxes: tuple,
+        moved: str,
+    ) -> Any | None:
+        if store is not self.store:
+            return None
+        lo, hi = boxes
+        info = overlay_info(store, level)
+        key = ",".join(str(c) for c in chunk)
         layer = self.bin_overlay.set_boxes(
             lo,
             hi,
