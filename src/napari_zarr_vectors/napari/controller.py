@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from psygnal import Signal, SignalGroup
 
-from . import lod
+from . import gc_pauses, lod
 from .chunk_cache import shared_cache
 from .colour import ColourMemory, capture
 from .layers import META, LayerData
@@ -262,6 +262,7 @@ class ZVLayerController:
         if self._closed:
             return
         self._closed = True
+        gc_pauses.thaw()
         self._cancel_pending()
         self._cancel_worker()
         self._close_progress()
@@ -310,6 +311,7 @@ class ZVLayerController:
         for emitter in self._sources:
             emitter.connect(self._on_view_event)
         viewer.layers.events.removed.connect(self._on_layer_removed)
+        gc_pauses.thaw_on_close(viewer)
 
     def _disconnect(self, viewer: Any) -> None:
         for emitter in getattr(self, "_sources", []):
@@ -320,6 +322,7 @@ class ZVLayerController:
         self.schedule()
 
     def _on_layer_removed(self, event: Any = None) -> None:
+        gc_pauses.layer_removed(getattr(event, "value", None))
         viewer = self.viewer
         if viewer is None:
             self.close()
@@ -421,6 +424,9 @@ class ZVLayerController:
         if self._worker is worker:
             self._worker = None
             self._close_progress()
+            viewer = None if self._closed or self.is_loading else self.viewer
+            if viewer is not None and self.vertex_count:
+                gc_pauses.freeze_long_lived(viewer.layers)  # settled: see gc_pauses
 
     def _on_error(self, exc: Exception) -> None:
         """A load failed as a whole: the layers keep what they show, napari shows the error."""

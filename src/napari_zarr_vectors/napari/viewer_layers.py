@@ -9,10 +9,12 @@ costs.
   every layer removed from a viewer (``VispyCanvas._clean_and_update_scenegraph``), a guard
   against a Windows OpenGL driver bug. With a few hundred thousand live objects that takes
   0.1-0.2 s on the UI thread per layer. :func:`remove_layers` removes its layers in one
-  batch (one scene-graph update) and, except on Windows, with the objects that existed
-  before frozen (``gc.freeze``) so that the collection napari runs only looks at the new
-  ones; the removed layers' objects are unfrozen at once and freed by Python's next
-  collection as usual.
+  batch (one scene-graph update). While the long-lived objects are frozen
+  (:mod:`.gc_pauses`) napari's collections scan only the newer ones and free the removed
+  layers at once. Otherwise (and when a removed layer is one of the frozen objects), except
+  on Windows or with ``NZV_FREEZE_GC=0``, the objects that existed before are frozen for the
+  removal (:func:`.gc_pauses.scan_new_only`), and the removed layers are freed by the next
+  full collection.
 * :func:`add_layer` adds an overlay without selecting it (napari selects every layer it
   adds, which rebuilds the layer controls shown: ~15 ms) and :func:`hold_paint` keeps the
   canvas from drawing until the next event-loop turn. Adding a layer (its visual and
@@ -25,11 +27,13 @@ costs.
 from __future__ import annotations
 
 import contextlib
-import gc
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
+
+from . import gc_pauses
+from .gc_pauses import scan_new_only
 
 _L = TypeVar("_L")
 
@@ -116,13 +120,14 @@ def remove_layers(viewer: Any, layers: Iterable[Any]) -> None:
     if not present:
         return
     hold_paint(viewer)
-    freeze = sys.platform != "win32"
-    if freeze:
-        gc.freeze()
-    try:
-        with viewer.layers.batched_update():
-            for layer in present:
-                viewer.layers.remove(layer)
-    finally:
-        if freeze:
-            gc.unfreeze()
+    # with long-lived objects frozen (gc_pauses) napari's collections are short already,
+    # unless a layer removed is one of them
+    cheap = gc_pauses.frozen() and not any(map(gc_pauses.was_frozen, present))
+    scan = (
+        scan_new_only()
+        if gc_pauses.ENABLED and not cheap and sys.platform != "win32"
+        else contextlib.nullcontext()
+    )
+    with scan, viewer.layers.batched_update():
+        for layer in present:
+            viewer.layers.remove(layer)
