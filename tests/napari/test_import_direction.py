@@ -102,6 +102,10 @@ def test_napari_internals_are_used_only_in_the_compat_module():
         "coerce_symbols",
         "_validate_track_data",
         "_base_constants",
+        "_max_vectors_thumbnail",
+        "_activate_on_insert",
+        "._qt_viewer",
+        "._qt_window",
         'getattr(layer, f"_',
     )
     offenders = []

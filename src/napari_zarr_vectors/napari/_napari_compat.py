@@ -6,6 +6,7 @@ public API when the internal is gone, so a napari upgrade costs speed, not corre
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -221,3 +222,76 @@ def extend_status(layer: Any, extend: Callable[[Any, dict, Any, dict], dict]) ->
             return status
 
     layer.get_status = get_status
+
+
+_THUMBNAIL = "_max_vectors_thumbnail"
+_THUMBNAIL_LOCK = threading.Lock()  # layers are also constructed on worker threads
+
+
+def with_small_vectors_thumbnail(make: Callable[[], Any], vectors: int) -> Any:
+    """``make()`` (it builds a Vectors layer), the layer's layer-list thumbnail drawn from
+    at most ``vectors`` vectors while it is built and afterwards.
+
+    Internal: ``Vectors._max_vectors_thumbnail`` (the class attribute is read while the layer
+    is constructed). napari draws the thumbnail from up to 1,024 vectors with a Python loop
+    per pixel of each, several times while a layer is added; no public setting limits it.
+    """
+    from napari.layers import Vectors
+
+    if not isinstance(getattr(Vectors, _THUMBNAIL, None), int):
+        return make()
+    with _THUMBNAIL_LOCK:
+        default = getattr(Vectors, _THUMBNAIL)
+        setattr(Vectors, _THUMBNAIL, min(vectors, default))
+        try:
+            layer = make()
+        finally:
+            setattr(Vectors, _THUMBNAIL, default)
+    setattr(layer, _THUMBNAIL, min(vectors, default))
+    return layer
+
+
+@contextmanager
+def inserted_unselected(layers: Any) -> Iterator[None]:
+    """Layers inserted into ``layers`` (a viewer's layer list) within the block do not take
+    the selection.
+
+    Internal: ``SelectableEventedList._activate_on_insert``. napari selects every layer it
+    inserts, which rebuilds the layer controls shown (~15 ms); ``viewer.add_layer`` has no
+    option to keep the selection. Without the internal the layers are selected as napari
+    does.
+    """
+    activate = getattr(layers, "_activate_on_insert", None)
+    if not isinstance(activate, bool):
+        yield
+        return
+    layers._activate_on_insert = False
+    try:
+        yield
+    finally:
+        layers._activate_on_insert = activate
+
+
+def canvas_widget(viewer: Any) -> Any | None:
+    """The Qt widget of ``viewer``'s canvas, ``None`` without a Qt window.
+
+    Internal: ``Window._qt_viewer.canvas.native``. Holding the canvas's repaint for an
+    event-loop turn needs its widget; napari exposes no handle to it.
+    """
+    try:
+        return viewer.window._qt_viewer.canvas.native
+    except (AttributeError, RuntimeError):  # a ViewerModel, or a closed window
+        return None
+
+
+def main_window(viewer: Any) -> Any | None:
+    """The Qt main window of ``viewer``, ``None`` without one.
+
+    Internal: ``Window._qt_window``. Closing it (its close button) leaves the layers in the
+    viewer, so no public event says the viewer is gone; a Qt event filter on the window
+    does.
+    """
+    try:
+        return viewer.window._qt_window
+    except (AttributeError, RuntimeError):  # a ViewerModel, or a closed window
+        return None

@@ -37,6 +37,8 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ._napari_compat import main_window
+
 #: whether :func:`freeze_long_lived` freezes (``NZV_FREEZE_GC=0``: never)
 ENABLED = os.environ.get("NZV_FREEZE_GC", "1").strip().lower() not in ("0", "false", "no", "off")
 
@@ -111,9 +113,8 @@ _CLOSE_FILTER: Any = None
 def thaw_on_close(viewer: Any) -> None:
     """Thaw when ``viewer``'s window closes (a no-op without a Qt window)."""
     global _CLOSE_FILTER
-    try:
-        window = viewer.window._qt_window
-    except AttributeError:  # a ViewerModel, or a window closed already
+    window = main_window(viewer)
+    if window is None:
         return
     from qtpy.QtCore import QEvent, QObject
 

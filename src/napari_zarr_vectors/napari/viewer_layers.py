@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from . import gc_pauses
+from ._napari_compat import canvas_widget, inserted_unselected, with_small_vectors_thumbnail
 from .gc_pauses import scan_new_only
 
 _L = TypeVar("_L")
@@ -40,41 +40,25 @@ _L = TypeVar("_L")
 #: vectors a Vectors layer's layer-list thumbnail is drawn from (napari: 1,024)
 THUMBNAIL_VECTORS = 64
 
-_THUMBNAIL = "_max_vectors_thumbnail"  # napari's (private) knob
-_THUMBNAIL_LOCK = threading.Lock()  # layers are also constructed on worker threads
-
 
 def make_layer(data: Any, kwargs: dict[str, Any], kind: str) -> Any:
     """``napari.layers.Layer.create(data, kwargs, kind)``, a Vectors layer with
     its thumbnail drawn from at most :data:`THUMBNAIL_VECTORS` vectors."""
-    from napari.layers import Layer, Vectors
+    from napari.layers import Layer
 
-    if kind != "vectors" or not isinstance(getattr(Vectors, _THUMBNAIL, None), int):
+    if kind != "vectors":
         return Layer.create(data, kwargs, kind)
-    with _THUMBNAIL_LOCK:  # the class default, for the thumbnails drawn while constructing
-        default = getattr(Vectors, _THUMBNAIL)
-        setattr(Vectors, _THUMBNAIL, min(THUMBNAIL_VECTORS, default))
-        try:
-            layer = Layer.create(data, kwargs, kind)
-        finally:
-            setattr(Vectors, _THUMBNAIL, default)
-    setattr(layer, _THUMBNAIL, min(THUMBNAIL_VECTORS, default))
-    return layer
+    return with_small_vectors_thumbnail(lambda: Layer.create(data, kwargs, kind), THUMBNAIL_VECTORS)
 
 
 def add_layer(viewer: Any, layer: _L, *, select: bool = False) -> _L:
     """``viewer.add_layer(layer)``, drawn from the next event-loop turn on
     (:func:`hold_paint`); the selection stays as it is unless ``select``."""
     hold_paint(viewer)
-    layers = viewer.layers
-    activate = getattr(layers, "_activate_on_insert", None)
-    if select or not isinstance(activate, bool):
+    if select:
         return viewer.add_layer(layer)
-    layers._activate_on_insert = False  # napari's (private) knob
-    try:
+    with inserted_unselected(viewer.layers):
         return viewer.add_layer(layer)
-    finally:
-        layers._activate_on_insert = activate
 
 
 _HELD: set[int] = set()  # canvases whose drawing is held until the next turn
@@ -94,9 +78,8 @@ def hold_paint(viewer: Any) -> None:
     """Keep ``viewer``'s canvas from drawing until the next event-loop turn (a no-op
     without a Qt window). The frame then comes in a turn of its own, after the work of
     this one and after the input events waiting for it."""
-    try:
-        canvas = viewer.window._qt_viewer.canvas.native
-    except (AttributeError, RuntimeError):  # a ViewerModel, or a closed window
+    canvas = canvas_widget(viewer)
+    if canvas is None:
         return
     key = id(canvas)
     if key in _HELD or not canvas.updatesEnabled():
