@@ -70,6 +70,15 @@ class LevelInfo:
         """Number of components of a chunk key (ndim, or ndim + 1 when chunked by attribute)."""
         return len(self.chunk_dims) if self.chunk_dims else int(self.chunk_shape.size)
 
+    @property
+    def chunk_origin(self) -> np.ndarray:
+        """World position of the lower corner of spatial chunk key 0 (``grid_origin``, zeros
+        when it is ``None``): chunk key ``k`` spans ``chunk_origin + k * chunk_shape`` up to
+        the next key."""
+        if self.grid_origin is None:
+            return np.zeros(int(self.chunk_shape.size), np.float64)
+        return np.asarray(self.grid_origin, np.float64)
+
 
 @dataclass(frozen=True)
 class RootMetadata:

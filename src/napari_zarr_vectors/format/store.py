@@ -523,7 +523,7 @@ class Store:
         if box is not None and len(target) and info.key_ndim == self.ndim:
             # sides that do not cut the chunks read need no test
             edge = np.asarray(info.chunk_shape, np.float64)
-            origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, float)
+            origin = info.chunk_origin
             lo, hi = box[0].copy(), box[1].copy()
             lo[lo <= target.min(axis=0) * edge + origin] = -np.inf
             hi[hi >= (target.max(axis=0) + 1) * edge + origin] = np.inf

@@ -614,8 +614,7 @@ class Loader:
             return np.arange(len(chunks))
         box = crop if crop is not None else self.store.bounds
         centre = (np.asarray(box[0], np.float64) + np.asarray(box[1], np.float64)) / 2
-        origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, np.float64)
-        return lod.nearest_first(chunks, info.chunk_shape, centre - origin)
+        return lod.nearest_first(chunks, info.chunk_shape, centre - info.chunk_origin)
 
     def _learn(self, level: int, geometry: Geometry, fraction: float) -> None:
         """Remember per-chunk row counts for later estimates (rows of a read of ``fraction``
@@ -629,8 +628,7 @@ class Loader:
             return
         # count rows per chunk through linear chunk indices (a row-wise np.unique sorts a
         # void view and holds the GIL ~1 us per row: the UI thread would stall)
-        origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, np.float64)
-        keys = np.floor((np.asarray(geometry.positions, np.float64) - origin) / edge)
+        keys = np.floor((np.asarray(geometry.positions, np.float64) - info.chunk_origin) / edge)
         keys = keys.astype(np.int64)
         if not len(keys):
             keys = loaded[:0]

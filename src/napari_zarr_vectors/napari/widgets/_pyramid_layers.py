@@ -419,7 +419,7 @@ def _link_boxes(store: Any, level: int, bbox: Any) -> list[Any]:
     info = store.level(level)
     ndim = store.ndim
     cs = np.asarray(info.chunk_shape, np.float64)
-    origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, np.float64)
+    origin = info.chunk_origin
     s_lo, s_hi = (np.asarray(b, np.float64) for b in store.bounds)
     out = []
     for k_lo, k_hi in chunk_batches(store.chunks(level), ndim, LINK_BATCH_CHUNKS):

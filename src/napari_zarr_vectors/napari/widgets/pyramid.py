@@ -1319,8 +1319,7 @@ class PyramidQAWidget(ZVBrowseWidget):
         p[order] = np.asarray(world_position, dtype=np.float64)[-ndim:]
         level = self.level
         info = store.level(level)
-        origin = 0.0 if info.grid_origin is None else np.asarray(info.grid_origin, float)
-        key = np.floor((p - origin) / info.chunk_shape).astype(np.int64).tolist()
+        key = np.floor((p - info.chunk_origin) / info.chunk_shape).astype(np.int64).tolist()
         self.chunk_edit.setText(",".join(str(k) for k in key))
         displayed, _ = slice_of(self.viewer, order)
         reach = np.asarray(info.bin_shape, float) * 2.0
