@@ -273,7 +273,7 @@ def inserted_unselected(layers: Any) -> Iterator[None]:
 
 
 def canvas_widget(viewer: Any) -> Any | None:
-    """The Qt widget of ``viewer``'s canvas, ``None`` without a Qt window.
+    """The Qt widget of ``viewer``'s canvas, ``None`` without a Qt window (or viewer).
 
     Internal: ``Window._qt_viewer.canvas.native``. Holding the canvas's repaint for an
     event-loop turn needs its widget; napari exposes no handle to it.

@@ -471,8 +471,7 @@ class ZVLayerController:
     def _swap(self, result: LoadResult) -> None:
         """:meth:`apply`, timed: the adaptive budget learns what a swap costs here. The
         frame that draws it comes in a turn of its own (:func:`.viewer_layers.hold_paint`)."""
-        if self.viewer is not None:
-            hold_paint(self.viewer)
+        hold_paint(self.viewer)
         t0 = time.perf_counter()
         self.apply(result)
         self.last_update_seconds = time.perf_counter() - t0

@@ -78,9 +78,9 @@ def layer_removed(layer: Any) -> None:
         thaw()
 
 
-def thaw(*_: Any) -> None:
+def thaw() -> None:
     """Put the frozen objects back into the collected generations (a no-op when nothing is
-    frozen by :func:`freeze_long_lived`). Accepts and ignores event arguments."""
+    frozen by :func:`freeze_long_lived`)."""
     global _frozen
     if not _frozen:
         return

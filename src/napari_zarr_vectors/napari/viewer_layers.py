@@ -61,9 +61,6 @@ def add_layer(viewer: Any, layer: _L, *, select: bool = False) -> _L:
         return viewer.add_layer(layer)
 
 
-_HELD: set[int] = set()  # canvases whose drawing is held until the next turn
-
-
 def next_turn(callback: Callable[[], Any]) -> None:
     """Call ``callback`` in a later event-loop turn, after the input events, paints and
     timers already waiting. (A 0 ms single shot is a posted event in Qt 6: it runs in the
@@ -79,16 +76,11 @@ def hold_paint(viewer: Any) -> None:
     without a Qt window). The frame then comes in a turn of its own, after the work of
     this one and after the input events waiting for it."""
     canvas = canvas_widget(viewer)
-    if canvas is None:
+    if canvas is None or not canvas.updatesEnabled():  # held already (released next turn)
         return
-    key = id(canvas)
-    if key in _HELD or not canvas.updatesEnabled():
-        return
-    _HELD.add(key)
     canvas.setUpdatesEnabled(False)
 
     def release() -> None:
-        _HELD.discard(key)
         with contextlib.suppress(RuntimeError):  # the window closed in between
             canvas.setUpdatesEnabled(True)
             canvas.update()

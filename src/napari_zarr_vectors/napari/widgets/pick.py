@@ -231,7 +231,6 @@ class PickWidget(ZVBrowseWidget):
         return worker
 
     def _isolated(self, object_id: int, layer_data: list[tuple]) -> None:
-
         path = str(self.store.path) if self.store is not None else None
         # replace an earlier isolation of the same object
         earlier = [
