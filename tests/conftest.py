@@ -54,3 +54,25 @@ def twins_dir() -> Path:
 def expected():
     """``expected(version, name)`` -> the parsed ground-truth JSON."""
     return load_expected
+
+
+@pytest.fixture(scope="session")
+def tracks300_store(tmp_path_factory):
+    """``(path, truth)``: dipy's tracks300.trk written by zarr-vectors 0.9.2 (see realdata)."""
+    pytest.importorskip("dipy")
+    pytest.importorskip("zarr_vectors")
+    from realdata import write_tracks300
+
+    path = tmp_path_factory.mktemp("realdata") / "tracks300.zarrvectors"
+    return path, write_tracks300(path)
+
+
+@pytest.fixture(scope="session")
+def neurons_store(tmp_path_factory):
+    """``(path, truth)``: navis' five example neurons as one 0.9.2 skeleton store."""
+    pytest.importorskip("navis")
+    pytest.importorskip("zarr_vectors")
+    from realdata import write_navis_neurons
+
+    path = tmp_path_factory.mktemp("realdata") / "neurons.zarrvectors"
+    return path, write_navis_neurons(path)
