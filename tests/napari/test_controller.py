@@ -494,7 +494,9 @@ def test_budget_setting_and_per_store_override(make_napari_viewer, qtbot, monkey
     assert meta["vertex_budget"] == 100 and meta["vertices_shown"] == c.vertex_count
     assert 0 < meta["shown_fraction"] < 1 and meta["items_in_view"] == 240
     assert meta["vertices_left_out"] == 240 - c.vertex_count
-    assert "showing" in viewer.status and "of the ~240 points in view" in viewer.status
+    # every point in view was read: the counts are exact, no percentage of a handful
+    assert f"showing {c.vertex_count} of 240 points in view" in viewer.status
+    assert "%" not in viewer.status
 
 
 def test_a_big_store_opens_with_its_bounds_and_loads_its_data_in_the_background(
@@ -602,10 +604,10 @@ def test_the_default_budget_adapts_to_the_measured_swap_cost(monkeypatch):
     assert settings.vertex_budget() == settings.DEFAULT_VERTEX_BUDGET  # nothing measured
     cost.observe(0.05, 1_000)  # too small a swap to say anything
     assert settings.vertex_budget() == settings.DEFAULT_VERTEX_BUDGET
-    cost.observe(0.05, 200_000)  # 0.25 us per vertex: the 50 ms target holds 200,000
-    assert settings.TARGET_SWAP_SECONDS == 0.05 and settings.vertex_budget() == 200_000
-    cost.observe(0.4, 100_000)  # slower swaps lower it (running average)
-    assert settings.vertex_budget() < 200_000
+    cost.observe(0.2, 200_000)  # 1 us per vertex: the 50 ms target holds 50,000
+    assert settings.TARGET_SWAP_SECONDS == 0.05 and settings.vertex_budget() == 50_000
+    cost.observe(0.8, 400_000)  # slower swaps lower it (running average)
+    assert settings.vertex_budget() < 50_000
     for _ in range(50):
         cost.observe(10.0, 10_000)  # never below the floor
     assert settings.vertex_budget() == settings.MIN_AUTO_BUDGET
@@ -613,6 +615,25 @@ def test_the_default_budget_adapts_to_the_measured_swap_cost(monkeypatch):
     assert settings.vertex_budget() == 75_000  # a set budget wins
     settings.configure(vertex_budget="auto")
     assert settings.vertex_budget() == settings.MIN_AUTO_BUDGET
+    # a swap without a visible stall proves its size: the budget never shrinks below it
+    cost.observe(settings.VISIBLE_STALL_SECONDS, 90_000)
+    for _ in range(50):
+        cost.observe(10.0, 10_000)
+    assert cost.proven == 90_000 and settings.vertex_budget() == 90_000
+
+
+def test_small_stores_get_a_budget_that_shows_them_whole(monkeypatch):
+    from napari_zarr_vectors.napari import settings
+
+    monkeypatch.setattr(settings.get_settings(), "swap_cost", settings.SwapCost())
+    monkeypatch.setattr(settings.get_settings(), "vertex_budget", None)  # adaptive
+    small = settings.SMALL_STORE_ROWS
+    assert settings.store_budget(70_000) == small  # the five navis neurons
+    assert settings.store_budget(small + 1) == settings.DEFAULT_VERTEX_BUDGET
+    assert settings.store_budget(None) == settings.DEFAULT_VERTEX_BUDGET
+    settings.configure(vertex_budget=5_000)  # a set budget (Detail) wins
+    assert settings.store_budget(70_000) == 5_000
+    settings.configure(vertex_budget="auto")
 
 
 # --------------------------------------------------------------------------------------------

@@ -39,8 +39,7 @@ from .chunk_cache import shared_cache
 from .colour import ColourMemory, capture
 from .layers import META, LayerData
 from .loader import Loader, LoadRequest, LoadResult, Progress, ViewShare
-from .settings import get_settings
-from .settings import vertex_budget as default_budget
+from .settings import get_settings, store_budget
 from .store_info import layer_scale, napari_order
 from .swap import batched, swap, swap_empty
 from .viewer_layers import hold_paint, make_layer
@@ -203,10 +202,11 @@ class ZVLayerController:
 
     @property
     def vertex_budget(self) -> int:
-        """Vertices this store's layers may hold (the plugin default unless set)."""
+        """Vertices this store's layers may hold (the plugin default unless set; a small
+        store's is at least what shows it whole, :func:`.settings.store_budget`)."""
         if self._vertex_budget is not None:
             return self._vertex_budget
-        return default_budget()
+        return store_budget(self.loader.whole_rows)
 
     @vertex_budget.setter
     def vertex_budget(self, value: int | None) -> None:

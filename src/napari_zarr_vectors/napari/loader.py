@@ -127,6 +127,8 @@ class ViewShare:
     vertices_shown: int = 0
     #: the vertex budget the load was cut to
     budget: int = 0
+    #: the counts are exact (every object in view was read), not scaled up from a part
+    exact: bool = False
 
     @property
     def left_out(self) -> int:
@@ -134,19 +136,24 @@ class ViewShare:
         return max(int(self.vertices_in_view) - int(self.vertices_shown), 0)
 
     def describe(self, label: str) -> str:
-        """``"showing 14% of the ~200,000 streamlines in view (...)"``; empty when all are
-        shown. ``label`` names the store's objects."""
+        """``"showing 1 of 5 skeletons in view (...)"`` when the counts are exact,
+        ``"showing 1,105 of ~200,000 streamlines in view (0.55%, ...)"`` when estimated (a
+        percentage only of many); empty when all are shown. ``label`` names the store's
+        objects."""
         if self.item_kind == "pieces":
             return f"a first look: pieces of the {label} in the chunks read so far"
         if self.fraction >= 1.0:
             return ""
         noun = "points" if self.item_kind == "vertices" else label
-        pct = 100.0 * self.fraction
-        share = f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
+        about = "" if self.exact else "~"
+        pct = 100.0 * self.items_shown / max(self.items_in_view, 1)
+        share = f"{pct:.2g}%, " if pct < 10 else f"{pct:.0f}%, "
+        if self.items_in_view < 1000:
+            share = ""
         return (
-            f"showing {share} of the ~{self.items_in_view:,} {noun} in view "
-            f"({self.items_shown:,} shown, ~{self.left_out:,} vertices left out by the "
-            "budget; zoom in for more)"
+            f"showing {self.items_shown:,} of {about}{self.items_in_view:,} {noun} in view "
+            f"({share}{about}{self.left_out:,} vertices left out by the budget; zoom in or "
+            "raise Detail in the Store panel for more)"
         )
 
     def as_metadata(self) -> dict[str, Any]:
@@ -208,6 +215,8 @@ class Loader:
         #: (level, chunk key) -> estimated rows of the whole chunk, learnt from reads
         self.counts: dict[tuple[int, tuple[int, ...]], float] = {}
         self._infos: dict[tuple[int, bool], StoreInfo] = {}
+        #: layer rows of the whole of level 0, once a whole plan read it all
+        self._whole_rows: int | None = None
         self._batch_override: int | None = None
         self._lock = threading.Lock()
 
@@ -263,6 +272,9 @@ class Loader:
     ) -> tuple[lod.LevelPlan, tuple[np.ndarray, np.ndarray] | None]:
         """``(plan, crop)`` for a request; ``crop`` (store order) is the box the geometry is
         cut to (``None``: whole chunks, a camera-less overview)."""
+        if self.shows_whole(request):
+            level0 = self.store.levels[0]
+            return lod.whole_plan(level0, self.level_chunks()[0]), None
         lo_s, hi_s = (np.asarray(b, dtype=np.float64) for b in self.store.bounds)
         view = request.view
         crop = None
@@ -309,6 +321,29 @@ class Loader:
         )
         return plan, crop
 
+    @property
+    def whole_rows(self) -> int | None:
+        """Layer rows of the whole of level 0: measured once it was read whole, estimated
+        from its vertex count before (``None``: unknown)."""
+        if self._whole_rows is not None:
+            return self._whole_rows
+        level0 = self.store.levels[0]
+        return lod.layer_rows(self.store.geometry_type, level0.vertex_count)
+
+    def shows_whole(self, request: LoadRequest) -> bool:
+        """Whether ``request`` shows the whole of level 0, uncropped: a 3-D view (or none
+        yet) whose rows fit the budget, no level locked, and every axis a space axis (slider
+        axes are read a slab at a time). A 2-D view is still cut to its slab."""
+        rows = self.whole_rows
+        return (
+            request.locked is None
+            and (request.view is None or request.view.is_3d)
+            and rows is not None
+            and rows <= request.budget
+            and self._axes.n_lead == 0
+            and not self._tracks_in_time()
+        )
+
     def _filter_share(self, request: LoadRequest) -> float:
         """The part of the objects an object filter lets through (1 without a filter)."""
         if request.allowed_ids is None or self.store.geometry_type == "point_cloud":
@@ -350,7 +385,9 @@ class Loader:
         the budget, and build layer data. Returns ``None`` when ``cancelled()`` turns true
         between batches."""
         plan, crop = self.plan(request)
-        key = self.key_of(plan.level, plan.chunks, crop, request.allowed_ids, request.budget)
+        # a whole store's data does not depend on the budget, as long as it fits
+        budget_key = 0 if plan.whole else request.budget
+        key = self.key_of(plan.level, plan.chunks, crop, request.allowed_ids, budget_key)
         if key == request.current_key and not request.force:
             return LoadResult(
                 request.generation,
@@ -428,7 +465,10 @@ class Loader:
                 vertices_in_view=int(round(subset.vertices_in_view * scale)),
                 vertices_shown=subset.vertices_shown,
                 budget=int(request.budget),
+                exact=read >= 1.0,
             )
+            if plan.whole and request.allowed_ids is None and not failed:
+                self._whole_rows = int(subset.vertices_in_view)
         info = self.info(plan.level, objects=not pieces)
         return LoadResult(
             request.generation,

@@ -330,6 +330,27 @@ class LevelPlan:
     estimates: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     #: the object subset to read: objects ranked below it (:mod:`.view_geometry`), 1 = all
     fraction: float = 1.0
+    #: the whole level, uncropped, whatever the view (:func:`whole_plan`): nothing to
+    #: reload while the camera moves
+    whole: bool = False
+
+
+def layer_rows(geometry_type: str, vertex_count: int | None) -> int | None:
+    """Estimated layer rows of ``vertex_count`` stored vertices at level 0 (what the budget
+    counts, :func:`.view_geometry.resident_vertices`): about three per node for graphs and
+    skeletons (the node and two segment ends per edge), one per vertex otherwise."""
+    if vertex_count is None:
+        return None
+    return int(vertex_count) * (3 if geometry_type in ("graph", "skeleton") else 1)
+
+
+def whole_plan(level: object, chunks: np.ndarray) -> LevelPlan:
+    """Every non-empty chunk of ``level``, uncropped and without a subset: the plan of a
+    store small enough to show whole in every view."""
+    chunks = np.asarray(chunks, dtype=np.int64)
+    total = int(getattr(level, "vertex_count", 0) or 0)
+    estimates = np.full(len(chunks), total / max(len(chunks), 1))
+    return LevelPlan(int(level.index), chunks, total, estimates=estimates, whole=True)
 
 
 def chunk_estimates(

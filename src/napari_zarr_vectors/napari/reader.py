@@ -36,7 +36,7 @@ from .layers import LayerData, bounds_box_layer, layers_from_geometry
 from .loader import Loader, LoadRequest
 from .lod import initial_level
 from .session import install_viewer_hooks, register_pending
-from .settings import vertex_budget as default_budget
+from .settings import store_budget
 from .store_info import store_info
 
 #: npe2 plugin name (must match ``napari.yaml``).
@@ -193,8 +193,8 @@ def _read_static(store: Any, level: int, with_bounds: bool = True) -> list[Layer
 def _read_lod(store: Any, vertex_budget: int | None, with_bounds: bool = True) -> list[LayerData]:
     """Level-of-detail layers of one geometry of a store (``with_bounds``: with the bounds
     box, which a composite store's first geometry brings)."""
-    budget = int(vertex_budget) if vertex_budget is not None else default_budget()
     loader = Loader(store, shared_cache())
+    budget = int(vertex_budget) if vertex_budget is not None else store_budget(loader.whole_rows)
     request = LoadRequest(budget=budget, force=True)
     plan, _ = loader.plan(request)
     big = float(plan.estimates.sum()) > BACKGROUND_READ_VERTICES

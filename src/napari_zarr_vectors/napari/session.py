@@ -21,9 +21,11 @@ import numpy as np
 
 from ._napari_compat import open_viewers
 from .controller import ZVLayerController
+from .first_view import show_whole_store
 from .hover import install as install_hover
 from .layers import META
 from .loader import Loader, ViewShare
+from .viewer_layers import next_turn
 
 
 @dataclass
@@ -37,6 +39,8 @@ class _Pending:
     vertex_budget: int | None
     share: ViewShare | None = None
     arrived: int = 0
+    #: the viewer held nothing else when the first layer arrived (set then)
+    empty_viewer: bool = False
 
 
 #: session token -> pending open (bounded: reads never added to a viewer are dropped)
@@ -107,6 +111,8 @@ def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
     controller = _SESSIONS.get(token)
     if pending is None:
         return None  # complete already (e.g. a duplicated layer): not managed
+    if pending.arrived == 0:
+        pending.empty_viewer = len(viewer.layers) == 1
     if controller is None:
         controller = ZVLayerController(
             viewer,
@@ -123,5 +129,8 @@ def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
     pending.arrived += 1
     if pending.arrived >= pending.n_layers:
         _PENDING.pop(token, None)
+        if pending.empty_viewer:  # the first picture shows the whole store
+            store = pending.store
+            next_turn(lambda: None if controller.closed else show_whole_store(viewer, store))
     controller.schedule()
     return controller

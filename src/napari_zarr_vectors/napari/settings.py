@@ -23,6 +23,14 @@ within about 0.1 s), between
 :data:`MIN_AUTO_BUDGET` and :data:`MAX_AUTO_BUDGET`. Before the first measurement it is
 :data:`DEFAULT_VERTEX_BUDGET` (60,000: about 0.1 s per swap on a 2-core machine without a
 GPU, see docs/level-of-detail.md). ``configure(vertex_budget="auto")`` returns to it.
+It never shrinks below the largest swap this machine already made without a visible stall
+(:data:`VISIBLE_STALL_SECONDS`): what was shown once without a stall stays shown.
+
+**Small stores are shown whole.** Under the adaptive budget a store whose whole level 0
+holds at most :data:`SMALL_STORE_ROWS` layer rows (what napari draws: path rows, two ends
+per segment plus the nodes of graphs and skeletons) gets at least that budget
+(:func:`store_budget`): the five navis example neurons (~70,000 rows) or a tractogram of
+300 streamlines are never thinned, in any view.
 """
 
 from __future__ import annotations
@@ -46,6 +54,12 @@ MIN_AUTO_BUDGET = 20_000
 MAX_AUTO_BUDGET = 2_000_000
 #: swaps smaller than this say little about the per-vertex cost (fixed costs dominate)
 MIN_SAMPLE_VERTICES = 10_000
+#: a swap that took at most this long was not a visible stall: the adaptive budget never
+#: drops below the vertices of the largest such swap
+VISIBLE_STALL_SECONDS = 0.1
+#: under the adaptive budget, stores whose whole level 0 holds at most this many layer
+#: rows are shown whole (:func:`store_budget`)
+SMALL_STORE_ROWS = 250_000
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:
@@ -71,6 +85,8 @@ class SwapCost:
     #: quarter of a doubling (one step of the object-subset ladder), so that the objects
     #: shown do not change with every measurement
     current: int | None = None
+    #: the most vertices one swap held without a visible stall (:data:`VISIBLE_STALL_SECONDS`)
+    proven: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def observe(self, seconds: float, vertices: int) -> None:
@@ -79,17 +95,20 @@ class SwapCost:
             return
         value = float(seconds) / float(vertices)
         with self._lock:
+            if seconds <= VISIBLE_STALL_SECONDS:
+                self.proven = max(self.proven, int(vertices))
             old = self.seconds_per_vertex
             self.seconds_per_vertex = value if old is None else old + self.smoothing * (value - old)
             self.samples += 1
 
     def budget(self) -> int:
-        """Vertices one swap can hold in :data:`TARGET_SWAP_SECONDS` (rounded to 1,000)."""
+        """Vertices one swap can hold in :data:`TARGET_SWAP_SECONDS` (rounded to 1,000), and
+        never fewer than the largest swap made without a visible stall."""
         spv = self.seconds_per_vertex
         if spv is None or spv <= 0:
-            return DEFAULT_VERTEX_BUDGET
+            return max(DEFAULT_VERTEX_BUDGET, self.proven)
         n = int(round(TARGET_SWAP_SECONDS / spv, -3))
-        n = int(min(max(n, MIN_AUTO_BUDGET), MAX_AUTO_BUDGET))
+        n = int(min(max(n, MIN_AUTO_BUDGET, self.proven), MAX_AUTO_BUDGET))
         with self._lock:
             current = self.current
             if (
@@ -154,6 +173,20 @@ def vertex_budget() -> int:
     if _SETTINGS.vertex_budget is not None:
         return int(_SETTINGS.vertex_budget)
     return _SETTINGS.swap_cost.budget()
+
+
+def store_budget(store_rows: int | None = None) -> int:
+    """Default vertex budget of a store whose whole level 0 holds about ``store_rows`` layer
+    rows: :func:`vertex_budget`, and under the adaptive budget at least
+    :data:`SMALL_STORE_ROWS` for a store of at most that many rows (shown whole)."""
+    budget = vertex_budget()
+    if (
+        _SETTINGS.vertex_budget is None
+        and store_rows is not None
+        and 0 < store_rows <= SMALL_STORE_ROWS
+    ):
+        budget = max(budget, SMALL_STORE_ROWS)
+    return budget
 
 
 def configure(
