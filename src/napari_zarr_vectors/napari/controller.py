@@ -57,6 +57,15 @@ def controller_for(layer: Any) -> ZVLayerController | None:
         return None
 
 
+def open_controllers() -> list[ZVLayerController]:
+    """Every controller still showing a store, oldest first."""
+    seen: dict[int, ZVLayerController] = {}
+    for c in list(_REGISTRY.values()):
+        if not c.closed:
+            seen.setdefault(id(c), c)
+    return list(seen.values())
+
+
 class ControllerEvents(SignalGroup):
     """Signals of a :class:`ZVLayerController` (emitted on the UI thread)."""
 
@@ -555,7 +564,7 @@ class ZVLayerController:
             f"{' (locked)' if self._locked is not None else ''}, "
             f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices"
         )
-        part = self.shown.describe(_item_label(self.store.geometry_type))
+        part = self.shown.describe(item_label(self.store.geometry_type))
         if part:
             text += f"; {part}"
         if self.trimmed:
@@ -618,7 +627,7 @@ class ZVLayerController:
         )
 
 
-def _item_label(geometry_type: str) -> str:
+def item_label(geometry_type: str) -> str:
     return {
         "streamline": "streamlines",
         "polyline": "polylines",

@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 
 from .controller import ZVLayerController, controller_for
+from .layers import META
 from .reader import read_zarr_vectors
-from .session import hook_viewer
+from .session import hook_viewer, keep_view
 from .viewer_layers import make_layer
 
 
@@ -16,15 +17,21 @@ def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
     """Open a ZV store in ``viewer`` with level of detail; returns its controller.
 
     ``options``: ``vertex_budget`` (this store's budget), ``lock_level`` (start locked),
-    ``object_filter`` (allowed object ids).
+    ``object_filter`` (allowed object ids), ``first_view`` (``True``: show the whole store
+    first, as a drop into an empty viewer does, :mod:`.first_view`; default ``False``: the
+    viewer's view is kept).
     """
     budget = options.pop("vertex_budget", None)
+    first_view = bool(options.pop("first_view", False))
     locked = options.pop("lock_level", None)
     allowed = options.pop("object_filter", None)
     if options:
         raise TypeError(f"unknown options: {sorted(options)}")
     hook_viewer(viewer)
     layer_data = read_zarr_vectors(path, vertex_budget=budget)
+    if not first_view:
+        for token in {t[1]["metadata"][META].get("session") for t in layer_data if len(t) == 3}:
+            keep_view(token)
     added = []
     for data, kwargs, kind in (t for t in layer_data if len(t) == 3):
         layer = make_layer(data, kwargs, kind)

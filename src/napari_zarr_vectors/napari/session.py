@@ -41,6 +41,9 @@ class _Pending:
     arrived: int = 0
     #: the viewer held nothing else when the first layer arrived (set then)
     empty_viewer: bool = False
+    #: show the whole store first when the viewer was empty (:mod:`.first_view`); scripts
+    #: (:func:`.opening.open_in_viewer`) keep the view they set up
+    fit_view: bool = True
 
 
 #: session token -> pending open (bounded: reads never added to a viewer are dropped)
@@ -68,6 +71,14 @@ def register_pending(
         _PENDING.popitem(last=False)
     install_viewer_hooks()
     return token
+
+
+def keep_view(token: str) -> None:
+    """The layers of session ``token`` arrive in a view their opener sets up: do not show
+    the whole store first (:mod:`.first_view`)."""
+    pending = _PENDING.get(token)
+    if pending is not None:
+        pending.fit_view = False
 
 
 def install_viewer_hooks() -> int:
@@ -112,7 +123,7 @@ def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
     if pending is None:
         return None  # complete already (e.g. a duplicated layer): not managed
     if pending.arrived == 0:
-        pending.empty_viewer = len(viewer.layers) == 1
+        pending.empty_viewer = pending.fit_view and len(viewer.layers) == 1
     if controller is None:
         controller = ZVLayerController(
             viewer,

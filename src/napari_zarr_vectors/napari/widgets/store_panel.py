@@ -1,7 +1,9 @@
 """Store panel: what the selected layer's store holds.
 
-Geometry type, axes and units, bounds, levels (chunk and bin shapes, vertex and object
-counts), vertex / object / group attribute names and dtypes, groups. Metadata shows at once;
+On top, the view controls (:mod:`.view_controls`): Detail (the vertex budget), what is
+shown, the 2-D slab. Below: geometry type, axes and units, bounds, levels (chunk and bin
+shapes, vertex and object counts), vertex / object / group attribute names and dtypes,
+groups. Metadata shows at once;
 per-level object counts need each level's object index and are read off the UI thread.
 """
 
@@ -16,6 +18,7 @@ from qtpy.QtWidgets import QLabel, QScrollArea
 from ..browse import StoreSummary, format_value, store_summary
 from ..browse_layers import open_store_of
 from ._browse_base import ZVBrowseWidget
+from .view_controls import ViewControls
 
 
 class StorePanel(ZVBrowseWidget):
@@ -32,6 +35,8 @@ class StorePanel(ZVBrowseWidget):
         self.body.setWordWrap(True)
         self.body.setAlignment(Qt.AlignmentFlag.AlignTop)
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.view_controls = ViewControls(self.viewer)
+        self.layout().addWidget(self.view_controls)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.body)
@@ -41,6 +46,7 @@ class StorePanel(ZVBrowseWidget):
         self._on_active()
 
     def _target_changed(self) -> None:
+        self.view_controls.set_target(self.target)
         if self.layer is None:
             self.summary = None
             self.body.setText("")
