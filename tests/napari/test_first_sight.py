@@ -158,3 +158,21 @@ def test_a_viewer_with_layers_keeps_its_view(make_napari_viewer, qtbot, tracks30
     viewer.add_points(np.zeros((1, 3)))
     dropped(viewer, qtbot, path)
     assert viewer.dims.ndisplay == 2  # the user's view, not ours
+
+
+def test_the_slider_shows_the_slice_in_world_units(make_napari_viewer, qtbot, tracks300_store):
+    from napari_zarr_vectors.napari._napari_compat import slider_total_label
+
+    path, _ = tracks300_store
+    viewer = make_napari_viewer()
+    c = dropped(viewer, qtbot, path)
+    viewer.dims.ndisplay = 2
+    z = viewer.dims.not_displayed[-1]
+    label = slider_total_label(viewer, z)
+    assert label is not None
+    viewer.dims.set_point(z, 80.0)
+    assert viewer.dims.point[z] == pytest.approx(80.0, abs=1.0)
+    expected = f"z {viewer.dims.point[z]:.4g} mm"
+    assert label.text().endswith(expected)
+    assert label.text().startswith(f"{viewer.dims.nsteps[z] - 1} · ")
+    assert c.store.units[2] == "millimeter"

@@ -295,3 +295,16 @@ def main_window(viewer: Any) -> Any | None:
         return viewer.window._qt_window
     except (AttributeError, RuntimeError):  # a ViewerModel, or a closed window
         return None
+
+
+def slider_total_label(viewer: Any, axis: int) -> Any | None:
+    """The label after dims slider ``axis`` that shows its number of steps, ``None``
+    without a Qt window or such a slider.
+
+    Internal: ``Window._qt_viewer.dims.slider_widgets[axis].totslice_label``. napari's slider
+    shows a step index only; the world position (with its unit) has no public place there.
+    """
+    try:
+        return viewer.window._qt_viewer.dims.slider_widgets[axis].totslice_label
+    except (AttributeError, IndexError, RuntimeError):
+        return None

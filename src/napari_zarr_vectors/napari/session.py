@@ -25,6 +25,7 @@ from .first_view import show_whole_store
 from .hover import install as install_hover
 from .layers import META
 from .loader import Loader, ViewShare
+from .slider_units import install as install_slider_units
 from .viewer_layers import next_turn
 
 
@@ -102,6 +103,7 @@ def hook_viewer(viewer: Any) -> None:
     if viewer in _HOOKED:
         return
     _HOOKED.add(viewer)
+    install_slider_units(viewer)
     ref = weakref.ref(viewer)
 
     def on_inserted(event: Any) -> None:
