@@ -176,3 +176,25 @@ def test_the_slider_shows_the_slice_in_world_units(make_napari_viewer, qtbot, tr
     assert label.text().endswith(expected)
     assert label.text().startswith(f"{viewer.dims.nsteps[z] - 1} · ")
     assert c.store.units[2] == "millimeter"
+
+
+def test_the_five_navis_neurons_are_all_drawn_through_rotations(
+    make_napari_viewer, qtbot, neurons_store
+):
+    path, truth = neurons_store
+    viewer = make_napari_viewer()
+    c = dropped(viewer, qtbot, path)
+    assert viewer.dims.ndisplay == 3
+    nodes = data_layer(c, "nodes")
+    edges = data_layer(c, "edges")
+
+    def drawn() -> tuple[int, int, set[int]]:
+        ids = set(np.unique(nodes.features["object_id"]).astype(int).tolist())
+        return len(nodes.data), len(edges.data), ids
+
+    n_edges = sum(len(e) for e in truth.edges)
+    assert drawn() == (truth.vertex_count, n_edges, {0, 1, 2, 3, 4})
+    assert c.shown.fraction == 1.0 and c.shown.items_in_view == 5
+    for _ in move_camera(viewer, qtbot, c):
+        assert drawn() == (truth.vertex_count, n_edges, {0, 1, 2, 3, 4})
+    assert "showing" not in viewer.status
