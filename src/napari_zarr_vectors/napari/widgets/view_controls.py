@@ -2,8 +2,9 @@
 
 * **Detail** -- the vertex budget of every open store for this session
   (:func:`..settings.configure`): *Auto* adapts to this machine (small stores are always
-  whole, :func:`..settings.store_budget`), or a fixed number of vertices; *Everything*
-  draws whole views whatever they cost. Open stores reload at once.
+  whole, :func:`..settings.store_budget`), or a fixed number of vertices up to 2,000,000
+  (napari's own cost of drawing more freezes the window for seconds on each update). Open
+  stores reload at once.
 * **Shown** -- what the selected store's layers hold: exact counts ("all 5 skeletons",
   "1,105 of ~200,320 streamlines").
 * **2-D slab** -- in a 2-D view, the thickness of the slab drawn around the slice, in the
@@ -38,8 +39,7 @@ DETAIL_CHOICES: tuple[tuple[str, int | None], ...] = (
     ("250,000 vertices", 250_000),
     ("500,000 vertices", 500_000),
     ("1,000,000 vertices", 1_000_000),
-    ("2,000,000 vertices", 2_000_000),
-    ("Everything in view (may be slow)", 50_000_000),
+    ("2,000,000 vertices (slow without a GPU)", 2_000_000),
 )
 
 
