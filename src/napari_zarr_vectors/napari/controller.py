@@ -140,7 +140,6 @@ class ZVLayerController:
         #: that want every refresh finished before the next line (the UI blocks meanwhile)
         self.synchronous = False
         self.last_update_seconds = 0.0
-        self.vertex_count = 0
         self.trimmed = 0
         #: stored files of the shown chunks whose bytes do not decode, and keys of the chunks
         #: whose fetch failed: what the layers lack (:attr:`left_out`)
@@ -148,6 +147,8 @@ class ZVLayerController:
         self._not_fetched: list[str] = []
         #: what part of the view the layers show (the object subset, what was left out)
         self.shown = share if share is not None else ViewShare()
+        #: what the layers hold, counted as the budget counts (the reader's first read)
+        self.vertex_count = int(self.shown.vertices_shown)
         if shown is None:
             level = lod.initial_level(store.levels, self.vertex_budget)
             shown = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
