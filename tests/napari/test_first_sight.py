@@ -172,7 +172,7 @@ def test_the_slider_shows_the_slice_in_world_units(make_napari_viewer, qtbot, tr
     assert label is not None
     viewer.dims.set_point(z, 80.0)
     assert viewer.dims.point[z] == pytest.approx(80.0, abs=1.0)
-    expected = f"z {viewer.dims.point[z]:.4g} mm"
+    expected = f"z {viewer.dims.point[z]:.6g} mm"
     assert label.text().endswith(expected)
     assert label.text().startswith(f"{viewer.dims.nsteps[z] - 1} · ")
     assert c.store.units[2] == "millimeter"

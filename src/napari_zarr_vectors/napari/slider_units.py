@@ -22,7 +22,7 @@ def caption(viewer: Any, axis: int) -> str | None:
     if unit is None or str(unit) == "pixel":
         return None
     value = float(dims.point[axis])
-    return f"{dims.axis_labels[axis]} {value:.4g} {unit:~}"
+    return f"{dims.axis_labels[axis]} {value:.6g} {unit:~}"
 
 
 def update(viewer: Any) -> None:
