@@ -137,9 +137,9 @@ class ViewShare:
 
     def describe(self, label: str) -> str:
         """``"showing 1 of 5 skeletons in view (...)"`` when the counts are exact,
-        ``"showing 1,105 of ~200,000 streamlines in view (0.55%, ...)"`` when estimated (a
+        ``"showing 1,105 of ~200,000 streamlines in view (0.55%; ...)"`` when estimated (a
         percentage only of many); empty when all are shown. ``label`` names the store's
-        objects."""
+        objects. (The vertices left out are in :meth:`as_metadata`.)"""
         if self.item_kind == "pieces":
             return f"a first look: pieces of the {label} in the chunks read so far"
         if self.fraction >= 1.0:
@@ -147,13 +147,12 @@ class ViewShare:
         noun = "points" if self.item_kind == "vertices" else label
         about = "" if self.exact else "~"
         pct = 100.0 * self.items_shown / max(self.items_in_view, 1)
-        share = f"{pct:.2g}%, " if pct < 10 else f"{pct:.0f}%, "
+        share = f"{pct:.2g}%; " if pct < 10 else f"{pct:.0f}%; "
         if self.items_in_view < 1000:
             share = ""
         return (
             f"showing {self.items_shown:,} of {about}{self.items_in_view:,} {noun} in view "
-            f"({share}{about}{self.left_out:,} vertices left out by the budget; zoom in or "
-            "raise Detail in the Store panel for more)"
+            f"({share}zoom in, or raise Detail in the Store panel, for more)"
         )
 
     def as_metadata(self) -> dict[str, Any]:
