@@ -162,6 +162,7 @@ def _baseline(viewer, tuples) -> float:
             viewer.add_layer(Layer.create(data, meta, kind))
         done.append(True)
 
+    tuples = _with_colormaps(tuples)
     monitor.start()
     QTimer.singleShot(0, add)
     while not done:
@@ -171,12 +172,29 @@ def _baseline(viewer, tuples) -> float:
 
 
 def _layer_tuples(viewer) -> list:
-    """The viewer's layers as (data, kwargs, kind) without their plugin metadata."""
+    """The viewer's layers as (data, kwargs, kind) without their plugin metadata (Tracks
+    colormaps as plain dicts, so that the tuples pickle)."""
     tuples = []
     for layer in viewer.layers:
         data, meta, kind = layer.as_layer_data_tuple()
-        tuples.append((data, {k: v for k, v in meta.items() if k != "metadata"}, kind))
+        meta = {k: v for k, v in meta.items() if k != "metadata"}
+        if "colormaps_dict" in meta:
+            meta["colormaps_dict"] = {k: v.dict() for k, v in meta["colormaps_dict"].items()}
+        tuples.append((data, meta, kind))
     return tuples
+
+
+def _with_colormaps(tuples: list) -> list:
+    """:func:`_layer_tuples` with its Tracks colormaps rebuilt."""
+    from napari.utils.colormaps import Colormap
+
+    out = []
+    for data, meta, kind in tuples:
+        if "colormaps_dict" in meta:
+            cmaps = {k: Colormap(**v) for k, v in meta["colormaps_dict"].items()}
+            meta = {**meta, "colormaps_dict": cmaps}
+        out.append((data, meta, kind))
+    return out
 
 
 def child_cold_baseline(pickled: str) -> dict:
