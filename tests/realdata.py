@@ -112,8 +112,9 @@ def navis_neurons():
         ]
 
 
-def write_navis_neurons(path: Path) -> Truth:
-    """Write ``navis.example_neurons()`` as one 0.9.2 skeleton store at ``path``."""
+def write_navis_neurons(path: Path, *, text_attribute: bool = True) -> Truth:
+    """Write ``navis.example_neurons()`` as one 0.9.2 skeleton store at ``path``
+    (``text_attribute=False``: without ``node_type``)."""
     import zarr_vectors as zv
 
     neurons = navis_neurons()
@@ -151,7 +152,7 @@ def write_navis_neurons(path: Path) -> Truth:
         ds.add_graph(
             positions,
             all_edges,
-            attributes={"node_type": node_type},
+            attributes={"node_type": node_type} if text_attribute else None,
             object_ids=object_ids,
             object_attributes={"body_id": body_id},
             tree=True,
@@ -159,6 +160,6 @@ def write_navis_neurons(path: Path) -> Truth:
     return Truth(
         objects=objects,
         object_attributes={"body_id": body_id},
-        vertex_attributes={"node_type": types},
+        vertex_attributes={"node_type": types} if text_attribute else {},
         edges=edges,
     )

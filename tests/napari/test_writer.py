@@ -452,34 +452,6 @@ def test_viewer_save_and_reopen(make_napari_viewer, tmp_path):
     assert rows(world(back), back.features["v"]) == rows(world(pts), np.arange(25.0))
 
 
-@pytest.mark.gui
-def test_saving_a_level_of_detail_layer_saves_what_it_holds_and_says_so(
-    make_napari_viewer, qtbot, tmp_path
-):
-    viewer = make_napari_viewer()
-    src = copy_fixture("polylines", tmp_path)
-    layers = viewer.open(str(src), plugin="napari-zarr-vectors")
-    bounds, data = layers  # the bounds box and the polylines
-    assert data.metadata["zarr_vectors"].get("session") is not None
-    from napari_zarr_vectors.napari import controller_for
-
-    controller = controller_for(data)
-    qtbot.wait(300)
-    qtbot.waitUntil(lambda: not controller.is_loading, timeout=10_000)
-    shown = np.array(data.data, copy=True)  # what the layer holds when saved (UI thread)
-    viewer.layers.selection = {bounds, data}  # the bounds box is left out
-    with pytest.warns(UserWarning, match="only what is loaded"):
-        written = viewer.layers.save(
-            str(tmp_path / "shown.zarrvectors"), selected=True, plugin="napari-zarr-vectors"
-        )
-    store = nzv.open_store(written[0])
-    assert store.geometry_type == "polyline"
-    g = store.read(0)
-    assert g.vertex_count == len(shown)
-    spatial = shown[:, 2:] * data.scale[1:]
-    assert rows(g.positions) == rows(spatial[:, ::-1])
-
-
 def test_string_vertex_attributes_survive_a_tracks_layer(tmp_path):
     """Tracks colour numbers only: the reader codes strings, the writer decodes them back."""
     from napari_zarr_vectors.write import WriteSpec

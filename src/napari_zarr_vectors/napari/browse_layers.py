@@ -66,7 +66,11 @@ def zv_meta(layer: Any) -> dict | None:
 def is_data_layer(layer: Any) -> bool:
     """A layer holding its store's data (not the bounds box, an isolated object, a Pyramid
     QA overlay or a level added side by side)."""
-    meta = zv_meta(layer)
+    return is_data_meta(zv_meta(layer))
+
+
+def is_data_meta(meta: dict | None) -> bool:
+    """:func:`is_data_layer` of the layer whose ``metadata["zarr_vectors"]`` is ``meta``."""
     return (
         meta is not None
         and meta.get("role") not in (*NON_DATA_ROLES, *QA_ROLES)
@@ -92,6 +96,20 @@ def controller_of(layer: Any) -> Any | None:
 
 
 _static_targets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def object_filter_of(layer: Any) -> np.ndarray | None:
+    """The object ids ``layer`` is filtered to (``None``: no filter): its controller's
+    filter, else that of the static browse target holding it."""
+    ctrl = controller_of(layer)
+    if ctrl is not None:
+        return ctrl.object_filter
+    path = (zv_meta(layer) or {}).get("path")
+    for per_viewer in list(_static_targets.values()):
+        target = per_viewer.get(path)
+        if target is not None and any(lay is layer for lay in target.layers):
+            return None if target.allowed is None else target.allowed.copy()
+    return None
 
 
 def target_for(viewer: Any, layer: Any) -> Any | None:

@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..write.engine import WriteError, write_store
+from ..write.export import export_objects
 from ..write.spec import PATH_TYPES, WriteSpec
 from .layers import (
     DIRECTION,
@@ -77,30 +78,156 @@ def save_layers(
     pyramid: bool = True,
     validate: bool = False,
     show_progress: bool = True,
+    loaded_only: bool = False,
 ) -> Path:
     """Write napari layers (layer objects or ``(data, attributes, type)`` tuples) as a new
     store at ``path`` (``.zarrvectors`` is added when missing).
+
+    Layers opened from a store save **the store's data**: every object passing the
+    layers' filters (isolated objects: those objects), read whole at level 0 from the store
+    as *Export* reads them (:func:`store_selection`, :func:`~napari_zarr_vectors.write.
+    export_objects`), with the store's attributes, groups and group names; a graph's edges
+    and nodes layers, together or alone, give the graph. ``loaded_only=True`` saves what
+    the layers hold instead (maybe a coarse level, maybe a few chunks), and says so in a
+    napari notification, as when the store cannot be read any more.
 
     ``pyramid=False`` writes level 0 only. Refuses to write into a store a layer was read
     from and never replaces an existing folder (see :func:`~napari_zarr_vectors.write.
     write_store`). With ``show_progress``, napari's activity panel shows the steps.
     """
-    tuples = [
-        x.as_layer_data_tuple() if hasattr(x, "as_layer_data_tuple") else x for x in layer_data
-    ]
-    spec, sources = spec_from_layers(tuples)
+    objects = list(layer_data)
+    tuples = [x.as_layer_data_tuple() if hasattr(x, "as_layer_data_tuple") else x for x in objects]
     target = with_suffix(path)
+    selection = store_selection(tuples, [x for x in objects if hasattr(x, "metadata")])
+    store = None
+    if selection is not None:
+        if loaded_only:
+            _notify_loaded(tuples, "as asked")
+        else:
+            store, reason = selection.open()
+            if store is None:
+                _notify_loaded(tuples, reason)
     activity = _Activity(f"Saving {target.name}") if show_progress else None
     try:
-        out = write_store(
-            target, spec, pyramid=pyramid, sources=sources, validate=validate, progress=activity
-        )
+        if store is not None:
+            out = export_objects(
+                store,
+                target,
+                selection.object_ids,
+                pyramid=pyramid,
+                validate=validate,
+                progress=activity,
+            )
+        else:
+            spec, sources = spec_from_layers(tuples)
+            out = write_store(
+                target,
+                spec,
+                pyramid=pyramid,
+                sources=sources,
+                validate=validate,
+                progress=activity,
+            )
         if activity is not None:
             activity.finish()
         return out
     finally:
         if activity is not None:
             activity.close()
+
+
+@dataclass(frozen=True)
+class StoreSelection:
+    """What saving layers opened from one store writes: ``object_ids`` of the store at
+    ``path`` (its geometry ``geometry_type``), ``None`` for all of them."""
+
+    path: str
+    geometry_type: str | None
+    object_ids: np.ndarray | None
+
+    def open(self) -> tuple[Any, str]:
+        """``(store, "")``, or ``(None, why)`` when the store cannot be read any more."""
+        from ..format.errors import ZVError
+        from ..format.store import open_store
+
+        try:
+            store = open_store(self.path)
+            kind = self.geometry_type
+            return (store.geometry(kind) if kind and kind != store.geometry_type else store), ""
+        except (ZVError, OSError, KeyError, ValueError) as e:
+            return None, f"its store cannot be read ({e})"
+
+
+def store_selection(
+    layer_data: Sequence[FullLayerData], layers: Sequence[Any] = ()
+) -> StoreSelection | None:
+    """The store objects that saving these layers writes, or ``None`` when they are not
+    (only) layers opened from a store (store bounds boxes are left out; Pyramid QA overlays
+    and levels added side by side are saved as they are).
+
+    Data layers give the objects passing their filter (their level-of-detail controller's,
+    or that of the browse widgets' static target), no filter: every object; isolated
+    objects give themselves. The layers are found by their metadata among ``layers`` and
+    the open viewers' layers (napari's writer hands over data tuples only).
+    Layers of several stores are refused (:class:`WriteError`): a store holds one geometry.
+    """
+    from .browse_layers import is_data_meta
+
+    metas = [_meta(t[1]) for t in layer_data if _meta(t[1]).get("role") != "bounds"]
+    if not metas or not all(m.get("path") for m in metas):
+        return None
+    isolated = [m for m in metas if m.get("role") == "isolated" and m.get("object_id") is not None]
+    data = [m for m in metas if is_data_meta(m)]
+    if len(isolated) + len(data) != len(metas):
+        return None  # QA overlays: what they show
+    stores = sorted({(str(m["path"]), m.get("geometry_type")) for m in metas}, key=str)
+    if len(stores) > 1:
+        names = ", ".join(f"{Path(p).name} ({k})" for p, k in stores)
+        raise WriteError(
+            f"a Zarr Vectors store holds one geometry: select the layers of one store "
+            f"to save (got {names})"
+        )
+    ids: list[np.ndarray] = [np.array([int(m["object_id"]) for m in isolated], np.int64)]
+    for meta in data:
+        allowed = _filter_of(meta, layers)
+        if allowed is None:
+            ids = []
+            break
+        ids.append(np.asarray(allowed, np.int64))
+    chosen = np.unique(np.concatenate(ids)) if ids else None
+    return StoreSelection(stores[0][0], stores[0][1], chosen)
+
+
+def _filter_of(meta: dict[str, Any], layers: Sequence[Any]) -> np.ndarray | None:
+    """The object filter of the layer whose ``metadata["zarr_vectors"]`` is ``meta``."""
+    from ._napari_compat import open_viewers
+    from .browse_layers import object_filter_of
+
+    candidates = list(layers)
+    for viewer in open_viewers():
+        candidates += list(viewer.layers)
+    for layer in candidates:
+        if (getattr(layer, "metadata", None) or {}).get(META) is meta:
+            return object_filter_of(layer)
+    return None
+
+
+def _notify_loaded(layer_data: Sequence[FullLayerData], reason: str) -> None:
+    """A napari notification (a toast in the viewer) that layers opened from a store are
+    saved as loaded, not as their store's objects whole."""
+    from napari.utils.notifications import show_warning
+
+    parts = []
+    for _, attributes, _ in layer_data:
+        meta = _meta(attributes)
+        if meta.get("path") and meta.get("role") != "bounds":
+            count = meta.get("vertex_count")
+            held = f"{int(count):,} vertices" if count is not None else "what it holds"
+            parts.append(f"{attributes.get('name')!r} ({held} of level {meta.get('level', 0)})")
+    show_warning(
+        f"Saving only what is loaded, {reason}: {', '.join(parts)}, not the store's objects "
+        "whole at full resolution (maybe a coarse level, maybe a few chunks)."
+    )
 
 
 def with_suffix(path: str | os.PathLike) -> Path:
@@ -125,6 +252,8 @@ class _Activity:
         if self.bar is None:
             self.bar = progress(total=n_steps, desc=self.title)
         bar = self.bar
+        if n_steps != bar.total:  # a read of unknown length (0: busy) before the write
+            bar.total = n_steps
         bar.set_description(f"{self.title}: {description}")
         if step > bar.n:
             bar.update(step - bar.n)
@@ -184,19 +313,10 @@ def spec_from_layer(data: Any, attributes: Mapping[str, Any], layer_type: str) -
             "Zarr Vectors (Points, Tracks, Shapes paths/lines, Vectors and Surface can)"
         )
     meta = _meta(attributes)
-    if meta and (meta.get("level", 0) != 0 or meta.get("session") is not None):
-        warnings.warn(
-            f"{attributes.get('name')!r} shows level {meta.get('level', 0)} of "
-            f"{meta.get('name', 'its store')} (only what is loaded): saving what the layer "
-            "holds. To save whole objects at full resolution use Export in the "
-            "'Pick and isolate' widget.",
-            UserWarning,
-            stacklevel=3,
-        )
     spec = build(data, attributes)
     if spec.groups and meta.get("path"):
-        # group ids are kept, so the store's group attributes still describe them
-        spec.group_attributes = _source_group_attributes(meta["path"])
+        # group ids are kept, so the store's group attributes and names still describe them
+        spec.group_attributes, spec.group_names = _source_groups(meta["path"])
     return spec
 
 
@@ -612,14 +732,17 @@ def _store_names(path: Any) -> tuple[set[str], set[str]] | None:
         return None
 
 
-def _source_group_attributes(path: Any) -> dict[str, np.ndarray]:
-    """The group attributes of the store at ``path`` (level 0); empty when it is gone."""
+def _source_groups(path: Any) -> tuple[dict[str, np.ndarray], dict[int, str]]:
+    """The group attributes and group names of the store at ``path`` (level 0); empty when
+    it is gone."""
     try:
         from ..format.store import open_store
 
-        return {str(k): np.asarray(v) for k, v in open_store(str(path)).group_attributes(0).items()}
+        store = open_store(str(path))
+        attrs = {str(k): np.asarray(v) for k, v in store.group_attributes(0).items()}
+        return attrs, store.group_names(0)
     except Exception:  # noqa: BLE001 - the store may be gone: the layer's data is still saved
-        return {}
+        return {}, {}
 
 
 def _split(

@@ -403,6 +403,11 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
                 tree=kind == "skeleton",
             )
     _write_groups(ds, groups if not groups_written else {}, spec.group_attributes)
+    if groups and spec.group_names:
+        # one name per group row (rows 0..G-1, see _dense_groups), unnamed rows as the
+        # reference writer names them
+        names = {int(g): str(n) for g, n in spec.group_names.items()}
+        ds.level(0).groups.name_rows([names.get(g, f"group_{g}") for g in range(len(groups))])
     level0 = ds.level(0).store if categories else None
     for k, cats in categories.items():
         # the dictionary encoding the point writer uses (codes + categories on the array)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..format.errors import ZVError
 from .engine import Progress, PyramidPlan, WriteError, check_target, write_store
-from .spec import spec_from_geometry
+from .spec import WriteSpec, spec_from_geometry
 
 
 def export_objects(
@@ -27,48 +27,83 @@ def export_objects(
     """Copy objects of ``store`` into a new store at ``target``; returns its path.
 
     The objects are read at level 0 through their manifests, so every chunk they touch is
-    read whatever a viewer shows; vertex, object and group attributes and groups (their
-    members that are exported) come along. ``object_ids=None`` exports the whole store.
+    read whatever a viewer shows; vertex, object and group attributes, groups (their
+    members that are exported) and group names come along (:func:`export_spec`).
+    ``object_ids=None`` exports the whole store.
 
-    ``store`` is a :class:`~napari_zarr_vectors.format.store.Store` or a path. Writing into
-    the store itself is refused, as is an existing target (see :func:`.engine.write_store`).
+    ``store`` is a :class:`~napari_zarr_vectors.format.store.Store` (or one geometry of a
+    composite store) or a path. Writing into the store itself is refused, as is an existing
+    target (see :func:`.engine.write_store`). ``progress`` gets a first step for the read,
+    then the write's steps.
     """
     from ..format.store import open_store
 
     if isinstance(store, (str, os.PathLike)):
         store = open_store(store)
     check_target(target, [store.path])
-    if object_ids is not None:
-        object_ids = np.unique(np.asarray(object_ids, dtype=np.int64).ravel())
-        if not object_ids.size:
-            raise WriteError("no objects selected: nothing to export")
-    geometry = store.read(level=0, object_ids=object_ids, strict=True)
-    if not geometry.vertex_count:
-        raise WriteError(f"the selection of {store.name} holds no vertices: nothing to export")
-    lo, hi = store.bounds
-    spec = spec_from_geometry(
-        geometry,
-        axes=[str(a) for a in store.axes],
-        units=list(store.units) if store.units is not None else None,
-        bounds=(np.asarray(lo, float), np.asarray(hi, float)),
-        object_attributes=_optional(store.object_attributes),
-        groups=_optional(store.groups),
-        group_attributes=_optional(store.group_attributes),
-        name=str(store.name),
-    )
+    spec = export_spec(store, object_ids, progress=progress)
     return write_store(
         target,
         spec,
         pyramid=pyramid,
         sources=[store.path],
         validate=validate,
-        progress=progress,
+        progress=_after_read(progress),
     )
 
 
-def _optional(getter: Any) -> dict:
+def export_spec(
+    store: Any,
+    object_ids: Sequence[int] | np.ndarray | None = None,
+    *,
+    progress: Progress | None = None,
+) -> WriteSpec:
+    """The :class:`~.spec.WriteSpec` of objects of ``store`` read whole at level 0, with
+    their store's axes, units, axis types, bounds, object attributes, groups, group
+    attributes and group names. ``object_ids=None``: the whole store.
+
+    Raises :class:`WriteError` for an empty selection or one holding no vertices.
+    """
+    if object_ids is not None:
+        object_ids = np.unique(np.asarray(object_ids, dtype=np.int64).ravel())
+        if not object_ids.size:
+            raise WriteError(f"no objects of {store.name} selected: nothing to export")
+    if progress is not None:
+        what = "every object" if object_ids is None else f"{object_ids.size:,} objects"
+        progress(0, 0, f"read {what} of {store.name} (full resolution)")
+    geometry = store.read(level=0, object_ids=object_ids, strict=True)
+    if not geometry.vertex_count:
+        raise WriteError(f"the selection of {store.name} holds no vertices: nothing to export")
+    lo, hi = store.bounds
+    return spec_from_geometry(
+        geometry,
+        axes=[str(a) for a in store.axes],
+        units=list(store.units) if store.units is not None else None,
+        axis_types=[str(t) for t in store.axis_types] if store.axis_types else None,
+        bounds=(np.asarray(lo, float), np.asarray(hi, float)),
+        object_attributes=_optional(store, "object_attributes"),
+        groups=_optional(store, "groups"),
+        group_attributes=_optional(store, "group_attributes"),
+        group_names=_optional(store, "group_names"),
+        name=str(store.name),
+    )
+
+
+def _after_read(progress: Progress | None) -> Progress | None:
+    """The write's steps numbered after the read step of :func:`export_spec`."""
+    if progress is None:
+        return None
+    return lambda step, n_steps, description: progress(step + 1, n_steps + 1, description)
+
+
+def _optional(store: Any, getter: str) -> dict:
+    """``store.<getter>(0)``; empty (with a warning) when it cannot be read, and for a
+    composite store's added geometry, which keeps none."""
+    read = getattr(store, getter, None)
+    if read is None:
+        return {}
     try:
-        return dict(getter(0) or {})
+        return dict(read(0) or {})
     except ZVError as e:
-        warnings.warn(f"{getter.__name__} left out of the export: {e}", stacklevel=3)
+        warnings.warn(f"{getter} left out of the export: {e}", stacklevel=3)
         return {}

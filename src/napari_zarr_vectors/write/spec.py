@@ -53,8 +53,10 @@ class WriteSpec:
         ``None`` (no objects).
     object_attributes
         ``{name: values}`` aligned with :attr:`object_table_ids`.
-    groups, group_attributes
-        ``{group id: member object ids}`` and ``{name: values by group id}``.
+    groups, group_attributes, group_names
+        ``{group id: member object ids}``, ``{name: values by group id}`` and ``{group id:
+        name}`` (groups left out of it are written as ``group_<id>``, the reference
+        writer's name for an unnamed group, when any group is named).
     """
 
     geometry_type: str
@@ -72,6 +74,7 @@ class WriteSpec:
     object_attributes: dict[str, np.ndarray] = field(default_factory=dict)
     groups: dict[int, np.ndarray] = field(default_factory=dict)
     group_attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    group_names: dict[int, str] = field(default_factory=dict)
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -146,10 +149,12 @@ def spec_from_geometry(
     *,
     axes: Sequence[str],
     units: Sequence[str | None] | None = None,
+    axis_types: Sequence[str] | None = None,
     bounds: tuple[Any, Any] | None = None,
     object_attributes: Mapping[str, np.ndarray] | None = None,
     groups: Mapping[int, np.ndarray] | None = None,
     group_attributes: Mapping[str, np.ndarray] | None = None,
+    group_names: Mapping[int, str] | None = None,
     name: str = "",
 ) -> WriteSpec:
     """A :class:`WriteSpec` holding ``geometry`` (a core read, e.g. of selected objects).
@@ -157,7 +162,8 @@ def spec_from_geometry(
     ``object_attributes`` are the store's (arrays indexed by object id, as
     :meth:`~napari_zarr_vectors.format.store.Store.object_attributes` returns them): the rows
     of the objects ``geometry`` holds are kept. ``groups`` keep the members ``geometry``
-    holds (a group left empty stays, so group ids do not change).
+    holds (a group left empty stays, so group ids do not change) and their
+    ``group_names``.
     """
     kind = geometry.geometry_type
     positions = np.asarray(geometry.positions, dtype=np.float64)
@@ -165,6 +171,7 @@ def spec_from_geometry(
     common: dict[str, Any] = {
         "axes": tuple(axes),
         "units": units,
+        "axis_types": tuple(axis_types) if axis_types is not None else None,
         "bounds": bounds,
         "vertex_attributes": {},
         "name": name,
@@ -214,6 +221,7 @@ def spec_from_geometry(
             for g, m in groups.items()
         }
         spec.group_attributes = {k: np.asarray(v) for k, v in (group_attributes or {}).items()}
+        spec.group_names = {int(g): str(n) for g, n in (group_names or {}).items()}
     return spec
 
 

@@ -1,0 +1,338 @@
+"""Save means the data, not the screen (issue 23, item 4).
+
+A layer opened from a store holds what the view loaded (a 2-D slice, a coarse level, a
+budgeted subset). Saving it writes every object passing its filters, whole and at full
+resolution, read from the store as Export reads them, with group names, group and object
+attributes, and the graph it came from. Saving only what is loaded is an explicit choice,
+and a napari notification says so. The real data (dipy's tracks300, navis' neurons) is
+compared with what its own library reads.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _zv_napari import copy_fixture
+from napari.layers import Layer
+from napari.utils.notifications import notification_manager
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.napari import browse as b
+from napari_zarr_vectors.napari.browse_layers import session_for, target_for
+from napari_zarr_vectors.napari.reader import read_zarr_vectors
+from napari_zarr_vectors.napari.writer import save_layers, store_selection
+from napari_zarr_vectors.write import SOURCE_OBJECT_ID, WriteError, export_objects
+
+zv = pytest.importorskip("zarr_vectors")
+
+
+def by_id(store) -> dict[int, np.ndarray]:
+    """``{object id: (n, D) float32 positions in path order}`` of a path store."""
+    g = store.read(0)
+    return {
+        int(o): np.asarray(g.positions[p], np.float32)
+        for o, p in zip(g.path_object_ids, g.paths, strict=True)
+    }
+
+
+def source_ids(store) -> np.ndarray:
+    """The source object id of each object of a saved path store (ids 0..n-1 survive)."""
+    attrs = store.object_attributes(0)
+    ids = store.object_ids(0)
+    return np.asarray(attrs[SOURCE_OBJECT_ID])[ids] if SOURCE_OBJECT_ID in attrs else ids
+
+
+def notices(since: int) -> list[str]:
+    return [str(n.message) for n in notification_manager.records[since:]]
+
+
+def skeletons(store) -> dict[int, tuple[int, int]]:
+    """``{object id: (nodes, edges)}`` of a graph / skeleton store."""
+    g = store.read(0)
+    ids = np.asarray(g.vertex_object_ids)
+    nodes = Counter(ids.tolist())
+    edges = Counter(ids[np.asarray(g.edges)[:, 0]].tolist())
+    return {int(o): (nodes[o], edges.get(o, 0)) for o in nodes}
+
+
+def edge_set(store) -> Counter:
+    g = store.read(0)
+    p = [tuple(r) for r in np.asarray(g.positions, np.float32).tolist()]
+    return Counter((p[i], p[j]) for i, j in np.asarray(g.edges).tolist())
+
+
+def open_and_wait(viewer, qtbot, path) -> tuple[list, object]:
+    """Open ``path`` as a user does (napari's reader, default view); wait for the data."""
+    from napari_zarr_vectors.napari import controller_for
+
+    layers = viewer.open(str(path), plugin="napari-zarr-vectors")
+    data = [la for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds"]
+    controller = controller_for(data[0])
+    assert controller is not None
+    qtbot.wait(300)
+    qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
+    return layers, controller
+
+
+# --------------------------------------------------------------------------------------------
+# tracks300: the whole store, as its library reads it
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gui
+def test_saving_tracks300_at_the_default_view_saves_every_streamline_whole(
+    make_napari_viewer, qtbot, tmp_path, tracks300_store
+):
+    src, truth = tracks300_store
+    viewer = make_napari_viewer()
+    layers, _ = open_and_wait(viewer, qtbot, src)
+    held = sum(len(la.data) for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds")
+    viewer.layers.selection = set(layers)  # the bounds box comes along and is left out
+    since = len(notification_manager.records)
+    written = viewer.layers.save(
+        str(tmp_path / "saved.zarrvectors"), selected=True, plugin="napari-zarr-vectors"
+    )
+    assert not any("only what is loaded" in m for m in notices(since))
+    out = nzv.open_store(written[0])
+    assert out.geometry_type == "streamline"
+    assert out.axes == ["x", "y", "z"] and out.units == ["millimeter"] * 3
+    g = out.read(0)
+    assert len(g.paths) == 300 and g.vertex_count == truth.vertex_count == 14_576
+    assert held != 14_576 or viewer.dims.ndisplay == 3  # the screen is not what was saved
+    got = by_id(out)
+    ids = source_ids(out)
+    for k, o in enumerate(out.object_ids(0)):
+        np.testing.assert_array_equal(got[int(o)], truth.objects[int(ids[k])])
+    names = out.group_names(0)
+    assert [names[g] for g in sorted(names)] == truth.group_names
+    assert {g: sorted(ids[m].tolist()) for g, m in out.groups(0).items()} == truth.groups
+    attrs = out.object_attributes(0)
+    assert (
+        attrs["hemisphere"][out.object_ids(0)].tolist()
+        == truth.object_attributes["hemisphere"][ids].tolist()
+    )
+    np.testing.assert_array_equal(
+        attrs["length_mm"][out.object_ids(0)], truth.object_attributes["length_mm"][ids]
+    )
+    assert zv.open(str(written[0])).validate().errors == []
+
+
+@pytest.mark.gui
+def test_saving_a_filtered_layer_saves_the_passing_objects_whole(
+    make_napari_viewer, qtbot, tmp_path, tracks300_store
+):
+    src, truth = tracks300_store
+    viewer = make_napari_viewer()
+    layers, controller = open_and_wait(viewer, qtbot, src)
+    data = [la for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds"]
+    session = session_for(target_for(viewer, data[0]))
+    session.filters.group_filter = b.GroupFilter((2, 5))
+    session.filters.set_attribute_filter("hemisphere", b.ValueFilter("hemisphere", ("right",)))
+    session.apply()
+    qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
+    passing = [
+        i
+        for i in range(300)
+        if (i in truth.groups[2] or i in truth.groups[5])
+        and truth.object_attributes["hemisphere"][i] == "right"
+    ]
+    assert passing and session.filters.allowed().tolist() == passing
+    viewer.layers.selection = set(data)
+    written = viewer.layers.save(
+        str(tmp_path / "right.zarrvectors"), selected=True, plugin="napari-zarr-vectors"
+    )
+    out = nzv.open_store(written[0])
+    ids = source_ids(out)
+    assert ids.tolist() == passing
+    got = by_id(out)
+    for k, o in enumerate(out.object_ids(0)):
+        np.testing.assert_array_equal(got[int(o)], truth.objects[int(ids[k])])
+    names = out.group_names(0)
+    assert [names[g] for g in sorted(names)] == truth.group_names  # ids and names kept
+    assert set(out.object_attributes(0)["hemisphere"].tolist()) == {"right"}
+
+
+@pytest.mark.gui
+def test_a_static_layer_filtered_by_the_browse_widgets_saves_the_passing_objects(
+    make_napari_viewer, tmp_path, tracks300_store
+):
+    """Layers opened without level of detail (here a coarse level) are filtered by a static
+    browse target: saving them still reads the passing objects whole at level 0."""
+    src, truth = tracks300_store
+    viewer = make_napari_viewer()
+    tuples = read_zarr_vectors(str(src), level=1)
+    layers = [viewer.add_layer(Layer.create(*t)) for t in tuples]
+    data = [la for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds"]
+    assert data and all(la.metadata["zarr_vectors"]["level"] == 1 for la in data)
+    target = target_for(viewer, data[0])
+    session = session_for(target)
+    session.filters.group_filter = b.GroupFilter((0,))
+    session.apply()
+    assert target.allowed.tolist() == truth.groups[0]
+    out = nzv.open_store(save_layers(tmp_path / "g0", data, show_progress=False))
+    ids = source_ids(out)
+    assert ids.tolist() == truth.groups[0]
+    got = by_id(out)
+    assert sum(len(v) for v in got.values()) == sum(len(truth.objects[i]) for i in ids)
+    for k, o in enumerate(out.object_ids(0)):
+        np.testing.assert_array_equal(got[int(o)], truth.objects[int(ids[k])])
+
+
+@pytest.mark.gui
+def test_saving_only_what_is_loaded_is_explicit_and_says_so(make_napari_viewer, qtbot, tmp_path):
+    viewer = make_napari_viewer()
+    src = copy_fixture("polylines", tmp_path)
+    layers, controller = open_and_wait(viewer, qtbot, src)
+    bounds, data = layers
+    shown = np.array(data.data, copy=True)
+    since = len(notification_manager.records)
+    out = nzv.open_store(
+        save_layers(tmp_path / "shown", [bounds, data], loaded_only=True, show_progress=False)
+    )
+    (message,) = notices(since)
+    assert "only what is loaded" in message and repr(data.name) in message
+    g = out.read(0)
+    assert g.vertex_count == len(shown)
+    assert Counter(map(tuple, np.asarray(g.positions, np.float32).tolist())) == Counter(
+        map(tuple, np.asarray(shown[:, 2:] * data.scale[1:], np.float32)[:, ::-1].tolist())
+    )
+    # the default: the store's objects whole
+    whole = nzv.open_store(save_layers(tmp_path / "whole", [data], show_progress=False))
+    assert len(shown) < whole.read(0).vertex_count == nzv.open_store(src).read(0).vertex_count
+
+
+def test_a_store_that_cannot_be_read_any_more_saves_what_is_loaded_and_says_so(tmp_path):
+    src = copy_fixture("polylines", tmp_path)
+    tuples = [t for t in read_zarr_vectors(str(src), level=0)]
+    layers = [Layer.create(*t) for t in tuples]
+    held = sum(len(la.data) for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds")
+    shutil.rmtree(src)
+    since = len(notification_manager.records)
+    out = nzv.open_store(save_layers(tmp_path / "kept", layers, show_progress=False))
+    (message,) = notices(since)
+    assert "only what is loaded" in message and "cannot be read" in message
+    assert out.read(0).vertex_count == held
+
+
+def test_layers_of_two_stores_are_refused(tmp_path):
+    a = copy_fixture("polylines", tmp_path)
+    b_ = tmp_path / "other" / "polylines.zarrvectors"
+    shutil.copytree(a, b_)
+    layers = [
+        Layer.create(*t)
+        for path in (a, b_)
+        for t in read_zarr_vectors(str(path), level=0)
+        if t[1]["metadata"]["zarr_vectors"]["role"] != "bounds"
+    ]
+    with pytest.raises(WriteError, match="one store"):
+        save_layers(tmp_path / "both", layers, show_progress=False)
+    assert not (tmp_path / "both.zarrvectors").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# skeletons: the graph, not one line per edge
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("which", ["edges", "nodes", "both"])
+def test_a_skeleton_layer_saves_the_skeleton(make_napari_viewer, qtbot, tmp_path, which):
+    viewer = make_napari_viewer()
+    src = copy_fixture("skeleton", tmp_path, "v09")
+    layers, _ = open_and_wait(viewer, qtbot, src)
+    roles = {la.metadata["zarr_vectors"]["role"]: la for la in layers}
+    assert {"edges", "nodes"} <= set(roles)
+    chosen = [roles["edges"], roles["nodes"]] if which == "both" else [roles[which]]
+    viewer.layers.selection = set(chosen)
+    written = viewer.layers.save(
+        str(tmp_path / f"{which}.zarrvectors"), selected=True, plugin="napari-zarr-vectors"
+    )
+    a, out = nzv.open_store(src), nzv.open_store(written[0])
+    assert out.geometry_type == "skeleton"
+    assert SOURCE_OBJECT_ID not in out.object_attributes(0)  # graph ids are kept as they are
+    np.testing.assert_array_equal(out.object_ids(0), a.object_ids(0))
+    assert skeletons(out) == skeletons(a)
+    assert edge_set(out) == edge_set(a)
+    oa, ob = a.object_attributes(0), out.object_attributes(0)
+    assert set(ob) == set(oa)
+    for k in oa:
+        np.testing.assert_array_equal(ob[k][a.object_ids(0)], oa[k][a.object_ids(0)])
+
+
+@pytest.fixture(scope="module")
+def neurons_without_text(tmp_path_factory):
+    """The navis neurons store without its text vertex attribute (opens today)."""
+    pytest.importorskip("navis")
+    from realdata import write_navis_neurons
+
+    path = tmp_path_factory.mktemp("realdata") / "neurons-no-text.zarrvectors"
+    return path, write_navis_neurons(path, text_attribute=False)
+
+
+@pytest.mark.parametrize("store", ["neurons_store", "neurons_without_text"])
+def test_saving_the_navis_neurons_edges_layer_gives_the_five_skeletons(tmp_path, request, store):
+    """``neurons_store`` runs once stores with a text vertex attribute open (item 1)."""
+    src, truth = request.getfixturevalue(store)
+    try:
+        tuples = read_zarr_vectors(str(src), level=0)
+    except Exception as e:  # noqa: BLE001
+        if "dtype 'object'" in str(e):
+            pytest.skip(f"the neurons store does not open yet: {e}")
+        raise
+    edges = [
+        Layer.create(*t) for t in tuples if t[1]["metadata"]["zarr_vectors"]["role"] == "edges"
+    ]
+    assert len(edges) == 1
+    out = nzv.open_store(save_layers(tmp_path / "neurons", edges, show_progress=False))
+    assert out.geometry_type == "skeleton"
+    assert skeletons(out) == {
+        k: (len(o), len(e)) for k, (o, e) in enumerate(zip(truth.objects, truth.edges, strict=True))
+    }
+    g = out.read(0)
+    assert g.vertex_count == truth.vertex_count == 23_221
+    np.testing.assert_array_equal(
+        out.object_attributes(0)["body_id"][out.object_ids(0)], truth.object_attributes["body_id"]
+    )
+    ids = np.asarray(g.vertex_object_ids)
+    for k, nodes in enumerate(truth.objects):
+        assert Counter(map(tuple, np.asarray(g.positions, np.float32)[ids == k].tolist())) == (
+            Counter(map(tuple, nodes.tolist()))
+        )
+    for name, per_object in truth.vertex_attributes.items():
+        values = np.asarray(g.vertex_attributes[name]).astype(str)
+        for k, expected in enumerate(per_object):
+            assert Counter(values[ids == k].tolist()) == Counter(expected.astype(str).tolist())
+
+
+def test_store_selection_is_none_for_plain_layers_and_all_objects_unfiltered(tmp_path):
+    from napari.layers import Points
+
+    assert store_selection([Points(np.zeros((2, 3))).as_layer_data_tuple()]) is None
+    src = copy_fixture("skeleton", tmp_path, "v09")
+    tuples = [Layer.create(*t).as_layer_data_tuple() for t in read_zarr_vectors(str(src), level=0)]
+    sel = store_selection(tuples)
+    assert sel is not None and sel.object_ids is None and sel.geometry_type == "skeleton"
+    assert Path(sel.path) == src
+
+
+# --------------------------------------------------------------------------------------------
+# Export keeps group names
+# --------------------------------------------------------------------------------------------
+
+
+def test_export_keeps_group_names(tmp_path, tracks300_store):
+    src, truth = tracks300_store
+    chosen = truth.groups[3][:5] + truth.groups[6][:4]
+    out = nzv.open_store(export_objects(src, tmp_path / "some.zarrvectors", chosen))
+    names = out.group_names(0)
+    assert [names[g] for g in sorted(names)] == truth.group_names
+    ids = source_ids(out)
+    assert ids.tolist() == sorted(chosen)
+    assert {g: sorted(ids[m].tolist()) for g, m in out.groups(0).items() if len(m)} == {
+        3: sorted(truth.groups[3][:5]),
+        6: sorted(truth.groups[6][:4]),
+    }
