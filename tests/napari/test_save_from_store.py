@@ -257,6 +257,7 @@ def test_a_skeleton_layer_saves_the_skeleton(make_napari_viewer, qtbot, tmp_path
     np.testing.assert_array_equal(out.object_ids(0), a.object_ids(0))
     assert skeletons(out) == skeletons(a)
     assert edge_set(out) == edge_set(a)
+    assert out.group_names(0) == a.group_names(0) == {0: "axons", 1: "dendrites"}
     oa, ob = a.object_attributes(0), out.object_attributes(0)
     assert set(ob) == set(oa)
     for k in oa:
@@ -336,3 +337,30 @@ def test_export_keeps_group_names(tmp_path, tracks300_store):
         3: sorted(truth.groups[3][:5]),
         6: sorted(truth.groups[6][:4]),
     }
+
+
+def test_saving_a_store_with_a_time_axis_keeps_its_axis_types(tmp_path):
+    from napari_zarr_vectors.write import WriteSpec, write_store
+
+    positions = np.array([[0, 0, 0, 0], [1, 5, 5, 5], [2, 9, 9, 9], [0, 20, 1, 1], [1, 25, 2, 2.0]])
+    spec = WriteSpec(
+        "polyline",
+        positions,
+        axes=("t", "x", "y", "z"),
+        units=("second", "micrometer", "micrometer", "micrometer"),
+        axis_types=("time", "space", "space", "space"),
+        lengths=[3, 2],
+    )
+    src = write_store(tmp_path / "timed.zarrvectors", spec, pyramid=False)
+    layers = [Layer.create(*t) for t in read_zarr_vectors(str(src), level=0)]
+    out = nzv.open_store(save_layers(tmp_path / "copy", layers, show_progress=False))
+    assert out.axes == ["t", "x", "y", "z"] and out.axis_types == [
+        "time",
+        "space",
+        "space",
+        "space",
+    ]
+    assert out.units == ["second", "micrometer", "micrometer", "micrometer"]
+    got = by_id(out)
+    np.testing.assert_array_equal(got[0], np.float32(positions[:3]))
+    np.testing.assert_array_equal(got[1], np.float32(positions[3:]))

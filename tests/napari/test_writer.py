@@ -288,6 +288,7 @@ def test_store_layers_save_as_their_geometry_with_ids_attributes_and_groups(
     assert {g: m.tolist() for g, m in b.groups(0).items()} == {
         g: np.intersect1d(m, ids).tolist() for g, m in a.groups(0).items()
     }
+    assert b.group_names(0) == a.group_names(0)
     gaa, gab = a.group_attributes(0), b.group_attributes(0)
     assert set(gab) == set(gaa)
     for k, v in gaa.items():
@@ -314,6 +315,10 @@ def test_graph_edges_and_nodes_layers_save_as_the_graph(name, version, tmp_path)
         return Counter((p[i], p[j]) for i, j in g.edges.tolist())
 
     assert edges(gb) == edges(ga)
+    assert b.group_names(0) == a.group_names(0)
+    assert {g: m.tolist() for g, m in b.groups(0).items()} == {
+        g: m.tolist() for g, m in a.groups(0).items()
+    }
     assert rows(gb.positions, gb.vertex_object_ids) == rows(ga.positions, ga.vertex_object_ids)
     key = next(iter(ga.vertex_attributes))
     assert rows(gb.positions, gb.vertex_attributes[key]) == rows(

@@ -15,9 +15,15 @@ Tracks                         polyline, one object per track id (time kept as a
 Shapes ``path`` / ``line``     polyline / line (features -> object attributes)
 Vectors                        line (features -> object attributes)
 Surface                        mesh (vertex values -> vertex attribute ``values``)
-a layer opened from a store    its store's geometry type, with the object ids, object
-                               attributes and groups its features still carry
+layers opened from one store   the store's objects passing the layers' filters, read
+                               whole at level 0 as Export reads them (the store's
+                               geometry, attributes, groups and group names; a graph's
+                               edges or nodes layer gives the graph)
 =============================  =====================================================
+
+``save_layers(..., loaded_only=True)`` saves what layers opened from a store hold instead
+(their geometry type, the object ids, object attributes and groups their features still
+carry), and says so in a napari notification.
 
 Coordinates go back to store order and units, the inverse of the reader
 (``layers._to_layer_coords``): world = data x scale + translate (rotate, shear and affine

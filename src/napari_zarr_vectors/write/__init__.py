@@ -7,7 +7,8 @@ writer ``zarr-vectors`` does the writing. Reading never needs it.
   builds one from a core read.
 * :func:`write_store` -- write a spec as a new store (pyramid by default, refusals, atomic).
 * :func:`export_objects` -- copy objects of an opened store, whole and at full resolution,
-  into a new store.
+  into a new store (:func:`export_spec`: the spec of such a read). Saving a napari layer
+  opened from a store goes through it too.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .engine import (
     require_writer,
     write_store,
 )
-from .export import export_objects
+from .export import export_objects, export_spec
 from .spec import SOURCE_OBJECT_ID, WriteSpec, spec_from_geometry
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "choose_pyramid",
     "choose_subcells",
     "export_objects",
+    "export_spec",
     "require_writer",
     "spec_from_geometry",
     "write_store",
