@@ -46,6 +46,16 @@ def source_ids(store) -> np.ndarray:
     return np.asarray(attrs[SOURCE_OBJECT_ID])[ids] if SOURCE_OBJECT_ID in attrs else ids
 
 
+def assert_objects(out, truth) -> np.ndarray:
+    """Each object of the saved path store ``out`` equals its source object in ``truth``
+    (same vertices, same order); returns the source id of each saved object."""
+    got = by_id(out)
+    ids = source_ids(out)
+    for k, o in enumerate(out.object_ids(0)):
+        np.testing.assert_array_equal(got[int(o)], truth.objects[int(ids[k])])
+    return ids
+
+
 def notices(since: int) -> list[str]:
     return [str(n.message) for n in notification_manager.records[since:]]
 
@@ -103,10 +113,7 @@ def test_saving_tracks300_at_the_default_view_saves_every_streamline_whole(
     g = out.read(0)
     assert len(g.paths) == 300 and g.vertex_count == truth.vertex_count == 14_576
     assert held != 14_576 or viewer.dims.ndisplay == 3  # the screen is not what was saved
-    got = by_id(out)
-    ids = source_ids(out)
-    for k, o in enumerate(out.object_ids(0)):
-        np.testing.assert_array_equal(got[int(o)], truth.objects[int(ids[k])])
+    ids = assert_objects(out, truth)
     names = out.group_names(0)
     assert [names[g] for g in sorted(names)] == truth.group_names
     assert {g: sorted(ids[m].tolist()) for g, m in out.groups(0).items()} == truth.groups
@@ -133,7 +140,9 @@ def test_saving_a_filtered_layer_saves_the_passing_objects_whole(
     session.filters.group_filter = b.GroupFilter((2, 5))
     session.filters.set_attribute_filter("hemisphere", b.ValueFilter("hemisphere", ("right",)))
     session.apply()
+    controller.lock_level(1)  # a coarse level on screen
     qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
+    held = sum(len(la.data) for la in data)
     passing = [
         i
         for i in range(300)
@@ -146,11 +155,9 @@ def test_saving_a_filtered_layer_saves_the_passing_objects_whole(
         str(tmp_path / "right.zarrvectors"), selected=True, plugin="napari-zarr-vectors"
     )
     out = nzv.open_store(written[0])
-    ids = source_ids(out)
-    assert ids.tolist() == passing
-    got = by_id(out)
-    for k, o in enumerate(out.object_ids(0)):
-        np.testing.assert_array_equal(got[int(o)], truth.objects[int(ids[k])])
+    assert assert_objects(out, truth).tolist() == passing
+    whole = sum(len(truth.objects[i]) for i in passing)
+    assert out.read(0).vertex_count == whole > held  # whole objects, not the coarse level
     names = out.group_names(0)
     assert [names[g] for g in sorted(names)] == truth.group_names  # ids and names kept
     assert set(out.object_attributes(0)["hemisphere"].tolist()) == {"right"}
@@ -174,12 +181,7 @@ def test_a_static_layer_filtered_by_the_browse_widgets_saves_the_passing_objects
     session.apply()
     assert target.allowed.tolist() == truth.groups[0]
     out = nzv.open_store(save_layers(tmp_path / "g0", data, show_progress=False))
-    ids = source_ids(out)
-    assert ids.tolist() == truth.groups[0]
-    got = by_id(out)
-    assert sum(len(v) for v in got.values()) == sum(len(truth.objects[i]) for i in ids)
-    for k, o in enumerate(out.object_ids(0)):
-        np.testing.assert_array_equal(got[int(o)], truth.objects[int(ids[k])])
+    assert assert_objects(out, truth).tolist() == truth.groups[0]
 
 
 @pytest.mark.gui
