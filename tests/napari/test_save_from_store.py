@@ -366,3 +366,35 @@ def test_saving_a_store_with_a_time_axis_keeps_its_axis_types(tmp_path):
     got = by_id(out)
     np.testing.assert_array_equal(got[0], np.float32(positions[:3]))
     np.testing.assert_array_equal(got[1], np.float32(positions[3:]))
+
+
+def test_a_composite_store_saves_the_geometry_of_the_layers(tmp_path):
+    """A composite store's added graph: its layers save that graph, its points the points."""
+    import warnings
+
+    composite = pytest.importorskip("zarr_vectors.composite")
+    rng = np.random.default_rng(4)
+    points = rng.uniform(0, 100, (200, 3)).astype(np.float32)
+    nodes = np.array([[10, 10, 10], [20, 20, 20], [30, 30, 30], [70, 70, 70]], np.float32)
+    path = tmp_path / "mixed.zarrvectors"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = zv.Schema(3, ((0, 0, 0), (100, 100, 100)), layout=zv.Layout(cell_size=(50,) * 3))
+        zv.create(str(path), schema=schema).add_points(points)
+        composite.add_geometry(
+            str(path), "graph", positions=nodes, edges=np.array([[0, 1], [1, 2], [2, 3]])
+        )
+    layers = [Layer.create(*t) for t in read_zarr_vectors(str(path), level=0)]
+    by_role = {la.metadata["zarr_vectors"]["role"]: la for la in layers}
+    graph = nzv.open_store(save_layers(tmp_path / "g", [by_role["edges"]], show_progress=False))
+    assert graph.geometry_type == "graph"
+    g = graph.read(0)
+    assert Counter(map(tuple, np.asarray(g.positions, np.float32).tolist())) == Counter(
+        map(tuple, nodes.tolist())
+    )
+    assert len(g.edges) == 3
+    pts = nzv.open_store(save_layers(tmp_path / "p", [by_role["points"]], show_progress=False))
+    assert pts.geometry_type == "point_cloud" and pts.geometry_types == ["point_cloud"]
+    assert Counter(map(tuple, np.asarray(pts.read(0).positions).tolist())) == Counter(
+        map(tuple, points.tolist())
+    )
