@@ -45,6 +45,8 @@ import numpy as np
 from ..write.engine import WriteError, write_store
 from ..write.export import export_objects
 from ..write.spec import PATH_TYPES, WriteSpec
+from ._napari_compat import open_viewers
+from .browse_layers import is_data_meta, object_filter_of
 from .layers import (
     DIRECTION,
     FLIP_WINDING,
@@ -177,8 +179,6 @@ def store_selection(
     the open viewers' layers (napari's writer hands over data tuples only).
     Layers of several stores are refused (:class:`WriteError`): a store holds one geometry.
     """
-    from .browse_layers import is_data_meta
-
     metas = [_meta(t[1]) for t in layer_data if _meta(t[1]).get("role") != "bounds"]
     if not metas or not all(m.get("path") for m in metas):
         return None
@@ -206,9 +206,6 @@ def store_selection(
 
 def _filter_of(meta: dict[str, Any], layers: Sequence[Any]) -> np.ndarray | None:
     """The object filter of the layer whose ``metadata["zarr_vectors"]`` is ``meta``."""
-    from ._napari_compat import open_viewers
-    from .browse_layers import object_filter_of
-
     candidates = list(layers)
     for viewer in open_viewers():
         candidates += list(viewer.layers)
