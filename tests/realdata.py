@@ -112,9 +112,8 @@ def navis_neurons():
         ]
 
 
-def write_navis_neurons(path: Path, *, text_attribute: bool = True) -> Truth:
-    """Write ``navis.example_neurons()`` as one 0.9.2 skeleton store at ``path``
-    (``text_attribute=False``: without ``node_type``)."""
+def write_navis_neurons(path: Path) -> Truth:
+    """Write ``navis.example_neurons()`` as one 0.9.2 skeleton store at ``path``."""
     import zarr_vectors as zv
 
     neurons = navis_neurons()
@@ -152,7 +151,7 @@ def write_navis_neurons(path: Path, *, text_attribute: bool = True) -> Truth:
         ds.add_graph(
             positions,
             all_edges,
-            attributes={"node_type": node_type} if text_attribute else None,
+            attributes={"node_type": node_type},
             object_ids=object_ids,
             object_attributes={"body_id": body_id},
             tree=True,
@@ -160,6 +159,6 @@ def write_navis_neurons(path: Path, *, text_attribute: bool = True) -> Truth:
     return Truth(
         objects=objects,
         object_attributes={"body_id": body_id},
-        vertex_attributes={"node_type": types} if text_attribute else {},
+        vertex_attributes={"node_type": types},
         edges=edges,
     )
