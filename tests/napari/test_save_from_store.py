@@ -93,13 +93,20 @@ def open_and_wait(viewer, qtbot, path) -> tuple[list, object]:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.gui
-def test_saving_tracks300_at_the_default_view_saves_every_streamline_whole(
-    make_napari_viewer, qtbot, tmp_path, tracks300_store
-):
+@pytest.fixture
+def tracks300_open(make_napari_viewer, qtbot, tracks300_store):
+    """``(viewer, layers, controller, truth)``: tracks300 opened as a user opens it."""
     src, truth = tracks300_store
     viewer = make_napari_viewer()
     layers, controller = open_and_wait(viewer, qtbot, src)
+    return viewer, layers, controller, truth
+
+
+@pytest.mark.gui
+def test_saving_tracks300_at_the_default_view_saves_every_streamline_whole(
+    tracks300_open, qtbot, tmp_path
+):
+    viewer, layers, controller, truth = tracks300_open
     viewer.layers.selection = set(layers)  # the bounds box comes along and is left out
     since = len(notification_manager.records)
     written = viewer.layers.save(
@@ -141,12 +148,8 @@ def test_saving_tracks300_at_the_default_view_saves_every_streamline_whole(
 
 
 @pytest.mark.gui
-def test_saving_a_filtered_layer_saves_the_passing_objects_whole(
-    make_napari_viewer, qtbot, tmp_path, tracks300_store
-):
-    src, truth = tracks300_store
-    viewer = make_napari_viewer()
-    layers, controller = open_and_wait(viewer, qtbot, src)
+def test_saving_a_filtered_layer_saves_the_passing_objects_whole(tracks300_open, qtbot, tmp_path):
+    viewer, layers, controller, truth = tracks300_open
     data = [la for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds"]
     session = session_for(target_for(viewer, data[0]))
     session.filters.group_filter = b.GroupFilter((2, 5))
@@ -197,12 +200,8 @@ def test_a_static_layer_filtered_by_the_browse_widgets_saves_the_passing_objects
 
 
 @pytest.mark.gui
-def test_saving_only_what_is_loaded_is_explicit_and_says_so(
-    make_napari_viewer, qtbot, tmp_path, tracks300_store
-):
-    src, truth = tracks300_store
-    viewer = make_napari_viewer()
-    layers, controller = open_and_wait(viewer, qtbot, src)
+def test_saving_only_what_is_loaded_is_explicit_and_says_so(tracks300_open, qtbot, tmp_path):
+    viewer, layers, controller, truth = tracks300_open
     controller.lock_level(1)  # the coarse level on screen
     qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
     bounds, data = layers
