@@ -43,6 +43,7 @@ Results: ``benchmarks/results/bench_vs_reference[_<N>].json`` and a Markdown tab
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -218,6 +219,13 @@ def ours(path: str, level: int, bbox, ids):
     return nzv.open_store(path).read(level, bbox=bbox, object_ids=ids)
 
 
+def ours_derived(path: str, level: int, bbox, ids):
+    """Our read with its derived arrays (per-vertex object ids, edges) asked for too."""
+    geom = ours(path, level, bbox, ids)
+    _ = geom.vertex_object_ids, geom.edges
+    return geom
+
+
 def reference(path: str, level: int, bbox, ids):
     import zarr_vectors as zv
     from zarr_vectors.exceptions import ZVError
@@ -248,9 +256,9 @@ def _arrays(level_dir: Path, links: bool) -> list[str]:
     return names
 
 
-def floor(path: str, level: int, bbox, ids, links: bool = False) -> int:
+def floor(path: str, level: int, bbox, ids, links: bool = False) -> list[np.ndarray]:
     """Fetch and decode the arrays a read touches, without assembling any geometry; the
-    number of bytes decoded. The per-chunk arrays (one variable-length blob per spatial
+    decoded arrays (held until the caller drops them, as a reader's result is). The per-chunk arrays (one variable-length blob per spatial
     chunk) are read file by file and decoded with numcodecs' vlen-bytes codec (zarr's own
     per-chunk path costs ~0.15 ms a chunk more, which is no part of the bytes); the
     object index's arrays with zarr."""
@@ -259,15 +267,12 @@ def floor(path: str, level: int, bbox, ids, links: bool = False) -> int:
 
     vlen = numcodecs.VLenBytes()
     level_dir = Path(path) / str(level)
-    total = 0
+    held: list[np.ndarray] = []
     for name in _arrays(level_dir, links):
         array_dir = level_dir / name
         if name.startswith("object_index"):
             values = zarr.open_array(str(array_dir), mode="r")[...]
-            if values.dtype == object:
-                total += sum(len(v) for v in values if v is not None)
-            else:
-                total += int(values.nbytes)
+            held.append(values)
             continue
         meta = json.loads((array_dir / "zarr.json").read_text())
         if [c["name"] for c in meta["codecs"]] != ["vlen-bytes"]:
@@ -283,8 +288,8 @@ def floor(path: str, level: int, bbox, ids, links: bool = False) -> int:
             ]  # fmt: skip
         for f in files:
             for blob in vlen.decode(f.read_bytes()):
-                total += len(np.frombuffer(blob, np.uint8))
-    return total
+                held.append(np.frombuffer(blob, np.uint8))
+    return held
 
 
 # --------------------------------------------------------------------------------------------
@@ -365,11 +370,18 @@ def child_time(kind: str, path: str, repeats: int, check: bool) -> dict:
     some_id = int(ids[len(ids) // 2]) if len(ids) else 0
     del store
     links = kind in ("mesh", "skeleton")
-    fns = {"ours": ours, "0.9.2": reference, "floor": partial(floor, links=links)}
+    fns = {
+        "ours": ours,
+        "0.9.2": reference,
+        "floor": partial(floor, links=links),
+        "ours+derived": ours_derived,
+    }
     out = {}
     for name, level, bbox, obj in reads_of(kind, n_levels, some_id):
         entry: dict = {"level": level}
         who_runs = ["ours", "0.9.2"] if obj is not None else ["ours", "0.9.2", "floor"]
+        if kind != "points" and name == "whole level 0":
+            who_runs.append("ours+derived")
         if reference(path, level, bbox, obj) is None:
             who_runs.remove("0.9.2")
             entry["0.9.2"] = None
@@ -401,16 +413,24 @@ def child_rss(kind: str, path: str, who: str) -> dict:
 
     import napari_zarr_vectors  # noqa: F401
 
-    # warm: imports and lazily built tables, then the read measured in a clean state
+    links = kind in ("mesh", "skeleton")
+    fns = {
+        "ours": ours,
+        "ours+derived": ours_derived,
+        "0.9.2": reference,
+        "floor": partial(floor, links=links),
+    }
+    # warm-up (imports, thread pools) on a small box, then the whole read from a settled RSS
+    tiny = ((0.0, 0.0, 0.0), (50.0, 50.0, 50.0))
+    with contextlib.suppress(Exception):  # a reader that cannot read a box: no warm-up
+        fns[who](path, 0, tiny, None)
     base = _rss_now()
     t0 = time.perf_counter()
-    links = kind in ("mesh", "skeleton")
-    fns = {"ours": ours, "0.9.2": reference, "floor": partial(floor, links=links)}
     result = fns[who](path, 0, None, None)
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     decoded = None
-    if who == "ours":
+    if who.startswith("ours"):
         decoded = int(result.positions.nbytes) + sum(
             int(v.nbytes) for v in result.vertex_attributes.values()
         )
@@ -433,6 +453,7 @@ def run_child(*args: str) -> dict:
 # the table
 # --------------------------------------------------------------------------------------------
 
+RSS_READERS = ("ours", "ours+derived", "0.9.2", "floor")
 LABELS = {
     "points_ids": "{n} points with object ids",
     "points": "{n} points, no objects",
@@ -450,31 +471,31 @@ def _short(n: int) -> str:
 def table(result: dict) -> str:
     n = result["vertices"]
     rows = [
-        "| store | read | ours s | 0.9.2 s | floor s | ours / 0.9.2 | ours / floor | same |",
-        "|---|---|---|---|---|---|---|---|",
+        "| store | read | ours s | 0.9.2 s | floor s | ours / 0.9.2 | ours / floor | same result "
+        "| ours + derived s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def cell(v, fmt):
+        return format(v, fmt) if v else "—"
+
     for kind, rec in result["stores"].items():
         label = LABELS[kind].format(n=_short(n), o=_short(n // PER_OBJECT[kind]))
         for name, e in rec["reads"].items():
-            fl, ref = e.get("floor"), e.get("0.9.2")
+            fl, ref, der = e.get("floor"), e.get("0.9.2"), e.get("ours+derived")
             rows.append(
-                f"| {label} | {name} | {e['ours']:.3f} | "
-                + (f"{ref:.3f}" if ref else "—")
-                + " | "
-                + (f"{fl:.3f}" if fl else "—")
-                + " | "
-                + (f"{e['ours'] / ref:.2f}" if ref else "—")
-                + " | "
-                + (f"{e['ours'] / fl:.1f}" if fl else "—")
-                + f" | {e.get('same', '-')} |"
+                f"| {label} | {name} | {e['ours']:.3f} | {cell(ref, '.3f')} | {cell(fl, '.3f')} "
+                f"| {cell(ref and e['ours'] / ref, '.2f')} | {cell(fl and e['ours'] / fl, '.1f')} "
+                f"| {e.get('same', '-')} | {cell(der, '.3f')} |"
             )
     rows += [
         "",
-        "Peak RSS of a whole level-0 read, each reader in a fresh process (MB; growth over the "
-        "process before the read in brackets; decoded = positions + vertex attributes):",
+        "Peak RSS of a whole level-0 read, each reader in a fresh process, MB (in brackets: its "
+        "growth over the process before the read); decoded = positions + vertex attributes:",
         "",
-        "| store | decoded MB | ours MB | 0.9.2 MB | floor MB | ours growth / decoded |",
-        "|---|---|---|---|---|---|",
+        "| store | decoded MB | ours | ours + derived | 0.9.2 | floor "
+        "| ours growth / decoded | ours + derived growth / decoded |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     mb = 1e6
     for kind, rec in result["stores"].items():
@@ -483,12 +504,16 @@ def table(result: dict) -> str:
             continue
         label = LABELS[kind].format(n=_short(n), o=_short(n // PER_OBJECT[kind]))
         dec = r["ours"]["decoded"]
-        cells = [
-            f"{r[w]['peak_rss'] / mb:.0f} ({(r[w]['peak_rss'] - r[w]['before']) / mb:.0f})"
-            for w in ("ours", "0.9.2", "floor")
-        ]
-        growth = (r["ours"]["peak_rss"] - r["ours"]["before"]) / dec
-        rows.append(f"| {label} | {dec / mb:.0f} | " + " | ".join(cells) + f" | {growth:.2f} |")
+
+        def growth(w, r=r):
+            return r[w]["peak_rss"] - r[w]["before"]
+
+        cells = [f"{r[w]['peak_rss'] / mb:.0f} ({growth(w) / mb:.0f})" for w in RSS_READERS]
+        rows.append(
+            f"| {label} | {dec / mb:.0f} | "
+            + " | ".join(cells)
+            + f" | {growth('ours') / dec:.2f} | {growth('ours+derived') / dec:.2f} |"
+        )
     return "\n".join(rows)
 
 
@@ -519,7 +544,7 @@ def main() -> None:
         path = str(ensure_store(kind, n))
         rec = run_child("time", kind, path, str(args.repeats), "0" if args.no_check else "1")
         if not args.no_rss:
-            rec["rss"] = {w: run_child("rss", kind, path, w) for w in ("ours", "0.9.2", "floor")}
+            rec["rss"] = {w: run_child("rss", kind, path, w) for w in RSS_READERS}
         result["stores"][kind] = rec
     RESULTS.mkdir(exist_ok=True)
     suffix = "" if n == 10_000_000 else f"_{_short(n)}"

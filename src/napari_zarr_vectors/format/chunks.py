@@ -54,16 +54,22 @@ class ChunkTable:
         flat = coords.reshape(-1, coords.shape[-1])
         if len(self.chunks) == 0 or len(flat) == 0:
             return np.full(len(flat), -1, dtype=np.int64).reshape(coords.shape[:-1])
+        if self._dense is not None:  # axis by axis: no (N, key_ndim) temporaries
+            key = np.zeros(len(flat), dtype=np.int64)
+            inside = np.ones(len(flat), dtype=bool)
+            for axis in range(flat.shape[1]):
+                rel = flat[:, axis] - self._lo[axis]
+                inside &= rel >= 0
+                inside &= rel < self._span[axis]
+                key *= self._span[axis]
+                key += rel
+            outside = ~inside
+            key[outside] = 0
+            out = self._dense[key]
+            out[outside] = -1
+            return out.reshape(coords.shape[:-1])
         rel = flat - self._lo
         inside = np.all((rel >= 0) & (rel < self._span), axis=1)
-        if self._dense is not None:
-            key = np.zeros(len(flat), dtype=np.int64)
-            for axis in range(flat.shape[1]):
-                key *= self._span[axis]
-                key += np.where(inside, rel[:, axis], 0)
-            out = self._dense[key]
-            out[~inside] = -1
-            return out.reshape(coords.shape[:-1])
         out = np.full(len(flat), -1, dtype=np.int64)
         keys = self._linear(flat[inside])
         pos = np.searchsorted(self._sorted, keys)
@@ -241,8 +247,17 @@ class LoadedChunks:
         """Global row of every ``(chunk, row)`` endpoint; ``-1`` when not loaded or out of range."""
         idx = self.table.index_of(chunk_coords)
         ok = idx >= 0
-        safe = np.where(ok, idx, 0)
         sizes = self.start[1:] - self.start[:-1]
+        rows = np.asarray(rows)
+        if rows.dtype == np.int64 and len(sizes):  # in place: one array per endpoint
+            idx[~ok] = 0
+            ok &= rows >= 0
+            ok &= rows < sizes[idx]
+            out = self.start[idx]
+            out += rows
+            out[~ok] = -1
+            return out
+        safe = np.where(ok, idx, 0)
         ok &= (rows >= 0) & (rows < (sizes[safe] if len(sizes) else 0))
         return np.where(ok, self.start[safe] + rows, -1)
 
