@@ -366,9 +366,11 @@ def _kept_rows(
         )
     if geometry_type == "point_cloud" and selection.bbox is not None:
         lo, hi = selection.bbox
-        candidates = keep if keep is not None else np.arange(loaded.n_rows)
-        q = loaded.positions if keep is None else loaded.take(candidates)
-        keep = candidates[inside_box(q, lo, hi)]
+        if keep is None:  # chunk by chunk: the rows the box drops are never concatenated
+            inside = [inside_box(c.positions, lo, hi) for c in loaded.chunks]
+            keep = np.flatnonzero(np.concatenate(inside)) if inside else np.empty(0, np.int64)
+        else:
+            keep = keep[inside_box(loaded.take(keep), lo, hi)]
     return keep
 
 
@@ -444,6 +446,7 @@ def _vertex_attributes(
             values = loaded.take_values(parts, rows, (0, *parts[0].shape[1:]))
         else:
             values = np.concatenate(parts) if parts else np.empty(0)
+            loaded.joined(parts, values, spec.name)
         if spec.categories is not None:
             values = _decode_categories(values, spec)
         out[spec.name] = values

@@ -102,19 +102,44 @@ class LoadedChunks:
     first use; a read that keeps a few rows gathers them with :meth:`take`."""
 
     def __init__(
-        self, chunks: list[ChunkData], table: ChunkTable, start: np.ndarray, ndim: int
+        self,
+        chunks: list[ChunkData],
+        table: ChunkTable,
+        start: np.ndarray,
+        ndim: int,
+        owned: bool = False,
     ) -> None:
         self.chunks = chunks
         self.table = table
         self.start = start
         self._ndim = ndim
+        self._owned = owned
 
     @classmethod
-    def build(cls, chunks: list[ChunkData], ndim: int, key_ndim: int) -> LoadedChunks:
+    def build(
+        cls, chunks: list[ChunkData], ndim: int, key_ndim: int, owned: bool = False
+    ) -> LoadedChunks:
+        """``owned``: the chunks are this read's alone (not shared with a cache), so that
+        their arrays may be replaced by views of the concatenated ones (see :meth:`joined`)."""
         coords = np.array([c.coords for c in chunks], dtype=np.int64).reshape(-1, key_ndim)
         sizes = np.array([c.n_rows for c in chunks], dtype=np.int64)
         start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        return cls(chunks, ChunkTable(coords), start, ndim)
+        return cls(chunks, ChunkTable(coords), start, ndim, owned)
+
+    def joined(self, parts: list[np.ndarray], whole: np.ndarray, name: str | None) -> None:
+        """Once ``parts`` (one row-aligned array per chunk: ``positions`` when ``name`` is
+        ``None``, else attribute ``name``) are concatenated into ``whole``, let the chunks
+        hold views of it, so that their fetched buffers are freed while the read goes on
+        (the peak memory of a whole read stays near the size of its result)."""
+        if not self._owned or any(p.dtype != whole.dtype for p in parts):
+            return
+        bounds = self.start.tolist()
+        for k, c in enumerate(self.chunks):
+            view = whole[bounds[k] : bounds[k + 1]]
+            if name is None:
+                c.positions = view
+            else:
+                c.attributes[name] = view
 
     def fragments_only(self) -> LoadedChunks:
         """These chunks without their vertex data (fragment indexes, chunk table and row
@@ -130,7 +155,10 @@ class LoadedChunks:
     @cached_property
     def positions(self) -> np.ndarray:
         """``(N, ndim)`` positions of every loaded row."""
-        return _concat([c.positions for c in self.chunks], (0, self._ndim))
+        parts = [c.positions for c in self.chunks]
+        out = _concat(parts, (0, self._ndim))
+        self.joined(parts, out, None)
+        return out
 
     @property
     def n_rows(self) -> int:

@@ -471,7 +471,7 @@ class Store:
             )
             specs = []
         decoded = load_chunks(self.layout, level, target, specs, strict=strict, cache=cache)
-        loaded = LoadedChunks.build(decoded, self.ndim, knd)
+        loaded = LoadedChunks.build(decoded, self.ndim, knd, owned=cache is None)
         links = self._read_links(level, loaded, strict)
         if draco and links is not None:
             if len(links):
