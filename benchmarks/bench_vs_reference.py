@@ -23,19 +23,24 @@ Three readers per read, alternating inside every repeat (median of ``--repeats``
 
 * ``ours``: ``open_store(p).read(level, bbox=..., object_ids=...)``;
 * ``0.9.2``: ``zv.open(p).level(level).select(bbox=..., objects=...).read()``;
-* ``floor``: fetching and decoding, with zarr alone, only the chunk arrays the read touches
-  (``vertices``, ``vertex_fragments``, every vertex attribute over the chunks of the box,
-  plus ``object_index/*`` when the store has objects and ``links/0`` when it has links),
-  without assembling any geometry.
+* ``floor``: fetching and decoding only the arrays the read touches (``vertices``,
+  ``vertex_fragments``, every vertex attribute over the chunks of the box, plus
+  ``object_index/*`` when the store has objects and ``links/0`` when it has links), without
+  assembling any geometry: the per-chunk cells file by file through numcodecs' vlen-bytes
+  codec, the object index with zarr.
+
+``ours+derived`` (whole-level reads of stores with objects) also asks for the per-vertex
+object ids and path edges, which our reads derive only on first access.
 
 Before timing, ours and 0.9.2's results are checked equal (the same multiset of vertices;
 the same per-vertex object ids; the same paths as vertex sequences; the same edges / faces as
 vertex pairs / triangles); a box read is compared on the vertices inside the box, since our
-object reads of a box return whole fragments of the chunks it touches.
+object reads of a box return whole fragments of the chunks it touches, and checked against our
+whole-level read when the two differ (0.9.2's box reads of points with objects miss vertices).
 
 Each store is timed in its own process; peak RSS of a whole level-0 read is measured in a
-fresh process per reader (``ru_maxrss`` and its growth over the process's RSS before the read),
-beside the size of the decoded arrays (positions and vertex attributes as read).
+fresh process per reader (``ru_maxrss`` and its growth over the process's RSS after a warm-up
+read of a small box), beside the size of the decoded arrays (positions and vertex attributes).
 
 Results: ``benchmarks/results/bench_vs_reference[_<N>].json`` and a Markdown table on stdout.
 """

@@ -222,8 +222,8 @@ def assemble(
         chunks=loaded.table.chunks,
     )
 
-    if geometry_type in PATH_TYPES and index is not None:
-        index = index() if callable(index) else index
+    if geometry_type in PATH_TYPES and callable(index):  # paths need the index now
+        index = index()
     if geometry_type in PATH_TYPES and index is not None:
         rows = (
             selection.object_rows

@@ -33,7 +33,10 @@ class _Derivable:
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:  # the dataclass's default (a hashable marker, made into a value)
             return None if self._empty is None else self
-        value = obj.__dict__[self._name]
+        try:
+            value = obj.__dict__[self._name]
+        except KeyError:
+            raise AttributeError(self._name) from None
         if isinstance(value, Derived):
             value = obj.__dict__[self._name] = value.fn()
         return value
