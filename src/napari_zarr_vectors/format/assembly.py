@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from .chunks import LoadedChunks
 from .decode.fragments import expand_ranges
 from .errors import ZVChunkWarning
-from .geometry import Geometry, split_lengths
+from .geometry import Derived, Geometry, split_lengths
 from .layout.base import LinkSet
 from .loading import AttributeSpec
 from .objects import ObjectIndex
@@ -29,8 +31,16 @@ class Selection:
 
 
 def _entries_in_loaded(loaded: LoadedChunks, index: ObjectIndex, entries: np.ndarray):
-    """Chunk index (``-1`` when not loaded) of each entry."""
-    return loaded.table.index_of(index.chunks[entries])
+    """Chunk index (``-1`` when not loaded) of each entry; every entry of the index is
+    mapped once per read when most are asked for (object ids, then paths), only the
+    asked ones otherwise."""
+    if 4 * entries.size < index.frags.size:
+        return loaded.table.index_of(index.chunks[entries])
+    memo = loaded.__dict__.setdefault("_entry_chunks", {})
+    key = id(index.chunks)
+    if key not in memo or memo[key][0] is not index.chunks:
+        memo[key] = (index.chunks, loaded.table.index_of(index.chunks))
+    return memo[key][1][entries]
 
 
 def _object_ids_per_row(
@@ -51,6 +61,9 @@ def _object_ids_per_row(
     cidx = _entries_in_loaded(loaded, index, entries)
     ok = cidx >= 0
     entries = entries[ok]
+    fast = _object_ids_by_fragment(loaded, index, entries, cidx[ok], keep)
+    if fast is not None:
+        return fast
     rows, counts = loaded.fragment_rows(cidx[ok], index.frags[entries])
     owner = np.repeat(index.ids[index.entry_rows[entries]], counts)
     out = np.full(loaded.n_rows if keep is None else keep.size, -1, dtype=np.int64)
@@ -61,12 +74,47 @@ def _object_ids_per_row(
     return out
 
 
+def _derived_object_ids(
+    loaded: LoadedChunks,
+    index: ObjectIndex | Callable[[], ObjectIndex | None],
+    object_rows: np.ndarray | None,
+    keep: np.ndarray | None,
+) -> np.ndarray | None:
+    """:func:`_object_ids_per_row`, when asked for (``None`` when the level has no object
+    index after all)."""
+    index = index() if callable(index) else index
+    return None if index is None else _object_ids_per_row(loaded, index, object_rows, keep)
+
+
+def _object_ids_by_fragment(
+    loaded: LoadedChunks,
+    index: ObjectIndex,
+    entries: np.ndarray,
+    cidx: np.ndarray,
+    keep: np.ndarray | None,
+) -> np.ndarray | None:
+    """:func:`_object_ids_per_row` in time linear in the rows, when the fragments are
+    ranges sharing no row (what writers emit): the owner of a fragment (the object of the
+    first entry naming it) spread over its rows; ``None`` otherwise."""
+    gf = loaded.global_fragments(cidx, index.frags[entries])
+    if gf is None or not loaded.disjoint_ranges:
+        return None
+    named = gf >= 0
+    uniq, first = np.unique(gf[named], return_index=True)  # (stable: the first entry)
+    owner_entries = entries[named][first]
+    owner_rows = np.searchsorted(index.offsets, owner_entries, side="right") - 1
+    owner = np.full(len(loaded.fragment_ranges()[0]), -1, dtype=np.int64)
+    owner[uniq] = index.ids[owner_rows]
+    return loaded.per_row(owner, -1, keep)
+
+
 def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray):
-    """Ordered global rows per object; an object whose manifest leaves the loaded chunks
-    is split into one path per contiguous run of loaded entries."""
+    """Ordered global rows per object, as ``(rows of every path one after another, length
+    of each path, object id of each path)``; an object whose manifest leaves the loaded
+    chunks is split into one path per contiguous run of loaded entries."""
     entries = index.entries_of_rows(object_rows)
     if entries.size == 0:
-        return [], np.empty(0, dtype=np.int64)
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, dtype=np.int64)
     entry_obj = np.repeat(object_rows, index.offsets[object_rows + 1] - index.offsets[object_rows])
     cidx = _entries_in_loaded(loaded, index, entries)
     ok = cidx >= 0
@@ -81,8 +129,7 @@ def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray):
     run_obj = np.zeros(run_rows.size, dtype=np.int64)
     run_obj[run] = entry_obj
     keep = run_rows > 0  # runs without loaded rows contribute nothing to ``rows``
-    paths = split_lengths(rows, run_rows[keep])
-    return paths, index.ids[run_obj[keep]]
+    return rows, run_rows[keep], index.ids[run_obj[keep]]
 
 
 def _selected_rows(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray) -> np.ndarray:
@@ -141,12 +188,13 @@ def assemble(
     level: int,
     loaded: LoadedChunks,
     specs: list[AttributeSpec],
-    index: ObjectIndex | None,
+    index: ObjectIndex | Callable[[], ObjectIndex | None] | None,
     links: LinkSet | None,
     selection: Selection,
     chunk_attribute: tuple[str, tuple] | None = None,
 ) -> Geometry:
-    """Build the :class:`Geometry` of one read from its decoded parts."""
+    """Build the :class:`Geometry` of one read from its decoded parts (``index`` may be a
+    function reading it: then only when the per-vertex object ids are first asked for)."""
     # a selection keeps a few rows: positions, attributes and object ids are gathered for
     # them alone (no concatenation of every loaded row), row references renumbered after
     keep_rows = _kept_rows(geometry_type, loaded, index, selection)
@@ -159,8 +207,13 @@ def assemble(
         table = np.asarray(values, dtype=object)
         attrs[name] = table[np.clip(bins, 0, len(table) - 1)] if len(table) else bins
     vid = None
-    if index is not None:
-        vid = _object_ids_per_row(loaded, index, selection.object_rows, keep_rows)
+    if index is not None:  # derived on first use (a callable ``index`` is read then too)
+        vid = Derived(
+            partial(
+                _derived_object_ids, loaded.fragments_only(), index, selection.object_rows,
+                keep_rows,
+            )
+        )  # fmt: skip
 
     geom = Geometry(
         geometry_type=geometry_type,
@@ -169,15 +222,17 @@ def assemble(
         chunks=loaded.table.chunks,
     )
 
+    if geometry_type in PATH_TYPES and callable(index):  # paths need the index now
+        index = index()
     if geometry_type in PATH_TYPES and index is not None:
         rows = (
             selection.object_rows
             if selection.object_rows is not None
             else np.arange(index.num_objects)
         )
-        paths, path_ids = _paths(loaded, index, rows)
-        geom.paths, geom.path_object_ids = paths, path_ids.astype(np.int64)
-        geom.edges = _path_edges(paths)
+        flat, lengths, path_ids = _paths(loaded, index, rows)
+        geom.paths, geom.path_object_ids = split_lengths(flat, lengths), path_ids.astype(np.int64)
+        geom.edges = Derived(partial(_path_edges, flat, lengths))
     elif geometry_type == "skeleton" and links is not None:
         geom.edges, geom.edge_attributes = _skeleton_edges(loaded, links)
     elif geometry_type in ("graph", "mesh") and links is not None and len(links):
@@ -202,14 +257,20 @@ def assemble(
     return geom
 
 
-def _path_edges(paths: list[np.ndarray]) -> np.ndarray:
-    """``(M, 2)`` rows of the consecutive vertex pairs of every path."""
-    if not paths:
+def _path_edges(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``(M, 2)`` rows of the consecutive vertex pairs of every path (the paths' rows
+    ``flat``, one path after another, cut by ``lengths``)."""
+    n = flat.size
+    if n < 2:
         return np.empty((0, 2), np.int64)
-    flat = np.concatenate(paths)
-    pid = np.repeat(np.arange(len(paths)), [p.size for p in paths])
-    same = pid[1:] == pid[:-1]
-    return np.stack([flat[:-1][same], flat[1:][same]], axis=1)
+    same = np.ones(n - 1, dtype=bool)
+    starts = np.cumsum(lengths)[:-1]  # where a path after the first begins
+    starts = starts[(starts > 0) & (starts < n)]
+    same[starts - 1] = False
+    edges = np.empty((int(np.count_nonzero(same)), 2), dtype=np.int64)
+    edges[:, 0] = flat[:-1][same]
+    edges[:, 1] = flat[1:][same]
+    return edges
 
 
 def assemble_pieces(
@@ -278,7 +339,7 @@ def assemble_pieces(
     back[order] = np.arange(len(order))  # the piece order of every gathered row
     geom.paths = split_lengths(back, lengths)
     geom.path_object_ids = np.full(len(lengths), -1, np.int64)
-    geom.edges = _path_edges(geom.paths)
+    geom.edges = _path_edges(back, lengths)
     geom.vertex_attributes = values
     return geom
 
@@ -305,9 +366,11 @@ def _kept_rows(
         )
     if geometry_type == "point_cloud" and selection.bbox is not None:
         lo, hi = selection.bbox
-        candidates = keep if keep is not None else np.arange(loaded.n_rows)
-        q = loaded.positions if keep is None else loaded.take(candidates)
-        keep = candidates[inside_box(q, lo, hi)]
+        if keep is None:  # chunk by chunk: the rows the box drops are never concatenated
+            inside = [inside_box(c.positions, lo, hi) for c in loaded.chunks]
+            keep = np.flatnonzero(np.concatenate(inside)) if inside else np.empty(0, np.int64)
+        else:
+            keep = keep[inside_box(loaded.take(keep), lo, hi)]
     return keep
 
 
@@ -383,6 +446,7 @@ def _vertex_attributes(
             values = loaded.take_values(parts, rows, (0, *parts[0].shape[1:]))
         else:
             values = np.concatenate(parts) if parts else np.empty(0)
+            loaded.joined(parts, values, spec.name)
         if spec.categories is not None:
             values = _decode_categories(values, spec)
         out[spec.name] = values

@@ -9,6 +9,9 @@ import numpy as np
 
 from .decode.fragments import FragmentIndex, expand_ranges
 
+#: Largest chunk grid (cells of the table's bounding box) looked up through a dense table.
+DENSE_LOOKUP_CELLS = 1 << 16
+
 
 class ChunkTable:
     """Map chunk coordinates to their position in a sorted list, vectorised."""
@@ -32,14 +35,42 @@ class ChunkTable:
             key = key * self._span[axis] + rel[:, axis]
         return key
 
+    @cached_property
+    def _dense(self) -> np.ndarray | None:
+        """Position of every key of the table's bounding grid (``-1`` where absent), when
+        that grid is small: a lookup then costs one gather instead of a binary search."""
+        cells = float(np.prod(self._span.astype(np.float64)))
+        if len(self.chunks) == 0 or cells > max(DENSE_LOOKUP_CELLS, 8 * len(self.chunks)):
+            return None
+        if np.any(self._sorted[1:] == self._sorted[:-1]):  # repeated coordinates: the search
+            return None
+        lut = np.full(int(cells), -1, dtype=np.int64)
+        lut[self._keys] = np.arange(len(self._keys), dtype=np.int64)
+        return lut
+
     def index_of(self, coords: np.ndarray) -> np.ndarray:
         """Position of every coordinate row in the table, ``-1`` where absent."""
         coords = np.asarray(coords, dtype=np.int64)
         flat = coords.reshape(-1, coords.shape[-1])
-        out = np.full(len(flat), -1, dtype=np.int64)
         if len(self.chunks) == 0 or len(flat) == 0:
+            return np.full(len(flat), -1, dtype=np.int64).reshape(coords.shape[:-1])
+        if self._dense is not None:  # axis by axis: no (N, key_ndim) temporaries
+            key = np.zeros(len(flat), dtype=np.int64)
+            inside = np.ones(len(flat), dtype=bool)
+            for axis in range(flat.shape[1]):
+                rel = flat[:, axis] - self._lo[axis]
+                inside &= rel >= 0
+                inside &= rel < self._span[axis]
+                key *= self._span[axis]
+                key += rel
+            outside = ~inside
+            key[outside] = 0
+            out = self._dense[key]
+            out[outside] = -1
             return out.reshape(coords.shape[:-1])
-        inside = np.all((flat >= self._lo) & (flat < self._lo + self._span), axis=1)
+        rel = flat - self._lo
+        inside = np.all((rel >= 0) & (rel < self._span), axis=1)
+        out = np.full(len(flat), -1, dtype=np.int64)
         keys = self._linear(flat[inside])
         pos = np.searchsorted(self._sorted, keys)
         pos = np.minimum(pos, len(self._sorted) - 1)
@@ -71,24 +102,63 @@ class LoadedChunks:
     first use; a read that keeps a few rows gathers them with :meth:`take`."""
 
     def __init__(
-        self, chunks: list[ChunkData], table: ChunkTable, start: np.ndarray, ndim: int
+        self,
+        chunks: list[ChunkData],
+        table: ChunkTable,
+        start: np.ndarray,
+        ndim: int,
+        owned: bool = False,
     ) -> None:
         self.chunks = chunks
         self.table = table
         self.start = start
         self._ndim = ndim
+        self._owned = owned
 
     @classmethod
-    def build(cls, chunks: list[ChunkData], ndim: int, key_ndim: int) -> LoadedChunks:
+    def build(
+        cls, chunks: list[ChunkData], ndim: int, key_ndim: int, owned: bool = False
+    ) -> LoadedChunks:
+        """``owned``: the chunks are this read's alone (not shared with a cache), so that
+        their arrays may be replaced by views of the concatenated ones (see :meth:`joined`)."""
         coords = np.array([c.coords for c in chunks], dtype=np.int64).reshape(-1, key_ndim)
         sizes = np.array([c.n_rows for c in chunks], dtype=np.int64)
         start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        return cls(chunks, ChunkTable(coords), start, ndim)
+        return cls(chunks, ChunkTable(coords), start, ndim, owned)
+
+    def joined(self, parts: list[np.ndarray], whole: np.ndarray, name: str | None) -> None:
+        """Once ``parts`` (one row-aligned array per chunk: ``positions`` when ``name`` is
+        ``None``, else attribute ``name``) are concatenated into ``whole``, let the chunks
+        hold views of it, so that their fetched buffers are freed while the read goes on
+        (the peak memory of a whole read stays near the size of its result)."""
+        if not self._owned or any(p.dtype != whole.dtype for p in parts):
+            return
+        bounds = self.start.tolist()
+        for k, c in enumerate(self.chunks):
+            view = whole[bounds[k] : bounds[k + 1]]
+            if name is None:
+                c.positions = view
+            else:
+                c.attributes[name] = view
+
+    def fragments_only(self) -> LoadedChunks:
+        """These chunks without their vertex data (fragment indexes, chunk table and row
+        numbering only): what deriving per-row values later needs, holding no positions."""
+        empty = np.empty((0, self._ndim), np.float32)
+        chunks = [ChunkData(c.coords, empty, c.fragments) for c in self.chunks]
+        out = LoadedChunks(chunks, self.table, self.start, self._ndim)
+        for name in ("_range_table", "_disjoint_ranges"):  # already built: shared
+            if name in self.__dict__:
+                out.__dict__[name] = self.__dict__[name]
+        return out
 
     @cached_property
     def positions(self) -> np.ndarray:
         """``(N, ndim)`` positions of every loaded row."""
-        return _concat([c.positions for c in self.chunks], (0, self._ndim))
+        parts = [c.positions for c in self.chunks]
+        out = _concat(parts, (0, self._ndim))
+        self.joined(parts, out, None)
+        return out
 
     @property
     def n_rows(self) -> int:
@@ -137,12 +207,85 @@ class LoadedChunks:
         table = self._range_table
         return None if table is None else (table[2], table[3])
 
+    def global_fragments(self, chunk_idx: np.ndarray, frags: np.ndarray) -> np.ndarray | None:
+        """Global fragment number of every reference ``(chunk index, fragment)``, ``-1`` for
+        an invalid one; ``None`` unless every fragment is a range."""
+        table = self._range_table
+        if table is None:
+            return None
+        nfrag, base = table[0], table[1]
+        chunk_idx = np.asarray(chunk_idx, dtype=np.int64)
+        frags = np.asarray(frags, dtype=np.int64)
+        if not len(nfrag):
+            return np.full(len(frags), -1, np.int64)
+        valid = (frags >= 0) & (frags < nfrag[chunk_idx])
+        return np.where(valid, base[chunk_idx] + frags, -1)
+
+    def per_row(self, values: np.ndarray, fill: int, rows: np.ndarray | None = None):
+        """``values`` (one per global fragment) spread over the rows of their fragments
+        (``fill`` on rows of no fragment), for every loaded row or for ``rows`` (global,
+        ascending); ``None`` unless the fragments are ranges that share no row."""
+        layout = self._disjoint_ranges
+        if layout is None:
+            return None
+        order, starts, ends = layout
+        values = np.asarray(values)
+        if rows is None and order is None:  # fragments tile the rows in order: one repeat
+            return np.repeat(values, self._range_table[3])
+        if rows is None:
+            out = np.full(self.n_rows, fill, dtype=values.dtype)
+            out[expand_ranges(starts, ends - starts)] = np.repeat(values[order], ends - starts)
+            return out
+        rows = np.asarray(rows, dtype=np.int64)
+        # the last fragment starting at or before each row
+        at = np.searchsorted(starts, rows, side="right") - 1
+        safe = np.maximum(at, 0)
+        hit = (at >= 0) & (rows < ends[safe] if len(ends) else False)
+        src = values if order is None else values[order]
+        return np.where(hit, src[safe] if len(src) else fill, fill).astype(values.dtype)
+
+    @property
+    def disjoint_ranges(self) -> bool:
+        """Whether every fragment is a range and no two share a row (what writers emit)."""
+        return self._disjoint_ranges is not None
+
+    @cached_property
+    def _disjoint_ranges(self) -> tuple[np.ndarray | None, np.ndarray, np.ndarray] | None:
+        """``(order, start, end)`` of every non-empty fragment sorted by start row (``order``
+        ``None`` when every fragment, empty ones too, is already in row order and together
+        they tile the loaded rows exactly), when all fragments are ranges and no two share a
+        row; ``None`` otherwise."""
+        table = self._range_table
+        if table is None:
+            return None
+        g_start, g_count = table[2], table[3]
+        ends = g_start + g_count
+        if np.array_equal(g_start, np.cumsum(g_count) - g_count) and (
+            int(g_count.sum()) == self.n_rows
+        ):
+            return None, g_start, ends
+        nonempty = np.flatnonzero(g_count > 0)
+        order = nonempty[np.argsort(g_start[nonempty], kind="stable")]
+        starts, ends = g_start[order], ends[order]
+        if np.any(starts[1:] < ends[:-1]):
+            return None
+        return order, starts, ends
+
     def global_rows(self, chunk_coords: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Global row of every ``(chunk, row)`` endpoint; ``-1`` when not loaded or out of range."""
         idx = self.table.index_of(chunk_coords)
         ok = idx >= 0
-        safe = np.where(ok, idx, 0)
         sizes = self.start[1:] - self.start[:-1]
+        rows = np.asarray(rows)
+        if rows.dtype == np.int64 and len(sizes):  # in place: one array per endpoint
+            idx[~ok] = 0
+            ok &= rows >= 0
+            ok &= rows < sizes[idx]
+            out = self.start[idx]
+            out += rows
+            out[~ok] = -1
+            return out
+        safe = np.where(ok, idx, 0)
         ok &= (rows >= 0) & (rows < (sizes[safe] if len(sizes) else 0))
         return np.where(ok, self.start[safe] + rows, -1)
 

@@ -2,9 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+
+class Derived:
+    """A field value given as a zero-argument function, computed on first access: a read
+    sets its derived arrays (per-vertex object ids, path edges) this way, so that a caller
+    who never looks at them pays neither their time nor their memory."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+
+class _Derivable:
+    """Descriptor of a :class:`Geometry` field that may hold a :class:`Derived` value
+    (computed and stored on first access); ``empty`` makes its default."""
+
+    def __init__(self, empty: Callable[[], Any] | None = None) -> None:
+        self._empty = empty
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:  # the dataclass's default (a hashable marker, made into a value)
+            return None if self._empty is None else self
+        try:
+            value = obj.__dict__[self._name]
+        except KeyError:
+            raise AttributeError(self._name) from None
+        if isinstance(value, Derived):
+            value = obj.__dict__[self._name] = value.fn()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self._name] = self._empty() if value is self else value
 
 
 @dataclass
@@ -47,13 +85,19 @@ class Geometry:
     level: int
     positions: np.ndarray
     vertex_attributes: dict[str, np.ndarray] = field(default_factory=dict)
-    vertex_object_ids: np.ndarray | None = None
-    edges: np.ndarray = field(default_factory=lambda: np.empty((0, 2), dtype=np.int64))
+    vertex_object_ids: np.ndarray | None = _Derivable()  # type: ignore[assignment]
+    edges: np.ndarray = _Derivable(lambda: np.empty((0, 2), dtype=np.int64))  # type: ignore[assignment]
     edge_attributes: dict[str, np.ndarray] = field(default_factory=dict)
     faces: np.ndarray = field(default_factory=lambda: np.empty((0, 3), dtype=np.int64))
     paths: list[np.ndarray] = field(default_factory=list)
     path_object_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     chunks: np.ndarray | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Derived values computed (their functions are not for pickling)."""
+        return {
+            k: getattr(self, k) if isinstance(v, Derived) else v for k, v in self.__dict__.items()
+        }
 
     @property
     def ndim(self) -> int:

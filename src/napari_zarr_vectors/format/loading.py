@@ -141,7 +141,7 @@ def _fetch_and_decode(
     except ZVFormatError as exc:
         raise exc.located(store=layout.io.name, level=level, array="vertices") from None
     arrays = ["vertices", "vertex_fragments", *(s.array for s in specs)]
-    cells = layout.read_cells(level, arrays, chunks)
+    cells = layout.read_cell_views(level, arrays, chunks)  # payloads decoded without a copy
     out: list[ChunkData | object | None] = [None] * len(chunks)
     for i, coords in enumerate(chunks):
         array = "vertices"
@@ -153,7 +153,7 @@ def _fetch_and_decode(
                 raise raw
             faces = None
             if encoding == "draco":
-                positions, faces = decode_draco(raw, ndim)
+                positions, faces = decode_draco(bytes(raw), ndim)
             elif encoding == "raw":
                 positions = decode_rows(raw, vdtype, ndim)
             else:
@@ -166,7 +166,7 @@ def _fetch_and_decode(
             if fraw is None or encoding == "draco":
                 frags = _single_fragment(n)
             else:
-                frags = decode_fragment_index(fraw, n)
+                frags = decode_fragment_index(bytes(fraw), n)
             attrs: dict[str, np.ndarray] = {}
             if encoding != "draco":  # Draco reorders rows: raw attributes cannot be joined
                 for spec in specs:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from zarr.abc.store import Store as ZarrStore
 
-from .assembly import Selection, assemble, assemble_pieces
+from .assembly import PATH_TYPES, Selection, assemble, assemble_pieces
 from .cache import ChunkCache
 from .chunks import ChunkTable, LoadedChunks, unique_rows
 from .composite import CompositeGeometryStore
@@ -430,8 +430,15 @@ class Store:
         selection = Selection(bbox=box)
         if object_ids is not None or group_ids is not None:
             index, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
-        else:
+        elif strict or self.geometry_type in PATH_TYPES:
             index = self.object_index(level, strict=strict)
+        else:  # read (and checked) now; decoded when the per-vertex object ids are asked for
+            table = self._object_table(level)
+            index = (
+                functools.partial(self.object_index, level)
+                if isinstance(table, ObjectTable)
+                else table
+            )
         if selection.object_rows is not None:
             named = None if chunks is None else np.asarray(chunks, np.int64).reshape(-1, knd)
             target = self._manifest_chunks(index, selection.object_rows, knd, named)
@@ -464,7 +471,7 @@ class Store:
             )
             specs = []
         decoded = load_chunks(self.layout, level, target, specs, strict=strict, cache=cache)
-        loaded = LoadedChunks.build(decoded, self.ndim, knd)
+        loaded = LoadedChunks.build(decoded, self.ndim, knd, owned=cache is None)
         links = self._read_links(level, loaded, strict)
         if draco and links is not None:
             if len(links):

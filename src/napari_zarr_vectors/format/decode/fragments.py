@@ -85,10 +85,17 @@ def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     total = int(counts.sum())
     if total == 0:
         return np.empty(0, dtype=np.int64)
-    ends = np.cumsum(counts)
-    # offset of each output element inside its range
-    within = np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
-    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + within
+    if counts.min() < 0:
+        raise ValueError("expand_ranges: negative count")
+    # one array of steps, summed in place: 1 inside a range, the jump to the next range's
+    # start at its first element (one allocation and two passes, no repeat)
+    nz = counts > 0
+    s = np.asarray(starts, dtype=np.int64)[nz]
+    c = counts[nz]
+    out = np.ones(total, dtype=np.int64)
+    out[(np.cumsum(c) - c)[1:]] = s[1:] - (s[:-1] + c[:-1] - 1)
+    out[0] = s[0]
+    return np.cumsum(out, out=out)
 
 
 def _ranges_fit(start: np.ndarray, count: np.ndarray, n_rows: int) -> bool:

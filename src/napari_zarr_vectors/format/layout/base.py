@@ -195,6 +195,13 @@ class Layout(ABC):
         cell's container bytes were unreadable, so the caller can skip just that chunk.
         """
 
+    def read_cell_views(
+        self, level: int, arrays: Sequence[str], chunks: np.ndarray
+    ) -> dict[str, list[bytes | memoryview | ZVFormatError | None]]:
+        """:meth:`read_cells` with each payload any bytes-like buffer: a layout that can
+        hands out views of the fetched bytes (no copy of a chunk's payload)."""
+        return self.read_cells(level, arrays, chunks)
+
     @abstractmethod
     def list_attributes(self, level: int, kind: str) -> list[str]:
         """Names of the ``kind`` attributes at a level: ``"vertex"``, ``"object"``,

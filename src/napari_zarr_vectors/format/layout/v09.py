@@ -176,9 +176,10 @@ def _shard_cell(raw: bytes, local: int, n_inner: int, plan: tuple) -> bytes | No
     return _unpack_vlen(data)
 
 
-def _unpack_vlen(data: bytes) -> bytes | None:
+def _unpack_vlen(data: bytes, view: bool = False) -> bytes | memoryview | None:
     """The payload of a one-cell vlen-bytes chunk (``uint32 count``, then ``uint32 length``
-    and the bytes of each element); ``None`` for an empty element."""
+    and the bytes of each element); ``None`` for an empty element. ``view``: a
+    ``memoryview`` into ``data`` (no copy) instead of ``bytes``."""
     if len(data) < 4:
         raise ZVFormatError(f"vlen-bytes chunk of {len(data)} bytes has no element count")
     if len(data) == 4 and data == b"\x00\x00\x00\x00":
@@ -192,6 +193,8 @@ def _unpack_vlen(data: bytes) -> bytes | None:
         raise ZVFormatError(
             f"vlen-bytes element declares {length} bytes, the chunk holds {len(data) - 8}"
         )
+    if view:
+        return memoryview(data)[8:] if length else None
     return data[8:] or None
 
 
@@ -312,15 +315,15 @@ def _parse_offsets(name: str) -> list[list[int]] | None:
 
 
 def _direct_cell(
-    raw: bytes | ZVFetchError | None, codecs: tuple[dict[str, Any], ...]
-) -> bytes | ZVFormatError | None:
+    raw: bytes | ZVFetchError | None, codecs: tuple[dict[str, Any], ...], view: bool = False
+) -> bytes | memoryview | ZVFormatError | None:
     """The payload of one fetched cell file (``None``: no file, the empty fill value) or
-    the error that keeps it from being read (unlocated)."""
+    the error that keeps it from being read (unlocated); ``view``: see :func:`_unpack_vlen`."""
     if raw is None or isinstance(raw, ZVFetchError):
         return raw
     try:
         return _unpack_vlen(
-            decode_bytes_chunk(raw, [{"name": "bytes"}, *codecs]) if codecs else raw
+            decode_bytes_chunk(raw, [{"name": "bytes"}, *codecs]) if codecs else raw, view
         )
     except ZVFormatError as exc:
         return exc
@@ -541,8 +544,15 @@ class V09Layout(Layout):
         values = self._read_grid_cells(level, [(a, chunks) for a in arrays])
         return dict(zip(arrays, values, strict=True))
 
+    def read_cell_views(
+        self, level: int, arrays: Sequence[str], chunks: np.ndarray
+    ) -> dict[str, list[bytes | memoryview | ZVFormatError | None]]:
+        chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, self.key_ndim(level))
+        values = self._read_grid_cells(level, [(a, chunks) for a in arrays], view=True)
+        return dict(zip(arrays, values, strict=True))
+
     def _read_grid_cells(
-        self, level: int, requests: Sequence[tuple[str, np.ndarray]]
+        self, level: int, requests: Sequence[tuple[str, np.ndarray]], view: bool = False
     ) -> list[list[bytes | ZVFormatError | None]]:
         """Cells of several (array, chunks) requests: one batched key fetch for the arrays
         read directly, one gathered zarr coordinate selection per other array."""
@@ -568,7 +578,9 @@ class V09Layout(Layout):
         if direct:
             raws = self.io.fetch_many(keys)
             # decompression releases the GIL: the cells decode in parallel
-            cell_values = map_parallel(_direct_cell, raws, [g.direct for _, _, g in direct])
+            cell_values = map_parallel(
+                _direct_cell, raws, [g.direct for _, _, g in direct], [view] * len(raws)
+            )
             for (r, p, _), value, key in zip(direct, cell_values, keys, strict=True):
                 if isinstance(value, ZVFormatError):  # (a failed fetch is one too)
                     array, chunks = requests[r]

@@ -1,0 +1,192 @@
+"""The linear-time read paths of issue 27 give exactly what the general ones gave: per-vertex
+object ids by fragment owner, range expansion, the dense chunk lookup, path edges from the
+flat rows, and derived (lazy) geometry fields."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from napari_zarr_vectors.format.assembly import _object_ids_per_row, _path_edges, _renumbered
+from napari_zarr_vectors.format.chunks import ChunkData, ChunkTable, LoadedChunks
+from napari_zarr_vectors.format.decode.fragments import FragmentIndex, expand_ranges
+from napari_zarr_vectors.format.geometry import Derived, Geometry
+from napari_zarr_vectors.format.objects import ObjectIndex
+
+SETTINGS = settings(max_examples=300, deadline=None)
+
+
+def _ranges(rng: np.random.Generator, n: int, shape: str) -> tuple[np.ndarray, np.ndarray]:
+    """Range fragments over ``n`` rows: tiling in order, with gaps, shuffled, or overlapping."""
+    cuts = np.sort(rng.choice(np.arange(1, n), size=min(n - 1, int(rng.integers(0, 5))), replace=False)) if n > 1 else np.empty(0, np.int64)  # fmt: skip
+    bounds = np.concatenate([[0], cuts, [n]]).astype(np.int64)
+    start, count = bounds[:-1], np.diff(bounds)
+    if shape == "gaps" and len(count):
+        count = np.maximum(count - rng.integers(0, 2, len(count)), 0)
+    elif shape == "shuffled":
+        order = rng.permutation(len(start))
+        start, count = start[order], count[order]
+    elif shape == "overlap" and n:
+        s = rng.integers(0, n, 3)
+        start = np.concatenate([start, s])
+        count = np.concatenate([count, rng.integers(0, n - s + 1)])
+    if shape != "tiling" and rng.random() < 0.3:  # an empty fragment somewhere
+        at = int(rng.integers(0, len(start) + 1))
+        start = np.insert(start, at, int(rng.integers(0, n + 1)))
+        count = np.insert(count, at, 0)
+    return start.astype(np.int64), count.astype(np.int64)
+
+
+def _loaded(rng: np.random.Generator, shape: str) -> LoadedChunks:
+    chunks = []
+    coords = rng.choice(27, size=int(rng.integers(1, 6)), replace=False)
+    for c in coords.tolist():
+        n = int(rng.integers(0, 12))
+        start, count = _ranges(rng, n, shape)
+        f = len(start)
+        fi = FragmentIndex(
+            np.ones(f, bool), start, count, np.full(f, -1, np.int64), np.zeros(1, np.int64),
+            np.empty(0, np.int64),
+        )  # fmt: skip
+        xyz = np.array(np.unravel_index(c, (3, 3, 3)), dtype=np.int64)
+        chunks.append(ChunkData(xyz, rng.random((n, 3)).astype(np.float32), fi))
+    return LoadedChunks.build(chunks, 3, 3)
+
+
+def _index(rng: np.random.Generator, loaded: LoadedChunks) -> ObjectIndex:
+    n_obj = int(rng.integers(1, 8))
+    blocks = rng.integers(0, 6, n_obj)
+    e = int(blocks.sum())
+    known = loaded.table.chunks
+    pick = rng.integers(0, len(known), e)
+    chunks = known[pick].copy()
+    stray = rng.random(e) < 0.15  # chunks that were not loaded
+    chunks[stray] = rng.integers(-1, 5, (int(stray.sum()), 3))
+    frags = rng.integers(-1, 7, e)  # some past the chunk's fragments, some negative
+    ids = np.sort(rng.choice(1000, n_obj, replace=False)).astype(np.int64)
+    return ObjectIndex(
+        ids, np.concatenate([[0], np.cumsum(blocks)]).astype(np.int64), chunks, frags
+    )
+
+
+def _reference_ids(loaded, index, object_rows, keep):
+    """The general algorithm (before issue 27): every row of every named fragment, the first
+    entry naming a row owns it."""
+    entries = (
+        np.arange(index.frags.size) if object_rows is None else index.entries_of_rows(object_rows)
+    )
+    cidx = loaded.table.index_of(index.chunks[entries])
+    ok = cidx >= 0
+    entries = entries[ok]
+    parts, counts = [], []
+    for k, f in zip(cidx[ok].tolist(), index.frags[entries].tolist(), strict=True):
+        fi = loaded.chunks[k].fragments
+        rows = (
+            np.arange(fi.start[f], fi.start[f] + fi.count[f]) + loaded.start[k]
+            if 0 <= f < fi.num_fragments
+            else np.empty(0, np.int64)
+        )
+        parts.append(rows)
+        counts.append(rows.size)
+    rows = np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
+    owner = np.repeat(index.ids[index.entry_rows[entries]], np.asarray(counts, np.int64))
+    out = np.full(loaded.n_rows if keep is None else keep.size, -1, dtype=np.int64)
+    if rows.size:
+        uniq, first = np.unique(rows, return_index=True)
+        at = uniq if keep is None else _renumbered(keep, uniq)
+        out[at[at >= 0]] = owner[first][at >= 0]
+    return out
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shape=st.sampled_from(["tiling", "gaps", "shuffled", "overlap"]),
+    select=st.booleans(),
+    subset=st.booleans(),
+)
+def test_object_ids_by_fragment_owner_equal_the_general_algorithm(seed, shape, select, subset):
+    rng = np.random.default_rng(seed)
+    loaded = _loaded(rng, shape)
+    index = _index(rng, loaded)
+    rows = None
+    if select:
+        rows = np.sort(rng.choice(index.num_objects, int(rng.integers(0, index.num_objects + 1)), replace=False))  # fmt: skip
+    keep = None
+    if subset:
+        keep = np.sort(rng.choice(loaded.n_rows + 1, int(rng.integers(0, loaded.n_rows + 1)), replace=False))  # fmt: skip
+        keep = keep[keep < loaded.n_rows]
+    want = _reference_ids(loaded, index, rows, keep)
+    np.testing.assert_array_equal(_object_ids_per_row(loaded, index, rows, keep), want)
+    # the derived ids are computed from a copy without the vertex data
+    slim = loaded.fragments_only()
+    np.testing.assert_array_equal(_object_ids_per_row(slim, index, rows, keep), want)
+
+
+@SETTINGS
+@given(
+    starts=st.lists(st.integers(-(2**40), 2**40), min_size=0, max_size=30),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_expand_ranges(starts, seed):
+    counts = np.random.default_rng(seed).integers(0, 5, len(starts))
+    want = [np.arange(s, s + c) for s, c in zip(starts, counts, strict=True)]
+    got = expand_ranges(np.array(starts, np.int64), counts)
+    np.testing.assert_array_equal(got, np.concatenate(want) if want else np.empty(0, np.int64))
+    assert got.dtype == np.int64
+
+
+@SETTINGS
+@given(
+    table=st.lists(st.tuples(*[st.integers(-3, 3)] * 2), min_size=1, max_size=12, unique=True),
+    queries=st.lists(
+        st.tuples(*[st.one_of(st.integers(-5, 5), st.integers(-(2**62), 2**62))] * 2),
+        max_size=20,
+    ),
+)
+def test_dense_chunk_lookup(table, queries):
+    t = ChunkTable(np.array(table, np.int64))
+    assert t._dense is not None
+    where = {c: i for i, c in enumerate(table)}
+    q = np.array(queries, np.int64).reshape(-1, 2)
+    want = [where.get(tuple(c), -1) for c in q.tolist()]
+    np.testing.assert_array_equal(t.index_of(q), want)
+
+
+def test_repeated_chunk_coordinates_keep_the_first():
+    t = ChunkTable(np.array([[1, 1], [0, 0], [1, 1]], np.int64))
+    assert t._dense is None  # the search answers, as before
+    np.testing.assert_array_equal(t.index_of(np.array([[1, 1], [0, 0], [2, 2]])), [0, 1, -1])
+
+
+@SETTINGS
+@given(lengths=st.lists(st.integers(0, 6), max_size=20), seed=st.integers(0, 2**32 - 1))
+def test_path_edges_from_flat_rows(lengths, seed):
+    flat = np.random.default_rng(seed).permutation(sum(lengths)).astype(np.int64)
+    ends = np.cumsum(lengths)
+    paths = [flat[e - n : e] for n, e in zip(lengths, ends, strict=True)]
+    want = [np.stack([p[:-1], p[1:]], axis=1) for p in paths if len(p) > 1]
+    want = np.concatenate(want) if want else np.empty((0, 2), np.int64)
+    np.testing.assert_array_equal(_path_edges(flat, np.array(lengths, np.int64)), want)
+
+
+def test_derived_fields_are_computed_once_and_survive_copies():
+    calls = []
+
+    def ids():
+        calls.append(1)
+        return np.arange(3)
+
+    g = Geometry("point_cloud", 0, np.zeros((3, 3)))
+    assert g.vertex_object_ids is None
+    assert g.edges.shape == (0, 2) and g.edges.dtype == np.int64
+    g.vertex_object_ids = Derived(ids)
+    g.edges = Derived(lambda: np.array([[0, 1]]))
+    assert pickle.loads(pickle.dumps(g)).vertex_object_ids.tolist() == [0, 1, 2]
+    assert dataclasses.replace(g, level=1).edges.tolist() == [[0, 1]]
+    assert g.vertex_object_ids.tolist() == [0, 1, 2]
+    assert len(calls) == 1
