@@ -7,6 +7,9 @@ user can find the offending bytes on disk.
 
 from __future__ import annotations
 
+import threading
+import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
 
 
@@ -93,6 +96,12 @@ class ZVFormatError(ZVError):
         )
 
 
+class ZVUnsupportedDtypeError(ZVFormatError):
+    """An attribute array declares a dtype the reader cannot decode (``object``: the writer
+    stored memory addresses, not values; datetimes, ...). Readers leave such an attribute
+    out with a :class:`ZVAttributeWarning` and read the rest of the store."""
+
+
 class ZVFetchError(ZVFormatError):
     """The bytes of a key could not be fetched from a remote store, after retries.
 
@@ -111,6 +120,12 @@ class ZVChunkWarning(UserWarning):
     """A chunk could not be decoded and was skipped (the result has a gap there)."""
 
 
+class ZVAttributeWarning(UserWarning):
+    """An attribute could not be read (see :class:`ZVUnsupportedDtypeError`) and was left
+    out; the geometry and the other attributes read. The message names the attribute, its
+    array, level and store."""
+
+
 class ZVListingWarning(UserWarning):
     """A store that cannot be listed (plain HTTP) hides some names from the reader, e.g.
     attribute names; the read goes on without them."""
@@ -119,3 +134,21 @@ class ZVListingWarning(UserWarning):
 def chunk_key(coords: Sequence[int]) -> str:
     """Dot-joined signed chunk key, e.g. ``(-1, 0, 2)`` -> ``"-1.0.2"``."""
     return ".".join(str(int(c)) for c in coords)
+
+
+#: messages already warned (a store's level is read again and again by the level of detail)
+_warned: OrderedDict[str, None] = OrderedDict()
+_warned_lock = threading.Lock()
+
+
+def warn_attribute_left_out(kind: str, name: str, error: ZVFormatError) -> None:
+    """Warn once per process that the ``kind`` (vertex, edge, object, group) attribute
+    ``name`` is left out because of ``error`` (located: store, level, array)."""
+    message = f"{kind} attribute {name!r} left out: {error}"
+    with _warned_lock:
+        if message in _warned:
+            return
+        _warned[message] = None
+        while len(_warned) > 1024:
+            _warned.popitem(last=False)
+    warnings.warn(message, ZVAttributeWarning, stacklevel=3)

@@ -10,10 +10,16 @@ import numpy as np
 
 from .cache import EMPTY, ChunkCache, Unreadable
 from .chunks import ChunkData
-from .decode.arrays import decode_attribute, decode_rows, parse_dtype
+from .decode.arrays import decode_attribute, decode_rows, parse_attribute_dtype, parse_dtype
 from .decode.draco import decode_draco
 from .decode.fragments import FragmentIndex, decode_fragment_index
-from .errors import ZVChunkWarning, ZVFetchError, ZVFormatError
+from .errors import (
+    ZVChunkWarning,
+    ZVFetchError,
+    ZVFormatError,
+    ZVUnsupportedDtypeError,
+    warn_attribute_left_out,
+)
 from .layout.base import Layout
 from .validate import Source, int_field, int_list, list_field, str_field
 
@@ -64,7 +70,7 @@ class AttributeSpec:
         return cls(
             name,
             array,
-            parse_dtype(str_field(meta, "dtype", src, "float32")),
+            parse_attribute_dtype(str_field(meta, "dtype", src, "float32")),
             width,
             categories,
             fill,
@@ -72,13 +78,19 @@ class AttributeSpec:
 
 
 def attribute_specs(layout: Layout, level: int) -> list[AttributeSpec]:
-    """Decoding specs of every vertex attribute present at ``level``."""
+    """Decoding specs of every readable vertex attribute present at ``level``. One whose
+    dtype cannot be decoded (``object``: :data:`.decode.arrays.OBJECT_DTYPE_REASON`) is left
+    out with a :class:`~.errors.ZVAttributeWarning` naming it, its array and level."""
     specs = []
     for name in layout.list_attributes(level, "vertex"):
         array = f"vertex_attributes/{name}"
         meta = layout.array_attributes(level, array) or {}
         src = Source(layout.io.name, f"{level}/{array}/zarr.json", level, array)
-        specs.append(AttributeSpec.from_meta(name, array, meta, layout.generation, src))
+        try:
+            specs.append(AttributeSpec.from_meta(name, array, meta, layout.generation, src))
+        except ZVUnsupportedDtypeError as exc:
+            error = exc.located(store=layout.io.name, level=level, array=array)
+            warn_attribute_left_out("vertex", name, error)
     return specs
 
 

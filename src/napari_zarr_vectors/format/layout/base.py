@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ZVFormatError
+from ..decode.arrays import parse_attribute_dtype
+from ..errors import ZVFormatError, ZVUnsupportedDtypeError, warn_attribute_left_out
 from ..io import StoreIO
 from ..metadata import LevelInfo, RootMetadata
-from ..validate import Source, as_mapping
+from ..validate import Source, as_mapping, str_field
 
 
 @dataclass
@@ -184,6 +185,24 @@ class Layout(ABC):
     @abstractmethod
     def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
         """ZV attributes of a logical array (``dtype``, ``encoding``, ``row_shape`` ...)."""
+
+    def attribute_dtype(
+        self, level: int, kind: str, name: str, array: str, default: str = "float32"
+    ) -> np.dtype | None:
+        """The dtype the ``kind`` (``"edge"``, ``"object"``, ``"group"``) attribute ``name``
+        declares in ``array``'s attributes (``default`` when it declares none), or ``None`` when it cannot be decoded (``object``
+        and other unsupported kinds): then it is left out with a
+        :class:`~..errors.ZVAttributeWarning` naming it, its array, level and store. A
+        corrupt ``dtype`` field still raises (:class:`ZVFormatError`)."""
+        meta = self.array_attributes(level, array) or {}
+        src = self.src(f"{level}/{array}", level, array)
+        try:
+            return parse_attribute_dtype(str_field(meta, "dtype", src, default))
+        except ZVUnsupportedDtypeError as exc:
+            warn_attribute_left_out(
+                kind, name, exc.located(store=self.io.name, level=level, array=array)
+            )
+            return None
 
     @abstractmethod
     def read_cells(

@@ -11,7 +11,7 @@ import numpy as np
 import zarr
 
 from ..codecs import decode_blob
-from ..decode.arrays import decode_attribute, parse_dtype
+from ..decode.arrays import decode_attribute, parse_attribute_dtype, text_values
 from ..decode.groups import decode_csr_groups
 from ..decode.links import decode_cross_chunk_records, decode_flat_links, decode_ragged_links
 from ..decode.manifests import split_flat_manifests, split_offset_manifests
@@ -248,7 +248,11 @@ class V07Layout(Layout):
         if chunks is None:
             chunks = self.list_chunks(level, array)
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
-        attr_names = self.list_attributes(level, "link") if delta == 0 else []
+        attr_names = [
+            n
+            for n in (self.list_attributes(level, "link") if delta == 0 else [])
+            if self.attribute_dtype(level, "edge", n, f"link_attributes/{n}/{d}") is not None
+        ]
         attr_arrays = [f"link_attributes/{n}/{d}" for n in attr_names]
         cells = self.read_cells(level, [array, *attr_arrays], chunks)
         parts_c, parts_r = [], []
@@ -293,7 +297,8 @@ class V07Layout(Layout):
             raise blob
         meta = self.array_attributes(level, array) or {}
         try:
-            return decode_attribute(blob, parse_dtype(meta.get("dtype", "float32")), n, None)
+            dtype = parse_attribute_dtype(str(meta.get("dtype", "float32")))
+            return decode_attribute(blob, dtype, n, None)
         except ZVFormatError as exc:
             raise exc.located(store=self.io.name, level=level, array=array, chunk=chunk) from None
 
@@ -329,11 +334,12 @@ class V07Layout(Layout):
         attrs_out: dict[str, np.ndarray] = {}
         for name in self.io.list_dir(f"{level}/cross_chunk_link_attributes"):
             apath = f"{level}/cross_chunk_link_attributes/{name}/{d}"
-            meta = self._attrs(apath) or {}
-            raw = self._blob(f"{apath}/data", level)
+            dtype = self.attribute_dtype(
+                level, "edge", name, f"cross_chunk_link_attributes/{name}/{d}"
+            )
+            raw = self._blob(f"{apath}/data", level) if dtype is not None else None
             if raw is not None:
-                dtype = str_field(meta, "dtype", self.src(apath, level), "float32")
-                attrs_out[name] = decode_attribute(raw, parse_dtype(dtype), len(cr), None)
+                attrs_out[name] = decode_attribute(raw, dtype, len(cr), None)
         if chunks is None:
             return cc, cr, attrs_out
         keep = _touches(cc, chunks, delta)
@@ -395,9 +401,13 @@ class V07Layout(Layout):
                     raise part.located(
                         store=self.io.name, level=level, array=f"object_attributes/{name}"
                     )
-            if data is None:
+            array = f"object_attributes/{name}"
+            if (
+                data is None
+                or self.attribute_dtype(level, "object", name, array, "float64") is None
+            ):
                 continue
-            values = self._shaped(data, meta, level, f"object_attributes/{name}")
+            values = self._shaped(data, meta, level, array)
             present = None
             if mask is not None:
                 present = np.frombuffer(mask, np.uint8).astype(bool)
@@ -412,7 +422,7 @@ class V07Layout(Layout):
 
     def _shaped(self, raw: bytes, meta: dict[str, Any], level: int, array: str) -> np.ndarray:
         try:
-            dtype = parse_dtype(
+            dtype = parse_attribute_dtype(
                 str_field(
                     meta,
                     "dtype",
@@ -424,7 +434,7 @@ class V07Layout(Layout):
             raise exc.located(store=self.io.name, level=level, array=array) from None
         if len(raw) % dtype.itemsize:
             raise self.error(f"{len(raw)} bytes are not whole {dtype} values", level, array)
-        values = np.frombuffer(raw, dtype)
+        values = text_values(np.frombuffer(raw, dtype))
         shape = meta.get("shape")
         if shape:
             shape = tuple(
@@ -456,7 +466,10 @@ class V07Layout(Layout):
         out = {}
         for name in self.list_attributes(level, "group"):
             prefix = f"{level}/group_attributes/{name}"
-            raw = self._blob(f"{prefix}/data", level, f"group_attributes/{name}")
+            array = f"group_attributes/{name}"
+            if self.attribute_dtype(level, "group", name, array, "float64") is None:
+                continue
+            raw = self._blob(f"{prefix}/data", level, array)
             if raw is not None:
                 out[name] = self._shaped(
                     raw, self._attrs(prefix) or {}, level, f"group_attributes/{name}"
@@ -469,6 +482,14 @@ def _missing(n: int) -> np.ndarray:
 
 
 def _concat_attr(parts: list[np.ndarray]) -> np.ndarray:
+    """Attribute parts joined; missing parts (NaN) next to text make an ``object`` array with
+    ``None`` there, next to integers or booleans a float array."""
+    if any(p.dtype.kind in "USO" for p in parts) and any(p.dtype.kind == "f" for p in parts):
+        parts = [
+            np.full(p.shape, None, object) if p.dtype.kind == "f" else p.astype(object)
+            for p in parts
+        ]
+        return np.concatenate(parts)
     if any(p.dtype.kind == "f" and np.isnan(p).any() for p in parts) and any(
         p.dtype.kind != "f" for p in parts
     ):

@@ -39,7 +39,7 @@ from zarr.storage import StorePath
 
 from ..chunks import ChunkTable
 from ..codecs import _decode_crc32c, check_compressed_frame, decode_bytes_chunk
-from ..decode.arrays import decode_attribute, parse_dtype
+from ..decode.arrays import decode_attribute, parse_attribute_dtype, text_values
 from ..decode.fragments import expand_ranges
 from ..decode.links import decode_ragged_links
 from ..discovery import (
@@ -887,6 +887,13 @@ class V09Layout(Layout):
             n
             for n in self.list_attributes(level, "link")
             if self._attrs(f"{level}/link_attributes/{n}/{d}") is not None
+            and (
+                not segments
+                or self.attribute_dtype(
+                    level, "edge", n, f"link_attributes/{n}/{d}/{segments[0].name}"
+                )
+                is not None
+            )
         ]
         requests = [
             (f"links/{d}/{seg.name}", src) for seg, src in zip(segments, sources, strict=True)
@@ -957,7 +964,7 @@ class V09Layout(Layout):
         if width is not None and width > 1 << 16:
             raise src.error("row_shape", f"declares {width} values per row")
         try:
-            dtype = parse_dtype(str_field(meta, "dtype", src, "float32"))
+            dtype = parse_attribute_dtype(str_field(meta, "dtype", src, "float32"))
         except ZVFormatError as exc:
             raise exc.located(store=self.io.name, level=level, array=array) from None
         for blob, chunk in zip(blobs, chunks, strict=True):
@@ -1062,6 +1069,7 @@ class V09Layout(Layout):
                 )
             arr = self._open_plain(f"{level}/{path}", level)
             assert arr is not None
+            vals = text_values(vals)
             out[name] = ObjectAttribute(
                 vals, _present(vals, arr.metadata.fill_value), self._attrs(f"{level}/{path}") or {}
             )
@@ -1112,7 +1120,7 @@ class V09Layout(Layout):
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
         names = self.list_attributes(level, "group")
         values = self._read_whole(level, [f"group_attributes/{n}" for n in names])
-        return {n: v for n, v in zip(names, values, strict=True) if v is not None}
+        return {n: text_values(v) for n, v in zip(names, values, strict=True) if v is not None}
 
 
 def _present(values: np.ndarray, fill: Any) -> np.ndarray:
