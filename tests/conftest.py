@@ -76,3 +76,16 @@ def neurons_store(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("realdata") / "neurons.zarrvectors"
     return path, write_navis_neurons(path)
+
+
+@pytest.fixture(scope="session")
+def neurons_text_store(tmp_path_factory):
+    """``(path, truth)``: the five neurons with ``node_type`` handed to the writer as a numpy
+    string array, which zarr-vectors 0.9.2 stores as text (``<U6``), unlike the ``object``
+    array of :func:`neurons_store`, whose text it does not store."""
+    pytest.importorskip("navis")
+    pytest.importorskip("zarr_vectors")
+    from realdata import write_navis_neurons
+
+    path = tmp_path_factory.mktemp("realdata") / "neurons_text.zarrvectors"
+    return path, write_navis_neurons(path, node_type_as="str")

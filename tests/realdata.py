@@ -112,8 +112,14 @@ def navis_neurons():
         ]
 
 
-def write_navis_neurons(path: Path) -> Truth:
-    """Write ``navis.example_neurons()`` as one 0.9.2 skeleton store at ``path``."""
+def write_navis_neurons(path: Path, *, node_type_as: str = "object") -> Truth:
+    """Write ``navis.example_neurons()`` as one 0.9.2 skeleton store at ``path``.
+
+    ``node_type_as="object"`` hands ``node_type`` over as navis gives it (an ``object``
+    array of ``str``): zarr-vectors 0.9.2's ``add_graph`` then stores the memory addresses of
+    those strings, not the text, so no reader can get it back. ``"str"`` hands over a numpy
+    string array (``values.astype(str)``), which it stores as UTF-32 text (dtype ``<U6``).
+    """
     import zarr_vectors as zv
 
     neurons = navis_neurons()
@@ -135,6 +141,8 @@ def write_navis_neurons(path: Path) -> Truth:
     positions = np.concatenate(objects)
     all_edges = np.concatenate(parts)
     node_type = np.concatenate(types)
+    if node_type_as == "str":
+        node_type = node_type.astype(str)
     object_ids = np.concatenate(ids)
     body_id = np.array([int(n.id) for n in neurons], np.int64)
     lo, hi = np.floor(positions.min(0)) - 8, np.ceil(positions.max(0)) + 8

@@ -7,9 +7,6 @@ user can find the offending bytes on disk.
 
 from __future__ import annotations
 
-import threading
-import warnings
-from collections import OrderedDict
 from collections.abc import Sequence
 
 
@@ -134,21 +131,3 @@ class ZVListingWarning(UserWarning):
 def chunk_key(coords: Sequence[int]) -> str:
     """Dot-joined signed chunk key, e.g. ``(-1, 0, 2)`` -> ``"-1.0.2"``."""
     return ".".join(str(int(c)) for c in coords)
-
-
-#: messages already warned (a store's level is read again and again by the level of detail)
-_warned: OrderedDict[str, None] = OrderedDict()
-_warned_lock = threading.Lock()
-
-
-def warn_attribute_left_out(kind: str, name: str, error: ZVFormatError) -> None:
-    """Warn once per process that the ``kind`` (vertex, edge, object, group) attribute
-    ``name`` is left out because of ``error`` (located: store, level, array)."""
-    message = f"{kind} attribute {name!r} left out: {error}"
-    with _warned_lock:
-        if message in _warned:
-            return
-        _warned[message] = None
-        while len(_warned) > 1024:
-            _warned.popitem(last=False)
-    warnings.warn(message, ZVAttributeWarning, stacklevel=3)

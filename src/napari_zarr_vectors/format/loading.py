@@ -18,7 +18,6 @@ from .errors import (
     ZVFetchError,
     ZVFormatError,
     ZVUnsupportedDtypeError,
-    warn_attribute_left_out,
 )
 from .layout.base import Layout
 from .validate import Source, int_field, int_list, list_field, str_field
@@ -90,7 +89,7 @@ def attribute_specs(layout: Layout, level: int) -> list[AttributeSpec]:
             specs.append(AttributeSpec.from_meta(name, array, meta, layout.generation, src))
         except ZVUnsupportedDtypeError as exc:
             error = exc.located(store=layout.io.name, level=level, array=array)
-            warn_attribute_left_out("vertex", name, error)
+            layout.left_out("vertex", name, error)
     return specs
 
 

@@ -14,6 +14,7 @@ Conventions
 from __future__ import annotations
 
 import threading
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..decode.arrays import parse_attribute_dtype
-from ..errors import ZVFormatError, ZVUnsupportedDtypeError, warn_attribute_left_out
+from ..errors import ZVAttributeWarning, ZVFormatError, ZVUnsupportedDtypeError
 from ..io import StoreIO
 from ..metadata import LevelInfo, RootMetadata
 from ..validate import Source, as_mapping, str_field
@@ -98,6 +99,8 @@ class Layout(ABC):
         self.levels = {lv.index: lv for lv in levels}
         self._lock = threading.Lock()
         self._docs: dict[str, dict[str, Any] | None] = {}
+        self._warned: set[str] = set()  # attributes left out, warned once (left_out)
+        self._warned_lock = threading.Lock()
 
     # -- node metadata (zarr.json), cached for the life of the layout ---------------------
     def _doc(self, path: str) -> dict[str, Any] | None:
@@ -199,10 +202,19 @@ class Layout(ABC):
         try:
             return parse_attribute_dtype(str_field(meta, "dtype", src, default))
         except ZVUnsupportedDtypeError as exc:
-            warn_attribute_left_out(
-                kind, name, exc.located(store=self.io.name, level=level, array=array)
-            )
+            self.left_out(kind, name, exc.located(store=self.io.name, level=level, array=array))
             return None
+
+    def left_out(self, kind: str, name: str, error: ZVFormatError) -> None:
+        """Warn (:class:`~..errors.ZVAttributeWarning`, once per store: the level of detail
+        reads a level again and again) that the ``kind`` attribute ``name`` is left out
+        because of ``error``, which names its store, level and array."""
+        message = f"{kind} attribute {name!r} left out: {error}"
+        with self._warned_lock:
+            if message in self._warned:
+                return
+            self._warned.add(message)
+        warnings.warn(message, ZVAttributeWarning, stacklevel=3)
 
     @abstractmethod
     def read_cells(
