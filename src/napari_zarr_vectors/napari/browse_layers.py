@@ -360,7 +360,10 @@ class Pick:
     layer: Any
     row: int
     object_id: int | None
+    #: the row's feature values, each of its column's own type
     features: dict
+    #: world position of the picked vertex (the layer's axes, napari order)
+    position: np.ndarray | None = None
 
 
 def pick_slab(viewer: Any, layers: list[Any]) -> np.ndarray:
@@ -410,10 +413,13 @@ def pick_at(
         pos = np.asarray(position, dtype=np.float64)[-d:]
         dist = float(np.linalg.norm(pts[hit] - pos))
         row = int(rows[hit])
-        features = layer.features.iloc[row].to_dict() if len(layer.features) else {}
+        # column by column: a row of a mixed table (``iloc``) would turn codes into floats
+        table = layer.features
+        features = {str(c): table[c].iat[row] for c in table.columns} if len(table) else {}
         oid = features.get(OBJECT_ID)
         # a negative id: an object not known yet (a preview's path pieces)
-        pick = Pick(layer, row, None if oid is None or int(oid) < 0 else int(oid), features)
+        oid = None if oid is None or int(oid) < 0 else int(oid)
+        pick = Pick(layer, row, oid, features, np.asarray(pts[hit], dtype=np.float64))
         if best is None or dist < best[0]:
             best = (dist, pick)
     return None if best is None else best[1]

@@ -8,13 +8,17 @@ where Pick said object 7556) and nothing for Vectors and Surface. :func:`install
 the status of every layer carrying ``metadata["zarr_vectors"]`` (through
 :func:`._napari_compat.extend_status`, the one internal this needs):
 
-* **coordinates**: ``[z y x]: object 7556 (length: 42.1, group_id: 2); fa: 0.41`` -- the
-  object id and object attributes of the vertex nearest the cursor within
-  :data:`.browse_layers.PICK_PIXELS` screen pixels, then the rest of that row's features
-  (vertex / edge attributes). The row is found exactly as the Pick widget finds it
-  (:func:`.browse_layers.pick_at`), so hover and Pick name the same object on Points,
-  Tracks, Vectors, Shapes and Surface alike. The plugin's computed colour columns
-  (``direction``) and napari's own (``track_id``) are left out.
+* **coordinates**: ``x 76.50, y 116.60, z 89.69 mm: object 149 (hemisphere: right,
+  length_mm: 37.5, group: left posterior inferior); fa: 0.41`` -- the cursor in the store's
+  axis order, names and units (:func:`store_position_text`: napari's own ``[z, y, x]`` in
+  napari order, with a leading ``0`` for the time axis Tracks layers add, is replaced), then
+  the object id, the object's attributes and group names, then the rest of that row's
+  features (vertex / edge attributes), all decoded as the store holds them (text, not the
+  codes Tracks layers keep). The row is found exactly as the Pick widget finds it
+  (:func:`.browse_layers.pick_at`) and described by the same :func:`pick_fields`, so hover
+  and Pick name the same object with the same values on Points, Tracks, Vectors, Shapes and
+  Surface alike. napari's own columns (``track_id``) and the plugin's computed ones
+  (``direction``, :func:`hidden_columns`) are left out.
 * **layer name**: followed by the level line of the layer's controller
   (:meth:`.controller.ZVLayerController.summary`: level, chunks, vertices, what was left out).
   The controller also writes that line to ``viewer.status`` after each load, which the next
@@ -32,17 +36,37 @@ from typing import Any
 import numpy as np
 
 from ._napari_compat import extend_status, open_viewers
-from .browse import format_value
-from .browse_layers import Pick, controller_of, pick_at, pick_slab, zv_meta
-from .layers import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID
-
-#: feature columns hover does not list: napari's own and the plugin's colour helpers
-HIDDEN_FEATURES = frozenset(
-    {"track_id", "index", "box", "zv_highlight", DIRECTION, f"zv_{DIRECTION}"}
+from .browse import ObjectTable, format_value, group_labels
+from .browse_layers import (
+    Pick,
+    controller_of,
+    object_table,
+    pick_at,
+    pick_slab,
+    target_for,
+    zv_meta,
 )
+from .names import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID
 
-#: object-level columns listed right after the object id, in this order
-_OBJECT_FIRST = (GROUP_ID, GROUPS)
+#: feature columns hover and Pick never list: napari's own and the plugin's helpers
+HIDDEN_FEATURES = frozenset({"track_id", "index", "box", "zv_highlight"})
+
+#: short symbols of common unit names (the store's ``multiscales`` units); others are shown
+#: as written. No unit registry: hover runs on every mouse move.
+UNIT_SYMBOLS = {
+    "angstrom": "Å",
+    "nanometer": "nm",
+    "micrometer": "µm",
+    "micron": "µm",
+    "millimeter": "mm",
+    "centimeter": "cm",
+    "meter": "m",
+    "microsecond": "µs",
+    "millisecond": "ms",
+    "second": "s",
+    "minute": "min",
+    "hour": "h",
+}
 
 
 def install(layer: Any) -> bool:
@@ -54,8 +78,9 @@ def install(layer: Any) -> bool:
 
 
 def hover_status(layer: Any, status: dict, position: Any, query: Mapping[str, Any]) -> dict:
-    """``status`` (napari's dict for ``layer`` at ``position``) with the object under the
-    cursor in ``coordinates`` and the level line after the layer name in ``layer_base``.
+    """``status`` (napari's dict for ``layer`` at ``position``) with the cursor in store
+    coordinates and the object under it in ``coordinates``, and the level line after the
+    layer name in ``layer_base``.
 
     ``query`` holds the other arguments of ``get_status`` (``view_direction``,
     ``dims_displayed``, ``world``)."""
@@ -66,12 +91,37 @@ def hover_status(layer: Any, status: dict, position: Any, query: Mapping[str, An
         status["layer_base"] = f"{status['layer_base']} · {line}"
     if position is None or "coords" not in status:
         return status
-    pick = pick_under_cursor(layer, position, query)
+    world = np.asarray(position, dtype=np.float64)
+    if not query.get("world", False):
+        world = np.asarray(layer.data_to_world(world), dtype=np.float64)
+    pick = pick_under_cursor(layer, world, {**query, "world": True})
     text = describe(layer, pick) if pick is not None else ""
-    coords = status["coords"]
+    coords = store_position_text(layer, world) or status["coords"]
     status["coordinates"] = f"{coords}: {text}" if text else coords
     status["value"] = text
     return status
+
+
+def store_position_text(layer: Any, world: Any) -> str | None:
+    """``x 76.50, y 116.60, z 89.69 mm``: a world position of ``layer`` (napari axis order;
+    its last axes are the layer's) in the store's axis order, with the store's axis names
+    and units. Axes the store lacks (the time axis Tracks layers add) are left out.
+    ``None`` for layers without the plugin's axis metadata."""
+    meta = zv_meta(layer) or {}
+    axes, order = meta.get("axes"), meta.get("napari_order")
+    if world is None or not axes or order is None or len(order) != len(axes):
+        return None
+    world = np.asarray(world, dtype=np.float64).reshape(-1)
+    if len(world) < len(axes):
+        return None
+    # the layer's store axes are the last ones; napari axis i is store column order[i]
+    values = world[-len(axes) :][np.argsort(np.asarray(order, dtype=np.int64))]
+    units = list(meta.get("units") or [None] * len(axes))
+    symbols = [UNIT_SYMBOLS.get(str(u), str(u)) if u else "" for u in units]
+    parts = [f"{a} {v:.2f}" for a, v in zip(axes, values.tolist(), strict=True)]
+    if len(set(symbols)) == 1:
+        return ", ".join(parts) + (f" {symbols[0]}" if symbols[0] else "")
+    return ", ".join(f"{p} {u}" if u else p for p, u in zip(parts, symbols, strict=True))
 
 
 def level_line(layer: Any) -> str:
@@ -114,23 +164,73 @@ def viewer_of(layer: Any) -> Any | None:
 
 
 def describe(layer: Any, pick: Pick) -> str:
-    """``object 7556 (length: 42.1, group_id: 2); fa: 0.41`` for a picked row: the object id,
-    the object's attributes (store object attributes and groups), then the row's own
-    features. Rows without an object id list their features only."""
-    meta = zv_meta(layer) or {}
-    values = _decoded(pick.features, meta.get("categories") or {})
-    object_columns = set(meta.get("object_columns") or ()) | set(_OBJECT_FIRST)
-    shown = {k: v for k, v in values.items() if k not in HIDDEN_FEATURES and k != OBJECT_ID}
-    own = [f"{k}: {format_value(v)}" for k, v in shown.items() if k not in object_columns]
+    """``object 149 (hemisphere: right, length_mm: 37.5, group: left posterior inferior);
+    fa: 0.41`` for a picked row (:func:`pick_fields`): the object id, the object's
+    attributes and groups, then the row's own features. Rows without an object id list
+    their features only."""
+    object_fields, own = pick_fields(pick, object_table_of(layer))
+    own_text = [f"{k}: {format_value(v)}" for k, v in own]
     if pick.object_id is None:
-        return "; ".join(own)
-    first = [k for k in _OBJECT_FIRST if k in shown]
-    rest = [k for k in shown if k in object_columns and k not in first]
-    attrs = [f"{k}: {format_value(shown[k])}" for k in [*rest, *first]]
+        return "; ".join(own_text)
     text = f"object {pick.object_id}"
-    if attrs:
-        text += f" ({', '.join(attrs)})"
-    return "; ".join([text, *own])
+    if object_fields:
+        text += f" ({', '.join(f'{k}: {format_value(v)}' for k, v in object_fields)})"
+    return "; ".join([text, *own_text])
+
+
+def pick_fields(
+    pick: Pick, table: ObjectTable | None = None
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """What hover and the Pick widget say about a pick, in the store's language:
+    ``(object fields, row fields)`` as ``(name, value)`` pairs.
+
+    Object fields: the object's attributes (from ``table``, the store's object table, when
+    it knows the object; else the layer's object columns) and its groups by name
+    (``group`` / ``groups``: :func:`.browse.group_labels`). Row fields: the row's own
+    features (vertex / edge attributes). Text stored as codes (Tracks layers) is decoded,
+    and napari's and the plugin's own columns (:func:`hidden_columns`, ``object_id``,
+    ``group_id``, ``groups``) are left out."""
+    meta = zv_meta(pick.layer) or {}
+    values = _decoded(pick.features, meta.get("categories") or {})
+    hidden = hidden_columns(values) | {OBJECT_ID, GROUP_ID, GROUPS}
+    object_columns = set(meta.get("object_columns") or ())
+    own = [(k, v) for k, v in values.items() if k not in hidden and k not in object_columns]
+    if pick.object_id is None:
+        return [], own
+    if table is not None and table.row_of(pick.object_id) is not None:
+        attrs = list(table.attributes_of(pick.object_id).items())
+        stored = set(table.attributes) | {f"object_{n}" for n in table.attributes}
+        own = [(k, v) for k, v in own if k not in stored]
+        labels = group_labels(table) if table.has_groups else {}
+        groups = [labels[g] for g in table.group_of(pick.object_id)]
+    else:
+        attrs = [(k, v) for k, v in values.items() if k in object_columns and k not in hidden]
+        gid = values.get(GROUP_ID)
+        known = gid is not None and np.isfinite(gid) and int(gid) >= 0
+        groups = [f"group {int(gid)}"] if known else []
+    if groups:
+        attrs.append(("group" if len(groups) == 1 else "groups", ", ".join(groups)))
+    return attrs, own
+
+
+def hidden_columns(features: Mapping[str, Any]) -> frozenset[str]:
+    """Columns of ``features`` hover and Pick do not list: :data:`HIDDEN_FEATURES` and the
+    plugin's computed direction colour (``direction``; ``zv_direction`` when a store
+    attribute is called ``direction``, which is then listed)."""
+    computed = f"zv_{DIRECTION}" if f"zv_{DIRECTION}" in features else DIRECTION
+    return HIDDEN_FEATURES | {computed}
+
+
+def object_table_of(layer: Any) -> ObjectTable | None:
+    """The level-0 object table of the store ``layer`` shows (cached per store), or
+    ``None`` when there is no store to read it from."""
+    viewer = viewer_of(layer)
+    target = target_for(viewer, layer) if viewer is not None else None
+    try:
+        store = getattr(target, "store", None)
+        return None if store is None else object_table(store)
+    except Exception:  # noqa: BLE001 - no readable store (e.g. a layer built in memory)
+        return None
 
 
 def _decoded(features: Mapping[str, Any], categories: Mapping[str, list]) -> dict[str, Any]:

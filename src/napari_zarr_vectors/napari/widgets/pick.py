@@ -19,7 +19,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from ..browse import format_value, group_labels
+from ..browse import format_value
 from ..browse_layers import (
     META,
     Pick,
@@ -30,7 +30,7 @@ from ..browse_layers import (
     zv_meta,
 )
 from ..export import export_dialog
-from ..layers import GROUP_ID, GROUPS, OBJECT_ID
+from ..hover import pick_fields, store_position_text
 from ..viewer_layers import add_layer, make_layer, remove_layers
 from ._browse_base import ZVBrowseWidget
 
@@ -180,34 +180,27 @@ class PickWidget(ZVBrowseWidget):
         return hit
 
     def describe(self, hit: Pick | None) -> str:
+        """The pick in the store's language (:func:`.hover.pick_fields`, as hover says it):
+        the object id, its attributes and group names, then where the picked vertex is (store
+        axes and units) and its own values."""
         if hit is None:
             return "Nothing under the cursor."
         esc = html.escape
-        rows = []
         table = self.session.table if self.session is not None else None
+        object_fields, own = pick_fields(hit, table)
+        rows = []
         if hit.object_id is not None:
             rows.append(f"<b>Object {hit.object_id}</b> <small>({esc(hit.layer.name)})</small>")
-            if table is not None and table.has_groups:
-                labels = group_labels(table)
-                groups = table.group_of(hit.object_id)
-                text = ", ".join(f"{esc(labels[g])} ({g})" for g in groups) or "none"
-                rows.append(f"groups: {text}")
-            if table is not None:
-                for name, value in table.attributes_of(hit.object_id).items():
-                    rows.append(f"{esc(name)}: {esc(format_value(value))}")
+            rows += [f"{esc(k)}: {esc(format_value(v))}" for k, v in object_fields]
         else:
             rows.append(f"<b>Vertex</b> <small>({esc(hit.layer.name)})</small>")
-        skip = {OBJECT_ID, GROUP_ID, GROUPS}
-        if table is not None:
-            skip |= set(table.attributes) | {f"object_{n}" for n in table.attributes}
-        vertex = [
-            f"{esc(str(k))}: {esc(format_value(v))}"
-            for k, v in hit.features.items()
-            if k not in skip and k != "zv_highlight"
-        ]
-        if vertex:
-            what = "vertex" if layer_kind(hit.layer) != "vectors" else "segment"
-            rows.append(f"<i>this {what}</i>: " + "; ".join(vertex))
+        where = store_position_text(hit.layer, hit.position)
+        what = "vertex" if layer_kind(hit.layer) != "vectors" else "segment"
+        line = f"<i>this {what}</i>" + (f" at {esc(where)}" if where else "")
+        if own:
+            line += ": " + "; ".join(f"{esc(k)}: {esc(format_value(v))}" for k, v in own)
+        if own or where:
+            rows.append(line)
         return "<br>".join(rows)
 
     # -- isolate ---------------------------------------------------------------------------
