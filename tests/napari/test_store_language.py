@@ -1,0 +1,173 @@
+"""Real data in napari speaks the store's language (issue 23 items 1 and 5): text attributes
+flow into features, filters and colour-by; hover and Pick show decoded text, group names,
+store-order coordinates with units, and none of napari's or the plugin's own columns.
+
+Stores: dipy's tracks300 (named bundles, text object attribute ``hemisphere``) and navis'
+five neurons (text vertex attribute ``node_type``), written by zarr-vectors 0.9.2
+(``tests/realdata.py``); truth is what the writer was given."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from test_browse_widgets import assert_one_colour_per_category, dock, settle
+from test_hover import hover
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.napari import open_in_viewer
+from napari_zarr_vectors.napari.browse_layers import layer_world_positions, pick_at
+from napari_zarr_vectors.napari.colour import feature_values
+
+pytestmark = pytest.mark.gui
+
+#: "x 1.00, y 2.00, z 3.00 mm" -> the three numbers, the unit
+COORDS = re.compile(r"^x (-?[\d.]+), y (-?[\d.]+), z (-?[\d.]+) (\w+): ")
+
+
+def opened_3d(viewer, qtbot, path):
+    """The whole store at level 0 in a 3-D view (every object loaded)."""
+    c = open_in_viewer(viewer, path, lock_level=0, vertex_budget=500_000)
+    viewer.dims.ndisplay = 3
+    viewer.reset_view()
+    settle(qtbot, c, timeout=30_000)
+    return c
+
+
+def pick_and_hover(viewer, layer, row: int):
+    """(pick, hover text) with the cursor on the drawn vertex of feature row ``row``."""
+    pts, rows = layer_world_positions(layer)
+    position = np.asarray(viewer.dims.point, dtype=np.float64).copy()
+    vertex = pts[np.flatnonzero(rows == row)[0]]
+    position[-len(vertex) :] = vertex
+    pick = pick_at(
+        [layer],
+        position,
+        displayed=list(viewer.dims.displayed),
+        zoom=viewer.scene.camera.zoom,
+        view_direction=np.asarray(viewer.scene.camera.view_direction),
+    )
+    return pick, position, hover(viewer, layer, position)["coordinates"]
+
+
+def store_xyz(pick) -> np.ndarray:
+    """The picked vertex in store (x, y, z) order."""
+    return np.asarray(pick.position)[-3:][::-1]
+
+
+def assert_vertex_of(truth_nodes: np.ndarray, xyz: np.ndarray) -> int:
+    """Index of the truth vertex at ``xyz`` (fails when the object has none there)."""
+    d = np.abs(np.asarray(truth_nodes, np.float64) - xyz).max(axis=1)
+    assert d.min() < 1e-3, (d.min(), xyz)
+    return int(d.argmin())
+
+
+def test_hover_and_pick_on_tracks300(make_napari_viewer, qtbot, tracks300_store):
+    from napari_zarr_vectors.napari.widgets.pick import PickWidget
+
+    path, truth = tracks300_store
+    viewer = make_napari_viewer()
+    c = opened_3d(viewer, qtbot, path)
+    layer = next(lyr for lyr in c.layers if type(lyr).__name__ == "Tracks")
+    viewer.layers.selection.active = layer
+    widget = dock(viewer, PickWidget)
+    group_of = {oid: g for g, members in truth.groups.items() for oid in members}
+    hemisphere = feature_values(layer, "hemisphere")
+    seen = set()
+    for side in ("right", "left"):
+        for row in np.flatnonzero(hemisphere == side)[::97][:5].tolist():
+            pick, position, text = pick_and_hover(viewer, layer, row)
+            assert pick is not None and pick.object_id is not None
+            k = pick.object_id
+            want_side = str(truth.object_attributes["hemisphere"][k])
+            bundle = truth.group_names[group_of[k]]
+            # decoded text and the group's name, not codes and ids
+            assert f"object {k} (hemisphere: {want_side}, " in text, text
+            assert f"group: {bundle})" in text, text
+            seen.add(want_side)
+            for internal in ("track_id", "direction", "group_id", "hemisphere: 0", "hemisphere: 1"):
+                assert internal not in text, text
+            # the cursor in store order (x, y, z) with the store's unit, no time axis
+            m = COORDS.match(text)
+            assert m is not None, text
+            assert m.group(4) == "mm"
+            np.testing.assert_allclose(
+                [float(v) for v in m.groups()[:3]], position[-3:][::-1], atol=0.006
+            )
+            # ... which is a vertex of that streamline in dipy's file
+            assert_vertex_of(truth.objects[k], store_xyz(pick))
+
+            # Pick says the same
+            widget.pick(position, list(viewer.dims.displayed), viewer.scene.camera.view_direction)
+            info = widget.info.text()
+            assert f"Object {k}" in info and f"hemisphere: {want_side}" in info, info
+            assert f"group: {bundle}" in info, info
+            assert "direction" not in info and "track_id" not in info, info
+            assert re.search(r"at x -?[\d.]+, y -?[\d.]+, z -?[\d.]+ mm", info), info
+    assert seen == {"right", "left"}
+    # a bundle name of dipy's octants, e.g. "left posterior inferior"
+    assert all(len(n.split()) == 3 for n in truth.group_names)
+
+
+def test_a_text_object_attribute_filters_and_colours(make_napari_viewer, qtbot, tracks300_store):
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+    from napari_zarr_vectors.napari.widgets.filters import AttributeFilterWidget
+
+    path, truth = tracks300_store
+    viewer = make_napari_viewer()
+    c = opened_3d(viewer, qtbot, path)
+    layer = next(lyr for lyr in c.layers if type(lyr).__name__ == "Tracks")
+    viewer.layers.selection.active = layer
+    filters = dock(viewer, AttributeFilterWidget)
+    row = filters.add_filter("hemisphere")
+    assert set(row.summary.categories) == {"left", "right"}
+    row.set_values(["right"])
+    settle(qtbot, c, timeout=30_000)
+    right = set(np.flatnonzero(truth.object_attributes["hemisphere"] == "right").tolist())
+    assert set(layer.features["object_id"].to_numpy().tolist()) == right
+    filters.clear_filters()
+    settle(qtbot, c, timeout=30_000)
+    spec = dock(viewer, ColourByWidget).colour_by("hemisphere")
+    assert spec.categorical and set(spec.categories) == {"left", "right"}
+    assert_one_colour_per_category(layer, "hemisphere", spec)
+
+
+def test_neurons_node_type_in_hover_pick_and_colour(make_napari_viewer, qtbot, neurons_text_store):
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    path, truth = neurons_text_store
+    viewer = make_napari_viewer()
+    c = opened_3d(viewer, qtbot, path)
+    nodes = next(lyr for lyr in c.layers if type(lyr).__name__ == "Points")
+    edges = next(lyr for lyr in c.layers if type(lyr).__name__ == "Vectors")
+    viewer.layers.selection.active = nodes
+    types = truth.vertex_attributes["node_type"]
+    checked = 0
+    for row in np.linspace(0, len(nodes.features) - 1, 6).astype(int).tolist():
+        pick, _, text = pick_and_hover(viewer, nodes, row)
+        assert pick is not None and pick.object_id is not None
+        k = pick.object_id
+        i = assert_vertex_of(truth.objects[k], store_xyz(pick))
+        assert f"object {k} (body_id: {truth.object_attributes['body_id'][k]})" in text, text
+        assert f"; node_type: {types[k][i]}" in text, text
+        assert COORDS.match(text).group(4) == "nm", text
+        checked += 1
+    assert checked == 6
+    spec = dock(viewer, ColourByWidget).colour_by("node_type")
+    assert spec.categorical and set(spec.categories) == {"root", "slab", "branch", "end"}
+    for layer in (nodes, edges):
+        assert_one_colour_per_category(layer, "node_type", spec)
+
+
+def test_neurons_whose_node_type_the_writer_lost_open_with_a_warning(
+    make_napari_viewer, qtbot, neurons_store
+):
+    path, truth = neurons_store
+    viewer = make_napari_viewer()
+    with pytest.warns(nzv.ZVAttributeWarning, match=r"'node_type' left out.*level 0"):
+        c = opened_3d(viewer, qtbot, path)
+    nodes = next(lyr for lyr in c.layers if type(lyr).__name__ == "Points")
+    assert "node_type" not in nodes.features
+    assert set(nodes.features["object_id"].to_numpy().tolist()) == set(range(len(truth.objects)))
+    assert len(nodes.features) == truth.vertex_count
