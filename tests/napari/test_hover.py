@@ -49,6 +49,17 @@ def cursor_at_row(viewer, layer, row: int) -> np.ndarray:
     return position
 
 
+def pick_in_3d(viewer, layer, position: np.ndarray):
+    """What Pick picks on ``layer`` at ``position`` in a 3-D view (along the camera ray)."""
+    return pick_at(
+        [layer],
+        position,
+        displayed=list(viewer.dims.displayed),
+        zoom=viewer.scene.camera.zoom,
+        view_direction=np.asarray(viewer.scene.camera.view_direction),
+    )
+
+
 def object_rows(layer, object_id: int) -> np.ndarray:
     return np.flatnonzero(layer.features["object_id"].to_numpy() == object_id)
 
@@ -127,13 +138,7 @@ def test_hover_in_3d_names_the_object_nearest_the_camera_as_pick_does(make_napar
     viewer.layers.selection.active = layer
     row = len(layer.features) // 2
     position = cursor_at_row(viewer, layer, row)
-    pick = pick_at(
-        [layer],
-        position,
-        displayed=list(viewer.dims.displayed),
-        zoom=viewer.scene.camera.zoom,
-        view_direction=np.asarray(viewer.scene.camera.view_direction),
-    )
+    pick = pick_in_3d(viewer, layer, position)
     assert pick is not None
     assert f"object {pick.object_id} " in hover(viewer, layer, position)["coordinates"]
 

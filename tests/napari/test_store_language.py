@@ -13,11 +13,10 @@ import re
 import numpy as np
 import pytest
 from test_browse_widgets import assert_one_colour_per_category, dock, settle
-from test_hover import hover
+from test_hover import cursor_at_row, hover, pick_in_3d
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import open_in_viewer
-from napari_zarr_vectors.napari.browse_layers import layer_world_positions, pick_at
 from napari_zarr_vectors.napari.colour import feature_values
 
 pytestmark = pytest.mark.gui
@@ -26,29 +25,26 @@ pytestmark = pytest.mark.gui
 COORDS = re.compile(r"^x (-?[\d.]+), y (-?[\d.]+), z (-?[\d.]+) (\w+): ")
 
 
-def opened_3d(viewer, qtbot, path):
-    """The whole store at level 0 in a 3-D view (every object loaded)."""
+def opened_3d(viewer, qtbot, path, kind: str):
+    """The whole store at level 0 in a 3-D view (every object loaded); returns the
+    controller and its ``kind`` layer (made the active layer)."""
     c = open_in_viewer(viewer, path, lock_level=0, vertex_budget=500_000)
     viewer.dims.ndisplay = 3
     viewer.reset_view()
     settle(qtbot, c, timeout=30_000)
-    return c
+    layer = next(lyr for lyr in c.layers if type(lyr).__name__ == kind)
+    viewer.layers.selection.active = layer
+    return c, layer
 
 
 def pick_and_hover(viewer, layer, row: int):
-    """(pick, hover text) with the cursor on the drawn vertex of feature row ``row``."""
-    pts, rows = layer_world_positions(layer)
-    position = np.asarray(viewer.dims.point, dtype=np.float64).copy()
-    vertex = pts[np.flatnonzero(rows == row)[0]]
-    position[-len(vertex) :] = vertex
-    pick = pick_at(
-        [layer],
+    """(pick, cursor, hover text) with the cursor on the drawn vertex of feature row ``row``."""
+    position = cursor_at_row(viewer, layer, row)
+    return (
+        pick_in_3d(viewer, layer, position),
         position,
-        displayed=list(viewer.dims.displayed),
-        zoom=viewer.scene.camera.zoom,
-        view_direction=np.asarray(viewer.scene.camera.view_direction),
+        hover(viewer, layer, position)["coordinates"],
     )
-    return pick, position, hover(viewer, layer, position)["coordinates"]
 
 
 def store_xyz(pick) -> np.ndarray:
@@ -68,9 +64,7 @@ def test_hover_and_pick_on_tracks300(make_napari_viewer, qtbot, tracks300_store)
 
     path, truth = tracks300_store
     viewer = make_napari_viewer()
-    c = opened_3d(viewer, qtbot, path)
-    layer = next(lyr for lyr in c.layers if type(lyr).__name__ == "Tracks")
-    viewer.layers.selection.active = layer
+    _, layer = opened_3d(viewer, qtbot, path, "Tracks")
     widget = dock(viewer, PickWidget)
     group_of = {oid: g for g, members in truth.groups.items() for oid in members}
     hemisphere = feature_values(layer, "hemisphere")
@@ -116,9 +110,7 @@ def test_a_text_object_attribute_filters_and_colours(make_napari_viewer, qtbot, 
 
     path, truth = tracks300_store
     viewer = make_napari_viewer()
-    c = opened_3d(viewer, qtbot, path)
-    layer = next(lyr for lyr in c.layers if type(lyr).__name__ == "Tracks")
-    viewer.layers.selection.active = layer
+    c, layer = opened_3d(viewer, qtbot, path, "Tracks")
     filters = dock(viewer, AttributeFilterWidget)
     row = filters.add_filter("hemisphere")
     assert set(row.summary.categories) == {"left", "right"}
@@ -138,10 +130,8 @@ def test_neurons_node_type_in_hover_pick_and_colour(make_napari_viewer, qtbot, n
 
     path, truth = neurons_text_store
     viewer = make_napari_viewer()
-    c = opened_3d(viewer, qtbot, path)
-    nodes = next(lyr for lyr in c.layers if type(lyr).__name__ == "Points")
+    c, nodes = opened_3d(viewer, qtbot, path, "Points")
     edges = next(lyr for lyr in c.layers if type(lyr).__name__ == "Vectors")
-    viewer.layers.selection.active = nodes
     types = truth.vertex_attributes["node_type"]
     checked = 0
     for row in np.linspace(0, len(nodes.features) - 1, 6).astype(int).tolist():
@@ -166,8 +156,7 @@ def test_neurons_whose_node_type_the_writer_lost_open_with_a_warning(
     path, truth = neurons_store
     viewer = make_napari_viewer()
     with pytest.warns(nzv.ZVAttributeWarning, match=r"'node_type' left out.*level 0"):
-        c = opened_3d(viewer, qtbot, path)
-    nodes = next(lyr for lyr in c.layers if type(lyr).__name__ == "Points")
+        _, nodes = opened_3d(viewer, qtbot, path, "Points")
     assert "node_type" not in nodes.features
     assert set(nodes.features["object_id"].to_numpy().tolist()) == set(range(len(truth.objects)))
     assert len(nodes.features) == truth.vertex_count
