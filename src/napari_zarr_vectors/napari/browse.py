@@ -715,8 +715,14 @@ def store_summary(store: Any, counts: bool = True) -> StoreSummary:
     try:
         from napari_zarr_vectors.format.loading import attribute_specs
 
-        for spec in attribute_specs(store.layout, 0):
-            dtype = "str" if spec.categories is not None else str(np.dtype(spec.dtype))
+        specs = {spec.name: spec for spec in attribute_specs(store.layout, 0)}
+        for name in store.vertex_attribute_names(0):
+            spec = specs.get(name)
+            if spec is None:  # left out by the core (it warned why)
+                vattrs.append((name, "unreadable, left out"))
+                continue
+            text = spec.categories is not None or spec.dtype.kind in "US"
+            dtype = "str" if text else str(np.dtype(spec.dtype))
             vattrs.append((spec.name, dtype if not spec.width else f"{dtype} × {spec.width}"))
     except Exception:  # noqa: BLE001 - metadata we cannot read is left out
         vattrs = [(n, "?") for n in _safe(store.vertex_attribute_names, 0, [])]
