@@ -165,6 +165,39 @@ def test_an_object_attribute_is_left_out_with_a_warning_naming_it(tmp_path: Path
         store.read(0)  # once per store
 
 
+def test_edge_attributes_of_text_and_bool_read_and_an_object_one_is_left_out(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "graph.zarrvectors"
+    n = 30
+    pos = (np.random.default_rng(3).random((n, 3)) * 100).astype(np.float32)
+    edges = np.array([[i, i - 1] for i in range(1, n)])
+    words = WORDS[np.arange(n - 1) % 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = zv.create(str(path), schema=_schema("graph"))
+        ds.add_graph(
+            pos,
+            edges,
+            edge_attributes={
+                "kind": words,
+                "lost": words.astype(object),
+                "even": np.arange(n - 1) % 2 == 0,
+                "k": np.arange(n - 1, dtype=np.float32),
+            },
+        )
+    store = nzv.open_store(path)
+    with pytest.warns(nzv.ZVAttributeWarning, match=r"edge attribute 'lost' left out.*links?"):
+        geom = store.read(0)
+    attrs = geom.edge_attributes
+    assert set(attrs) == {"kind", "even", "k"}
+    k = attrs["k"].astype(np.int64)  # the writer's edge index of each edge read
+    assert len(k) == n - 1 and sorted(k.tolist()) == list(range(n - 1))
+    assert attrs["kind"].tolist() == words[k].tolist()
+    assert attrs["even"].dtype == bool
+    np.testing.assert_array_equal(attrs["even"], k % 2 == 0)
+
+
 # --------------------------------------------------------------------------------------------
 # the 0.7 layout: a twin fixture whose attribute bytes are rewritten as text
 # --------------------------------------------------------------------------------------------
