@@ -51,23 +51,6 @@ from .names import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID
 #: feature columns hover and Pick never list: napari's own and the plugin's helpers
 HIDDEN_FEATURES = frozenset({"track_id", "index", "box", "zv_highlight"})
 
-#: short symbols of common unit names (the store's ``multiscales`` units); others are shown
-#: as written. No unit registry: hover runs on every mouse move.
-UNIT_SYMBOLS = {
-    "angstrom": "Å",
-    "nanometer": "nm",
-    "micrometer": "µm",
-    "micron": "µm",
-    "millimeter": "mm",
-    "centimeter": "cm",
-    "meter": "m",
-    "microsecond": "µs",
-    "millisecond": "ms",
-    "second": "s",
-    "minute": "min",
-    "hour": "h",
-}
-
 
 def install(layer: Any) -> bool:
     """Extend the status of ``layer`` when the plugin made it; returns whether it did."""
@@ -105,7 +88,8 @@ def hover_status(layer: Any, status: dict, position: Any, query: Mapping[str, An
 def store_position_text(layer: Any, world: Any) -> str | None:
     """``x 76.50, y 116.60, z 89.69 mm``: a world position of ``layer`` (napari axis order;
     its last axes are the layer's) in the store's axis order, with the store's axis names
-    and units. Axes the store lacks (the time axis Tracks layers add) are left out.
+    and the layer's units as napari's dims sliders write them (``mm``). Axes the store lacks
+    (the time axis Tracks layers add) are left out.
     ``None`` for layers without the plugin's axis metadata."""
     meta = zv_meta(layer) or {}
     axes, order = meta.get("axes"), meta.get("napari_order")
@@ -115,13 +99,32 @@ def store_position_text(layer: Any, world: Any) -> str | None:
     if len(world) < len(axes):
         return None
     # the layer's store axes are the last ones; napari axis i is store column order[i]
-    values = world[-len(axes) :][np.argsort(np.asarray(order, dtype=np.int64))]
-    units = list(meta.get("units") or [None] * len(axes))
-    symbols = [UNIT_SYMBOLS.get(str(u), str(u)) if u else "" for u in units]
+    to_store = np.argsort(np.asarray(order, dtype=np.int64))
+    values = world[-len(axes) :][to_store]
+    symbols = [_unit_symbol(u) for u in _layer_units(layer, len(axes))]
+    symbols = [symbols[i] for i in to_store]
     parts = [f"{a} {v:.2f}" for a, v in zip(axes, values.tolist(), strict=True)]
     if len(set(symbols)) == 1:
         return ", ".join(parts) + (f" {symbols[0]}" if symbols[0] else "")
     return ", ".join(f"{p} {u}" if u else p for p, u in zip(parts, symbols, strict=True))
+
+
+def _layer_units(layer: Any, n: int) -> list[Any]:
+    """The units of the layer's last ``n`` axes (napari order; ``None`` where unknown)."""
+    units = getattr(layer, "units", None)
+    units = list(units) if units is not None else []
+    return units[-n:] if len(units) >= n else [None] * n
+
+
+def _unit_symbol(unit: Any) -> str:
+    """``mm`` for napari's pint unit ``millimeter`` (as the dims sliders write it), ``""``
+    for pixels and unknown units."""
+    if unit is None or str(unit) in ("pixel", "dimensionless", ""):
+        return ""
+    try:
+        return f"{unit:~}"
+    except (TypeError, ValueError):
+        return str(unit)
 
 
 def level_line(layer: Any) -> str:
