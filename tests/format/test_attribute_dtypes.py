@@ -17,87 +17,9 @@ import zarr
 
 import napari_zarr_vectors as nzv
 from conftest import DATA_DIR
+from writer_dtypes import KINDS, WORDS, object_truth, schema, vertex_truth, write_store
 
 zv = pytest.importorskip("zarr_vectors")
-
-#: text of vertex row i (three categories of different lengths)
-WORDS = np.array(["a", "bb", "ccc"])
-
-
-def _schema(kind: str):
-    return zv.Schema(
-        ndim=3,
-        bounds=((0.0, 0.0, 0.0), (100.0, 100.0, 100.0)),
-        axes=tuple(zv.Axis(name=n) for n in "xyz"),
-        kind=kind,
-        layout=zv.Layout(cells=(2, 2, 2)),
-    )
-
-
-def _vertex_truth(n: int) -> dict[str, np.ndarray]:
-    i = np.arange(n)
-    return {
-        "word": WORDS[i % 3],
-        "flag": i % 2 == 0,
-        "rgb": np.stack([i % 256, (3 * i) % 256, (7 * i) % 256], 1).astype(np.uint8),
-        "xyz": np.stack([i, -i, 0.5 * i], 1).astype(np.float32),
-    }
-
-
-def _object_truth(n: int) -> dict[str, np.ndarray]:
-    i = np.arange(n)
-    return {
-        "side": np.where(i % 2 == 0, "left", "right"),
-        "box": np.stack([i, i + 0.5, i + 0.25], 1).astype(np.float32),
-    }
-
-
-def _write(kind: str, path: Path, rng: np.random.Generator):
-    """A store of ``kind`` with the attributes above; returns (positions, object ids) per
-    vertex in writer order (positions are distinct)."""
-    ds = zv.create(str(path), schema=_schema("streamline" if kind == "streamline" else kind))
-    if kind in ("polyline", "streamline"):
-        lines = [rng.random((7, 3)).astype(np.float32) * 100 for _ in range(6)]
-        va = _vertex_truth(42)
-        ds.add_polylines(
-            lines,
-            attributes={k: [v[7 * j : 7 * j + 7] for j in range(6)] for k, v in va.items()},
-            object_attributes=_object_truth(6),
-            streamlines=kind == "streamline",
-        )
-        return np.concatenate(lines), np.repeat(np.arange(6), 7)
-    if kind == "line":
-        ends = (rng.random((8, 2, 3)) * 100).astype(np.float32)
-        va = {k: v.reshape(8, 2, *v.shape[1:]) for k, v in _vertex_truth(16).items()}
-        ds.add_lines(ends, attributes=va, object_attributes=_object_truth(8))
-        return ends.reshape(16, 3), np.repeat(np.arange(8), 2)
-    n = 30
-    pos = (rng.random((n, 3)) * 100).astype(np.float32)
-    oid = np.arange(n) // 10
-    if kind == "point_cloud":
-        ds.add_points(
-            pos, attributes=_vertex_truth(n), object_ids=oid, object_attributes=_object_truth(3)
-        )
-    elif kind == "mesh":
-        faces = np.array([[0, 1, 2], [2, 3, 0]]) + 10 * np.arange(3)[:, None, None]
-        ds.add_mesh(
-            pos,
-            faces.reshape(-1, 3),
-            attributes=_vertex_truth(n),
-            object_ids=oid,
-            object_attributes=_object_truth(3),
-        )
-    else:
-        edges = np.array([[i, i - 1] for i in range(n) if i % 10])
-        ds.add_graph(
-            pos,
-            edges,
-            attributes=_vertex_truth(n),
-            object_ids=oid,
-            object_attributes=_object_truth(3),
-            tree=kind == "skeleton",
-        )
-    return pos, oid
 
 
 def _rows_of(read_positions: np.ndarray, truth_positions: np.ndarray) -> np.ndarray:
@@ -106,21 +28,19 @@ def _rows_of(read_positions: np.ndarray, truth_positions: np.ndarray) -> np.ndar
     return np.array([index[tuple(p)] for p in np.asarray(read_positions, np.float32).tolist()])
 
 
-@pytest.mark.parametrize(
-    "kind", ["point_cloud", "polyline", "streamline", "line", "graph", "skeleton", "mesh"]
-)
+@pytest.mark.parametrize("kind", KINDS)
 def test_text_bool_and_multichannel_attributes_read_back(tmp_path: Path, kind: str) -> None:
     path = tmp_path / f"{kind}.zarrvectors"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        positions, _ = _write(kind, path, np.random.default_rng(1))
+        positions, _ = write_store(kind, path, np.random.default_rng(1))
     store = nzv.open_store(path)
     with warnings.catch_warnings():
         warnings.simplefilter("error", nzv.ZVAttributeWarning)
         geom = store.read(0)
     rows = _rows_of(geom.positions, positions)
     assert len(rows) == len(positions)
-    truth = _vertex_truth(len(positions))
+    truth = vertex_truth(len(positions))
     attrs = geom.vertex_attributes
     assert attrs["word"].tolist() == truth["word"][rows].tolist()
     assert attrs["flag"].dtype == bool
@@ -131,7 +51,7 @@ def test_text_bool_and_multichannel_attributes_read_back(tmp_path: Path, kind: s
 
     objects = store.object_attributes(0)
     ids = np.asarray(store.object_ids(0))
-    otruth = _object_truth(len(ids))
+    otruth = object_truth(len(ids))
     assert objects["side"][ids].tolist() == otruth["side"].tolist()
     np.testing.assert_array_equal(objects["box"][ids], otruth["box"])
 
@@ -143,7 +63,7 @@ def test_an_object_attribute_is_left_out_with_a_warning_naming_it(tmp_path: Path
     pos = (np.random.default_rng(2).random((20, 3)) * 100).astype(np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ds = zv.create(str(path), schema=_schema("graph"))
+        ds = zv.create(str(path), schema=schema("graph"))
         ds.add_graph(
             pos,
             np.array([[i, i - 1] for i in range(1, 20)]),
@@ -175,7 +95,7 @@ def test_edge_attributes_of_text_and_bool_read_and_an_object_one_is_left_out(
     words = WORDS[np.arange(n - 1) % 3]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ds = zv.create(str(path), schema=_schema("graph"))
+        ds = zv.create(str(path), schema=schema("graph"))
         ds.add_graph(
             pos,
             edges,

@@ -9,6 +9,7 @@ five neurons (text vertex attribute ``node_type``), written by zarr-vectors 0.9.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -17,7 +18,9 @@ from test_hover import cursor_at_row, hover, pick_in_3d
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import open_in_viewer
-from napari_zarr_vectors.napari.colour import feature_values
+from napari_zarr_vectors.napari.browse import categorical_colours
+from napari_zarr_vectors.napari.colour import apply_colour, feature_values
+from writer_dtypes import KINDS, WORDS, write_store
 
 pytestmark = pytest.mark.gui
 
@@ -25,13 +28,15 @@ pytestmark = pytest.mark.gui
 COORDS = re.compile(r"^x (-?[\d.]+), y (-?[\d.]+), z (-?[\d.]+) (\w+): ")
 
 
-def opened_3d(viewer, qtbot, path, kind: str):
+def opened_3d(viewer, qtbot, path, kind: str | None):
     """The whole store at level 0 in a 3-D view (every object loaded); returns the
-    controller and its ``kind`` layer (made the active layer)."""
+    controller and its ``kind`` layer (made the active layer; ``None``: no layer)."""
     c = open_in_viewer(viewer, path, lock_level=0, vertex_budget=500_000)
     viewer.dims.ndisplay = 3
     viewer.reset_view()
     settle(qtbot, c, timeout=30_000)
+    if kind is None:
+        return c, None
     layer = next(lyr for lyr in c.layers if type(lyr).__name__ == kind)
     viewer.layers.selection.active = layer
     return c, layer
@@ -160,3 +165,35 @@ def test_neurons_whose_node_type_the_writer_lost_open_with_a_warning(
     assert "node_type" not in nodes.features
     assert set(nodes.features["object_id"].to_numpy().tolist()) == set(range(len(truth.objects)))
     assert len(nodes.features) == truth.vertex_count
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_text_and_boolean_attributes_on_every_layer_kind(make_napari_viewer, qtbot, tmp_path, kind):
+    """A store with text, boolean and multi-channel attributes opens (napari's Tracks cannot
+    colour by booleans: they are codes there), every layer it makes (Points, Vectors,
+    Tracks, Surface) has them as feature columns, text read as text, and colours by each
+    category, one colour per value."""
+    pytest.importorskip("zarr_vectors")
+    path = tmp_path / f"{kind}.zarrvectors"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        write_store(kind, path, np.random.default_rng(1))
+    viewer = make_napari_viewer()
+    c, _ = opened_3d(viewer, qtbot, path, kind=None)
+    assert c.layers
+    for layer in c.layers:
+        for column in ("rgb[0]", "rgb[2]", "xyz[1]"):
+            assert column in layer.features, (type(layer).__name__, column)
+        for name, want in (
+            ("word", set(WORDS.tolist())),
+            ("side", {"left", "right"}),
+            ("flag", {"False", "True"}),
+        ):
+            values = feature_values(layer, name)
+            # (the segments of lines carry their first endpoint's values: all "True")
+            assert set(map(str, values)) <= want and len(values), (type(layer).__name__, name)
+            if name != "flag":
+                assert set(map(str, values)) == want, (type(layer).__name__, name)
+            spec = categorical_colours(values, name)
+            apply_colour(layer, spec)
+            assert_one_colour_per_category(layer, name, spec)

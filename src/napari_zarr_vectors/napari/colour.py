@@ -175,7 +175,8 @@ def _numeric_categories(spec: ColourSpec) -> bool:
 def _apply_colour_manager(layer: Any, prefix: str, spec: ColourSpec) -> None:
     values = layer.features[spec.feature].to_numpy()
     setattr(layer, f"{prefix}_color", "white")  # direct mode first: no stale mapping applies
-    if spec.categorical and not (_numeric_categories(spec) and values.dtype.kind in "iufb"):
+    # booleans by cycle: napari's colormap mode takes numbers only
+    if spec.categorical and not (_numeric_categories(spec) and values.dtype.kind in "iuf"):
         setattr(layer, f"{prefix}_color_cycle", {**spec.mapping(), None: MISSING_COLOUR})
         setattr(layer, f"{prefix}_color", spec.feature)
         if str(getattr(layer, f"{prefix}_color_mode")).lower().endswith("colormap"):

@@ -681,15 +681,16 @@ def _attribute_columns(attrs: Mapping[str, np.ndarray]) -> list[str]:
 def _encode_categories(
     features: dict[str, np.ndarray],
 ) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
-    """Replace non-numeric columns with integer codes (Tracks colour numbers only).
+    """Replace non-numeric columns (text, booleans) with integer codes (Tracks colour
+    numbers only, and napari's Tracks cannot normalise booleans).
 
     Returns the new table and ``{name: categories}``; code ``i`` means ``categories[i]``
-    (a missing string reads ``"None"``).
+    (a missing string reads ``"None"``, booleans ``"False"`` / ``"True"``).
     """
     categories: dict[str, list[str]] = {}
     out: dict[str, np.ndarray] = {}
     for name, values in features.items():
-        if values.dtype.kind in "biuf":
+        if values.dtype.kind in "iuf":
             out[name] = values
             continue
         cats, codes = np.unique(values.astype(str), return_inverse=True)
@@ -704,10 +705,11 @@ def _encode_categories(
 
 
 def _first_scalar(features: Mapping[str, np.ndarray], candidates: Sequence[str]) -> str | None:
-    """First candidate column that is numeric, finite everywhere and not constant."""
+    """First candidate column that is numeric (not boolean: two categories), finite
+    everywhere and not constant."""
     for name in candidates:
         values = features.get(name)
-        if values is None or values.dtype.kind not in "biuf" or len(values) == 0:
+        if values is None or values.dtype.kind not in "iuf" or len(values) == 0:
             continue
         if np.isfinite(values).all() and np.ptp(values) > 0:
             return name
