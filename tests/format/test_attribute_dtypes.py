@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from _truth import DATA_DIR
 
 import napari_zarr_vectors as nzv
-from conftest import DATA_DIR
 from writer_dtypes import KINDS, WORDS, object_truth, schema, vertex_truth, write_store
 
 zv = pytest.importorskip("zarr_vectors")
