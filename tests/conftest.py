@@ -6,7 +6,9 @@ it cites are ``shared/format/FORMAT07.md`` and ``FORMAT09.md``):
 * ``v07/<name>.zarrvectors`` + ``v07/expected/<name>.json`` -- zarr-vectors 0.7.0 stores;
 * ``v09/<name>.zarrvectors`` + ``v09/expected/<name>.json`` -- zarr-vectors 0.9.2 stores;
 * ``v09/v07-twins/<name>.zarrvectors`` -- the same inputs written by 0.7.0 (truth: ``v09/expected``);
-* ``v09/edge-cases/`` -- hand-picked 0.9 edge cases.
+* ``v09/edge-cases/`` -- hand-picked 0.9 edge cases;
+* ``next/<name>.zarrvectors`` + ``next/expected/<name>.json`` -- layouts after 0.9.2 and
+  zarr-vectors-tools' TRK stores (``shared/format/FORMAT-NEXT.md``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ DATA_DIR = Path(__file__).parent / "data"
 V07_DIR = DATA_DIR / "v07"
 V09_DIR = DATA_DIR / "v09"
 TWINS_DIR = V09_DIR / "v07-twins"
+#: layouts after zarr-vectors 0.9.2 and the TRK ingest's crs (shared/fixtures/next,
+#: FORMAT-NEXT.md); ground truth in ``next/expected``
+NEXT_DIR = DATA_DIR / "next"
 
 
 @cache

@@ -4,6 +4,7 @@ from .cache import ChunkCache
 from .errors import (
     MissingDependencyError,
     NotAZVStoreError,
+    UnsupportedCapabilityError,
     UnsupportedVersionError,
     ZVAttributeWarning,
     ZVCancelledError,
@@ -36,6 +37,7 @@ __all__ = [
     "NotAZVStoreError",
     "RetryPolicy",
     "Store",
+    "UnsupportedCapabilityError",
     "UnsupportedVersionError",
     "ZVAttributeWarning",
     "ZVCancelledError",

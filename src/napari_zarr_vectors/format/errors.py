@@ -22,6 +22,19 @@ class UnsupportedVersionError(ZVError):
     """The store declares a ZV format version (or a container layout) this reader cannot read."""
 
 
+class UnsupportedCapabilityError(UnsupportedVersionError):
+    """The store's root ``required_capabilities`` lists a capability this reader does not
+    implement (FORMAT-NEXT §5): reading it anyway would show part of the data as if it were
+    all of it, so the store is refused.
+
+    ``capabilities`` holds the names it lacks.
+    """
+
+    def __init__(self, message: str, capabilities: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.capabilities = tuple(capabilities)
+
+
 class MissingDependencyError(ZVError, ImportError):
     """An optional dependency (e.g. DracoPy for Draco meshes) is needed but not installed."""
 

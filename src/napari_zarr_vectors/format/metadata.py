@@ -8,7 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from .errors import NotAZVStoreError, UnsupportedVersionError, ZVFormatError
+from .errors import (
+    NotAZVStoreError,
+    UnsupportedCapabilityError,
+    UnsupportedVersionError,
+    ZVFormatError,
+)
 from .validate import (
     Source,
     as_mapping,
@@ -27,6 +32,22 @@ GEOMETRY_TYPES = ("point_cloud", "line", "polyline", "streamline", "graph", "ske
 
 #: Format versions this reader understands, as (major, minor) pairs.
 SUPPORTED_VERSIONS = ((0, 7), (0, 9))
+
+#: Capabilities this reader implements: a store whose root ``required_capabilities`` lists
+#: any other is refused (FORMAT-NEXT §5). The 0.9.2 features upstream lists in its
+#: ``SUPPORTED_CAPABILITIES``, plus the newer layouts read here (additive levels, the dense
+#: object index, fragment link groups).
+IMPLEMENTED_CAPABILITIES = frozenset(
+    {
+        "preserved_object_ids",
+        "shared_fragments",
+        "fragment_index",
+        "multiscale_links",
+        "additive_levels",
+        "dense_manifests",
+        "fragment_link_groups",
+    }
+)
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -98,6 +119,9 @@ class RootMetadata:
     raw: dict[str, Any] = field(repr=False)
     #: every geometry the root lists, the store's own first (composite stores list more)
     geometry_types: tuple[str, ...] = ()
+    #: capabilities a reader must implement to open the store (all in
+    #: :data:`IMPLEMENTED_CAPABILITIES`, or the store is refused)
+    required_capabilities: tuple[str, ...] = ()
 
     @property
     def ndim(self) -> int:
@@ -136,6 +160,18 @@ def parse_root(doc: dict[str, Any] | None, store: str) -> RootMetadata:
         raise UnsupportedVersionError(
             f"{store}: ZV format version {version or '(missing)'} is not supported "
             f"(this reader reads {supported})"
+        )
+    required = str_list(
+        zv.get("required_capabilities") or [], "zarr_vectors.required_capabilities", src
+    )
+    missing = [c for c in required if c not in IMPLEMENTED_CAPABILITIES]
+    if missing:
+        raise UnsupportedCapabilityError(
+            f"{store} requires the capabilit{'ies' if len(missing) > 1 else 'y'} "
+            f"{', '.join(repr(c) for c in missing)}, which this reader does not implement "
+            f"(zarr.json: zarr_vectors.required_capabilities; implemented: "
+            f"{sorted(IMPLEMENTED_CAPABILITIES)})",
+            missing,
         )
     gtypes = zv.get("geometry_types") or []
     if not isinstance(gtypes, list) or not gtypes or gtypes[0] not in GEOMETRY_TYPES:
@@ -204,6 +240,7 @@ def parse_root(doc: dict[str, Any] | None, store: str) -> RootMetadata:
         datasets=tuple(d for d in datasets if isinstance(d, dict)),
         raw=attrs,
         geometry_types=tuple(dict.fromkeys(str(g) for g in gtypes)),
+        required_capabilities=tuple(required),
     )
 
 
