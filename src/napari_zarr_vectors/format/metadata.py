@@ -82,6 +82,9 @@ class LevelInfo:
     chunk_attribute_name: str | None = None
     chunk_attribute_values: tuple[Any, ...] | None = None
     attributes: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: ``"replace"`` (the level's own data is all of it) or ``"add"`` (it adds to the next
+    #: coarser level: FORMAT-NEXT §6, :mod:`.refinement`)
+    refinement: str = "replace"
     #: World position of the lower corner of spatial chunk key 0 (``None`` = the origin, as
     #: in every writer; the spec's dense form counts chunks from ``bounds_min``).
     grid_origin: np.ndarray | None = None
@@ -313,4 +316,5 @@ def parse_level(root: RootMetadata, path: str, doc: dict[str, Any] | None, store
         chunk_attribute_name=cattr,
         chunk_attribute_values=tuple(values) if values is not None else None,
         attributes=attrs,
+        refinement=str_field(attrs, "refinement", src, "replace"),
     )

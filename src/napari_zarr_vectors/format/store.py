@@ -29,6 +29,7 @@ from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
 from .objects import ObjectIndex, decode_object_index
 from .parametric import Parametric, ParametricObject, read_parametric
 from .query import candidate_chunks, chunks_in_bbox, normalise_bbox
+from .refinement import concat_geometries, map_chunks, refinement_chains
 from .remote import RetryPolicy
 
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
@@ -98,6 +99,7 @@ class Store:
         self.root: RootMetadata = parse_root(io.get_json("zarr.json"), io.name)
         self.levels: list[LevelInfo] = self._read_levels()
         self.layout: Layout = detect_layout(io, self.root, self.levels)
+        self._chains = refinement_chains(self.root, self.levels, io.name)
         self._lock = Lock()
         #: object indexes and tables have a lock of their own: reading a large one (a
         #: worker's side thread) does not hold up chunk listings and reads meanwhile
@@ -107,6 +109,7 @@ class Store:
         #: objects decode only their manifests)
         self._object_tables: dict[int, ObjectTable | None] = {}
         self._chunk_lists: dict[int, np.ndarray] = {}
+        self._chain_chunks: dict[int, np.ndarray] = {}
         self._warm: set[int] = set()
         self._geometries: dict[str, CompositeGeometryStore] = {}
 
@@ -249,12 +252,42 @@ class Store:
         )
 
     def chunks(self, level: int = 0) -> np.ndarray:
-        """``(K, key_ndim)`` coordinates of the level's non-empty chunks, in level order."""
+        """``(K, key_ndim)`` coordinates of the level's non-empty chunks, in level order.
+
+        For an additive level (:meth:`refinement_chain`), the chunks of its grid that hold
+        any of its complete content: its own non-empty chunks and those overlapping the
+        non-empty chunks of the coarser levels it adds to (some hold no own data)."""
+        chain = self.refinement_chain(level)
+        if len(chain) == 1:
+            return self._own_chunks(level)
+        with self._lock:
+            if level in self._chain_chunks:
+                return self._chain_chunks[level]
+        info = self.level(level)
+        parts = [self._own_chunks(level)]
+        parts += [map_chunks(self._own_chunks(c), self.level(c), info) for c in chain[1:]]
+        found = sort_chunks(unique_rows(np.concatenate(parts)))
+        with self._lock:
+            self._chain_chunks[level] = found
+        return found
+
+    def _own_chunks(self, level: int) -> np.ndarray:
+        """The level's own non-empty chunks (listed once)."""
         self.level(level)
         with self._lock:
             if level not in self._chunk_lists:
                 self._chunk_lists[level] = self.layout.list_chunks(level, "vertices")
             return self._chunk_lists[level]
+
+    def refinement_chain(self, level: int = 0) -> tuple[int, ...]:
+        """The levels whose own data make up ``level``'s content, finest first: ``(level,)``
+        unless the level is additive (``refinement: "add"``, FORMAT-NEXT §6), then
+        ``level`` and the chain of ``level + 1``. :meth:`read`, :meth:`read_pieces`,
+        :meth:`prefetch`, :meth:`chunks` and :meth:`object_presence` cover the whole
+        chain; the object index, object attributes and ``LevelInfo.vertex_count``
+        describe the level's own data."""
+        self.level(level)
+        return self._chains.get(level, (level,))
 
     def vertex_attribute_names(self, level: int = 0) -> list[str]:
         return self.layout.list_attributes(level, "vertex")
@@ -310,11 +343,19 @@ class Store:
         return np.empty(0, np.int64) if found is None else np.asarray(found.ids, np.int64)
 
     def object_presence(self, level: int = 0) -> np.ndarray:
-        """Boolean array indexed by object id: whether the object has geometry at ``level``."""
-        index = self.object_index(level)
-        if index is None:
+        """Boolean array indexed by object id: whether the object has geometry at ``level``
+        (for an additive level, at any level of its :meth:`refinement_chain`)."""
+        found = []
+        for lv in self.refinement_chain(level):
+            index = self.object_index(lv)
+            if index is not None:
+                found.append(_by_id(index.ids, index.present, False))
+        if not found:
             return np.zeros(0, dtype=bool)
-        return _by_id(index.ids, index.present, False)
+        out = np.zeros(max(f.size for f in found), dtype=bool)
+        for f in found:
+            out[: f.size] |= f
+        return out
 
     def manifest(self, level: int, object_id: int) -> list[tuple[tuple[int, ...], int]]:
         """``[(chunk, fragment), ...]`` of one object in traversal order."""
@@ -379,6 +420,7 @@ class Store:
         cache: ChunkCache | None = None,
         cancel: Event | None = None,
         geometry_type: str | None = None,
+        own_level_only: bool = False,
     ) -> Geometry:
         """Read geometry from one level.
 
@@ -412,6 +454,11 @@ class Store:
         geometry_type
             One of :attr:`geometry_types` (default: the store's own), read through
             :meth:`geometry`.
+        own_level_only
+            For an additive level (:meth:`refinement_chain`): only the data the level
+            stores itself. By default such a read returns its complete content: the own
+            reads of its chain concatenated, finest first (``chunks`` are mapped onto each
+            coarser grid through the chunks that overlap them).
         """
         if geometry_type is not None and geometry_type != self.geometry_type:
             return self.geometry(geometry_type).read(
@@ -424,6 +471,24 @@ class Store:
                 strict=strict,
                 cache=cache,
             )
+        chain = self.refinement_chain(level)
+        if len(chain) > 1 and not own_level_only:
+            parts = [
+                self.read(
+                    lv,
+                    bbox,
+                    object_ids,
+                    group_ids,
+                    chunks=None if chunks is None else self._chain_cells(chunks, level, lv),
+                    attributes=attributes,
+                    strict=strict,
+                    cache=cache,
+                    cancel=cancel,
+                    own_level_only=True,
+                )
+                for lv in chain
+            ]
+            return concat_geometries(parts, level)
         info = self.level(level)
         knd = info.key_ndim
         box = None if bbox is None else normalise_bbox(bbox, self.ndim)
@@ -453,9 +518,9 @@ class Store:
             # a small box needs no listing: missing candidate chunks simply hold no data
             target = candidate_chunks(info, *box, limit=MAX_CANDIDATE_CHUNKS)
             if target is None:
-                target = self.chunks(level)
+                target = self._own_chunks(level)
         else:
-            target = self.chunks(level)
+            target = self._own_chunks(level)
         if box is not None:
             target = chunks_in_bbox(target, info, *box)
 
@@ -505,6 +570,7 @@ class Store:
         strict: bool = False,
         cache: ChunkCache | None = None,
         cancel: Event | None = None,
+        own_level_only: bool = False,
     ) -> Geometry:
         """The path pieces of ``chunks`` (polylines and streamlines), read without the
         object index: a quick look that costs only the chunks themselves.
@@ -517,13 +583,32 @@ class Store:
         ``bbox`` (world units, inclusive), only pieces with a vertex inside are kept, whole;
         with ``max_vertices``, the lowest-ranked of them whose vertices (those inside
         ``bbox``) add up to at most that. ``attributes``, ``strict``, ``cache`` and
-        ``cancel`` work as in :meth:`read`. Raises :class:`ValueError` for other geometry
-        types."""
+        ``cancel`` work as in :meth:`read`, and so does ``own_level_only`` (an additive level's
+        pieces come from its whole chain, ``max_vertices`` per level). Raises
+        :class:`ValueError` for other geometry types."""
         if self.geometry_type not in PIECE_TYPES:
             raise ValueError(
                 f"{self.path}: read_pieces reads polylines and streamlines, not "
                 f"{self.geometry_type}"
             )
+        chain = self.refinement_chain(level)
+        if len(chain) > 1 and not own_level_only:
+            parts = [
+                self.read_pieces(
+                    lv,
+                    self._chain_cells(chunks, level, lv),
+                    fraction=fraction,
+                    bbox=bbox,
+                    max_vertices=max_vertices,
+                    attributes=attributes,
+                    strict=strict,
+                    cache=cache,
+                    cancel=cancel,
+                    own_level_only=True,
+                )
+                for lv in chain
+            ]
+            return concat_geometries(parts, level)
         info = self.level(level)
         target = np.asarray(chunks, dtype=np.int64).reshape(-1, info.key_ndim)
         box = None if bbox is None else normalise_bbox(bbox, self.ndim)
@@ -551,18 +636,41 @@ class Store:
         *,
         attributes: bool = True,
         cancel: Event | None = None,
+        own_level_only: bool = False,
     ) -> int:
         """Fetch and decode ``chunks`` into ``cache`` without assembling geometry, so a
         later :meth:`read` with the same cache costs no I/O. Returns how many of them
         hold data. Loaders call it batch by batch to report progress and stay cancellable;
         setting ``cancel`` also abandons the running batch's fetches
-        (:class:`ZVCancelledError`). Chunks whose fetch failed are not cached."""
+        (:class:`ZVCancelledError`). Chunks whose fetch failed are not cached. An additive
+        level also prefetches the chunks of its chain that overlap ``chunks`` (unless
+        ``own_level_only``)."""
+        chain = self.refinement_chain(level)
+        if len(chain) > 1 and not own_level_only:
+            return sum(
+                self.prefetch(
+                    lv,
+                    self._chain_cells(chunks, level, lv),
+                    cache,
+                    attributes=attributes,
+                    cancel=cancel,
+                    own_level_only=True,
+                )
+                for lv in chain
+            )
         info = self.level(level)
         specs = (
             attribute_specs(self.layout, level) if attributes and not self._is_draco(level) else []
         )
         target = np.asarray(chunks, dtype=np.int64).reshape(-1, info.key_ndim)
         return len(load_chunks(self.layout, level, target, specs, cache=cache))
+
+    def _chain_cells(self, chunks: np.ndarray, level: int, other: int) -> np.ndarray:
+        """``chunks`` of ``level`` as the chunks of ``other`` (a level of its chain) that
+        overlap them."""
+        if other == level:
+            return np.asarray(chunks, np.int64).reshape(-1, self.level(level).key_ndim)
+        return map_chunks(chunks, self.level(level), self.level(other))
 
     def _is_draco(self, level: int) -> bool:
         meta = self.layout.array_attributes(level, "vertices") or {}

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import ZVFormatError
+from .fragments import expand_ranges
 
 
 def _mode0_dtype(key_ndim: int) -> np.dtype:
@@ -38,6 +39,53 @@ def decode_mode0_manifests(
         return None
     chunks = rec["chunk"].astype(np.int64).reshape(-1, key_ndim)
     return blocks, chunks, rec["frag"].astype(np.int64)
+
+
+def dense_manifest_blobs(spans: np.ndarray, blocks: np.ndarray, key_ndim: int) -> list[bytes]:
+    """The manifests of a dense object index (``dense_manifests_v1``, FORMAT-NEXT §4) as
+    mode-0 manifest blobs, one per object row, so they decode like a vlen index.
+
+    ``spans`` is ``(O, 2)`` ``[start, count]`` into ``blocks``, ``(B, key_ndim + 1)`` rows
+    ``[chunk..., fragment]``. Spans need not be contiguous, ascending or cover every block;
+    each must satisfy ``0 <= start <= start + count <= B`` (:class:`ZVFormatError` otherwise).
+    """
+    spans = np.asarray(spans)
+    blocks = np.asarray(blocks)
+    if spans.ndim != 2 or spans.shape[1] != 2 or spans.dtype.kind not in "iu":
+        raise ZVFormatError(f"manifest_spans {spans.dtype} {list(spans.shape)} is not (O, 2) int")
+    if blocks.ndim != 2 or blocks.shape[1] != key_ndim + 1 or blocks.dtype.kind not in "iu":
+        raise ZVFormatError(
+            f"manifest_blocks {blocks.dtype} {list(blocks.shape)} is not (B, {key_ndim + 1}) int"
+        )
+    start = spans[:, 0].astype(np.int64)
+    count = spans[:, 1].astype(np.int64)
+    n_blocks = blocks.shape[0]
+    # checked without forming start + count (a corrupt value near 2**63 would wrap)
+    bad = np.flatnonzero(
+        (start < 0) | (count < 0) | (start > n_blocks) | (count > n_blocks - start)
+    )
+    if bad.size:
+        r = int(bad[0])
+        raise ZVFormatError(
+            f"manifest span {r} [{int(start[r])}, {int(count[r])}] is outside the "
+            f"{n_blocks} manifest blocks"
+        )
+    dtype = _mode0_dtype(key_ndim)
+    rec = np.zeros(int(count.sum()), dtype)
+    picked = blocks[expand_ranges(start, count)].astype(np.int64)
+    rec["chunk"] = picked[:, :key_ndim]
+    rec["frag"] = picked[:, key_ndim]
+    # one buffer: per object a uint32 block count then its records
+    sizes = 4 + count * dtype.itemsize
+    ends = np.cumsum(sizes)
+    heads = ends - sizes
+    buf = np.zeros(int(ends[-1]) if ends.size else 0, np.uint8)
+    buf[(heads[:, None] + np.arange(4)).ravel()] = count.astype("<u4").view(np.uint8)
+    body = np.ones(buf.size, dtype=bool)
+    body[(heads[:, None] + np.arange(4)).ravel()] = False
+    buf[body] = rec.view(np.uint8)
+    raw = buf.tobytes()
+    return [raw[a:b] for a, b in zip(heads.tolist(), ends.tolist(), strict=True)]
 
 
 def decode_manifest(raw: bytes, key_ndim: int) -> tuple[np.ndarray, np.ndarray]:
