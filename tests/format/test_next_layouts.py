@@ -231,3 +231,23 @@ def test_dictionary_encoded_attribute_decodes_to_its_categories():
         "cell_type"
     ].tolist()
     assert got.vertex_count == 120
+
+
+# -- parametric objects in the 0.9 layout (FORMAT-NEXT §9.2) ----------------------------------
+def test_parametric_objects_and_groups_of_a_09_store():
+    truth = expected("parametric")
+    got = _open("parametric").parametric
+    lib = truth["parametric"]["library_read"]
+    assert [o.name for o in got.objects] == [o["name"] for o in lib]
+    assert [o.type for o in got.objects] == [o["type"] for o in lib]
+    for obj, ref in zip(got.objects, lib, strict=True):
+        assert obj.type_id == ref["type_id"]
+        assert obj.coefficients == dict(
+            zip(ref["coefficient_names"], ref["coefficients"], strict=True)
+        )
+    assert [float(o.attributes["weight"]) for o in got.objects] == truth["input"][
+        "object_attributes"
+    ]["weight"]
+    assert {g: m.tolist() for g, m in got.groups.items()} == {
+        int(g): m for g, m in truth["input"]["groups"].items()
+    }

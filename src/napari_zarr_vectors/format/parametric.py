@@ -11,7 +11,17 @@ from .decode.arrays import parse_dtype
 from .decode.groups import decode_csr_groups
 from .errors import ZVFormatError
 from .io import StoreIO
-from .validate import Source, as_mapping, int_field, int_list, list_field, mapping_field, str_field
+from .validate import (
+    Source,
+    as_mapping,
+    check_whole_read,
+    check_zarr_array_doc,
+    int_field,
+    int_list,
+    list_field,
+    mapping_field,
+    str_field,
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,85 @@ class Parametric:
     objects: list[ParametricObject] = field(default_factory=list)
     groups: dict[int, np.ndarray] = field(default_factory=dict)
     group_attributes: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _is_array(io: StoreIO, path: str) -> bool:
+    """Whether ``path`` is a Zarr array (the 0.9 layout) rather than a group holding a
+    0.7 ``data`` blob."""
+    doc = io.get_json(f"{path}/zarr.json")
+    return isinstance(doc, dict) and doc.get("node_type") == "array"
+
+
+def _array(io: StoreIO, path: str) -> np.ndarray | None:
+    """The whole contents of the 0.9 Zarr array at ``path`` (``None`` when absent); its
+    size is checked before zarr reads it, vlen-bytes items come back as ``bytes``."""
+    from zarr.core.array import AsyncArray
+    from zarr.core.sync import sync
+    from zarr.storage import StorePath
+
+    doc = io.get_json(f"{path}/zarr.json")
+    if doc is None:
+        return None
+    src = Source(io.name, f"{path}/zarr.json", None, path)
+    check_zarr_array_doc(doc, src)
+    try:
+        arr = AsyncArray(metadata=doc, store_path=StorePath(io.store, path))
+        check_whole_read(arr.shape, arr.dtype.itemsize or 8, src)
+        return np.asarray(sync(arr.getitem(tuple(slice(None) for _ in arr.shape))))
+    except ZVFormatError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zarr raises many types for bad bytes
+        raise ZVFormatError(
+            f"cannot read the array: {type(exc).__name__}: {exc}", store=io.name, array=path
+        ) from None
+
+
+def _read_v09(io: StoreIO, types: dict, rsrc: Source) -> Parametric:
+    """``parametric/`` in the 0.9 layout (zarr-vectors >= 0.8.1, FORMAT-NEXT §9.2): plain
+    Zarr arrays ``objects`` (float64 ``(n, max_row_length)``), ``names`` and ``groups``
+    (1-D vlen bytes), ``object_attributes/<n>`` and ``group_attributes/<n>``."""
+    rows = _array(io, "parametric/objects")
+    if rows is None:
+        return Parametric()
+    if rows.ndim != 2 or rows.shape[1] < 1 or rows.dtype.kind != "f":
+        raise ZVFormatError(
+            f"parametric objects array {rows.dtype} {list(rows.shape)} is not (n, width) floats",
+            store=io.name,
+            array="parametric/objects",
+        )
+    raw_names = _array(io, "parametric/names")
+    names = [] if raw_names is None else [_text(v) for v in raw_names.reshape(-1).tolist()]
+    attrs = {
+        name: values
+        for name in io.list_dir("parametric/object_attributes")
+        if name != "zarr.json"
+        and (values := _array(io, f"parametric/object_attributes/{name}")) is not None
+    }
+    groups: dict[int, np.ndarray] = {}
+    members = _array(io, "parametric/groups")
+    if members is not None:
+        for g, raw in enumerate(members.reshape(-1).tolist()):
+            raw = raw if isinstance(raw, bytes) else b""
+            if len(raw) % 8:
+                raise ZVFormatError(
+                    f"parametric group {g} holds {len(raw)} bytes, not whole int64 ids",
+                    store=io.name,
+                    array="parametric/groups",
+                )
+            groups[g] = np.frombuffer(raw, "<i8").astype(np.int64)
+    group_attrs = {
+        name: values
+        for name in io.list_dir("parametric/group_attributes")
+        if name != "zarr.json"
+        and (values := _array(io, f"parametric/group_attributes/{name}")) is not None
+    }
+    return Parametric(_objects(io, rows, names, attrs, types, rsrc), groups, group_attrs)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
 
 
 def _blob(io: StoreIO, prefix: str) -> bytes | None:
@@ -74,36 +163,22 @@ def _arrays(io: StoreIO, folder: str) -> dict[str, np.ndarray]:
     return out
 
 
-def read_parametric(io: StoreIO) -> Parametric:
-    """The store's parametric objects (empty when there is no ``parametric/`` group)."""
-    root = io.get_json("parametric/zarr.json")
-    if root is None:
-        return Parametric()
-    rsrc = Source(io.name, "parametric/zarr.json")
-    types = mapping_field(_attrs(io, "parametric"), "parametric_types", rsrc)
-    meta = _attrs(io, "parametric/objects")
-    raw = _blob(io, "parametric/objects/data")
-    if raw is None:
-        return Parametric()
-    osrc = Source(io.name, "parametric/objects/zarr.json")
-    n = int_field(meta, "num_objects", osrc, 0)
-    width = int_field(meta, "max_row_length", osrc, 0)
-    if n < 0 or width < 1 or len(raw) != 8 * n * width:
-        raise ZVFormatError(
-            "parametric objects blob does not hold num_objects x max_row_length float64",
-            store=io.name,
-            array="parametric/objects",
-        )
-    rows = np.frombuffer(raw, "<f8").reshape(n, width)
+def _objects(
+    io: StoreIO,
+    rows: np.ndarray,
+    names: list[str],
+    attrs: dict[str, np.ndarray],
+    types: dict,
+    rsrc: Source,
+) -> list[ParametricObject]:
+    """One :class:`ParametricObject` per row ``[type_id, coefficients...]`` (NaN-padded)."""
+    n, width = rows.shape
     if n and not (np.all(np.isfinite(rows[:, 0])) and np.all(np.abs(rows[:, 0]) < 2**53)):
         raise ZVFormatError(
             "parametric object type ids are not finite integers",
             store=io.name,
             array="parametric/objects",
         )
-    names_raw = _blob(io, "parametric/names/data")
-    names = names_raw.decode("utf-8", errors="replace").split("\n") if names_raw else []
-    attrs = _arrays(io, "parametric/object_attributes")
     objects = []
     for i, row in enumerate(rows):
         tid = int(row[0])
@@ -124,6 +199,36 @@ def read_parametric(io: StoreIO) -> Parametric:
                 {k: v[i] for k, v in attrs.items() if i < len(v)},
             )
         )
+    return objects
+
+
+def read_parametric(io: StoreIO) -> Parametric:
+    """The store's parametric objects (empty when there is no ``parametric/`` group)."""
+    root = io.get_json("parametric/zarr.json")
+    if root is None:
+        return Parametric()
+    rsrc = Source(io.name, "parametric/zarr.json")
+    types = mapping_field(_attrs(io, "parametric"), "parametric_types", rsrc)
+    if _is_array(io, "parametric/objects"):
+        return _read_v09(io, types, rsrc)
+    meta = _attrs(io, "parametric/objects")
+    raw = _blob(io, "parametric/objects/data")
+    if raw is None:
+        return Parametric()
+    osrc = Source(io.name, "parametric/objects/zarr.json")
+    n = int_field(meta, "num_objects", osrc, 0)
+    width = int_field(meta, "max_row_length", osrc, 0)
+    if n < 0 or width < 1 or len(raw) != 8 * n * width:
+        raise ZVFormatError(
+            "parametric objects blob does not hold num_objects x max_row_length float64",
+            store=io.name,
+            array="parametric/objects",
+        )
+    rows = np.frombuffer(raw, "<f8").reshape(n, width)
+    names_raw = _blob(io, "parametric/names/data")
+    names = names_raw.decode("utf-8", errors="replace").split("\n") if names_raw else []
+    attrs = _arrays(io, "parametric/object_attributes")
+    objects = _objects(io, rows, names, attrs, types, rsrc)
     groups: dict[int, np.ndarray] = {}
     gmeta = io.get_json("parametric/groups/zarr.json")
     if gmeta is not None:
