@@ -31,6 +31,7 @@ from .parametric import Parametric, ParametricObject, read_parametric
 from .query import candidate_chunks, chunks_in_bbox, normalise_bbox
 from .refinement import concat_geometries, map_chunks, refinement_chains
 from .remote import RetryPolicy
+from .world import WorldPlacement, world_placement
 
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
 MAX_CANDIDATE_CHUNKS = 4096
@@ -210,6 +211,34 @@ class Store:
     @property
     def ndim(self) -> int:
         return self.root.ndim
+
+    @cached_property
+    def placement(self) -> WorldPlacement:
+        """Where the stored coordinates lie in the world (:mod:`.world`): the store ->
+        world affine from the root ``crs`` (TrackVis voxmm -> RAS mm from ``headers/trk``
+        for zarr-vectors-tools' TRK ingest, a plain affine otherwise, the identity when
+        positions were stored in the output space) and ``coordinate_offset``. Reads stay in
+        the stored space; a voxmm store without its TRK header warns once (best effort)."""
+        zv = self.root.raw.get("zarr_vectors") or {}
+        header = None
+        if isinstance(zv.get("crs"), dict):
+            doc = self._io.get_json("headers/trk/zarr.json")
+            if doc is not None:
+                header = doc.get("attributes")
+                if not isinstance(header, dict):
+                    raise ZVFormatError(
+                        "headers/trk/zarr.json: field 'attributes' is not a JSON object",
+                        store=self.path,
+                    )
+        placement, warning = world_placement(zv, header, self.ndim, self.path)
+        if warning:
+            warnings.warn(warning, UserWarning, stacklevel=2)
+        return placement
+
+    @property
+    def world_affine(self) -> np.ndarray:
+        """``placement.affine``: the ``(ndim + 1, ndim + 1)`` store -> world matrix."""
+        return self.placement.affine
 
     @property
     def axes(self) -> list[str]:
