@@ -323,7 +323,20 @@ def layer_object_ids(layer: Any) -> np.ndarray | None:
 def layer_world_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
     """World coordinates (napari order, spatial axes only) of every drawable vertex, and the
     feature row of each: Points rows, Tracks vertices, Vectors start and end, Shapes vertices,
-    Surface vertices. Hidden Points (``shown`` False) are left out."""
+    Surface vertices. Hidden Points (``shown`` False) are left out. A layer ``affine`` (a
+    store's world placement) is applied after the scale."""
+    pts, rows = _physical_positions(layer)
+    matrix = getattr(getattr(layer, "affine", None), "affine_matrix", None)
+    if matrix is None or np.array_equal(matrix, np.eye(len(matrix))) or not len(pts):
+        return pts, rows
+    matrix = np.asarray(matrix, np.float64)
+    n = pts.shape[1]  # tracks: the spatial axes are the trailing ones
+    linear, shift = matrix[-n - 1 : -1, -n - 1 : -1], matrix[-n - 1 : -1, -1]
+    return pts @ linear.T + shift, rows
+
+
+def _physical_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`layer_world_positions` before the layer's ``affine`` (data x scale + translate)."""
     kind = layer_kind(layer)
     scale = np.asarray(layer.scale, dtype=np.float64)
     translate = np.asarray(layer.translate, dtype=np.float64)

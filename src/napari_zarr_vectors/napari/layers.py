@@ -110,6 +110,8 @@ class StoreInfo:
     level: int = 0
     axis_types: tuple[str, ...] = ()
     scale: np.ndarray | None = None
+    #: store -> world affine, store column order (``None``: world = stored coordinates)
+    affine: np.ndarray | None = None
     object_attributes: Mapping[str, np.ndarray] = field(default_factory=dict)
     groups: Mapping[int, np.ndarray] = field(default_factory=dict)
     lod: bool = False
@@ -859,6 +861,8 @@ def _common_kwargs(
             meta["chunks"] = np.asarray(geometry.chunks).tolist()
     if extra:
         meta.update({k: v for k, v in extra.items() if v is not None and v != {}})
+    if info.affine is not None:
+        meta["world_affine"] = np.asarray(info.affine, float).tolist()
     kwargs: dict[str, Any] = {
         "name": layer_name(info, label),
         "scale": tuple(float(s) for s in scale),
@@ -867,4 +871,19 @@ def _common_kwargs(
     }
     if units is not None:
         kwargs["units"] = units
+    if info.affine is not None:
+        kwargs["affine"] = napari_affine(info.affine, info.order, len(scale))
     return kwargs
+
+
+def napari_affine(affine: np.ndarray, order: np.ndarray, ndim: int) -> np.ndarray:
+    """A store-order ``(n + 1, n + 1)`` affine as a layer's napari ``affine``: axes in the
+    layer's order (napari axis ``k`` = store column ``order[k]``), identity on leading axes
+    the layer adds (the hidden time axis of tracks)."""
+    order = np.asarray(order, np.int64)
+    n = order.size
+    idx = np.concatenate([order, [n]])
+    moved = np.asarray(affine, float)[np.ix_(idx, idx)]
+    out = np.eye(ndim + 1)
+    out[ndim - n :, ndim - n :] = moved
+    return out

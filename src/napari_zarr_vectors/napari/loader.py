@@ -40,7 +40,12 @@ from napari_zarr_vectors.format.store import PIECE_TYPES
 from . import lod, view_geometry
 from .chunk_cache import StoreCacheView, shared_cache
 from .layers import LayerData, StoreInfo, layers_from_geometry
-from .store_info import napari_order, store_info
+from .store_info import (
+    affine_box,
+    napari_order,
+    store_info,
+    world_units_per_store_unit,
+)
 
 #: errors that concern the whole store, not one chunk: raised, not skipped
 _FATAL = (nzv.MissingDependencyError, nzv.UnsupportedVersionError)
@@ -225,9 +230,15 @@ class Loader:
         return int(self.store.ndim)
 
     def extent_napari(self) -> tuple[np.ndarray, np.ndarray]:
-        lo, hi = (np.asarray(b, dtype=np.float64) for b in self.store.bounds)
+        """The store bounds in the world (placed by the layers' affine), napari order."""
+        lo, hi = affine_box(self._affine, *self.store.bounds)
         order = napari_order(self.store)
         return lo[order].copy(), hi[order].copy()
+
+    @cached_property
+    def _affine(self) -> np.ndarray | None:
+        """The layers' store -> world affine (``None``: world = stored coordinates)."""
+        return self._axes.affine
 
     @cached_property
     def _axes(self) -> StoreInfo:
@@ -287,7 +298,7 @@ class Loader:
         else:
             vis = lod.visible_box(view, *self.extent_napari())
             self._whole_track_time(vis)
-            pixel = view.pixel_size
+            pixel = view.pixel_size / world_units_per_store_unit(self._affine)
             if lod.is_empty(vis):
                 level = (
                     int(request.locked)
@@ -298,10 +309,12 @@ class Loader:
             grow_axes = list(view.displayed[-3:] if view.is_3d else view.displayed[-2:])
             grown = lod.snap_box(lod.grow_box(vis, grow_axes), grow_axes)
             to_store = np.argsort(napari_order(self.store))
-            box = lod.to_store(grown, to_store)
-            if self.ndim == 3 and tuple(view.displayed[-3:]) == (0, 1, 2):
+            # world boxes -> the stored space the chunks live in (the inverse placement)
+            inverse = None if self._affine is None else np.linalg.inv(self._affine)
+            box = affine_box(inverse, *lod.to_store(grown, to_store))
+            if self.ndim == 3 and tuple(view.displayed[-3:]) == (0, 1, 2) and inverse is None:
                 prism = lod.Prism.of_view(view, lod.MARGIN)
-            center = lod.to_store(((vis[0] + vis[1]) / 2, (vis[0] + vis[1]) / 2), to_store)[0]
+            center = affine_box(inverse, *lod.to_store(((vis[0] + vis[1]) / 2,) * 2, to_store))[0]
             crop = box
         with self._lock:
             counts = dict(self.counts)

@@ -32,7 +32,7 @@ from napari_zarr_vectors.format.query import chunks_in_bbox
 
 from .layers import napari_axis_order
 from .lod import ViewState, visible_box
-from .store_info import layer_scale
+from .store_info import affine_box, layer_scale, world_affine
 from .view_geometry import object_rank, position_rank, subset_fraction
 
 #: Role names stored in ``metadata["zarr_vectors"]["role"]`` of QA overlay layers.
@@ -338,10 +338,15 @@ def visible_store_box(viewer: Any, store: Any) -> tuple[np.ndarray, np.ndarray]:
         view_direction=tuple(camera.view_direction) if three else None,
         up_direction=tuple(camera.up_direction) if three else None,
     )
-    lo_n, hi_n = visible_box(view, lo_s[order], hi_s[order])
+    affine = world_affine(store)
+    lo_w, hi_w = affine_box(affine, lo_s, hi_s)  # the bounds in the world
+    lo_n, hi_n = visible_box(view, lo_w[order], hi_w[order])
     lo, hi = np.empty(ndim), np.empty(ndim)
     lo[order], hi[order] = np.asarray(lo_n, float), np.asarray(hi_n, float)
-    return lo, hi
+    if affine is None:
+        return lo, hi
+    lo, hi = affine_box(np.linalg.inv(affine), lo, hi)  # back to the stored space
+    return np.maximum(lo, lo_s), np.minimum(hi, hi_s)
 
 
 def parse_ids(text: str) -> list[int]:

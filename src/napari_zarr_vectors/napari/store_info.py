@@ -44,6 +44,7 @@ def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = Tru
         bounds=(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)),
         level=int(level),
         scale=layer_scale(store),
+        affine=world_affine(store),
         object_attributes=object_attributes,
         groups=groups,
         lod=lod,
@@ -126,6 +127,51 @@ def layer_scale(store: Any) -> np.ndarray:
             break
     scale[[t != "space" for t in _axis_types(store)]] = 1.0
     return scale
+
+
+def world_affine(store: Any) -> np.ndarray | None:
+    """The store -> world affine the layers carry as their napari ``affine`` (store column
+    order, ``(ndim + 1, ndim + 1)``; the core's ``Store.placement``), or ``None`` when world
+    coordinates are the stored ones (no ``crs``, positions baked, or the store is shown in
+    its stored space: ``store.show_stored_space``)."""
+    placement = getattr(store, "placement", None)
+    if placement is None or getattr(store, "show_stored_space", False):
+        return None
+    try:
+        affine = np.asarray(placement.affine, dtype=float)
+    except nzv.ZVError as e:  # a malformed crs: the geometry still opens, unplaced
+        warnings.warn(f"{store.path}: world placement left out: {e}", stacklevel=2)
+        return None
+    ndim = int(store.ndim)
+    if affine.shape != (ndim + 1, ndim + 1) or np.array_equal(affine, np.eye(ndim + 1)):
+        return None
+    return affine
+
+
+def affine_box(
+    affine: np.ndarray | None, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The axis-aligned box holding the image of the box ``[lo, hi]`` (store order) under
+    ``affine`` (exact for axis permutations, flips and scales, the smallest box around a
+    rotated one); the box itself when ``affine`` is ``None``."""
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    if affine is None:
+        return lo.copy(), hi.copy()
+    linear, shift = affine[:-1, :-1], affine[:-1, -1]
+    centre, half = (lo + hi) / 2.0, np.maximum(hi - lo, 0.0) / 2.0
+    mid = linear @ centre + shift
+    reach = np.abs(linear) @ half
+    return mid - reach, mid + reach
+
+
+def world_units_per_store_unit(affine: np.ndarray | None) -> float:
+    """How long one stored unit is in the world (the geometric mean of the affine's
+    singular values; 1 without one): a world pixel size divided by it is in stored units."""
+    if affine is None:
+        return 1.0
+    values = np.linalg.svd(affine[:-1, :-1], compute_uv=False)
+    values = values[values > 0]
+    return float(np.exp(np.mean(np.log(values)))) if values.size else 1.0
 
 
 def _optional(getter: Callable[[int], dict], level: int) -> dict:

@@ -56,6 +56,7 @@ from .layers import (
     OBJECT_ID,
     axis_reversal_is_mirror,
 )
+from .store_info import affine_box
 
 #: The store suffix napari's save dialog and ``layers.save`` use for this writer.
 SUFFIX = ".zarrvectors"
@@ -638,7 +639,12 @@ def _meta_bounds(attributes: Mapping[str, Any], nd: int) -> tuple[np.ndarray, np
     bounds = _meta(attributes).get("bounds")
     if not bounds or len(bounds) != 2 or len(bounds[0]) != nd:
         return None
-    return np.asarray(bounds[0], float), np.asarray(bounds[1], float)
+    lo, hi = np.asarray(bounds[0], float), np.asarray(bounds[1], float)
+    affine = _meta(attributes).get("world_affine")
+    if affine is not None and np.shape(affine) == (nd + 1, nd + 1):
+        # positions are saved where they are shown (the placement applied): so are bounds
+        lo, hi = affine_box(np.asarray(affine, float), lo, hi)
+    return lo, hi
 
 
 def _features(attributes: Mapping[str, Any]) -> dict[str, np.ndarray]:

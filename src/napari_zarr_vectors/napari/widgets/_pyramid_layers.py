@@ -42,7 +42,7 @@ from ..layers import (
     layers_from_geometry,
 )
 from ..pyramid_qa import SIDE_BY_SIDE, QAProgress, chunk_batches, select_within, shown_of
-from ..store_info import layer_scale, store_info
+from ..store_info import layer_scale, store_info, world_affine
 from ..view_geometry import subset_to_budget
 from ..viewer_layers import make_layer
 
@@ -139,6 +139,7 @@ def overlay_info(store: Any, level: int) -> StoreInfo:
         bounds=(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)),
         level=int(level),
         scale=layer_scale(store),
+        affine=world_affine(store),
         axis_types=tuple(getattr(store, "axis_types", None) or ()),
     )
 

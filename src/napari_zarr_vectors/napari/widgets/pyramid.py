@@ -82,7 +82,7 @@ from ..pyramid_qa import (
     visible_store_box,
 )
 from ..settings import vertex_budget as default_budget
-from ..store_info import layer_scale
+from ..store_info import affine_box, layer_scale, world_affine
 from ..viewer_layers import add_layer, hold_paint, make_layer, next_turn, remove_layers
 from ._browse_base import ZVBrowseWidget
 from ._pyramid_layers import (
@@ -1317,6 +1317,9 @@ class PyramidQAWidget(ZVBrowseWidget):
         order = axis_order(store)
         p = np.empty(ndim)
         p[order] = np.asarray(world_position, dtype=np.float64)[-ndim:]
+        affine = world_affine(store)
+        if affine is not None:  # the world placement undone: chunks live in stored space
+            p = affine_box(np.linalg.inv(affine), p, p)[0]
         level = self.level
         info = store.level(level)
         key = np.floor((p - info.chunk_origin) / info.chunk_shape).astype(np.int64).tolist()

@@ -1,0 +1,106 @@
+"""World placement on the napari side: a store's ``crs`` becomes its layers' ``affine``, so
+what is drawn, picked, planned by level of detail and saved lies in the world (RAS mm for
+zarr-vectors-tools' TRK stores), not in the stored voxmm space (FORMAT-NEXT §7)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _zv_napari import DATA
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.cache import ChunkCache
+from napari_zarr_vectors.napari import lod
+from napari_zarr_vectors.napari.browse_layers import layer_world_positions
+from napari_zarr_vectors.napari.loader import Loader, LoadRequest
+from napari_zarr_vectors.napari.reader import read_zarr_vectors
+
+NEXT = DATA / "next"
+
+
+def _truth() -> dict:
+    return json.loads((NEXT / "expected" / "trk_crs.json").read_text(encoding="utf-8"))
+
+
+def _data_layer(name: str):
+    from napari.layers import Layer
+
+    layers = [Layer.create(*t) for t in read_zarr_vectors(NEXT / f"{name}.zarrvectors")]
+    (layer,) = [ly for ly in layers if len(ly.data) > 100]  # not the bounds box
+    return layer
+
+
+def _rounded(points: np.ndarray) -> set[tuple[float, ...]]:
+    return {tuple(p) for p in np.round(np.asarray(points, float), 2).tolist()}
+
+
+def test_voxmm_tractogram_is_drawn_in_ras_like_the_registered_one():
+    placed, registered = _data_layer("trk_crs"), _data_layer("trk_rasmm")
+    assert not np.allclose(placed.affine.affine_matrix, np.eye(5))
+    assert np.allclose(registered.affine.affine_matrix, np.eye(5))
+    a, _ = layer_world_positions(placed)
+    b, _ = layer_world_positions(registered)
+    truth = np.concatenate(
+        [np.asarray(s["rasmm_nibabel"]) for s in _truth()["levels"]["0"]["streamlines"].values()]
+    )
+    # napari order is z, y, x: the truth reversed
+    assert _rounded(a) == _rounded(b) == _rounded(truth[:, ::-1])
+    # napari's own transform agrees (what it draws and hovers)
+    np.testing.assert_allclose(
+        placed._data_to_world(np.asarray(placed.data)[:5, 1:])[:, 1:],
+        a[:5],
+        atol=1e-4,
+    )
+
+
+def test_the_bounds_box_is_placed_too():
+    from napari.layers import Layer
+
+    boxes = [
+        Layer.create(*t) for t in read_zarr_vectors(NEXT / "trk_crs.zarrvectors") if len(t[0]) < 100
+    ]
+    assert boxes and all(not np.allclose(b.affine.affine_matrix, np.eye(5)) for b in boxes)
+
+
+@pytest.mark.parametrize("name", ["trk_crs", "trk_rasmm"])
+def test_level_of_detail_plans_the_world_view_in_stored_space(name):
+    """A 2-D view centred on one streamline's RAS position loads that streamline."""
+    store = nzv.open_store(NEXT / f"{name}.zarrvectors")
+    target = np.asarray(_truth()["levels"]["0"]["streamlines"]["7"]["rasmm_nibabel"])
+    mid = target[len(target) // 2]  # RAS x, y, z
+    view = lod.ViewState(
+        ndisplay=2,
+        center=(float(mid[1]), float(mid[0])),  # napari y, x
+        zoom=50.0,  # a 1000-px canvas shows 20 mm
+        canvas_size=(1000, 1000),
+        point=(float(mid[2]), float(mid[1]), float(mid[0])),
+        displayed=(1, 2),
+        thickness=(2.0, 0.0, 0.0),
+    )
+    loader = Loader(store, ChunkCache())
+    result = loader.load(LoadRequest(view=view, budget=10**6, locked=0))
+    assert result is not None and result.level == 0
+    geometry = result.geometry
+    assert 7 in set(geometry.path_object_ids.tolist())
+    world = store.placement.apply(geometry.positions)
+    # everything loaded lies near the view (the crop is the world view's box, in stored space)
+    assert np.all(np.abs(world[:, 2] - mid[2]) <= 20 + 1e-6)
+
+
+def test_saving_a_placed_layer_writes_what_is_shown(tmp_path):
+    from napari_zarr_vectors.napari.writer import save_layers
+
+    out = save_layers(
+        tmp_path / "saved", [_data_layer("trk_crs")], pyramid=False, show_progress=False
+    )
+    saved = nzv.open_store(out)
+    assert saved.placement.is_identity
+    got = saved.read(0).positions
+    truth = np.concatenate(
+        [np.asarray(s["rasmm_nibabel"]) for s in _truth()["levels"]["0"]["streamlines"].values()]
+    )
+    assert _rounded(got) == _rounded(truth)
+    lo, hi = saved.bounds
+    assert np.all(got >= lo - 1e-3) and np.all(got <= hi + 1e-3)
