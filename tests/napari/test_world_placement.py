@@ -104,3 +104,51 @@ def test_saving_a_placed_layer_writes_what_is_shown(tmp_path):
     assert _rounded(got) == _rounded(truth)
     lo, hi = saved.bounds
     assert np.all(got >= lo - 1e-3) and np.all(got <= hi + 1e-3)
+
+
+def test_store_panel_toggles_the_stored_space(make_napari_viewer, qtbot):
+    """The Store panel names the placement and its checkbox shows the stored (voxmm) space:
+    layers lose the affine and level of detail re-plans there; unchecking places them again."""
+    from napari_zarr_vectors.napari import open_in_viewer
+    from napari_zarr_vectors.napari.widgets.store_panel import StorePanel
+
+    viewer = make_napari_viewer()
+    path = NEXT / "trk_crs.zarrvectors"
+    target = open_in_viewer(viewer, path)
+    viewer.dims.ndisplay = 3
+    viewer.reset_view()
+    qtbot.waitUntil(lambda: not target.is_loading, timeout=20_000)
+    layer = target.layers[0]
+    viewer.layers.selection.active = layer
+    panel = StorePanel(viewer)
+    viewer.window.add_dock_widget(panel)
+    qtbot.waitUntil(lambda: "World placement" in panel.body.text(), timeout=10_000)
+    assert "RASmm" in panel.body.text() and panel.stored_space.isVisibleTo(panel)
+    placed = _rounded(layer_world_positions(layer)[0])
+    truth = np.concatenate(
+        [np.asarray(s["rasmm_nibabel"]) for s in _truth()["levels"]["0"]["streamlines"].values()]
+    )
+    assert placed <= _rounded(truth[:, ::-1]) and placed
+    from napari_zarr_vectors.napari.browse_layers import controller_of, store_layers
+
+    def shown() -> tuple:
+        (data,) = [ly for ly in store_layers(viewer, str(path)) if len(ly.data) > 100]
+        return data, controller_of(data)
+
+    try:
+        panel.stored_space.setChecked(True)
+        layer, controller = shown()
+        assert layer is not target.layers[0]
+        assert all(
+            np.allclose(ly.affine.affine_matrix, np.eye(ly.ndim + 1)) for ly in viewer.layers
+        )
+        qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
+        stored = nzv.open_store(path).read(controller.level).positions
+        got = _rounded(layer_world_positions(layer)[0])
+        assert got and got <= _rounded(stored[:, ::-1])
+    finally:
+        panel.stored_space.setChecked(False)
+    layer, controller = shown()
+    assert not np.allclose(layer.affine.affine_matrix, np.eye(5))
+    qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
+    assert _rounded(layer_world_positions(layer)[0]) <= _rounded(truth[:, ::-1])

@@ -690,6 +690,8 @@ class StoreSummary:
     n_objects: int
     groups: tuple[tuple[int, str, int], ...]
     group_attributes: tuple[tuple[str, str], ...]
+    #: where the layers place the stored coordinates ("" = as stored)
+    placement: str = ""
 
 
 def store_summary(store: Any, counts: bool = True) -> StoreSummary:
@@ -753,7 +755,26 @@ def store_summary(store: Any, counts: bool = True) -> StoreSummary:
         n_objects=0 if table is None else table.n_objects,
         groups=groups,
         group_attributes=tuple(gattrs),
+        placement=_placement(store),
     )
+
+
+_PLACEMENT_SOURCES = {
+    "trackvis_header": "TrackVis voxmm → RAS mm from headers/trk",
+    "crs_affine": "the crs affine",
+    "coordinate_offset": "coordinate_offset",
+    "baked": "stored in it already",
+}
+
+
+def _placement(store: Any) -> str:
+    """What ``store.placement`` does, in words ("" when positions are shown as stored)."""
+    placement = _safe(lambda _: store.placement, 0, None)
+    if placement is None or placement.source == "identity":
+        return ""
+    space = placement.space or "world"
+    how = _PLACEMENT_SOURCES.get(placement.source, placement.source)
+    return f"{space} ({how}{'' if placement.exact else ', best effort'})"
 
 
 def _dtype_text(values: np.ndarray) -> str:

@@ -127,8 +127,23 @@ class StoreInfo:
 
     @property
     def order(self) -> np.ndarray:
-        """Store column of each napari axis (:func:`napari_axis_order`)."""
+        """Store column of each napari axis of the layer data (:func:`napari_axis_order`;
+        with a placement that permutes axes, :func:`placed_order`)."""
+        return placed_order(self.world_order, self.affine)
+
+    @property
+    def world_order(self) -> np.ndarray:
+        """World column of each napari world axis (:func:`napari_axis_order`): the same as
+        :attr:`order` unless the placement permutes axes."""
         return napari_axis_order(self.axis_types or ("space",) * self.ndim)
+
+    @property
+    def napari_affine(self) -> np.ndarray | None:
+        """The layers' napari ``affine`` (napari axis order, ``None`` without a placement):
+        ``world[world_order] = M @ [stored[order], 1]``."""
+        if self.affine is None:
+            return None
+        return napari_affine(self.affine, self.world_order, self.order)
 
     @property
     def space(self) -> np.ndarray:
@@ -176,6 +191,39 @@ class StoreInfo:
 def space_axes(axis_types: Sequence[str]) -> np.ndarray:
     """Store columns whose axis type is ``"space"``, in store order."""
     return np.array([i for i, t in enumerate(axis_types) if t == "space"], dtype=np.int64)
+
+
+def placed_order(world_order: np.ndarray, affine: np.ndarray | None) -> np.ndarray:
+    """The store column of each napari data axis under a store -> world ``affine`` (store
+    order): when the affine's linear part is a signed permutation with scales (TrackVis
+    LSA -> RAS swaps y and z), napari data axis ``k`` holds the store column that world
+    axis ``world_order[k]`` comes from, so the layer's napari affine is diagonal (napari
+    slices 2-D views only along axes an affine does not mix); else ``world_order``."""
+    order = np.asarray(world_order, np.int64)
+    if affine is None:
+        return order
+    linear = np.asarray(affine, float)[:-1, :-1]
+    nonzero = np.abs(linear) > 1e-12 * max(float(np.abs(linear).max()), 1e-300)
+    if not (np.all(nonzero.sum(axis=0) == 1) and np.all(nonzero.sum(axis=1) == 1)):
+        return order
+    source = np.argmax(nonzero, axis=1)  # the store column of each world column
+    return source[order]
+
+
+def napari_affine(
+    affine: np.ndarray, world_order: np.ndarray, order: np.ndarray, ndim: int | None = None
+) -> np.ndarray:
+    """A store-order ``(n + 1, n + 1)`` affine as a layer's napari ``affine``: rows in the
+    napari world order (``world_order``), columns in the layer data order (``order``),
+    identity on leading axes the layer adds (``ndim`` > n: the hidden time axis of tracks)."""
+    n = len(order)
+    rows = np.concatenate([np.asarray(world_order, np.int64), [n]])
+    cols = np.concatenate([np.asarray(order, np.int64), [n]])
+    moved = np.asarray(affine, float)[np.ix_(rows, cols)]
+    ndim = n if ndim is None else ndim
+    out = np.eye(ndim + 1)
+    out[ndim - n :, ndim - n :] = moved
+    return out
 
 
 def napari_axis_order(axis_types: Sequence[str]) -> np.ndarray:
@@ -805,7 +853,7 @@ def _units(info: StoreInfo) -> tuple[str, ...] | None:
     import pint
 
     registry = pint.get_application_registry()
-    units = tuple(u if u else "pixel" for u in np.asarray(info.units, object)[info.order])
+    units = tuple(u if u else "pixel" for u in np.asarray(info.units, object)[info.world_order])
     try:
         for u in units:
             registry.Unit(u)
@@ -835,7 +883,7 @@ def _common_kwargs(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     scale = info.world_scale[info.order]
-    labels = tuple(info.axes[i] for i in info.order)
+    labels = tuple(info.axes[i] for i in info.world_order)
     units = _units(info)
     if tracks and not info.time_column:  # a hidden time axis, every vertex at t = 0
         scale = np.concatenate([[1.0], scale])
@@ -863,6 +911,7 @@ def _common_kwargs(
         meta.update({k: v for k, v in extra.items() if v is not None and v != {}})
     if info.affine is not None:
         meta["world_affine"] = np.asarray(info.affine, float).tolist()
+        meta["world_order"] = info.world_order.tolist()
     kwargs: dict[str, Any] = {
         "name": layer_name(info, label),
         "scale": tuple(float(s) for s in scale),
@@ -872,18 +921,5 @@ def _common_kwargs(
     if units is not None:
         kwargs["units"] = units
     if info.affine is not None:
-        kwargs["affine"] = napari_affine(info.affine, info.order, len(scale))
+        kwargs["affine"] = napari_affine(info.affine, info.world_order, info.order, len(scale))
     return kwargs
-
-
-def napari_affine(affine: np.ndarray, order: np.ndarray, ndim: int) -> np.ndarray:
-    """A store-order ``(n + 1, n + 1)`` affine as a layer's napari ``affine``: axes in the
-    layer's order (napari axis ``k`` = store column ``order[k]``), identity on leading axes
-    the layer adds (the hidden time axis of tracks)."""
-    order = np.asarray(order, np.int64)
-    n = order.size
-    idx = np.concatenate([order, [n]])
-    moved = np.asarray(affine, float)[np.ix_(idx, idx)]
-    out = np.eye(ndim + 1)
-    out[ndim - n :, ndim - n :] = moved
-    return out

@@ -41,9 +41,9 @@ from . import lod, view_geometry
 from .chunk_cache import StoreCacheView, shared_cache
 from .layers import LayerData, StoreInfo, layers_from_geometry
 from .store_info import (
-    affine_box,
-    napari_order,
+    store_box_to_world,
     store_info,
+    world_box_to_store,
     world_units_per_store_unit,
 )
 
@@ -231,11 +231,9 @@ class Loader:
 
     def extent_napari(self) -> tuple[np.ndarray, np.ndarray]:
         """The store bounds in the world (placed by the layers' affine), napari order."""
-        lo, hi = affine_box(self._affine, *self.store.bounds)
-        order = napari_order(self.store)
-        return lo[order].copy(), hi[order].copy()
+        return store_box_to_world(self.store, *self.store.bounds)
 
-    @cached_property
+    @property
     def _affine(self) -> np.ndarray | None:
         """The layers' store -> world affine (``None``: world = stored coordinates)."""
         return self._axes.affine
@@ -308,13 +306,12 @@ class Loader:
                 return lod.LevelPlan(level, self._no_chunks(), 0), None
             grow_axes = list(view.displayed[-3:] if view.is_3d else view.displayed[-2:])
             grown = lod.snap_box(lod.grow_box(vis, grow_axes), grow_axes)
-            to_store = np.argsort(napari_order(self.store))
             # world boxes -> the stored space the chunks live in (the inverse placement)
-            inverse = None if self._affine is None else np.linalg.inv(self._affine)
-            box = affine_box(inverse, *lod.to_store(grown, to_store))
-            if self.ndim == 3 and tuple(view.displayed[-3:]) == (0, 1, 2) and inverse is None:
+            box = world_box_to_store(self.store, *grown)
+            placed = self._affine is not None
+            if self.ndim == 3 and tuple(view.displayed[-3:]) == (0, 1, 2) and not placed:
                 prism = lod.Prism.of_view(view, lod.MARGIN)
-            center = affine_box(inverse, *lod.to_store(((vis[0] + vis[1]) / 2,) * 2, to_store))[0]
+            center = world_box_to_store(self.store, *(((vis[0] + vis[1]) / 2,) * 2))[0]
             crop = box
         with self._lock:
             counts = dict(self.counts)

@@ -30,9 +30,8 @@ import numpy as np
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.format.query import chunks_in_bbox
 
-from .layers import napari_axis_order
 from .lod import ViewState, visible_box
-from .store_info import affine_box, layer_scale, world_affine
+from .store_info import layer_scale, napari_order, store_box_to_world, world_box_to_store
 from .view_geometry import object_rank, position_rank, subset_fraction
 
 #: Role names stored in ``metadata["zarr_vectors"]["role"]`` of QA overlay layers.
@@ -296,14 +295,16 @@ def grid_plan(layers: Sequence[Any], side: Sequence[Any]) -> tuple[list[Any], in
 
 def axis_order(store: Any) -> np.ndarray:
     """The store column of each napari axis of the store's layers (non-space axes first,
-    then the space axes reversed: :func:`..layers.napari_axis_order`)."""
-    types = list(getattr(store, "axis_types", None) or ()) or ["space"] * int(store.ndim)
-    return napari_axis_order(types)
+    then the space axes reversed: :func:`..store_info.napari_order`)."""
+    return napari_order(store)
 
 
-def slice_of(viewer: Any, order: np.ndarray) -> tuple[list[int], np.ndarray]:
+def slice_of(viewer: Any, order: np.ndarray, store: Any = None) -> tuple[list[int], np.ndarray]:
     """Displayed store columns and the dims point in store order, for a layer whose napari
-    axis ``k`` is store column ``order[k]``, aligned with the viewer's trailing axes."""
+    axis ``k`` is store column ``order[k]``, aligned with the viewer's trailing axes. With
+    ``store``, the point is taken back through its world placement (the stored space)."""
+    if store is not None:
+        order = napari_order(store)
     order = np.asarray(order, np.int64)
     ndim = len(order)
     offset = viewer.dims.ndim - ndim
@@ -313,6 +314,8 @@ def slice_of(viewer: Any, order: np.ndarray) -> tuple[list[int], np.ndarray]:
         napari_point = np.concatenate([np.zeros(ndim - len(napari_point)), napari_point])
     point = np.empty(ndim)
     point[order] = napari_point
+    if store is not None:
+        point = world_box_to_store(store, napari_point, napari_point)[0]
     return displayed, point
 
 
@@ -338,14 +341,9 @@ def visible_store_box(viewer: Any, store: Any) -> tuple[np.ndarray, np.ndarray]:
         view_direction=tuple(camera.view_direction) if three else None,
         up_direction=tuple(camera.up_direction) if three else None,
     )
-    affine = world_affine(store)
-    lo_w, hi_w = affine_box(affine, lo_s, hi_s)  # the bounds in the world
-    lo_n, hi_n = visible_box(view, lo_w[order], hi_w[order])
-    lo, hi = np.empty(ndim), np.empty(ndim)
-    lo[order], hi[order] = np.asarray(lo_n, float), np.asarray(hi_n, float)
-    if affine is None:
-        return lo, hi
-    lo, hi = affine_box(np.linalg.inv(affine), lo, hi)  # back to the stored space
+    # the view is in the world (the layers' placement): planned there, then undone
+    lo_n, hi_n = visible_box(view, *store_box_to_world(store, lo_s, hi_s))
+    lo, hi = world_box_to_store(store, lo_n, hi_n)
     return np.maximum(lo, lo_s), np.minimum(hi, hi_s)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 import napari_zarr_vectors as nzv
 
-from .layers import StoreInfo, napari_axis_order
+from .layers import StoreInfo, napari_affine, napari_axis_order, placed_order
 
 
 def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = True) -> StoreInfo:
@@ -105,8 +105,32 @@ def _axis_types(store: Any) -> tuple[str, ...]:
 
 
 def napari_order(store: Any) -> np.ndarray:
-    """The store column of each napari axis (:func:`.layers.napari_axis_order`)."""
-    return napari_axis_order(_axis_types(store))
+    """The store column of each napari axis of the layer data
+    (:func:`.layers.napari_axis_order`, permuted by :func:`.layers.placed_order` when the
+    store's world placement permutes axes)."""
+    return placed_order(napari_axis_order(_axis_types(store)), world_affine(store))
+
+
+def world_box_to_store(store: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A world box in napari axis order -> the box of the stored space holding it, store
+    order (the inverse placement; exact for axis permutations, flips and scales)."""
+    order = napari_order(store)
+    back = np.argsort(order)
+    affine = world_affine(store)
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    if affine is not None:
+        world_order = napari_axis_order(_axis_types(store))
+        inverse = np.linalg.inv(napari_affine(affine, world_order, order))
+        lo, hi = affine_box(inverse, lo, hi)
+    return lo[back], hi[back]
+
+
+def store_box_to_world(store: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A box of the stored space (store order) -> the world box holding it, napari axis
+    order (what the layers show it as)."""
+    lo, hi = affine_box(world_affine(store), lo, hi)
+    world_order = napari_axis_order(_axis_types(store))
+    return lo[world_order], hi[world_order]
 
 
 def layer_scale(store: Any) -> np.ndarray:
@@ -129,13 +153,28 @@ def layer_scale(store: Any) -> np.ndarray:
     return scale
 
 
-def world_affine(store: Any) -> np.ndarray | None:
+#: paths of the stores shown in their stored space (the Store panel's toggle)
+_STORED_SPACE: set[str] = set()
+
+
+def show_stored_space(path: str, on: bool) -> None:
+    """Show the store at ``path`` in its stored space (``on``) or in the world (its
+    placement applied, the default). The caller re-applies its layers' affines."""
+    if on:
+        _STORED_SPACE.add(str(path))
+    else:
+        _STORED_SPACE.discard(str(path))
+
+
+def world_affine(store: Any, *, stored_space: bool | None = None) -> np.ndarray | None:
     """The store -> world affine the layers carry as their napari ``affine`` (store column
     order, ``(ndim + 1, ndim + 1)``; the core's ``Store.placement``), or ``None`` when world
-    coordinates are the stored ones (no ``crs``, positions baked, or the store is shown in
-    its stored space: ``store.show_stored_space``)."""
+    coordinates are the stored ones: no ``crs``, positions baked, or the store is shown in
+    its stored space (:func:`show_stored_space`; ``stored_space`` overrides it)."""
     placement = getattr(store, "placement", None)
-    if placement is None or getattr(store, "show_stored_space", False):
+    if stored_space is None:
+        stored_space = str(getattr(store, "path", "")) in _STORED_SPACE
+    if placement is None or stored_space:
         return None
     try:
         affine = np.asarray(placement.affine, dtype=float)

@@ -586,7 +586,9 @@ def _store_columns(attributes: Mapping[str, Any], nd: int) -> np.ndarray:
     """The napari axis of each store column for ``nd`` axes: the inverse of the layer's
     ``metadata["zarr_vectors"]["napari_order"]`` (time and channel axes lead in napari),
     else the axes reversed."""
-    order = _meta(attributes).get("napari_order")
+    meta = _meta(attributes)
+    # a placed layer's world axes follow the world order (its data order may be permuted)
+    order = meta.get("world_order") if "world_affine" in meta else meta.get("napari_order")
     if order is not None and sorted(int(o) for o in order) == list(range(nd)):
         return np.argsort(np.asarray(order, dtype=np.int64))
     return np.arange(nd)[::-1]

@@ -82,7 +82,7 @@ from ..pyramid_qa import (
     visible_store_box,
 )
 from ..settings import vertex_budget as default_budget
-from ..store_info import affine_box, layer_scale, world_affine
+from ..store_info import layer_scale, store_box_to_world, world_box_to_store
 from ..viewer_layers import add_layer, hold_paint, make_layer, next_turn, remove_layers
 from ._browse_base import ZVBrowseWidget
 from ._pyramid_layers import (
@@ -142,7 +142,7 @@ class _BoxOverlay:
         return self.refresh()
 
     def _slice_key(self) -> tuple:
-        displayed, point = slice_of(self.widget.viewer, self.info.order)
+        displayed, point = slice_of(self.widget.viewer, self.info.order, self.widget.store)
         others = [a for a in range(self.info.ndim) if a not in displayed]
         return tuple(displayed), tuple(point[others].tolist())
 
@@ -179,13 +179,13 @@ class _BoxOverlay:
 
     def cut(self) -> np.ndarray:
         """Rows of the boxes the current slab cuts (all of them in a 3-D view)."""
-        displayed, point = slice_of(self.widget.viewer, self.info.order)
+        displayed, point = slice_of(self.widget.viewer, self.info.order, self.widget.store)
         return boxes_in_slab(self.lo, self.hi, displayed, point, self.info.world_scale)
 
     def _draw(self) -> None:
         viewer = self.widget.viewer
         self._drawn_for = self._slice_key()
-        displayed, point = slice_of(viewer, self.info.order)
+        displayed, point = slice_of(viewer, self.info.order, self.widget.store)
         thickness = self.info.world_scale
         rows = boxes_in_slab(self.lo, self.hi, displayed, point, thickness)
         # two ends a segment, len(a) segments a box, within the vertex budget
@@ -1237,7 +1237,7 @@ class PyramidQAWidget(ZVBrowseWidget):
             return None
         lo, hi = boxes
         info = overlay_info(store, level)
-        displayed, point = slice_of(self.viewer, info.order)
+        displayed, point = slice_of(self.viewer, info.order, store)
         if len(lo) and not len(boxes_in_slab(lo, hi, displayed, point, info.world_scale)):
             # the slice change re-slices every layer in this turn; the outline comes in the
             # next one (each is a frame's worth of UI-thread work)
@@ -1285,15 +1285,17 @@ class PyramidQAWidget(ZVBrowseWidget):
     def _move_slice_into(self, store: Any, lo: np.ndarray, hi: np.ndarray) -> str:
         """Move the dims point to the middle of the boxes on the axes not displayed."""
         order = axis_order(store)
-        displayed, _ = slice_of(self.viewer, order)
+        displayed, _ = slice_of(self.viewer, order, store)
         offset = self.viewer.dims.ndim - store.ndim
         middle = (lo.min(0) + hi.max(0)) / 2
+        # the dims point is in the world: the middle placed as the layers show it
+        world = store_box_to_world(store, middle, middle)[0]
         moved = []
         for axis in range(store.ndim):
             if axis in displayed:
                 continue
-            napari_axis = offset + int(np.flatnonzero(order == axis)[0])
-            self.viewer.dims.set_point(napari_axis, float(middle[axis]))
+            k = int(np.flatnonzero(order == axis)[0])
+            self.viewer.dims.set_point(offset + k, float(world[k]))
             moved.append(f"{store.axes[axis]} = {middle[axis]:g}")
         return f"; slice moved into the chunk ({', '.join(moved)})"
 
@@ -1315,16 +1317,13 @@ class PyramidQAWidget(ZVBrowseWidget):
             return None
         ndim = store.ndim
         order = axis_order(store)
-        p = np.empty(ndim)
-        p[order] = np.asarray(world_position, dtype=np.float64)[-ndim:]
-        affine = world_affine(store)
-        if affine is not None:  # the world placement undone: chunks live in stored space
-            p = affine_box(np.linalg.inv(affine), p, p)[0]
+        here = np.asarray(world_position, dtype=np.float64)[-ndim:]
+        p = world_box_to_store(store, here, here)[0]  # chunks live in the stored space
         level = self.level
         info = store.level(level)
         key = np.floor((p - info.chunk_origin) / info.chunk_shape).astype(np.int64).tolist()
         self.chunk_edit.setText(",".join(str(k) for k in key))
-        displayed, _ = slice_of(self.viewer, order)
+        displayed, _ = slice_of(self.viewer, order, store)
         reach = np.asarray(info.bin_shape, float) * 2.0
         others = [a for a in range(ndim) if a not in displayed]
         reach[others] = np.asarray(layer_scale(store), float)[others] / 2.0

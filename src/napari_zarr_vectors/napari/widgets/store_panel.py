@@ -13,10 +13,11 @@ import html
 from typing import Any
 
 from qtpy.QtCore import Qt
-from qtpy.QtWidgets import QLabel, QScrollArea
+from qtpy.QtWidgets import QCheckBox, QLabel, QScrollArea
 
 from ..browse import StoreSummary, format_value, store_summary
-from ..browse_layers import open_store_of
+from ..browse_layers import open_store_of, zv_meta
+from ..store_info import show_stored_space, world_affine
 from ._browse_base import ZVBrowseWidget
 from .view_controls import ViewControls
 
@@ -41,6 +42,15 @@ class StorePanel(ZVBrowseWidget):
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.body)
         self.layout().addWidget(scroll)
+        #: shown for a store with a world placement (crs, coordinate_offset)
+        self.stored_space = QCheckBox("Show stored coordinates (not the world placement)")
+        self.stored_space.setToolTip(
+            "The store's crs places its positions in the world (e.g. TrackVis voxmm -> RAS mm); "
+            "check to show them as stored instead."
+        )
+        self.stored_space.setVisible(False)
+        self.stored_space.toggled.connect(self._stored_space_toggled)
+        self.layout().addWidget(self.stored_space)
         self.summary: StoreSummary | None = None
         self._worker: Any = None
         self._on_active()
@@ -52,6 +62,11 @@ class StorePanel(ZVBrowseWidget):
             self.body.setText("")
             return
         store = self.store if self.target is not None else open_store_of(self.layer)
+        placed = world_affine(store, stored_space=False) is not None
+        self.stored_space.blockSignals(True)
+        self.stored_space.setChecked(placed and world_affine(store) is None)
+        self.stored_space.blockSignals(False)
+        self.stored_space.setVisible(placed)
         self.summary = store_summary(store, counts=False)
         self.body.setText(summary_html(self.summary, counting=True))
         self._count(store, self.layer)
@@ -77,6 +92,25 @@ class StorePanel(ZVBrowseWidget):
     def _filters_changed(self) -> None:
         pass
 
+    def _stored_space_toggled(self, on: bool) -> None:
+        """Show the store in its stored space or in the world: its layers (data, bounds
+        box, Pyramid QA overlays) are opened again, with level of detail, with or without
+        the placement (a placement that permutes axes also orders the layer data, so the
+        layers cannot just drop their affine)."""
+        from ..opening import open_in_viewer
+
+        meta = zv_meta(self.layer)
+        if meta is None:
+            return
+        path = meta.get("path")
+        show_stored_space(path, on)
+        for layer in list(self.viewer.layers):
+            if (zv_meta(layer) or {}).get("path") == path:
+                self.viewer.layers.remove(layer)
+        target = open_in_viewer(self.viewer, path)
+        if target.layers:
+            self.viewer.layers.selection.active = target.layers[0]
+
 
 def summary_html(s: StoreSummary, counting: bool = False) -> str:
     """The panel text (rich text)."""
@@ -95,6 +129,8 @@ def summary_html(s: StoreSummary, counting: bool = False) -> str:
         f"<b>Axes:</b> {axes}",
         f"<b>Bounds:</b> {bounds}",
     ]
+    if s.placement:
+        rows.append(f"<b>World placement:</b> {esc(s.placement)}")
     pending = "…" if counting else "—"
     level_rows = "".join(
         "<tr>"
