@@ -502,21 +502,18 @@ class Store:
             )
         chain = self.refinement_chain(level)
         if len(chain) > 1 and not own_level_only:
-            parts = [
-                self.read(
-                    lv,
-                    bbox,
-                    object_ids,
-                    group_ids,
-                    chunks=None if chunks is None else self._chain_cells(chunks, level, lv),
-                    attributes=attributes,
-                    strict=strict,
-                    cache=cache,
-                    cancel=cancel,
-                    own_level_only=True,
-                )
-                for lv in chain
-            ]
+            parts = self._over_chain(
+                self.read,
+                level,
+                chunks,
+                bbox=bbox,
+                object_ids=object_ids,
+                group_ids=group_ids,
+                attributes=attributes,
+                strict=strict,
+                cache=cache,
+                cancel=cancel,
+            )
             return concat_geometries(parts, level)
         info = self.level(level)
         knd = info.key_ndim
@@ -622,21 +619,18 @@ class Store:
             )
         chain = self.refinement_chain(level)
         if len(chain) > 1 and not own_level_only:
-            parts = [
-                self.read_pieces(
-                    lv,
-                    self._chain_cells(chunks, level, lv),
-                    fraction=fraction,
-                    bbox=bbox,
-                    max_vertices=max_vertices,
-                    attributes=attributes,
-                    strict=strict,
-                    cache=cache,
-                    cancel=cancel,
-                    own_level_only=True,
-                )
-                for lv in chain
-            ]
+            parts = self._over_chain(
+                self.read_pieces,
+                level,
+                chunks,
+                fraction=fraction,
+                bbox=bbox,
+                max_vertices=max_vertices,
+                attributes=attributes,
+                strict=strict,
+                cache=cache,
+                cancel=cancel,
+            )
             return concat_geometries(parts, level)
         info = self.level(level)
         target = np.asarray(chunks, dtype=np.int64).reshape(-1, info.key_ndim)
@@ -677,15 +671,9 @@ class Store:
         chain = self.refinement_chain(level)
         if len(chain) > 1 and not own_level_only:
             return sum(
-                self.prefetch(
-                    lv,
-                    self._chain_cells(chunks, level, lv),
-                    cache,
-                    attributes=attributes,
-                    cancel=cancel,
-                    own_level_only=True,
+                self._over_chain(
+                    self.prefetch, level, chunks, cache=cache, attributes=attributes, cancel=cancel
                 )
-                for lv in chain
             )
         info = self.level(level)
         specs = (
@@ -693,6 +681,22 @@ class Store:
         )
         target = np.asarray(chunks, dtype=np.int64).reshape(-1, info.key_ndim)
         return len(load_chunks(self.layout, level, target, specs, cache=cache))
+
+    def _over_chain(
+        self, method: Callable[..., Any], level: int, chunks: np.ndarray | None, **kwargs: Any
+    ) -> list[Any]:
+        """``method`` (:meth:`read`, :meth:`read_pieces` or :meth:`prefetch`) on the own
+        data of every level of ``level``'s refinement chain, finest first, with ``chunks``
+        (``None``: whole levels) mapped onto each level's grid."""
+        return [
+            method(
+                lv,
+                chunks=None if chunks is None else self._chain_cells(chunks, level, lv),
+                own_level_only=True,
+                **kwargs,
+            )
+            for lv in self.refinement_chain(level)
+        ]
 
     def _chain_cells(self, chunks: np.ndarray, level: int, other: int) -> np.ndarray:
         """``chunks`` of ``level`` as the chunks of ``other`` (a level of its chain) that
