@@ -268,7 +268,10 @@ def test_mesh_as_surface_with_outward_winding():
 
 
 ALL_STORES = sorted(
-    p.relative_to(DATA).as_posix() for p in DATA.glob("**/*.zarrvectors") if p.is_dir()
+    p.relative_to(DATA).as_posix()
+    for p in DATA.glob("**/*.zarrvectors")
+    # a store that must be refused (tests/format/test_next_layouts.py)
+    if p.is_dir() and p.name != "required_unknown.zarrvectors"
 )
 LAYER_TYPES = {
     "point_cloud": ["points"],
@@ -293,6 +296,9 @@ def test_every_fixture_store_opens_with_its_layers_and_counts(relpath):
             warnings.simplefilter("error", nzv.ZVChunkWarning)
         layers = read(path)
         geometry = store.read(level=0)
+    if geometry.vertex_count == 0:  # e.g. a store of parametric objects only: the bounds box
+        assert [lt for _, _, lt in layers] == ["tracks"]
+        return
     assert [lt for _, _, lt in layers] == ["tracks", *LAYER_TYPES[store.geometry_type]]
     for data, kwargs, layer_type in layers[1:]:
         n = len(data[0]) if layer_type == "surface" else len(data)

@@ -17,6 +17,7 @@ from qtpy.QtWidgets import QCheckBox, QLabel, QScrollArea
 
 from ..browse import StoreSummary, format_value, store_summary
 from ..browse_layers import open_store_of, zv_meta
+from ..opening import open_in_viewer
 from ..store_info import show_stored_space, world_affine
 from ._browse_base import ZVBrowseWidget
 from .view_controls import ViewControls
@@ -97,8 +98,6 @@ class StorePanel(ZVBrowseWidget):
         box, Pyramid QA overlays) are opened again, with level of detail, with or without
         the placement (a placement that permutes axes also orders the layer data, so the
         layers cannot just drop their affine)."""
-        from ..opening import open_in_viewer
-
         meta = zv_meta(self.layer)
         if meta is None:
             return
