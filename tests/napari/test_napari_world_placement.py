@@ -152,3 +152,32 @@ def test_store_panel_toggles_the_stored_space(make_napari_viewer, qtbot):
     assert not np.allclose(layer.affine.affine_matrix, np.eye(5))
     qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
     assert _rounded(layer_world_positions(layer)[0]) <= _rounded(truth[:, ::-1])
+
+
+@pytest.mark.parametrize("flip", [1.0, -1.0])
+def test_mesh_faces_stay_outward_under_a_mirroring_placement(tmp_path, flip):
+    """A crs affine with a negative determinant mirrors the mesh in the world: the winding
+    is flipped with it, so the icospheres' faces still point outward as napari draws them."""
+    import shutil
+
+    from napari.layers import Layer
+
+    path = tmp_path / "mesh.zarrvectors"
+    shutil.copytree(NEXT / "mesh_flg.zarrvectors", path)
+    doc = json.loads((path / "zarr.json").read_text())
+    matrix = np.diag([flip, 1.0, 1.0, 1.0])
+    matrix[:3, 3] = [10.0, -5.0, 2.0]
+    doc["attributes"]["zarr_vectors"]["crs"] = {"affine": matrix.ravel().tolist()}
+    (path / "zarr.json").write_text(json.dumps(doc))
+    (surface,) = [Layer.create(*t) for t in read_zarr_vectors(path, level=0) if t[2] == "surface"]
+    vertices, faces = np.asarray(surface.data[0], float), np.asarray(surface.data[1])
+    world = surface._data_to_world(vertices)  # napari order (z, y, x)
+    ids = surface.features["object_id"].to_numpy()
+    centres = {o: world[ids == o].mean(axis=0) for o in np.unique(ids)}
+    tri = world[faces]
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    # the reader's winding makes normals computed in napari's world order outward
+    outward = np.einsum(
+        "ij,ij->i", normal, tri.mean(axis=1) - np.array([centres[o] for o in ids[faces[:, 0]]])
+    )
+    assert np.mean(outward > 0) > 0.95

@@ -373,7 +373,7 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
         if name is not None
         else np.zeros(geometry.vertex_count, np.float32)
     )
-    if axis_reversal_is_mirror(len(info.space)):
+    if axis_reversal_is_mirror(len(info.space)) != _placement_mirrors(info):
         faces = faces[:, FLIP_WINDING]
     kwargs = _common_kwargs(info, "mesh", "mesh", geometry, extra={"colour_by": name})
     kwargs.update(
@@ -793,6 +793,16 @@ def _to_layer_coords(positions: np.ndarray, info: StoreInfo) -> np.ndarray:
     """Store coordinates (store column order) -> layer data coordinates (napari order)."""
     positions = np.asarray(positions, dtype=np.float64).reshape(-1, info.ndim)
     return (positions / info.world_scale)[:, info.order]
+
+
+def _placement_mirrors(info: StoreInfo) -> bool:
+    """Whether the store's world placement is a mirror on its space axes (a negative
+    determinant): outward faces stay outward in the world only with their winding flipped.
+    (The saved store holds the placed positions, so the writer's flip back keeps it.)"""
+    if info.affine is None:
+        return False
+    space = info.space
+    return bool(np.linalg.det(np.asarray(info.affine, float)[np.ix_(space, space)]) < 0)
 
 
 def axis_reversal_is_mirror(ndim: int) -> bool:
