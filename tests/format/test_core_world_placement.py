@@ -123,3 +123,26 @@ def test_plain_affine_opaque_crs_and_coordinate_offset(tmp_path):
     _edit_root(path, lambda zv: zv.update(crs={"affine": [1, 0, 0, 1]}))
     with pytest.raises(nzv.ZVFormatError, match=r"crs.affine"):
         _ = nzv.open_store(path).placement
+
+
+def test_coordinate_offset_in_the_translations_does_not_change_the_bins(tmp_path):
+    """The streaming skeleton writer adds coordinate_offset to the multiscales translation
+    (FORMAT-NEXT §9.5): the bins still come from the scale."""
+    path = _copy(tmp_path, "trk_crs")
+    before = [lv.bin_shape.copy() for lv in nzv.open_store(path).levels]
+    doc = json.loads((path / "zarr.json").read_text())
+    offset = [1000.0, -2000.0, 500.0]
+    doc["attributes"]["zarr_vectors"]["coordinate_offset"] = offset
+    for ds in doc["attributes"]["multiscales"][0]["datasets"]:
+        for t in ds["coordinateTransformations"]:
+            if t["type"] == "translation":
+                t["translation"] = [a + b for a, b in zip(t["translation"], offset, strict=True)]
+    (path / "zarr.json").write_text(json.dumps(doc))
+    store = nzv.open_store(path)
+    for lv, bins in zip(store.levels, before, strict=True):
+        np.testing.assert_array_equal(lv.bin_shape, bins)
+    # the offset is applied before the TrackVis transform
+    np.testing.assert_allclose(
+        store.placement.apply(np.zeros((1, 3))),
+        nzv.open_store(NEXT_DIR / "trk_crs.zarrvectors").placement.apply([offset]),
+    )

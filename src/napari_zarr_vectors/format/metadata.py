@@ -284,7 +284,10 @@ def parse_level(root: RootMetadata, path: str, doc: dict[str, Any] | None, store
         if scale is not None and len(scale) == ndim:
             bin_ratio = np.round(scale)
             bin_shape = base_bin * bin_ratio
-        if trans is not None and len(trans) == ndim:
+        # a root coordinate_offset is written into the multiscales translation too
+        # (FORMAT-NEXT §9.5): there the translation is no half bin, the scale decides
+        offset_store = (root.raw.get("zarr_vectors") or {}).get("coordinate_offset") is not None
+        if trans is not None and len(trans) == ndim and not (offset_store and scale is not None):
             bin_shape = 2.0 * trans
             bin_ratio = np.round(bin_shape / base_bin)
     dims = attrs.get("chunk_dims")
