@@ -62,6 +62,22 @@ class WorldPlacement:
         return pos @ self.affine[:-1, :-1].T + self.affine[:-1, -1]
 
 
+def affine_box(
+    affine: np.ndarray | None, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The axis-aligned box holding the image of the box ``[lo, hi]`` (store order) under
+    ``affine`` (exact for axis permutations, flips and scales, the smallest box around a
+    rotated one); the box itself when ``affine`` is ``None``."""
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    if affine is None:
+        return lo.copy(), hi.copy()
+    linear, shift = affine[:-1, :-1], affine[:-1, -1]
+    centre, half = (lo + hi) / 2.0, np.maximum(hi - lo, 0.0) / 2.0
+    mid = linear @ centre + shift
+    reach = np.abs(linear) @ half
+    return mid - reach, mid + reach
+
+
 def _axcodes_ornt(codes: str) -> np.ndarray:
     """``"LSA"`` -> ``[[out axis, flip], ...]`` (nibabel ``axcodes2ornt``)."""
     out = np.zeros((len(codes), 2))

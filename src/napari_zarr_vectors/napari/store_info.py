@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.world import affine_box
 
 from .layers import StoreInfo, napari_affine, napari_axis_order, placed_order
 
@@ -185,22 +186,6 @@ def world_affine(store: Any, *, stored_space: bool | None = None) -> np.ndarray 
     if affine.shape != (ndim + 1, ndim + 1) or np.array_equal(affine, np.eye(ndim + 1)):
         return None
     return affine
-
-
-def affine_box(
-    affine: np.ndarray | None, lo: np.ndarray, hi: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The axis-aligned box holding the image of the box ``[lo, hi]`` (store order) under
-    ``affine`` (exact for axis permutations, flips and scales, the smallest box around a
-    rotated one); the box itself when ``affine`` is ``None``."""
-    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
-    if affine is None:
-        return lo.copy(), hi.copy()
-    linear, shift = affine[:-1, :-1], affine[:-1, -1]
-    centre, half = (lo + hi) / 2.0, np.maximum(hi - lo, 0.0) / 2.0
-    mid = linear @ centre + shift
-    reach = np.abs(linear) @ half
-    return mid - reach, mid + reach
 
 
 def world_units_per_store_unit(affine: np.ndarray | None) -> float:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..format.errors import ZVError
+from ..format.world import affine_box
 from .engine import Progress, PyramidPlan, WriteError, check_target, write_store
 from .spec import WriteSpec, spec_from_geometry
 
@@ -75,6 +76,14 @@ def export_spec(
     if not geometry.vertex_count:
         raise WriteError(f"the selection of {store.name} holds no vertices: nothing to export")
     lo, hi = store.bounds
+    placement = getattr(store, "placement", None)
+    if placement is not None and not placement.is_identity:
+        # saved where it is shown: the world placement applied (the saved store has no crs)
+        lo, hi = affine_box(placement.affine, lo, hi)
+        geometry.positions = placement.apply(geometry.positions).astype(geometry.positions.dtype)
+        space = np.arange(geometry.ndim)
+        if len(geometry.faces) and np.linalg.det(placement.affine[np.ix_(space, space)]) < 0:
+            geometry.faces = geometry.faces[:, [0, 2, 1]]  # a mirror: faces stay outward
     return spec_from_geometry(
         geometry,
         axes=[str(a) for a in store.axes],
