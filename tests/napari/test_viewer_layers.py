@@ -33,9 +33,14 @@ def test_remove_layers_removes_those_given_and_frees_them(make_napari_viewer, qt
     assert batches == ["begin", "end"]  # one batch: one scene-graph update
     assert gc.get_freeze_count() == 0  # nothing stays frozen
     del a, c
-    qtbot.wait(50)  # Qt deletes the layer controls on the event loop
-    gc.collect()
-    assert gone() is None  # the removed layers are freed by the next collection
+
+    def freed() -> bool:
+        gc.collect()
+        return gone() is None
+
+    # the removed layers are freed by a collection once Qt has deleted their layer controls
+    # on the event loop (deleteLater: a few turns, longer on a loaded machine)
+    qtbot.waitUntil(freed, timeout=10_000)
     remove_layers(viewer, [])  # nothing to do
     assert [layer.name for layer in viewer.layers] == ["b"] and b in viewer.layers
 
