@@ -173,11 +173,14 @@ def _baseline(viewer, tuples) -> float:
 
 def _layer_tuples(viewer) -> list:
     """The viewer's layers as (data, kwargs, kind) without their plugin metadata (Tracks
-    colormaps as plain dicts, so that the tuples pickle)."""
+    colormaps as plain dicts, so that the tuples pickle; units as text, so that napari's
+    first use of its unit registry falls inside the cold baseline's timing as in ours)."""
     tuples = []
     for layer in viewer.layers:
         data, meta, kind = layer.as_layer_data_tuple()
         meta = {k: v for k, v in meta.items() if k != "metadata"}
+        if meta.get("units") is not None:  # as text: unpickling pint units would build
+            meta["units"] = tuple(str(u) for u in meta["units"])  # the registry untimed
         if "colormaps_dict" in meta:
             meta["colormaps_dict"] = {k: v.dict() for k, v in meta["colormaps_dict"].items()}
         tuples.append((data, meta, kind))
