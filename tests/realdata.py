@@ -55,7 +55,6 @@ def tracks300_streamlines() -> list[np.ndarray]:
 
 def write_tracks300(path: Path, *, pyramid: bool = True) -> Truth:
     """Write dipy's ``tracks300.trk`` as a 0.9.2 streamline store at ``path``."""
-    import zarr_vectors as zv
 
     lines = tracks300_streamlines()
     means = np.stack([s.mean(axis=0) for s in lines])
@@ -66,18 +65,9 @@ def write_tracks300(path: Path, *, pyramid: bool = True) -> Truth:
     groups = {g: np.flatnonzero(octant == g).tolist() for g in range(8)}
     hemisphere = np.where(bits[:, 0] == 1, "right", "left")
     length = np.array([np.linalg.norm(np.diff(s, axis=0), axis=1).sum() for s in lines], np.float32)
-    all_pos = np.concatenate(lines)
-    lo, hi = np.floor(all_pos.min(0)) - 1, np.ceil(all_pos.max(0)) + 1
-    schema = zv.Schema(
-        ndim=3,
-        bounds=(tuple(map(float, lo)), tuple(map(float, hi))),
-        axes=tuple(zv.Axis(name=n, unit="millimeter") for n in "xyz"),
-        kind="streamline",
-        layout=zv.Layout(cells=(4, 4, 4)),
-    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ds = zv.create(str(path), schema=schema)
+        ds = _create(path, np.concatenate(lines), "millimeter", "streamline", margin=1)
         ds.add_polylines(
             lines,
             object_attributes={"hemisphere": hemisphere, "length_mm": length},
@@ -120,7 +110,6 @@ def write_navis_neurons(path: Path, *, node_type_as: str = "object") -> Truth:
     those strings, not the text, so no reader can get it back. ``"str"`` hands over a numpy
     string array (``values.astype(str)``), which it stores as UTF-32 text (dtype ``<U6``).
     """
-    import zarr_vectors as zv
 
     neurons = navis_neurons()
     objects, edges, types, ids, parts = [], [], [], [], []
@@ -145,17 +134,9 @@ def write_navis_neurons(path: Path, *, node_type_as: str = "object") -> Truth:
         node_type = node_type.astype(str)
     object_ids = np.concatenate(ids)
     body_id = np.array([int(n.id) for n in neurons], np.int64)
-    lo, hi = np.floor(positions.min(0)) - 8, np.ceil(positions.max(0)) + 8
-    schema = zv.Schema(
-        ndim=3,
-        bounds=(tuple(map(float, lo)), tuple(map(float, hi))),
-        axes=tuple(zv.Axis(name=n, unit="nanometer") for n in "xyz"),
-        kind="skeleton",
-        layout=zv.Layout(cells=(4, 4, 4)),
-    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ds = zv.create(str(path), schema=schema)
+        ds = _create(path, positions, "nanometer", "skeleton", margin=8)
         ds.add_graph(
             positions,
             all_edges,
@@ -170,3 +151,19 @@ def write_navis_neurons(path: Path, *, node_type_as: str = "object") -> Truth:
         vertex_attributes={"node_type": types},
         edges=edges,
     )
+
+
+def _create(path: Path, positions: np.ndarray, unit: str, kind: str, margin: float):
+    """A new 0.9.2 dataset of ``kind`` at ``path``: x, y, z in ``unit``, bounds around
+    ``positions`` grown by ``margin``, a 4 x 4 x 4 chunk grid."""
+    import zarr_vectors as zv
+
+    lo, hi = np.floor(positions.min(0)) - margin, np.ceil(positions.max(0)) + margin
+    schema = zv.Schema(
+        ndim=3,
+        bounds=(tuple(map(float, lo)), tuple(map(float, hi))),
+        axes=tuple(zv.Axis(name=n, unit=unit) for n in "xyz"),
+        kind=kind,
+        layout=zv.Layout(cells=(4, 4, 4)),
+    )
+    return zv.create(str(path), schema=schema)
