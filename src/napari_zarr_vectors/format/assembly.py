@@ -118,6 +118,9 @@ def _skeleton_edges(
             for f in range(fi.num_fragments):
                 r = fi.rows(f) + base
                 parent[r[1:]] = r[:-1]
+    # a child in a chunk whose link records were left out may have lost the one that
+    # overrides its implicit parent: no implicit edge there (none is invented)
+    parent[np.repeat(links.damaged_in(loaded.table), np.diff(loaded.start))] = -1
     g = _link_rows(loaded, links)
     # a stored link overrides the implicit parent of a loaded child, even when the
     # parent lies outside the loaded chunks (the child then has no edge here)

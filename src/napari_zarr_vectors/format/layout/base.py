@@ -40,6 +40,14 @@ class LinkSet:
     chunks: np.ndarray  # (M, W, key_ndim) int64
     rows: np.ndarray  # (M, W) int64
     attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the gaps: one located :class:`ZVFormatError` per link cell (or level-wide blob) whose
+    #: records could not be read or were impossible, and left out
+    errors: list[ZVFormatError] = field(default_factory=list)
+    #: ``(D, key_ndim)`` chunks that may own a record left out (its endpoint 0 there): a
+    #: skeleton cannot tell their vertices' parents (see :meth:`lose`)
+    damaged: np.ndarray | None = None
+    #: a record left out may own any chunk (a level-wide blob could not be read)
+    damaged_anywhere: bool = False
 
     @classmethod
     def empty(cls, width: int, key_ndim: int) -> LinkSet:
@@ -51,6 +59,36 @@ class LinkSet:
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
+
+    def lose(self, error: ZVFormatError, chunks: np.ndarray | None = None) -> None:
+        """Record a gap: ``error`` names it; ``chunks`` are where the records it cost have
+        their endpoint 0 (``None``: anywhere in the level)."""
+        self.errors.append(error)
+        if chunks is None:
+            self.damaged_anywhere = True
+            return
+        chunks = np.asarray(chunks, np.int64).reshape(-1, self.chunks.shape[2])
+        self.damaged = chunks if self.damaged is None else np.concatenate([self.damaged, chunks])
+
+    def damaged_in(self, table: Any) -> np.ndarray:
+        """Which chunks of a :class:`~napari_zarr_vectors.format.chunks.ChunkTable` may own a
+        record left out (bool per table row)."""
+        out = np.full(len(table.chunks), self.damaged_anywhere)
+        if self.damaged is not None and not self.damaged_anywhere:
+            at = table.index_of(self.damaged)
+            out[at[at >= 0]] = True
+        return out
+
+    def keep(self, mask: np.ndarray) -> LinkSet:
+        """The records where ``mask`` holds (the gaps carried over)."""
+        return LinkSet(
+            self.chunks[mask],
+            self.rows[mask],
+            {k: v[mask] for k, v in self.attributes.items()},
+            self.errors,
+            self.damaged,
+            self.damaged_anywhere,
+        )
 
 
 @dataclass

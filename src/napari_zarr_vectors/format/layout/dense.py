@@ -441,7 +441,9 @@ class DenseLayout(Layout):
                 if cell is None:
                     continue
                 rows = cell.reshape(-1, width)
-                rows = rows[~np.any(_is_fill(rows, fill), axis=1)].astype(np.int64)
+                # padding rows are all fill; a row with one fill endpoint is a corrupt
+                # record, kept for the reader's row check to report
+                rows = rows[~np.all(_is_fill(rows, fill), axis=1)].astype(np.int64)
                 if delta != 0 and len(rows):
                     raise self.error(
                         "cross-level links need chunk coordinates; store them in cross_chunk_links",

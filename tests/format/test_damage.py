@@ -1,0 +1,105 @@
+"""Damaged, missing and hostile input (issue 28): every read either returns exact data, or
+warns naming store, level, array and chunk while leaving a gap that costs only what is damaged,
+or (``strict=True``) raises a ``ZVError``. Never an invented edge, a moved vertex, or a silently
+missing chunk the store says holds data.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format import ZVChunkWarning, ZVFormatError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def copy_store(rel: str, tmp_path: Path) -> Path:
+    dst = tmp_path / rel.replace("/", "_")
+    shutil.copytree(DATA / rel, dst)
+    return dst
+
+
+def read_quietly(path: Path, level: int = 0, **kwargs):
+    """``(geometry, [warning messages])`` of one read of a freshly opened store."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        geom = nzv.open_store(path).read(level, **kwargs)
+    return geom, [str(w.message) for w in caught if issubclass(w.category, ZVChunkWarning)]
+
+
+def edge_set(geom) -> set[tuple[float, ...]]:
+    """Edges as pairs of vertex positions (row numbers move when chunks drop out)."""
+    p = geom.positions
+    return {tuple(p[a].tolist() + p[b].tolist()) for a, b in geom.edges.tolist()}
+
+
+# -- 1. skeletons never invent edges ---------------------------------------------------------
+def _v07_child_out_of_range(path: Path) -> str:
+    f = path / "0/links/0/0.1.0/c/0"  # uncompressed int64 (child, parent) rows
+    rows = np.frombuffer(f.read_bytes(), "<i8").copy()
+    rows[0] = 9999
+    f.write_bytes(rows.tobytes())
+    return "0.1.0"
+
+
+def _v09_child_out_of_range(path: Path) -> str:
+    s = nzv.open_store(path)
+    grid = s.layout._grid(0, "links/0/0.0.0")
+    chunk = s.layout.list_chunks(0, "links/0/0.0.0")[0]
+    f = path / grid.keys((chunk - grid.origin)[None])[0]
+    raw = f.read_bytes()  # one-element vlen frame: count, length, then int64 rows
+    rows = np.frombuffer(raw[8:], "<i8").copy()
+    rows[0] = 9999
+    f.write_bytes(raw[:8] + rows.tobytes())
+    return ".".join(map(str, chunk.tolist()))
+
+
+def _dense_child_out_of_range(path: Path, value: int) -> str:
+    arr = zarr.open_array(path / "0/links/0", mode="r+")
+    cells = np.argwhere(arr[..., 0, 0] >= 0)
+    cell = tuple(int(c) for c in cells[0])
+    block = arr[cell]
+    block[1, 0] = value
+    arr[cell] = block
+    return ".".join(map(str, cell))
+
+
+@pytest.mark.parametrize(
+    "rel, damage",
+    [
+        ("v07/skeleton.zarrvectors", _v07_child_out_of_range),
+        ("v09/skeleton.zarrvectors", _v09_child_out_of_range),
+        ("dense/skeleton.zarrvectors", lambda p: _dense_child_out_of_range(p, 9999)),
+        ("dense/skeleton.zarrvectors", lambda p: _dense_child_out_of_range(p, -1)),
+    ],
+)
+def test_a_corrupt_child_index_invents_no_skeleton_edge(tmp_path, rel, damage):
+    path = copy_store(rel, tmp_path)
+    clean = edge_set(nzv.open_store(path).read(0))
+    chunk = damage(path)
+    geom, caught = read_quietly(path)
+    assert edge_set(geom) <= clean  # nothing invented
+    assert len(clean - edge_set(geom)) < len(clean) / 2  # only that chunk's edges are lost
+    assert any("links left out" in m and f"chunk {chunk}" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match=f"chunk {chunk}"):
+        nzv.open_store(path).read(0, strict=True)
+
+
+@pytest.mark.parametrize("rel", ["v07/graph.zarrvectors", "v07/mesh.zarrvectors"])
+def test_an_out_of_range_index_in_a_graph_or_mesh_is_reported(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    clean = nzv.open_store(path).read(0)
+    f = path / "0/links/0/0.0.0/c/0"
+    rows = np.frombuffer(f.read_bytes(), "<i8").copy()
+    rows[1] = -5
+    f.write_bytes(rows.tobytes())
+    geom, caught = read_quietly(path)
+    assert len(geom.edges) + len(geom.faces) == len(clean.edges) + len(clean.faces) - 1
+    assert any("links left out" in m and "chunk 0.0.0" in m for m in caught), caught
