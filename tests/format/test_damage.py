@@ -103,3 +103,45 @@ def test_an_out_of_range_index_in_a_graph_or_mesh_is_reported(tmp_path, rel):
     geom, caught = read_quietly(path)
     assert len(geom.edges) + len(geom.faces) == len(clean.edges) + len(clean.faces) - 1
     assert any("links left out" in m and "chunk 0.0.0" in m for m in caught), caught
+
+
+# -- 2. a missing chunk file the store says holds data is damage, not an empty chunk -------
+def test_v07_missing_vertex_file_is_reported_not_read_as_the_origin(tmp_path):
+    path = copy_store("v07/points.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    chunk = "-1.-2.0"  # a chunk away from the origin
+    n = len(nzv.open_store(path).read(0, chunks=np.array([[-1, -2, 0]])).positions)
+    (path / f"0/vertices/{chunk}/c/0").unlink()
+    geom, caught = read_quietly(path)
+    assert geom.vertex_count == clean.vertex_count - n
+    at_origin = int(np.all(geom.positions == 0, axis=1).sum())
+    assert at_origin == int(np.all(clean.positions == 0, axis=1).sum())
+    assert any("file is missing" in m and f"chunk {chunk}" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match=f"file 0/vertices/{chunk}/c/0"):
+        nzv.open_store(path).read(0, strict=True)
+
+
+def test_v07_missing_link_file_is_reported_not_read_as_self_loops(tmp_path):
+    path = copy_store("v07/graph.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    (path / "0/links/0/0.0.0/c/0").unlink()
+    geom, caught = read_quietly(path)
+    assert not np.any(geom.edges[:, 0] == geom.edges[:, 1])  # no self-loop invented
+    assert len(geom.edges) < len(clean.edges)
+    assert any("file is missing" in m and "chunk 0.0.0" in m for m in caught), caught
+
+
+def test_v09_missing_file_that_nonempty_chunks_lists_is_reported(tmp_path):
+    path = copy_store("v09/graph.zarrvectors", tmp_path)
+    s = nzv.open_store(path)
+    clean = s.read(0)
+    grid = s.layout._grid(0, "vertices")
+    chunk = s.chunks(0)[3]
+    key = grid.files((chunk - grid.origin)[None])[0]
+    (path / key).unlink()
+    geom, caught = read_quietly(path)
+    name = ".".join(map(str, chunk.tolist()))
+    assert geom.vertex_count < clean.vertex_count
+    assert any("nonempty_chunks lists" in m and f"chunk {name}" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match=f"file {key}"):
+        nzv.open_store(path).read(0, strict=True)

@@ -359,6 +359,7 @@ class V09Layout(Layout):
         self._plain: dict[str, AsyncArray | None] = {}
         self._listings: dict[str, np.ndarray] = {}
         self._segments: dict[tuple[int, int], list[_Segment]] = {}
+        self._listed: dict[str, ChunkTable] = {}  # nonempty_chunks lookups
 
     # -- metadata ----------------------------------------------------------------------
     def _open(self, path: str, level: int | None) -> AsyncArray | None:
@@ -610,7 +611,38 @@ class V09Layout(Layout):
                             chunk=chunks[p],
                             key=key,
                         )
+        for r, (array, chunks) in enumerate(requests):
+            self._missing_listed(level, array, chunks, out[r])
         return out
+
+    def _missing_listed(
+        self, level: int, array: str, chunks: np.ndarray, cells: list[bytes | ZVFormatError | None]
+    ) -> None:
+        """Turn every empty cell that the array's ``nonempty_chunks`` lists into an error
+        naming its file: the store says it holds data, so a missing file (or an HTTP 404)
+        is damage, not an empty chunk."""
+        empty = [p for p, c in enumerate(cells) if c is None]
+        grid = self._grid(level, array) if empty else None
+        if grid is None or not isinstance(grid.attrs.get("nonempty_chunks"), list):
+            return
+        path = f"{level}/{array}"
+        with self._lock:
+            table = self._listed.get(path)
+        if table is None:
+            table = ChunkTable(self.list_chunks(level, array))
+            with self._lock:
+                self._listed[path] = table
+        pos = np.asarray(empty)[table.index_of(chunks[empty]) >= 0]
+        files = grid.files(chunks[pos] - grid.origin)
+        for p, key in zip(pos.tolist(), files, strict=True):
+            cells[p] = ZVFormatError(
+                "the chunk file is missing, but the array's nonempty_chunks lists the chunk",
+                store=self.io.name,
+                level=level,
+                array=array,
+                chunk=chunks[p],
+                key=key,
+            )
 
     def _read_sharded(
         self,
