@@ -145,3 +145,85 @@ def test_v09_missing_file_that_nonempty_chunks_lists_is_reported(tmp_path):
     assert any("nonempty_chunks lists" in m and f"chunk {name}" in m for m in caught), caught
     with pytest.raises(ZVFormatError, match=f"file {key}"):
         nzv.open_store(path).read(0, strict=True)
+
+
+# -- 4. one corrupt cell costs that cell, not the level ---------------------------------------
+def _first_link_file(path: Path) -> Path:
+    return sorted(p for p in (path / "0/links/0").rglob("*") if p.is_file() and "c" in p.parts)[0]
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "v07/graph.zarrvectors",
+        "v07/mesh.zarrvectors",
+        "v09/graph.zarrvectors",
+        "v09/mesh.zarrvectors",
+        "dense/graph.zarrvectors",
+        "dense/mesh.zarrvectors",
+        "v07/skeleton.zarrvectors",
+        "v09/skeleton.zarrvectors",
+        "dense/skeleton.zarrvectors",
+    ],
+)
+def test_one_corrupt_link_cell_costs_that_cell(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    clean = nzv.open_store(path).read(0)
+    f = _first_link_file(path)
+    f.write_bytes(f.read_bytes()[:-3])
+    geom, caught = read_quietly(path)
+    kept = len(geom.edges) + len(geom.faces)
+    total = len(clean.edges) + len(clean.faces)
+    assert 0 < kept < total
+    assert kept >= total / 2, (kept, total)
+    assert edge_set(geom) <= edge_set(clean)  # nothing invented
+    assert any(m.startswith("links left out") and "chunk" in m for m in caught), caught
+    with pytest.raises(ZVFormatError):
+        nzv.open_store(path).read(0, strict=True)
+
+
+@pytest.mark.parametrize("rel", ["v07/points.zarrvectors", "v09/points.zarrvectors"])
+def test_a_missing_attribute_chunk_costs_that_chunk(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    s = nzv.open_store(path)
+    clean = s.read(0)
+    chunk = s.chunks(0)[2]
+    name = ".".join(map(str, chunk.tolist()))
+    rows = len(s.read(0, chunks=chunk[None]).positions)
+    folder = path / "0/vertex_attributes/intensity"
+    if rel.startswith("v07"):
+        shutil.rmtree(folder / name)  # the blob is gone, not its bytes (which stand for zeros)
+    else:
+        grid = s.layout._grid(0, "vertex_attributes/intensity")
+        (path / grid.files((chunk - grid.origin)[None])[0]).unlink()
+    geom, caught = read_quietly(path)
+    assert geom.vertex_count == clean.vertex_count
+    values = geom.vertex_attributes["intensity"]
+    assert int(np.isnan(values).sum()) >= rows
+    same = ~np.isnan(values)
+    np.testing.assert_array_equal(values[same], clean.vertex_attributes["intensity"][same])
+    assert any("'intensity' left out" in m and f"chunk {name}" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match=f"chunk {name}"):
+        nzv.open_store(path).read(0, strict=True)
+
+
+def test_a_negative_object_id_is_refused(tmp_path):
+    path = copy_store("v09/graph.zarrvectors", tmp_path)
+    arr = zarr.open_array(path / "0/object_index/object_ids", mode="r+")
+    ids = arr[:]
+    ids[1] = -7
+    arr[:] = ids
+    with pytest.raises(ZVFormatError, match="negative id -7.*object_index/object_ids"):
+        nzv.open_store(path).read(0)
+
+
+def test_raw_links_report_a_corrupt_cell(tmp_path):
+    path = copy_store("v07/graph.zarrvectors", tmp_path)
+    clean = len(nzv.open_store(path).links(0))
+    f = _first_link_file(path)
+    f.write_bytes(f.read_bytes()[:-3])
+    with pytest.warns(ZVChunkWarning, match="links left out.*chunk 0.0.0"):
+        links = nzv.open_store(path).links(0)
+    assert 0 < len(links) < clean and len(links.errors) == 1
+    with pytest.raises(ZVFormatError, match="chunk 0.0.0"):
+        nzv.open_store(path).links(0, strict=True)

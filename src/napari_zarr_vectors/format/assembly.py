@@ -358,22 +358,17 @@ def _vertex_attributes(
             shape = (0, spec.width) if spec.width else (0,)
             out[spec.name] = np.empty(shape, dtype=object if spec.categories else spec.dtype)
             continue
-        parts = []
-        missing = False
-        for c in loaded.chunks:
-            v = c.attributes.get(spec.name)
-            if v is None:
-                missing = True
-                break
-            parts.append(v)
-        if missing or not loaded.chunks:
-            if missing:
-                warnings.warn(
-                    f"vertex attribute {spec.name!r} is missing in some chunks; left out",
-                    ZVChunkWarning,
-                    stacklevel=4,
-                )
-            continue
+        parts = [c.attributes.get(spec.name) for c in loaded.chunks]
+        if any(p is None for p in parts):
+            # chunks whose values were lost (reported when decoded) hold NaN, or no category
+            shape = next((p.shape[1:] for p in parts if p is not None and p.size), None)
+            if shape is None:
+                continue
+            absent = (-1, np.int64) if spec.categories is not None else (np.nan, np.float64)
+            parts = [
+                p if p is not None else np.full((c.n_rows, *shape), *absent)
+                for p, c in zip(parts, loaded.chunks, strict=True)
+            ]
         widths = {p.shape[1:] for p in parts if p.shape[0]}
         if len(widths) > 1:
             warnings.warn(

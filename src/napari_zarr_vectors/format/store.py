@@ -359,10 +359,16 @@ class Store:
         """``{name: array indexed by group id}``."""
         return self.layout.read_group_attributes(level)
 
-    def links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
-        """Raw link records of a level (``delta != 0``: cross-level links to ``level + delta``)."""
+    def links(
+        self, level: int, delta: int = 0, chunks: np.ndarray | None = None, *, strict: bool = False
+    ) -> LinkSet:
+        """Raw link records of a level (``delta != 0``: cross-level links to ``level + delta``).
+        A link cell that cannot be read is left out with a :class:`ZVChunkWarning` naming it
+        (``strict=True``: raises); ``LinkSet.errors`` lists those gaps."""
         self.level(level)
-        return self.layout.read_links(level, delta, chunks)
+        links = self.layout.read_links(level, delta, chunks)
+        _report_gaps(links, strict)
+        return links
 
     # -- reading -----------------------------------------------------------------------
     @_cancellable

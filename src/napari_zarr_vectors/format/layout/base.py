@@ -60,6 +60,27 @@ class LinkSet:
     def __len__(self) -> int:
         return int(self.rows.shape[0])
 
+    @classmethod
+    def of(
+        cls,
+        parts_c: list[np.ndarray],
+        parts_r: list[np.ndarray],
+        attributes: dict[str, np.ndarray],
+        width: int,
+        key_ndim: int,
+        gaps: Sequence[tuple[ZVFormatError, np.ndarray | None]] = (),
+    ) -> LinkSet:
+        """The records of several parts (``(M_i, W, key_ndim)`` chunks, ``(M_i, W)`` rows),
+        with the gaps ``(error, chunks)`` a layout met reading them (see :meth:`lose`)."""
+        if parts_r:
+            chunks = np.concatenate(parts_c).astype(np.int64)
+            links = cls(chunks, np.concatenate(parts_r).astype(np.int64), attributes)
+        else:
+            links = cls.empty(width, key_ndim)
+        for error, where in gaps:
+            links.lose(error, where)
+        return links
+
     def lose(self, error: ZVFormatError, chunks: np.ndarray | None = None) -> None:
         """Record a gap: ``error`` names it; ``chunks`` are where the records it cost have
         their endpoint 0 (``None``: anywhere in the level)."""

@@ -430,6 +430,7 @@ class DenseLayout(Layout):
         wanted = self.list_chunks(level) if chunks is None else chunks
         wanted = np.asarray(wanted, np.int64).reshape(-1, knd)
         parts_c, parts_r = [], []
+        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
         arr = self._array(level, array)
         if arr is not None:
             fill = arr.metadata.fill_value
@@ -437,7 +438,8 @@ class DenseLayout(Layout):
                 wanted, self._read_cell_arrays(level, array, wanted), strict=True
             ):
                 if isinstance(cell, ZVFormatError):
-                    raise cell
+                    gaps.append((cell.located(chunk=chunk), chunk))
+                    continue
                 if cell is None:
                     continue
                 rows = cell.reshape(-1, width)
@@ -452,15 +454,15 @@ class DenseLayout(Layout):
                     )
                 parts_r.append(rows)
                 parts_c.append(np.broadcast_to(chunk, (len(rows), width, knd)))
-        cross = self._cross_chunk(level, delta, width, chunks)
+        try:
+            cross = self._cross_chunk(level, delta, width, chunks)
+        except ZVFormatError as exc:  # one blob for the level: its records may own any chunk
+            gaps.append((exc.located(store=self.io.name, level=level), None))
+            cross = None
         if cross is not None:
             parts_c.append(cross[0])
             parts_r.append(cross[1])
-        if not parts_r:
-            return LinkSet.empty(width, knd)
-        return LinkSet(
-            np.concatenate(parts_c).astype(np.int64), np.concatenate(parts_r).astype(np.int64)
-        )
+        return LinkSet.of(parts_c, parts_r, {}, width, knd, gaps)
 
     def _cross_chunk(self, level: int, delta: int, width: int, chunks: np.ndarray | None):
         d = delta_name(delta)

@@ -274,36 +274,42 @@ class V07Layout(Layout):
         cells = self.read_cells(level, [array, *attr_arrays], chunks)
         parts_c, parts_r = [], []
         attr_parts: dict[str, list[np.ndarray]] = {n: [] for n in attr_names}
+        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
         for i, blob in enumerate(cells[array]):
             if blob is None:
                 continue
-            if isinstance(blob, ZVFormatError):
-                raise blob
             try:
+                if isinstance(blob, ZVFormatError):
+                    raise blob
                 rows = (
                     decode_flat_links(blob, width) if delta == 0 else decode_ragged_links(blob, 2)
                 )
             except ZVFormatError as exc:
-                raise exc.located(
-                    store=self.io.name, level=level, array=array, chunk=chunks[i]
-                ) from None
+                error = exc.located(store=self.io.name, level=level, array=array, chunk=chunks[i])
+                gaps.append((error, chunks[i]))
+                continue
             parts_r.append(rows)
             parts_c.append(np.broadcast_to(chunks[i], (rows.shape[0], rows.shape[1], knd)))
             for n, a in zip(attr_names, attr_arrays, strict=True):
-                attr_parts[n].append(
-                    self._link_attr(level, a, cells[a][i], rows.shape[0], chunks[i])
-                )
-        cross = self._cross_chunk(level, delta, None if everything else chunks)
+                try:
+                    values = self._link_attr(level, a, cells[a][i], rows.shape[0], chunks[i])
+                except ZVFormatError as exc:  # the records stand, without this value
+                    gaps.append((exc, chunks[i][:0]))
+                    values = _missing(rows.shape[0])
+                attr_parts[n].append(values)
+        try:
+            cross = self._cross_chunk(level, delta, None if everything else chunks)
+        except ZVFormatError as exc:  # one blob for the level: its records may own any chunk
+            gaps.append((exc.located(store=self.io.name, level=level), None))
+            cross = None
         if cross is not None:
             cc, cr = cross[0], cross[1]
             parts_c.append(cc)
             parts_r.append(cr)
             for n in attr_names:
                 attr_parts[n].append(cross[2].get(n, _missing(len(cr))))
-        if not parts_r:
-            return LinkSet.empty(width, knd)
         attrs = {n: _concat_attr(p) for n, p in attr_parts.items() if p}
-        return LinkSet(np.concatenate(parts_c).astype(np.int64), np.concatenate(parts_r), attrs)
+        return LinkSet.of(parts_c, parts_r, attrs, width, knd, gaps)
 
     def _link_attr(
         self, level: int, array: str, blob: Any, n: int, chunk: np.ndarray
