@@ -227,3 +227,35 @@ def test_raw_links_report_a_corrupt_cell(tmp_path):
     assert 0 < len(links) < clean and len(links.errors) == 1
     with pytest.raises(ZVFormatError, match="chunk 0.0.0"):
         nzv.open_store(path).links(0, strict=True)
+
+
+# -- 3. unbounded and invalid boxes -----------------------------------------------------------
+@pytest.mark.parametrize(
+    "rel", ["v07/points.zarrvectors", "v09/points.zarrvectors", "v07/graph.zarrvectors"]
+)
+@pytest.mark.parametrize("far", [np.inf, 1e300, 2.0**70])
+def test_an_unbounded_box_reads_the_whole_level(rel, far):
+    s = nzv.open_store(DATA / rel)
+    whole = s.read(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not even numpy's cast warning
+        boxed = nzv.open_store(DATA / rel).read(0, bbox=([-far] * s.ndim, [far] * s.ndim))
+    np.testing.assert_array_equal(boxed.positions, whole.positions)
+    np.testing.assert_array_equal(boxed.edges, whole.edges)
+
+
+def test_a_box_with_nan_is_refused():
+    s = nzv.open_store(DATA / "v07/points.zarrvectors")
+    with pytest.raises(ValueError, match="NaN"):
+        s.read(0, bbox=([np.nan, 0, 0], [1, 1, 1]))
+
+
+def test_huge_bounds_cannot_overflow_the_candidate_count():
+    from types import SimpleNamespace
+
+    from napari_zarr_vectors.format.discovery import level_chunk_grid
+
+    root = SimpleNamespace(bounds=(np.full(3, -1e308), np.full(3, 1e308)), ndim=3)
+    level = SimpleNamespace(index=0, key_ndim=3, chunk_shape=np.full(3, 1e-300))
+    with pytest.raises(nzv.ZVError, match="candidate chunks"):
+        level_chunk_grid(root, level)
