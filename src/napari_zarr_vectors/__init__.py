@@ -18,6 +18,7 @@ from .format import (
     ZVError,
     ZVFetchError,
     ZVFormatError,
+    ZVLeftoverWarning,
     ZVListingWarning,
     open_store,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "ZVError",
     "ZVFetchError",
     "ZVFormatError",
+    "ZVLeftoverWarning",
     "ZVListingWarning",
     "__version__",
     "open_store",

@@ -10,6 +10,7 @@ from .errors import (
     ZVError,
     ZVFetchError,
     ZVFormatError,
+    ZVLeftoverWarning,
     ZVListingWarning,
 )
 from .geometry import Geometry
@@ -40,6 +41,7 @@ __all__ = [
     "ZVError",
     "ZVFetchError",
     "ZVFormatError",
+    "ZVLeftoverWarning",
     "ZVListingWarning",
     "bin_boxes",
     "chunk_boxes",

@@ -29,7 +29,9 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,7 +43,14 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore
 
-from .errors import NotAZVStoreError, ZVCancelledError, ZVError, ZVFetchError, ZVFormatError
+from .errors import (
+    NotAZVStoreError,
+    ZVCancelledError,
+    ZVError,
+    ZVFetchError,
+    ZVFormatError,
+    ZVLeftoverWarning,
+)
 from .remote import RetryingStore, RetryPolicy, unwrap
 
 #: Maximum number of concurrent get requests of one batch (remote and non-local stores;
@@ -66,6 +75,10 @@ CACHE_LOCKS = 64
 #: for batches of at least ``LOCAL_PARALLEL_MIN`` keys.
 LOCAL_READ_THREADS = 4
 LOCAL_PARALLEL_MIN = 256
+
+#: The hidden folder a write builds a store in before renaming it into place
+#: (``.<name>.partial-<8 hex digits>``, see ``write.engine``): a leftover when a write died.
+PARTIAL_NAME = re.compile(r"^\..+\.partial-[0-9a-f]{8}$")
 
 T = TypeVar("T")
 
@@ -168,17 +181,31 @@ def is_url(text: str) -> bool:
     return "::" in text or ("://" in text and not text.startswith("file://"))
 
 
+def local_path(location: str) -> str | None:
+    """The local path ``location`` names (a plain path, or a ``file://`` URL without its
+    scheme); ``None`` for a remote URL."""
+    if is_url(location):
+        return None
+    return location[len("file://") :] if location.startswith("file://") else location
+
+
 def _make_store(location: str | os.PathLike[str] | Store, storage_options: dict | None) -> Store:
     if isinstance(location, Store):
         return location
     text = os.fspath(location)
     if is_url(text):
         return open_url(text, storage_options)
-    if text.startswith("file://"):
-        text = text[len("file://") :]
+    text = local_path(text) or text
     path = Path(text).expanduser()
     if not path.is_dir():
         raise NotAZVStoreError(f"{text} is not a Zarr Vectors store: no such directory")
+    if PARTIAL_NAME.match(path.name):
+        warnings.warn(
+            f"{text} is the leftover of a write that did not finish: it may hold only part of "
+            "a store (the next write into its folder removes it)",
+            ZVLeftoverWarning,
+            stacklevel=4,
+        )
     return LocalStore(path, read_only=True)
 
 
