@@ -112,6 +112,17 @@ class LinkSet:
         )
 
 
+def decoded_chunk_shape(arr: Any) -> tuple[int, ...] | None:
+    """Shape of the chunks zarr decodes one by one to read the zarr array ``arr`` (a sharded
+    array's inner chunks); ``None`` for an irregular grid."""
+    for codec in getattr(arr.metadata, "codecs", ()):
+        inner = getattr(codec, "chunk_shape", None)  # the sharding codec
+        if inner is not None:
+            return tuple(int(c) for c in inner)
+    shape = getattr(arr.metadata.chunk_grid, "chunk_shape", None)
+    return None if shape is None else tuple(int(c) for c in shape)
+
+
 @dataclass
 class ObjectTable:
     """Object index of a level: row ``r`` describes object ``ids[r]``; manifests are raw blobs."""

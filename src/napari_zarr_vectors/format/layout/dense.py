@@ -52,7 +52,14 @@ from ..decode.manifests import split_offset_manifests
 from ..errors import ZVFormatError
 from ..metadata import LevelInfo
 from ..validate import MAX_COORD, check_whole_read, check_zarr_array_doc, int_field, int_list
-from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
+from .base import (
+    GroupTable,
+    Layout,
+    LinkSet,
+    ObjectAttribute,
+    ObjectTable,
+    decoded_chunk_shape,
+)
 from .keys import delta_name, sort_chunks
 from .v07 import _touches
 
@@ -61,6 +68,8 @@ MAX_CELLS = 1 << 24
 
 #: Largest payload (bytes) one cell may decode to.
 MAX_CELL_BYTES = 1 << 30
+#: Most Zarr chunks the payload of one cell may span (the seed stores one per cell).
+MAX_CELL_CHUNKS = 1 << 8
 
 _VERTEX_ATTRIBUTE_DIRS = ("attributes", "vertex_attributes")
 _ATTRIBUTE_DIRS = {
@@ -179,9 +188,15 @@ class DenseLayout(Layout):
         out: list[np.ndarray | ZVFormatError | None] = [None] * len(chunks)
         if arr is None or not inside.any():
             return out
-        payload = int(np.prod(arr.shape[cells.shape[1] :], dtype=object)) * arr.dtype.itemsize
+        knd = cells.shape[1]
+        payload = int(np.prod(arr.shape[knd:], dtype=object)) * arr.dtype.itemsize
         if payload > MAX_CELL_BYTES:
             raise self.error(f"one cell would hold {payload} bytes", level, array)
+        inner = decoded_chunk_shape(arr)
+        if inner is not None and len(inner) == arr.ndim:
+            spans = np.prod([-(-n // c) for n, c in zip(arr.shape[knd:], inner[knd:], strict=True)])
+            if spans > MAX_CELL_CHUNKS:  # zarr would visit every one of them, cell by cell
+                raise self.error(f"one cell spans {int(spans)} chunks of the array", level, array)
         pos = self._precheck_cells(level, array, arr, cells, np.flatnonzero(inside).tolist(), out)
 
         async def one(cell: tuple[int, ...]) -> Any:
@@ -336,7 +351,14 @@ class DenseLayout(Layout):
     ) -> dict[str, list[bytes | ZVFormatError | None]]:
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, self.key_ndim(level))
         need = list(dict.fromkeys(["vertices", "vertex_fragments", *arrays]))
-        raw = {a: self._read_cell_arrays(level, a, chunks) for a in need}
+        raw: dict[str, list] = {}
+        for a in need:
+            try:
+                raw[a] = self._read_cell_arrays(level, a, chunks)
+            except ZVFormatError as exc:  # an attribute's metadata costs that attribute
+                if a in ("vertices", "vertex_fragments"):
+                    raise
+                raw[a] = [exc] * len(chunks)
         counts = [self._row_count(level, raw, i) for i in range(len(chunks))]
         out: dict[str, list[bytes | ZVFormatError | None]] = {}
         for a in arrays:
@@ -493,7 +515,8 @@ class DenseLayout(Layout):
         for a, arr in zip(arrays, opened, strict=True):
             if arr is not None:
                 path = f"{level}/{self._physical(level, a)}"
-                check_whole_read(arr.shape, arr.dtype.itemsize, self.src(path, level, a))
+                src = self.src(path, level, a)
+                check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
 
         return self._gather_whole(level, list(zip(arrays, opened, strict=True)))
 

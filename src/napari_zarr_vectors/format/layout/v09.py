@@ -61,7 +61,14 @@ from ..validate import (
     mapping_field,
     str_field,
 )
-from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
+from .base import (
+    GroupTable,
+    Layout,
+    LinkSet,
+    ObjectAttribute,
+    ObjectTable,
+    decoded_chunk_shape,
+)
 from .keys import delta_name, parse_chunk_keys, sort_chunks
 from .v07 import _ATTRIBUTE_DIRS, _concat_attr, _missing
 
@@ -1050,7 +1057,8 @@ class V09Layout(Layout):
         decoded: dict[str, np.ndarray] = {}
         for p, arr in zip(paths, arrays, strict=True):
             if arr is not None:
-                check_whole_read(arr.shape, arr.dtype.itemsize, self.src(f"{level}/{p}", level, p))
+                src = self.src(f"{level}/{p}", level, p)
+                check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
                 whole = self._precheck(level, p, arr)
                 if whole is not None:
                     decoded[p] = whole
@@ -1108,19 +1116,25 @@ class V09Layout(Layout):
     def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:
         names = self.list_attributes(level, "object")
         paths = [f"object_attributes/{n}" for n in names]
-        values = self._read_whole(level, paths)
         index = self._attrs(f"{level}/object_index") or {}
         rows = int_field(index, "num_objects", self.src(f"{level}/object_index", level), None)
+
+        def check(shape: Sequence[int], path: str) -> None:
+            if not len(shape) or (rows is not None and shape[0] != rows):
+                raise self.error(
+                    f"object attribute of shape {list(shape)} for {rows} object rows", level, path
+                )
+
+        for path in paths:  # refused before anything is read
+            arr = self._open_plain(f"{level}/{path}", level)
+            if arr is not None:
+                check(arr.shape, path)
+        values = self._read_whole(level, paths)
         out: dict[str, ObjectAttribute] = {}
         for name, path, vals in zip(names, paths, values, strict=True):
             if vals is None:
                 continue
-            if vals.ndim == 0 or (rows is not None and vals.shape[0] != rows):
-                raise self.error(
-                    f"object attribute of shape {list(vals.shape)} for {rows} object rows",
-                    level,
-                    path,
-                )
+            check(vals.shape, path)
             arr = self._open_plain(f"{level}/{path}", level)
             assert arr is not None
             out[name] = ObjectAttribute(
