@@ -6,7 +6,13 @@ missing chunk the store says holds data.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
+import textwrap
+import time
 import warnings
 from pathlib import Path
 
@@ -259,3 +265,115 @@ def test_huge_bounds_cannot_overflow_the_candidate_count():
     level = SimpleNamespace(index=0, key_ndim=3, chunk_shape=np.full(3, 1e-300))
     with pytest.raises(nzv.ZVError, match="candidate chunks"):
         level_chunk_grid(root, level)
+
+
+# -- 7, 8. hostile files: FIFOs, devices, symlink loops, deep JSON ------------------------------
+def _read_in_child(path: Path, seconds: float = 20) -> str:
+    """Read every level of ``path`` in a child process under a 3 GB address-space limit and a
+    time limit; returns what it printed (``ok <warnings>``, ``<ZVError class>: ...``)."""
+    script = textwrap.dedent(
+        f"""
+        import resource, warnings
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        import napari_zarr_vectors as nzv
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                s = nzv.open_store({str(path)!r})
+                for lv in s.levels:
+                    s.read(lv.index)
+            print("ok", " | ".join(str(w.message) for w in caught))
+        except nzv.ZVError as e:
+            print(type(e).__name__ + ":", e)
+        """
+    )
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=seconds
+        )
+    except subprocess.TimeoutExpired:
+        return "hung"
+    return out.stdout.strip() or out.stderr.strip()[-500:]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+@pytest.mark.parametrize(
+    "rel, chunk_file",
+    [
+        ("v07/points.zarrvectors", "0/vertices/-1.-2.0/c/0"),
+        ("v09/points.zarrvectors", "0/vertices/c/0/1/0"),  # a shard, read directly
+        ("dense/graph.zarrvectors", "0/vertices/c/1/2/0/0/0"),  # read through zarr
+    ],
+)
+def test_a_chunk_that_is_not_a_regular_file_is_refused_unread(tmp_path, rel, chunk_file, kind):
+    path = copy_store(rel, tmp_path)
+    target = path / chunk_file
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)  # a read would wait for a writer forever
+    else:
+        os.symlink("/dev/zero", target)  # a read would never end
+    t0 = time.perf_counter()
+    said = _read_in_child(path)
+    assert said.startswith("ok ") and "not a regular file" in said, said
+    assert time.perf_counter() - t0 < 30
+
+
+def test_symlink_loops_are_format_errors(tmp_path):
+    path = copy_store("v07/points.zarrvectors", tmp_path)
+    blob = path / "0/vertices/-1.-2.0/c/0"
+    blob.unlink()
+    os.symlink(blob.name, blob)  # a file that points at itself
+    geom, caught = read_quietly(path)
+    assert any("Too many levels of symbolic links" in m and "chunk -1.-2.0" in m for m in caught)
+    folder = path / "0/vertex_attributes"
+    shutil.rmtree(folder)
+    os.symlink(folder.name, folder)  # a folder that points at itself
+    with pytest.raises(ZVFormatError, match="cannot list 0/vertex_attributes"):
+        nzv.open_store(path).read(0)
+
+
+def test_deeply_nested_json_is_a_format_error(tmp_path):
+    path = copy_store("v09/points.zarrvectors", tmp_path)
+    (path / "0/vertices/zarr.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ZVFormatError, match="nests its JSON too deeply"):
+        nzv.open_store(path).read(0)
+
+
+# -- 7. a shape that implies more chunks than can be read is refused at once --------------------
+@pytest.mark.parametrize(
+    "rel, array, read",
+    [
+        ("v09/points.zarrvectors", "0/group_attributes/weight", lambda s: s.group_attributes(0)),
+        ("v09/points.zarrvectors", "0/object_attributes/score", lambda s: s.object_attributes(0)),
+        ("v09/graph.zarrvectors", "0/groups", lambda s: s.groups(0)),
+        ("dense/graph.zarrvectors", "0/object_attributes/score", lambda s: s.object_attributes(0)),
+        ("dense/graph.zarrvectors", "0/vertex_fragments", lambda s: s.read(0)),
+    ],
+)
+def test_an_inflated_shape_is_refused_before_reading(tmp_path, rel, array, read):
+    path = copy_store(rel, tmp_path)
+    doc_path = path / array / "zarr.json"
+    doc = json.loads(doc_path.read_text())
+    doc["shape"] = [n * 1_000_000 + 1 for n in doc["shape"]]
+    doc_path.write_text(json.dumps(doc))
+    t0 = time.perf_counter()
+    with pytest.raises(ZVFormatError, match="shape|one cell spans"):
+        read(nzv.open_store(path))
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_an_inflated_dense_attribute_costs_that_attribute(tmp_path):
+    path = copy_store("dense/graph.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    doc_path = path / "0/attributes/intensity/zarr.json"
+    doc = json.loads(doc_path.read_text())
+    doc["shape"] = [n * 1000 for n in doc["shape"]]
+    doc_path.write_text(json.dumps(doc))
+    t0 = time.perf_counter()
+    geom, caught = read_quietly(path)
+    assert time.perf_counter() - t0 < 2.0
+    assert geom.vertex_count == clean.vertex_count
+    assert "intensity" in clean.vertex_attributes and "intensity" not in geom.vertex_attributes
+    np.testing.assert_array_equal(geom.positions, clean.positions)
+    assert any("'intensity' left out" in m and "spans" in m for m in caught), caught[:2]

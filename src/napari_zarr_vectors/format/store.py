@@ -70,7 +70,8 @@ def open_store(
         The store's format version or container layout is unknown to this reader.
     """
     io = StoreIO(location, storage_options, retry)
-    return Store(io)
+    with io.read_budget():
+        return Store(io)
 
 
 def _cancellable(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -81,7 +82,7 @@ def _cancellable(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def wrapper(self: Store, *args: Any, cancel: Event | None = None, **kwargs: Any) -> Any:
-        with self._io.cancellable(cancel):
+        with self._io.cancellable(cancel), self._io.read_budget():
             if self._io.remote:
                 level = kwargs.get("level", args[0] if args else 0)
                 self._prefetch_metadata(level)
