@@ -19,7 +19,10 @@ path, so a run is reproducible whatever order concurrent requests arrive in:
 clients that run the server in another process (``python _zv_http.py ROOT ...``).
 
 ``max_faults`` caps the faults of one path (so that retries eventually succeed);
-``always_fail`` names paths (substrings) that fail every time with a 500.
+``always_fail`` names paths (substrings) that fail every time with a 500; ``hang`` matches
+paths (regular expressions) whose requests are accepted and never answered (until the
+server stops); ``endless`` matches paths answered with a body that never ends (no
+``Content-Length``, zeros until the client hangs up or the server stops).
 """
 
 from __future__ import annotations
@@ -75,6 +78,22 @@ class _Handler(SimpleHTTPRequestHandler):
             self.wfile.write(body)
             return
         srv.record(self.command, rel, self.headers.get("Range"))
+        if any(re.search(p, rel) for p in srv.hang):
+            srv.stopping.wait()  # accepted, never answered
+            self.close_connection = True
+            return
+        if any(re.search(p, rel) for p in srv.endless):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.end_headers()
+            self.close_connection = True  # the body ends when the connection does
+            block = bytes(1 << 16)
+            try:
+                while not srv.stopping.is_set():
+                    self.wfile.write(block)
+            except OSError:
+                pass
+            return
         if srv.latency:
             time.sleep(srv.latency)
         fault = srv.fault_for(rel)
@@ -168,6 +187,8 @@ class ZVHTTPServer(ThreadingHTTPServer):
         fault_delay: float = 1.0,
         max_faults: int = 2,
         always_fail: Iterable[str] = (),
+        hang: Iterable[str] = (),
+        endless: Iterable[str] = (),
         seed: int = 0,
         max_lifetime: float = 600.0,
     ) -> None:
@@ -181,6 +202,9 @@ class ZVHTTPServer(ThreadingHTTPServer):
         self.fault_delay = fault_delay
         self.max_faults = max_faults
         self.always_fail = tuple(always_fail)
+        self.hang = tuple(hang)
+        self.endless = tuple(endless)
+        self.stopping = threading.Event()
         self.seed = seed
         self.max_lifetime = max_lifetime
         self._lock = threading.Lock()
@@ -209,6 +233,7 @@ class ZVHTTPServer(ThreadingHTTPServer):
         return self
 
     def stop(self) -> None:
+        self.stopping.set()  # releases held and endless responses
         if self._timer is not None:
             self._timer.cancel()
         if self._thread is not None and self._thread.is_alive():

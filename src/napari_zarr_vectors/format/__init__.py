@@ -12,6 +12,7 @@ from .errors import (
     ZVError,
     ZVFetchError,
     ZVFormatError,
+    ZVLeftoverWarning,
     ZVListingWarning,
     ZVUnsupportedDtypeError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "ZVError",
     "ZVFetchError",
     "ZVFormatError",
+    "ZVLeftoverWarning",
     "ZVListingWarning",
     "ZVUnsupportedDtypeError",
     "bin_boxes",

@@ -165,6 +165,9 @@ def _skeleton_edges(
             for f in range(fi.num_fragments):
                 r = fi.rows(f) + base
                 parent[r[1:]] = r[:-1]
+    # a child in a chunk whose link records were left out may have lost the one that
+    # overrides its implicit parent: no implicit edge there (none is invented)
+    parent[np.repeat(links.damaged_in(loaded.table), np.diff(loaded.start))] = -1
     g = _link_rows(loaded, links)
     # a stored link overrides the implicit parent of a loaded child, even when the
     # parent lies outside the loaded chunks (the child then has no edge here)
@@ -418,22 +421,17 @@ def _vertex_attributes(
             shape = (0, spec.width) if spec.width else (0,)
             out[spec.name] = np.empty(shape, dtype=object if spec.categories else spec.dtype)
             continue
-        parts = []
-        missing = False
-        for c in loaded.chunks:
-            v = c.attributes.get(spec.name)
-            if v is None:
-                missing = True
-                break
-            parts.append(v)
-        if missing or not loaded.chunks:
-            if missing:
-                warnings.warn(
-                    f"vertex attribute {spec.name!r} is missing in some chunks; left out",
-                    ZVChunkWarning,
-                    stacklevel=4,
-                )
-            continue
+        parts = [c.attributes.get(spec.name) for c in loaded.chunks]
+        if any(p is None for p in parts):
+            # chunks whose values were lost (reported when decoded) hold NaN, or no category
+            shape = next((p.shape[1:] for p in parts if p is not None and p.size), None)
+            if shape is None:
+                continue
+            absent = (-1, np.int64) if spec.categories is not None else (np.nan, np.float64)
+            parts = [
+                p if p is not None else np.full((c.n_rows, *shape), *absent)
+                for p, c in zip(parts, loaded.chunks, strict=True)
+            ]
         widths = {p.shape[1:] for p in parts if p.shape[0]}
         if len(widths) > 1:
             warnings.warn(

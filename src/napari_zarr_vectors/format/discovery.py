@@ -63,10 +63,10 @@ def level_chunk_grid(
         bins = len(values)
     c_lo = np.floor(lo / level.chunk_shape)
     c_hi = np.floor(hi / level.chunk_shape)
-    count = int(np.prod(c_hi - c_lo + 1)) * bins
+    count = float(np.prod(c_hi - c_lo + 1)) * bins  # huge bounds must not overflow
     if count > limit:
         raise ZVError(
-            f"level {level.index} spans {count} candidate chunks over the store bounds; a store "
+            f"level {level.index} spans {count:.0f} candidate chunks over the store bounds; a store "
             f"that cannot be listed is enumerated up to {limit}: read this level by bbox, "
             "or open the store from a listable location (local folder, s3://)"
         )

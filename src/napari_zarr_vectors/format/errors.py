@@ -136,6 +136,11 @@ class ZVAttributeWarning(UserWarning):
     array, level and store."""
 
 
+class ZVLeftoverWarning(UserWarning):
+    """The folder opened is the leftover of a write that did not finish (a hidden
+    ``.<name>.partial-<id>`` folder): it may hold only part of a store."""
+
+
 class ZVListingWarning(UserWarning):
     """A store that cannot be listed (plain HTTP) hides some names from the reader, e.g.
     attribute names; the read goes on without them."""

@@ -29,20 +29,36 @@ import asyncio
 import contextlib
 import json
 import os
+import re
+import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
-from zarr.abc.store import Store
-from zarr.core.buffer import default_buffer_prototype
+from zarr.abc.store import (
+    ByteRequest,
+    OffsetByteRequest,
+    RangeByteRequest,
+    Store,
+    SuffixByteRequest,
+)
+from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore
 
-from .errors import NotAZVStoreError, ZVCancelledError, ZVError, ZVFetchError, ZVFormatError
-from .remote import RetryingStore, RetryPolicy, unwrap
+from .errors import (
+    NotAZVStoreError,
+    ZVCancelledError,
+    ZVError,
+    ZVFetchError,
+    ZVFormatError,
+    ZVLeftoverWarning,
+)
+from .remote import RetryingStore, RetryPolicy, describe, read_budget, unwrap
 
 #: Maximum number of concurrent get requests of one batch (remote and non-local stores;
 #: local folders take the threaded fast path). With 20 ms per request, 32 in flight read a
@@ -59,6 +75,11 @@ UNLISTABLE_PROTOCOLS = frozenset({"http", "https"})
 #: fsspec protocols of local data (no retries, no listing cache).
 LOCAL_PROTOCOLS = frozenset({"file", "local", "memory"})
 
+#: Most bytes one stored object (chunk file, shard, metadata document) may hold: a read of
+#: more is refused before it is made (local files by their size, HTTP bodies by their
+#: ``Content-Length`` or once they pass it).
+MAX_OBJECT_BYTES = 1 << 30
+
 #: Locks that serialise concurrent reads of one object through ``simplecache::``.
 CACHE_LOCKS = 64
 
@@ -66,6 +87,10 @@ CACHE_LOCKS = 64
 #: for batches of at least ``LOCAL_PARALLEL_MIN`` keys.
 LOCAL_READ_THREADS = 4
 LOCAL_PARALLEL_MIN = 256
+
+#: The hidden folder a write builds a store in before renaming it into place
+#: (``.<name>.partial-<8 hex digits>``, see ``write.engine``): a leftover when a write died.
+PARTIAL_NAME = re.compile(r"^\..+\.partial-[0-9a-f]{8}$")
 
 T = TypeVar("T")
 
@@ -98,15 +123,107 @@ def map_parallel(fn: Callable[..., T], *iterables: Sequence[Any]) -> list[T]:
     return [v for part in _pool().map(run, range(0, n, step)) for v in part]
 
 
-def _read_files(root: str, keys: Sequence[str]) -> list[bytes | None]:
-    out: list[bytes | None] = []
+def _read_files(root: str, keys: Sequence[str]) -> list[bytes | ZVFetchError | None]:
+    out: list[bytes | ZVFetchError | None] = []
     for key in keys:
         try:
-            with open(root + key, "rb") as fh:
-                out.append(fh.read())
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            out.append(None)
+            out.append(read_local(root + key))
+        except ZVFetchError as exc:
+            out.append(exc)
     return out
+
+
+def read_local(path: str, byte_range: ByteRequest | None = None) -> bytes | None:
+    """The bytes of a local file, or of ``byte_range`` of it (``None`` when there is none).
+
+    Only regular files are read, and only the bytes their size announces: a FIFO (which
+    would block the read forever) or a device (``/dev/zero`` never ends) is refused without
+    reading, as is a read of more than :data:`MAX_OBJECT_BYTES` or a file that grows while it
+    is read. Those and a file that cannot be opened (a symlink loop, no permission) raise
+    :class:`ZVFetchError` naming the file.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        if os.path.islink(path):
+            raise ZVFetchError(f"{path} is a link to nothing ({os.readlink(path)})") from None
+        return None
+    except OSError as exc:
+        raise ZVFetchError(f"cannot open {path}: {describe(exc)}") from None
+    try:
+        mode = os.fstat(fd)
+        if stat.S_ISDIR(mode.st_mode):
+            return None
+        if not stat.S_ISREG(mode.st_mode):
+            raise ZVFetchError(
+                f"{path} is not a regular file (a FIFO, device or socket): refused unread"
+            )
+        start, stop = _span(byte_range, mode.st_size)
+        if stop - start > MAX_OBJECT_BYTES:
+            raise ZVFetchError(
+                f"{path}: a read of {stop - start} bytes, more than the {MAX_OBJECT_BYTES} "
+                "one stored object may hold"
+            )
+        os.lseek(fd, start, os.SEEK_SET)
+        parts, want = [], stop - start + 1  # one byte more: a file that grew is refused
+        while want > 0:
+            part = os.read(fd, min(want, 1 << 30))
+            if not part:
+                break
+            parts.append(part)
+            want -= len(part)
+        data = b"".join(parts)
+        if len(data) > stop - start and stop == mode.st_size:
+            raise ZVFetchError(f"{path} changed while it was read (it holds more than its size)")
+        return data[: stop - start]
+    except OSError as exc:
+        raise ZVFetchError(f"cannot read {path}: {describe(exc)}") from None
+    finally:
+        os.close(fd)
+
+
+def _span(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
+    """``[start, stop)`` of a zarr byte request in a file of ``size`` bytes."""
+    if byte_range is None:
+        return 0, size
+    if isinstance(byte_range, RangeByteRequest):
+        return min(byte_range.start, size), min(max(byte_range.end, byte_range.start), size)
+    if isinstance(byte_range, OffsetByteRequest):
+        return min(byte_range.offset, size), size
+    if isinstance(byte_range, SuffixByteRequest):
+        return max(0, size - byte_range.suffix), size
+    raise TypeError(f"unexpected byte range {byte_range!r}")
+
+
+class SafeLocalStore(LocalStore):
+    """zarr's read-only :class:`~zarr.storage.LocalStore` whose reads go through
+    :func:`read_local` (regular files only, bounded), so that zarr's own reads of a store
+    (sharded arrays, whole tables) meet FIFOs, devices and symlink loops as errors."""
+
+    async def get(
+        self,
+        key: str,
+        prototype: BufferPrototype | None = None,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        prototype = prototype or default_buffer_prototype()
+        data = await asyncio.to_thread(read_local, os.path.join(self.root, key), byte_range)
+        return None if data is None else prototype.buffer.from_bytes(data)
+
+    async def get_partial_values(
+        self,
+        prototype: BufferPrototype,
+        key_ranges: Iterable[tuple[str, ByteRequest | None]],
+    ) -> list[Buffer | None]:
+        return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        # every entry but folders: a FIFO, device or broken link where a chunk file belongs
+        # is listed, so that reading it reports it (zarr lists regular files only)
+        head = self.root.as_posix() + "/"
+        for p in (self.root / prefix.rstrip("/")).rglob("*"):
+            if not p.is_dir():
+                yield p.as_posix().replace(head, "", 1)
 
 
 def open_url(url: str, storage_options: dict[str, Any] | None = None) -> FsspecStore:
@@ -129,7 +246,10 @@ def open_url(url: str, storage_options: dict[str, Any] | None = None) -> FsspecS
             config.update(opts.get("config_kwargs") or {})
             config.setdefault("max_pool_connections", MAX_CONCURRENCY)
             opts["config_kwargs"] = config
-        return FsspecStore.from_url(url, storage_options=opts, read_only=True)
+        store = FsspecStore.from_url(url, storage_options=opts, read_only=True)
+        if protocol in UNLISTABLE_PROTOCOLS:
+            _cap_bodies(store.fs)
+        return store
     from fsspec.core import url_to_fs
 
     fs, path = url_to_fs(url, **opts)
@@ -139,6 +259,50 @@ def open_url(url: str, storage_options: dict[str, Any] | None = None) -> FsspecS
         fs = AsyncFileSystemWrapper(fs, asynchronous=True)
         _make_cache_safe(fs)
     return FsspecStore(fs, read_only=True, path=path)
+
+
+class BodyTooLargeError(Exception):
+    """An HTTP response body longer than :data:`MAX_OBJECT_BYTES` (never retried)."""
+
+
+def _cap_bodies(fs: Any) -> None:
+    """Make an fsspec HTTP filesystem read response bodies up to :data:`MAX_OBJECT_BYTES`
+    and refuse longer ones (by their ``Content-Length``, or once the body passes the cap):
+    fsspec's own ``_cat_file`` reads whatever the server sends (an endless body: until memory
+    runs out). Otherwise the request is made as fsspec makes it."""
+    if not all(hasattr(fs, a) for a in ("kwargs", "set_session", "encode_url", "_process_limits")):
+        return
+
+    async def cat_file(
+        url: str, start: int | None = None, end: int | None = None, **kwargs: Any
+    ) -> bytes:
+        kw = fs.kwargs.copy()
+        kw.update(kwargs)
+        if start is not None or end is not None:
+            if start == end:
+                return b""
+            headers = kw.pop("headers", {}).copy()
+            headers["Range"] = await fs._process_limits(url, start, end)
+            kw["headers"] = headers
+        session = await fs.set_session()
+        async with session.get(fs.encode_url(url), **kw) as r:
+            fs._raise_not_found_for_status(r, url)
+            if (r.content_length or 0) > MAX_OBJECT_BYTES:
+                raise BodyTooLargeError(
+                    f"{url} announces {r.content_length} bytes, more than the "
+                    f"{MAX_OBJECT_BYTES} one stored object may hold"
+                )
+            out = bytearray()
+            async for part in r.content.iter_chunked(1 << 20):
+                out += part
+                if len(out) > MAX_OBJECT_BYTES:
+                    raise BodyTooLargeError(
+                        f"{url} sends more than the {MAX_OBJECT_BYTES} bytes one stored "
+                        "object may hold"
+                    )
+        return bytes(out)
+
+    fs._cat_file = cat_file
 
 
 def _make_cache_safe(fs: Any) -> None:
@@ -176,18 +340,32 @@ def is_url(text: str) -> bool:
     return "::" in text or ("://" in text and not text.startswith("file://"))
 
 
+def local_path(location: str) -> str | None:
+    """The local path ``location`` names (a plain path, or a ``file://`` URL without its
+    scheme); ``None`` for a remote URL."""
+    if is_url(location):
+        return None
+    return location[len("file://") :] if location.startswith("file://") else location
+
+
 def _make_store(location: str | os.PathLike[str] | Store, storage_options: dict | None) -> Store:
     if isinstance(location, Store):
         return location
     text = os.fspath(location)
     if is_url(text):
         return open_url(text, storage_options)
-    if text.startswith("file://"):
-        text = text[len("file://") :]
+    text = local_path(text) or text
     path = Path(text).expanduser()
     if not path.is_dir():
         raise NotAZVStoreError(f"{text} is not a Zarr Vectors store: no such directory")
-    return LocalStore(path, read_only=True)
+    if PARTIAL_NAME.match(path.name):
+        warnings.warn(
+            f"{text} is the leftover of a write that did not finish: it may hold only part of "
+            "a store (the next write into its folder removes it)",
+            ZVLeftoverWarning,
+            stacklevel=4,
+        )
+    return SafeLocalStore(path, read_only=True)
 
 
 def _fs_protocols(fs: Any) -> set[str]:
@@ -252,6 +430,8 @@ class StoreIO:
         retry: RetryPolicy | None = None,
     ) -> None:
         base = _make_store(location, storage_options)
+        if type(base) is LocalStore:  # reads of a given LocalStore are bounded too
+            base = SafeLocalStore(base.root, read_only=True)
         self.name = str(location)
         protocols = _store_protocols(base)
         self.remote = protocols is not None and not protocols <= LOCAL_PROTOCOLS
@@ -264,7 +444,7 @@ class StoreIO:
         # zarr's LocalStore hands every get to a worker thread (~0.1 ms each); batches of
         # small chunk files are read directly instead, with the same key -> path mapping.
         self._local_root = (
-            os.path.join(os.fspath(base.root), "") if type(base) is LocalStore else None
+            os.path.join(os.fspath(base.root), "") if type(base) is SafeLocalStore else None
         )
         self._lock = threading.Lock()
         self._listings: dict[tuple[str, bool, bool], list[str] | None] = {}
@@ -276,7 +456,10 @@ class StoreIO:
 
     # -- single gets ---------------------------------------------------------------------
     async def _aget(self, key: str) -> bytes | None:
-        buf = await self.store.get(key, prototype=self._prototype)
+        try:
+            buf = await self.store.get(key, prototype=self._prototype)
+        except ZVFetchError as exc:
+            raise exc.located(store=self.name, key=key) from None
         return None if buf is None else buf.to_bytes()
 
     def get(self, key: str) -> bytes | None:
@@ -301,11 +484,21 @@ class StoreIO:
             doc = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ZVFormatError(f"invalid JSON in {key}: {exc}", store=self.name) from None
+        except RecursionError:
+            raise ZVFormatError(f"{key} nests its JSON too deeply", store=self.name) from None
         if not isinstance(doc, dict):
             raise ZVFormatError(f"{key} is not a JSON object", store=self.name)
         return doc
 
     # -- batched gets -------------------------------------------------------------------
+    def read_budget(self) -> contextlib.AbstractContextManager[None]:
+        """Within this block the requests of the calling thread share one
+        :class:`~napari_zarr_vectors.format.remote.ReadBudget` (remote stores: a whole read
+        ends within its policy's ``read_timeout``, and ``total_timeout`` after the server
+        last answered)."""
+        store = self.store
+        return read_budget(store.policy if isinstance(store, RetryingStore) else None)
+
     @contextlib.contextmanager
     def cancellable(self, cancel: threading.Event | None) -> Iterator[None]:
         """Within this block, batched gets of the calling thread stop early (raising
@@ -367,14 +560,19 @@ class StoreIO:
                 raise value
         return out  # type: ignore[return-value]
 
-    def _get_many_local(self, keys: Sequence[str]) -> list[bytes | None]:
+    def _get_many_local(self, keys: Sequence[str]) -> list[bytes | ZVFetchError | None]:
         root = self._local_root
         assert root is not None
         if len(keys) < LOCAL_PARALLEL_MIN:
-            return _read_files(root, keys)
-        step = -(-len(keys) // LOCAL_READ_THREADS)
-        parts = [keys[i : i + step] for i in range(0, len(keys), step)]
-        return [b for part in _pool().map(_read_files, [root] * len(parts), parts) for b in part]
+            out = _read_files(root, keys)
+        else:
+            step = -(-len(keys) // LOCAL_READ_THREADS)
+            parts = [keys[i : i + step] for i in range(0, len(keys), step)]
+            out = [b for part in _pool().map(_read_files, [root] * len(parts), parts) for b in part]
+        return [
+            v.located(store=self.name, key=k) if isinstance(v, ZVFetchError) else v
+            for v, k in zip(out, keys, strict=True)
+        ]
 
     # -- listing -------------------------------------------------------------------------
     async def _alist_dir(self, prefix: str) -> list[str]:
@@ -386,6 +584,10 @@ class StoreIO:
             names = sync(self._alist_dir(prefix + "/" if prefix else ""))
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as exc:  # a symlink loop, no permission ...
+            raise ZVFormatError(
+                f"cannot list {prefix or 'the store'}: {describe(exc)}", store=self.name
+            ) from None
         names = [unquote(n) for n in names] if not self.listable else names
         return sorted({n.strip("/").split("/")[0] for n in names if n.strip("/")})
 

@@ -105,6 +105,23 @@ def _single_fragment(n_rows: int) -> FragmentIndex:
     )
 
 
+def _attribute(
+    raw: bytes | ZVFormatError | None, spec: AttributeSpec, n: int
+) -> np.ndarray | ZVFormatError | None:
+    """One chunk's values of a vertex attribute, or the error that keeps them from being read
+    (a chunk with vertices and no values has lost them); ``None`` for an empty chunk."""
+    if raw is None:
+        if n == 0:
+            return None
+        return ZVFormatError(f"the chunk holds {n} vertices and no values of this attribute")
+    if isinstance(raw, ZVFormatError):
+        return raw
+    try:
+        return decode_attribute(raw, spec.dtype, n, spec.width)
+    except ZVFormatError as exc:
+        return exc
+
+
 def load_chunks(
     layout: Layout,
     level: int,
@@ -183,11 +200,22 @@ def _fetch_and_decode(
                 for spec in specs:
                     array = spec.array
                     araw = cells[spec.array][i]
-                    if araw is None:
-                        continue
-                    if isinstance(araw, ZVFormatError):
+                    if isinstance(araw, ZVFetchError):  # the whole chunk is asked for again
                         raise araw
-                    attrs[spec.name] = decode_attribute(araw, spec.dtype, n, spec.width)
+                    value = _attribute(araw, spec, n)
+                    if isinstance(value, ZVFormatError):  # only this chunk's values are lost
+                        err = value.located(
+                            store=layout.io.name, level=level, array=array, chunk=coords
+                        )
+                        if strict:
+                            raise err from None
+                        warnings.warn(
+                            f"vertex attribute {spec.name!r} left out of one chunk: {err}",
+                            ZVChunkWarning,
+                            stacklevel=4,
+                        )
+                    elif value is not None:
+                        attrs[spec.name] = value
             out[i] = ChunkData(np.asarray(coords, dtype=np.int64), positions, frags, attrs, faces)
         except ZVFormatError as exc:
             err = exc.located(store=layout.io.name, level=level, array=array, chunk=coords)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .metadata import LevelInfo
+from .validate import MAX_COORD
 
 
 def normalise_bbox(bbox: Sequence[Sequence[float]], ndim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -17,6 +18,8 @@ def normalise_bbox(bbox: Sequence[Sequence[float]], ndim: int) -> tuple[np.ndarr
     hi = np.asarray(bbox[1], dtype=np.float64).reshape(-1)
     if lo.size != ndim or hi.size != ndim:
         raise ValueError(f"bbox corners must have {ndim} coordinates")
+    if np.isnan(lo).any() or np.isnan(hi).any():
+        raise ValueError(f"bbox {lo.tolist()}, {hi.tolist()} holds NaN")
     if np.any(lo > hi):
         raise ValueError(f"bbox lo {lo.tolist()} exceeds hi {hi.tolist()}")
     return lo, hi
@@ -38,11 +41,16 @@ def bbox_chunk_range(
     level: LevelInfo, lo: np.ndarray, hi: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Inclusive spatial chunk coordinate range ``[floor(lo/cs), floor(hi/cs)]`` (FORMAT07 §9.2),
-    counted from the level's ``grid_origin`` when it has one (the spec's dense form)."""
+    counted from the level's ``grid_origin`` when it has one (the spec's dense form). Infinite
+    or huge sides end at the widest grid a store can hold (``±MAX_COORD``)."""
     cs = level.chunk_shape
     if level.grid_origin is not None:
         lo, hi = lo - level.grid_origin, hi - level.grid_origin
-    return np.floor(lo / cs).astype(np.int64), np.floor(hi / cs).astype(np.int64)
+
+    def key(x: np.ndarray) -> np.ndarray:
+        return np.clip(np.floor(x / cs), -MAX_COORD, MAX_COORD).astype(np.int64)
+
+    return key(lo), key(hi)
 
 
 def chunks_in_bbox(
@@ -61,7 +69,7 @@ def candidate_chunks(
     """Every spatial chunk coordinate of the box in level order (``None`` when more than
     ``limit``), for reads that should not list the level (small boxes, unlistable stores)."""
     c_lo, c_hi = bbox_chunk_range(level, lo, hi)
-    if limit is not None and int(np.prod(c_hi - c_lo + 1)) > limit:
+    if limit is not None and np.prod((c_hi - c_lo + 1).astype(np.float64)) > limit:
         return None
     axes = [np.arange(a, b + 1) for a, b in zip(c_lo, c_hi, strict=True)]
     grid = np.meshgrid(*axes, indexing="ij")

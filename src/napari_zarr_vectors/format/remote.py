@@ -16,15 +16,22 @@ Policy (the defaults, see :class:`RetryPolicy`):
   absent, and the reader treats an absent chunk as empty;
 * permanent failures (403 and other 4xx, ``PermissionError``) are not retried;
 * when a key still fails, :class:`~napari_zarr_vectors.format.errors.ZVFetchError` is
-  raised; the reader turns it into a gap plus a warning naming store, level, array and chunk.
+  raised; the reader turns it into a gap plus a warning naming store, level, array and chunk;
+* a whole read (:func:`read_budget`: one ``Store.read`` / ``read_pieces`` / ``prefetch``
+  call, or opening a store) ends within :data:`READ_TIMEOUT` seconds in all, and within
+  :data:`TOTAL_TIMEOUT` seconds of the last answer of its server: once either has passed,
+  every request of the read still waiting or running fails at once (a server that accepts
+  connections and never answers cannot stretch a read batch after batch).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,6 +49,8 @@ MAX_ATTEMPTS = 4
 REQUEST_TIMEOUT = 10.0
 #: Seconds all attempts of one key may take together, backoff included.
 TOTAL_TIMEOUT = 30.0
+#: Seconds one whole read may take (see :func:`read_budget`).
+READ_TIMEOUT = 300.0
 #: Backoff before the first retry, doubled for every further retry.
 BACKOFF_INITIAL = 0.1
 #: Longest backoff between two attempts.
@@ -126,6 +135,9 @@ class RetryPolicy:
     backoff_initial, backoff_max
         Backoff before retry ``k`` (0-based) is ``backoff_initial * 2**k``, at most
         ``backoff_max``, times a random factor in ``[0.5, 1]``.
+    read_timeout
+        Seconds one whole read may take, all its requests together (:func:`read_budget`);
+        it also ends ``total_timeout`` seconds after its server last answered.
     """
 
     max_attempts: int = MAX_ATTEMPTS
@@ -133,6 +145,7 @@ class RetryPolicy:
     total_timeout: float = TOTAL_TIMEOUT
     backoff_initial: float = BACKOFF_INITIAL
     backoff_max: float = BACKOFF_MAX
+    read_timeout: float = READ_TIMEOUT
 
     def backoff(self, retry: int) -> float:
         """Seconds to wait before retry number ``retry`` (0-based)."""
@@ -148,27 +161,81 @@ class RetryPolicy:
             The last failure, once attempts or time are exhausted, or at once for a
             permanent failure. ``asyncio.CancelledError`` is never swallowed.
         """
+        budget = _BUDGET.get()
         deadline = time.monotonic() + self.total_timeout
         tries = 0
         while True:
             tries += 1
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
+            if budget is not None:
+                if budget.left(now) <= 0:
+                    raise ZVFetchError(f"could not fetch {what}: {budget.why(now)}", store=store)
+                remaining = min(remaining, budget.left(now))
             try:
-                return await asyncio.wait_for(
+                result = await asyncio.wait_for(
                     attempt(), timeout=max(0.001, min(self.request_timeout, remaining))
                 )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 failure: BaseException = exc
+            else:
+                if budget is not None:
+                    budget.answered()
+                return result
             transient = is_transient(failure)
             pause = self.backoff(tries - 1)
-            if not transient or tries >= self.max_attempts or time.monotonic() + pause >= deadline:
+            now = time.monotonic()
+            end = deadline if budget is None else min(deadline, now + budget.left(now))
+            if not transient or tries >= self.max_attempts or now + pause >= end:
                 after = f" after {tries} attempts" if tries > 1 else ""
                 raise ZVFetchError(
                     f"could not fetch {what}{after}: {describe(failure)}", store=store
                 ) from failure
             await asyncio.sleep(pause)
+
+
+class ReadBudget:
+    """The time one read may still spend on requests: until ``read_timeout`` after it began,
+    and until ``total_timeout`` after its server last answered one of its requests."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.begin = self.last = time.monotonic()
+        self.end = self.begin + policy.read_timeout
+        self.stall = policy.total_timeout
+
+    def left(self, now: float) -> float:
+        """Seconds left at ``now`` (``<= 0``: the read gives up on its requests)."""
+        return min(self.end, self.last + self.stall) - now
+
+    def answered(self) -> None:
+        """A request of the read was answered."""
+        self.last = time.monotonic()
+
+    def why(self, now: float) -> str:
+        if now >= self.end:
+            return f"the read ran for its {self.end - self.begin:g} s in all"
+        return f"the server answered none of the read's requests for {self.stall:g} s"
+
+
+#: The budget of the read running in this context (zarr's ``sync`` carries it to the event
+#: loop's tasks: a ContextVar set in the calling thread travels with the coroutines).
+_BUDGET: ContextVar[ReadBudget | None] = ContextVar("zv_read_budget", default=None)
+
+
+@contextlib.contextmanager
+def read_budget(policy: RetryPolicy | None) -> Iterator[None]:
+    """Requests inside this block share one :class:`ReadBudget` of ``policy`` (none for
+    ``None``, e.g. local stores); a block inside another keeps the outer budget."""
+    if policy is None or _BUDGET.get() is not None:
+        yield
+        return
+    token = _BUDGET.set(ReadBudget(policy))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 
 
 class RetryingStore(WrapperStore[Store]):

@@ -19,7 +19,7 @@ from .assembly import PATH_TYPES, Selection, assemble, assemble_pieces
 from .cache import ChunkCache
 from .chunks import ChunkTable, LoadedChunks, unique_rows
 from .composite import CompositeGeometryStore
-from .errors import ZVChunkWarning, ZVError, ZVFormatError
+from .errors import ZVChunkWarning, ZVError, ZVFormatError, chunk_key
 from .geometry import Geometry
 from .io import StoreIO
 from .layout import Layout, LinkSet, ObjectTable, detect_layout
@@ -72,7 +72,8 @@ def open_store(
         The store's format version or container layout is unknown to this reader.
     """
     io = StoreIO(location, storage_options, retry)
-    return Store(io)
+    with io.read_budget():
+        return Store(io)
 
 
 def _cancellable(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -83,7 +84,7 @@ def _cancellable(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def wrapper(self: Store, *args: Any, cancel: Event | None = None, **kwargs: Any) -> Any:
-        with self._io.cancellable(cancel):
+        with self._io.cancellable(cancel), self._io.read_budget():
             if self._io.remote:
                 level = kwargs.get("level", args[0] if args else 0)
                 self._prefetch_metadata(level)
@@ -429,10 +430,16 @@ class Store:
         """``{name: array indexed by group id}``."""
         return self.layout.read_group_attributes(level)
 
-    def links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
-        """Raw link records of a level (``delta != 0``: cross-level links to ``level + delta``)."""
+    def links(
+        self, level: int, delta: int = 0, chunks: np.ndarray | None = None, *, strict: bool = False
+    ) -> LinkSet:
+        """Raw link records of a level (``delta != 0``: cross-level links to ``level + delta``).
+        A link cell that cannot be read is left out with a :class:`ZVChunkWarning` naming it
+        (``strict=True``: raises); ``LinkSet.errors`` lists those gaps."""
         self.level(level)
-        return self.layout.read_links(level, delta, chunks)
+        links = self.layout.read_links(level, delta, chunks)
+        _report_gaps(links, strict)
+        return links
 
     # -- reading -----------------------------------------------------------------------
     @_cancellable
@@ -563,7 +570,7 @@ class Store:
             specs = []
         decoded = load_chunks(self.layout, level, target, specs, strict=strict, cache=cache)
         loaded = LoadedChunks.build(decoded, self.ndim, knd, owned=cache is None)
-        links = self._read_links(level, loaded, strict)
+        links = self._read_links(level, loaded, strict, check=not draco)
         if draco and links is not None:
             if len(links):
                 warnings.warn(
@@ -761,24 +768,73 @@ class Store:
             return among[hit]
         return sort_chunks(unique_rows(named))
 
-    def _read_links(self, level: int, loaded: LoadedChunks, strict: bool) -> LinkSet | None:
+    def _read_links(
+        self, level: int, loaded: LoadedChunks, strict: bool, check: bool = True
+    ) -> LinkSet | None:
+        """The level's links touching ``loaded``; with ``check``, records pointing at rows
+        the loaded chunks do not hold are left out as gaps. Every gap is reported."""
         if self.geometry_type not in ("graph", "skeleton", "mesh") or loaded.n_rows == 0:
             return None
         try:
             if 0 not in self.layout.link_deltas(level):
                 return None
-            return self.layout.read_links(level, 0, loaded.table.chunks)
+            links = self.layout.read_links(level, 0, loaded.table.chunks)
         except ZVFormatError as exc:
             if strict:
                 raise
             warnings.warn(f"links left out: {exc}", ZVChunkWarning, stacklevel=3)
             return None
+        if check:
+            links = _impossible_records(links, loaded, self.path, level)
+        _report_gaps(links, strict)
+        return links
 
     def __repr__(self) -> str:
         return (
             f"<Store {self.path!r} {self.geometry_type} ZV {self.zv_version} "
             f"({self.ndim}-D, {len(self.levels)} level(s))>"
         )
+
+
+def _impossible_records(links: LinkSet, loaded: LoadedChunks, store: str, level: int) -> LinkSet:
+    """``links`` without the records that have an endpoint in a loaded chunk at a row that
+    chunk does not hold (a corrupt index: read as is it would drop an edge silently or, in
+    a skeleton, leave an implicit parent in place), each chunk owning such records
+    reported as a gap."""
+    if not len(links):
+        return links
+    at = loaded.table.index_of(links.chunks)
+    bad_ep = (at >= 0) & (loaded.global_rows(links.chunks, links.rows) < 0)
+    bad = np.flatnonzero(bad_ep.any(axis=1))
+    if bad.size == 0:
+        return links
+    owners = links.chunks[bad, 0]
+    sizes = np.diff(loaded.start)
+    for chunk in unique_rows(owners):
+        first = bad[np.flatnonzero(np.all(owners == chunk, axis=1))]
+        m, k = first[0], int(np.flatnonzero(bad_ep[first[0]])[0])
+        where = links.chunks[m, k]
+        error = ZVFormatError(
+            f"{first.size} link record(s) point at rows their chunks do not hold (row "
+            f"{int(links.rows[m, k])} of chunk {chunk_key(where)}, which holds "
+            f"{int(sizes[at[m, k]])})",
+            store=store,
+            level=level,
+            array="links/0",
+            chunk=chunk,
+        )
+        links.lose(error, chunk)
+    keep = np.ones(len(links), bool)
+    keep[bad] = False
+    return links.keep(keep)
+
+
+def _report_gaps(links: LinkSet, strict: bool) -> None:
+    """Warn about every gap of ``links`` (``strict``: raise the first)."""
+    for error in links.errors:
+        if strict:
+            raise error
+        warnings.warn(f"links left out: {error}", ZVChunkWarning, stacklevel=4)
 
 
 def _absent(values: np.ndarray) -> Any:

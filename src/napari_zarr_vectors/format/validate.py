@@ -234,11 +234,31 @@ def check_zarr_array_doc(doc: Mapping[str, Any], src: Source) -> None:
 #: object and group tables. A larger declared shape is corrupt (or hostile) metadata.
 MAX_WHOLE_BYTES = 1 << 28
 
+#: Most chunks an array read whole may be cut into (zarr visits each, stored or not: a
+#: ``shape`` edited to a million chunks of a few bytes took a read ~40 s).
+MAX_WHOLE_CHUNKS = 1 << 14
 
-def check_whole_read(shape: Sequence[int], itemsize: int, src: Source) -> None:
-    """Refuse reading an array whole when its declared shape exceeds :data:`MAX_WHOLE_BYTES`."""
+
+def check_whole_read(
+    shape: Sequence[int],
+    itemsize: int,
+    src: Source,
+    chunk_shape: Sequence[int] | None = None,
+) -> None:
+    """Refuse reading an array whole, before anything is read, when its declared shape
+    exceeds :data:`MAX_WHOLE_BYTES` or, in chunks of ``chunk_shape`` (the chunks zarr
+    decodes one by one), :data:`MAX_WHOLE_CHUNKS` chunks."""
     total = max(itemsize, 1)
     for n in shape:
         total *= int(n)
     if total > MAX_WHOLE_BYTES:
         raise src.error("shape", f"{list(shape)} declares {total} bytes to read whole")
+    if chunk_shape is None or len(chunk_shape) != len(shape):
+        return
+    count = 1
+    for n, c in zip(shape, chunk_shape, strict=True):
+        count *= -(-int(n) // max(int(c), 1))
+    if count > MAX_WHOLE_CHUNKS:
+        raise src.error(
+            "shape", f"{list(shape)} in chunks of {list(chunk_shape)} is {count} chunks to read"
+        )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import warnings
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -223,6 +224,7 @@ class Loader:
         self._whole_rows: int | None = None
         self._batch_override: int | None = None
         self._lock = threading.Lock()
+        self._nonfinite_warned = False
 
     # -- geometry of the store -----------------------------------------------------------
     @property
@@ -515,7 +517,7 @@ class Loader:
             max_vertices=request.budget,
             cache=self.cache,
         )
-        geometry = view_geometry.pieces_to_budget(pieces, crop, request.budget)
+        geometry = view_geometry.pieces_to_budget(self._drawable(pieces), crop, request.budget)
         shown = view_geometry.resident_vertices(geometry)
         share = ViewShare(
             fraction=fraction,
@@ -554,8 +556,8 @@ class Loader:
             wanted = request.allowed_ids if by_object else None
             if ranks is not None and fraction < 1.0:
                 wanted = ids[ranks < fraction]
-            geometry = self.store.read(
-                plan.level, chunks=chunks, object_ids=wanted, cache=self.cache
+            geometry = self._drawable(
+                self.store.read(plan.level, chunks=chunks, object_ids=wanted, cache=self.cache)
             )
             self._learn(plan.level, geometry, fraction)
             if request.allowed_ids is not None and ranks is None:
@@ -576,6 +578,16 @@ class Loader:
                 max_fraction,
             )
         return subset, fraction, fraction
+
+    def _drawable(self, geometry: Geometry) -> Geometry:
+        """``geometry`` without vertices at NaN or infinite coordinates, with one warning
+        per store (:func:`.view_geometry.finite_geometry`)."""
+        geometry, dropped = view_geometry.finite_geometry(geometry)
+        if dropped and not self._nonfinite_warned:
+            self._nonfinite_warned = True
+            message = view_geometry.nonfinite_message(self.store.name, geometry.level, dropped)
+            warnings.warn(message, stacklevel=2)
+        return geometry
 
     def _read_table_aside(self, level: int) -> None:
         """Read the level's object table on a side thread (a later :meth:`_level_ids`

@@ -31,6 +31,7 @@ import numpy as np
 
 import napari_zarr_vectors as nzv
 
+from . import view_geometry
 from .chunk_cache import shared_cache
 from .layers import LayerData, bounds_box_layer, layers_from_geometry
 from .loader import Loader, LoadRequest
@@ -182,9 +183,11 @@ def read_zarr_vectors(
 def _read_static(store: Any, level: int, with_bounds: bool = True) -> list[LayerData]:
     info = store_info(store, level)
     try:
-        geometry = store.read(level=level)
+        geometry, dropped = view_geometry.finite_geometry(store.read(level=level))
     except nzv.MissingDependencyError as e:
         return _missing_dependency(store, e)
+    if dropped:
+        warnings.warn(view_geometry.nonfinite_message(store.name, level, dropped), stacklevel=2)
     if not geometry.vertex_count:
         _notify_info(f"{store.name}: level {level} holds no vertices; showing its bounds only.")
     return layers_from_geometry(geometry, info, bounds_layer=with_bounds)

@@ -411,3 +411,37 @@ def thin_vertices(geometry: Geometry, budget: int) -> Geometry:
         if resident_vertices(out) <= budget or f <= MIN_FRACTION:
             return out
         f /= 2.0
+
+
+# --------------------------------------------------------------------------------------------
+# vertices napari cannot draw
+# --------------------------------------------------------------------------------------------
+
+
+def finite_geometry(geometry: Geometry) -> tuple[Geometry, int]:
+    """``geometry`` without its vertices at NaN or infinite coordinates (napari's layers
+    cannot hold them), and how many were dropped. Edges and faces through a dropped vertex
+    go too; a path is split where one was."""
+    finite = np.isfinite(geometry.positions).all(axis=1)
+    dropped = int(finite.size - np.count_nonzero(finite))
+    if not dropped:
+        return geometry, 0
+    if not geometry.paths:
+        return _compact(geometry, finite, None, None, None, None), dropped
+    rows, lengths = _flat_paths(geometry.paths)
+    ok = finite[rows]
+    path_of = np.repeat(np.arange(len(lengths)), lengths)
+    # a kept row starts a new path at the start of its path or after a dropped row
+    start = ok & np.r_[True, (path_of[1:] != path_of[:-1]) | ~ok[:-1]]
+    run_lengths = np.bincount(np.cumsum(start)[ok] - 1, minlength=int(start.sum()))
+    ids = np.asarray(geometry.path_object_ids, dtype=np.int64)[path_of[start]]
+    paths = split_lengths(rows[ok], run_lengths)
+    return _compact(geometry, finite, None, None, paths, ids), dropped
+
+
+def nonfinite_message(name: str, level: int, dropped: int) -> str:
+    """The warning of :func:`finite_geometry`'s dropped vertices."""
+    return (
+        f"{name}: {dropped} vertices of level {level} lie at NaN or infinite coordinates and "
+        "are not shown (edges, faces and path segments through them neither)"
+    )

@@ -9,7 +9,11 @@ safe:
 * the store being read is never written to (:class:`SameStoreError`);
 * an existing target is never overwritten (:class:`TargetExistsError`);
 * a failed write leaves nothing behind: the store is built under a hidden temporary sibling
-  name and renamed into place only once complete.
+  name (``.<name>.partial-<id>``) and renamed into place only once complete; a write that
+  was killed leaves that folder, which the next write into the same folder removes (a live
+  write holds a lock beside its folder: :func:`clean_leftovers`);
+* a failure of the disk (full, read-only, no permission) is a :class:`WriteError` naming the
+  target.
 
 The layout (chunk grid, bins) and the pyramid are chosen from the data's extent and size
 (:func:`choose_cells`, :func:`choose_subcells`, :func:`choose_pyramid`).
@@ -17,6 +21,7 @@ The layout (chunk grid, bins) and the pyramid are chosen from the data's extent 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -30,7 +35,14 @@ from typing import Any
 import numpy as np
 
 from ..format.errors import MissingDependencyError, ZVError
+from ..format.io import PARTIAL_NAME, local_path
+from ..format.remote import describe
 from .spec import PATH_TYPES, SOURCE_OBJECT_ID, WriteSpec
+
+try:
+    import fcntl
+except ImportError:  # Windows: leftovers with a lock file are kept
+    fcntl = None  # type: ignore[assignment]
 
 #: How to install the writing engine (named by every "missing writer" error).
 WRITE_EXTRA = 'pip install "napari-zarr-vectors[write]"'
@@ -169,13 +181,13 @@ def check_target(target: str | os.PathLike, sources: Iterable[str | os.PathLike]
     or lies inside one, :class:`TargetExistsError` when it exists, :class:`WriteError` for
     remote targets and missing parent folders.
     """
-    text = os.fspath(target)
-    if "://" in text:
-        raise WriteError(f"only local folders can be written, not {text!r}")
+    text = local_path(os.fspath(target))
+    if text is None:
+        raise WriteError(f"only local folders can be written, not {os.fspath(target)!r}")
     path = Path(text).expanduser().resolve()
     for source in sources:
-        src = os.fspath(source)
-        if "://" in src:
+        src = local_path(os.fspath(source))  # a store opened as file://... is local too
+        if src is None:
             continue
         src_path = Path(src).expanduser().resolve()
         if path == src_path or src_path in path.parents:
@@ -190,7 +202,73 @@ def check_target(target: str | os.PathLike, sources: Iterable[str | os.PathLike]
         )
     if not path.parent.is_dir():
         raise WriteError(f"cannot write {path}: folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise WriteError(f"cannot write {path}: folder {path.parent} is not writable")
     return path
+
+
+def clean_leftovers(folder: Path) -> list[Path]:
+    """Remove the leftovers of writes into ``folder`` that did not finish (hidden
+    ``.<name>.partial-<id>`` folders, and their lock files, that no running write holds);
+    returns the folders removed. Without ``fcntl`` (Windows), folders whose lock file is
+    still there are kept."""
+    removed = []
+    try:
+        names = sorted(p.name for p in folder.iterdir())
+    except OSError:
+        return removed
+    for name in names:
+        base = name[: -len(".lock")] if name.endswith(".lock") else name
+        if not PARTIAL_NAME.match(base):
+            continue
+        leftover, lock = folder / base, folder / f"{base}.lock"
+        if name == lock.name and leftover.exists():
+            continue  # seen with its folder
+        if leftover.is_symlink() or _in_use(lock):
+            continue
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+            if leftover.exists():
+                continue
+            removed.append(leftover)
+        with contextlib.suppress(OSError):
+            lock.unlink()
+    return removed
+
+
+def _in_use(lock: Path) -> bool:
+    """Whether a running write holds ``lock`` (a missing lock is held by nobody)."""
+    if not lock.exists():
+        return False
+    if fcntl is None:
+        return True
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # releases the lock
+    return False
+
+
+def _hold(lock: Path) -> Callable[[], None]:
+    """Create and hold ``lock`` while a write runs; returns its release."""
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def release() -> None:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            lock.unlink()
+
+    return release
 
 
 # --------------------------------------------------------------------------------------------
@@ -277,7 +355,15 @@ def write_store(
         layout=Layout(cells=cells, subcells=subcells),
     )
     tmp = path.parent / f".{path.name}.partial-{uuid.uuid4().hex[:8]}"
+    release = None
     try:
+        release = _hold(tmp.with_name(f"{tmp.name}.lock"))  # no other write cleans tmp
+        gone = clean_leftovers(path.parent)
+        if gone:
+            names = ", ".join(p.name for p in gone)
+            warnings.warn(
+                f"removed leftovers of unfinished writes in {path.parent}: {names}", stacklevel=2
+            )
         step(0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -309,9 +395,14 @@ def write_store(
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(e, (ZVError, KeyboardInterrupt)):
             raise
+        if isinstance(e, OSError):  # a full or read-only disk, a permission: name the target
+            raise WriteError(f"could not write {path}: {e.strerror or describe(e)}") from e
         if isinstance(e, (ValueError, TypeError)) or type(e).__module__.startswith("zarr_vectors"):
             raise WriteError(f"could not write {path.name}: {e}") from e
         raise
+    finally:
+        if release is not None:
+            release()
     return path
 
 

@@ -42,6 +42,14 @@ class LinkSet:
     chunks: np.ndarray  # (M, W, key_ndim) int64
     rows: np.ndarray  # (M, W) int64
     attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the gaps: one located :class:`ZVFormatError` per link cell (or level-wide blob) whose
+    #: records could not be read or were impossible, and left out
+    errors: list[ZVFormatError] = field(default_factory=list)
+    #: ``(D, key_ndim)`` chunks that may own a record left out (its endpoint 0 there): a
+    #: skeleton cannot tell their vertices' parents (see :meth:`lose`)
+    damaged: np.ndarray | None = None
+    #: a record left out may own any chunk (a level-wide blob could not be read)
+    damaged_anywhere: bool = False
 
     @classmethod
     def empty(cls, width: int, key_ndim: int) -> LinkSet:
@@ -53,6 +61,68 @@ class LinkSet:
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
+
+    @classmethod
+    def of(
+        cls,
+        parts_c: list[np.ndarray],
+        parts_r: list[np.ndarray],
+        attributes: dict[str, np.ndarray],
+        width: int,
+        key_ndim: int,
+        gaps: Sequence[tuple[ZVFormatError, np.ndarray | None]] = (),
+    ) -> LinkSet:
+        """The records of several parts (``(M_i, W, key_ndim)`` chunks, ``(M_i, W)`` rows),
+        with the gaps ``(error, chunks)`` a layout met reading them (see :meth:`lose`)."""
+        if parts_r:
+            chunks = np.concatenate(parts_c).astype(np.int64)
+            links = cls(chunks, np.concatenate(parts_r).astype(np.int64), attributes)
+        else:
+            links = cls.empty(width, key_ndim)
+        for error, where in gaps:
+            links.lose(error, where)
+        return links
+
+    def lose(self, error: ZVFormatError, chunks: np.ndarray | None = None) -> None:
+        """Record a gap: ``error`` names it; ``chunks`` are where the records it cost have
+        their endpoint 0 (``None``: anywhere in the level)."""
+        self.errors.append(error)
+        if chunks is None:
+            self.damaged_anywhere = True
+            return
+        chunks = np.asarray(chunks, np.int64).reshape(-1, self.chunks.shape[2])
+        self.damaged = chunks if self.damaged is None else np.concatenate([self.damaged, chunks])
+
+    def damaged_in(self, table: Any) -> np.ndarray:
+        """Which chunks of a :class:`~napari_zarr_vectors.format.chunks.ChunkTable` may own a
+        record left out (bool per table row)."""
+        out = np.full(len(table.chunks), self.damaged_anywhere)
+        if self.damaged is not None and not self.damaged_anywhere:
+            at = table.index_of(self.damaged)
+            out[at[at >= 0]] = True
+        return out
+
+    def keep(self, mask: np.ndarray) -> LinkSet:
+        """The records where ``mask`` holds (the gaps carried over)."""
+        return LinkSet(
+            self.chunks[mask],
+            self.rows[mask],
+            {k: v[mask] for k, v in self.attributes.items()},
+            self.errors,
+            self.damaged,
+            self.damaged_anywhere,
+        )
+
+
+def decoded_chunk_shape(arr: Any) -> tuple[int, ...] | None:
+    """Shape of the chunks zarr decodes one by one to read the zarr array ``arr`` (a sharded
+    array's inner chunks); ``None`` for an irregular grid."""
+    for codec in getattr(arr.metadata, "codecs", ()):
+        inner = getattr(codec, "chunk_shape", None)  # the sharding codec
+        if inner is not None:
+            return tuple(int(c) for c in inner)
+    shape = getattr(arr.metadata.chunk_grid, "chunk_shape", None)
+    return None if shape is None else tuple(int(c) for c in shape)
 
 
 @dataclass

@@ -52,7 +52,14 @@ from ..decode.manifests import split_offset_manifests
 from ..errors import ZVFormatError
 from ..metadata import LevelInfo
 from ..validate import MAX_COORD, check_whole_read, check_zarr_array_doc, int_field, int_list
-from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
+from .base import (
+    GroupTable,
+    Layout,
+    LinkSet,
+    ObjectAttribute,
+    ObjectTable,
+    decoded_chunk_shape,
+)
 from .keys import delta_name, sort_chunks
 from .v07 import _touches
 
@@ -61,6 +68,8 @@ MAX_CELLS = 1 << 24
 
 #: Largest payload (bytes) one cell may decode to.
 MAX_CELL_BYTES = 1 << 30
+#: Most Zarr chunks the payload of one cell may span (the seed stores one per cell).
+MAX_CELL_CHUNKS = 1 << 8
 
 _VERTEX_ATTRIBUTE_DIRS = ("attributes", "vertex_attributes")
 _ATTRIBUTE_DIRS = {
@@ -179,9 +188,15 @@ class DenseLayout(Layout):
         out: list[np.ndarray | ZVFormatError | None] = [None] * len(chunks)
         if arr is None or not inside.any():
             return out
-        payload = int(np.prod(arr.shape[cells.shape[1] :], dtype=object)) * arr.dtype.itemsize
+        knd = cells.shape[1]
+        payload = int(np.prod(arr.shape[knd:], dtype=object)) * arr.dtype.itemsize
         if payload > MAX_CELL_BYTES:
             raise self.error(f"one cell would hold {payload} bytes", level, array)
+        inner = decoded_chunk_shape(arr)
+        if inner is not None and len(inner) == arr.ndim:
+            spans = np.prod([-(-n // c) for n, c in zip(arr.shape[knd:], inner[knd:], strict=True)])
+            if spans > MAX_CELL_CHUNKS:  # zarr would visit every one of them, cell by cell
+                raise self.error(f"one cell spans {int(spans)} chunks of the array", level, array)
         pos = self._precheck_cells(level, array, arr, cells, np.flatnonzero(inside).tolist(), out)
 
         async def one(cell: tuple[int, ...]) -> Any:
@@ -336,7 +351,14 @@ class DenseLayout(Layout):
     ) -> dict[str, list[bytes | ZVFormatError | None]]:
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, self.key_ndim(level))
         need = list(dict.fromkeys(["vertices", "vertex_fragments", *arrays]))
-        raw = {a: self._read_cell_arrays(level, a, chunks) for a in need}
+        raw: dict[str, list] = {}
+        for a in need:
+            try:
+                raw[a] = self._read_cell_arrays(level, a, chunks)
+            except ZVFormatError as exc:  # an attribute's metadata costs that attribute
+                if a in ("vertices", "vertex_fragments"):
+                    raise
+                raw[a] = [exc] * len(chunks)
         counts = [self._row_count(level, raw, i) for i in range(len(chunks))]
         out: dict[str, list[bytes | ZVFormatError | None]] = {}
         for a in arrays:
@@ -430,6 +452,7 @@ class DenseLayout(Layout):
         wanted = self.list_chunks(level) if chunks is None else chunks
         wanted = np.asarray(wanted, np.int64).reshape(-1, knd)
         parts_c, parts_r = [], []
+        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
         arr = self._array(level, array)
         if arr is not None:
             fill = arr.metadata.fill_value
@@ -437,11 +460,14 @@ class DenseLayout(Layout):
                 wanted, self._read_cell_arrays(level, array, wanted), strict=True
             ):
                 if isinstance(cell, ZVFormatError):
-                    raise cell
+                    gaps.append((cell.located(chunk=chunk), chunk))
+                    continue
                 if cell is None:
                     continue
                 rows = cell.reshape(-1, width)
-                rows = rows[~np.any(_is_fill(rows, fill), axis=1)].astype(np.int64)
+                # padding rows are all fill; a row with one fill endpoint is a corrupt
+                # record, kept for the reader's row check to report
+                rows = rows[~np.all(_is_fill(rows, fill), axis=1)].astype(np.int64)
                 if delta != 0 and len(rows):
                     raise self.error(
                         "cross-level links need chunk coordinates; store them in cross_chunk_links",
@@ -450,15 +476,15 @@ class DenseLayout(Layout):
                     )
                 parts_r.append(rows)
                 parts_c.append(np.broadcast_to(chunk, (len(rows), width, knd)))
-        cross = self._cross_chunk(level, delta, width, chunks)
+        try:
+            cross = self._cross_chunk(level, delta, width, chunks)
+        except ZVFormatError as exc:  # one blob for the level: its records may own any chunk
+            gaps.append((exc.located(store=self.io.name, level=level), None))
+            cross = None
         if cross is not None:
             parts_c.append(cross[0])
             parts_r.append(cross[1])
-        if not parts_r:
-            return LinkSet.empty(width, knd)
-        return LinkSet(
-            np.concatenate(parts_c).astype(np.int64), np.concatenate(parts_r).astype(np.int64)
-        )
+        return LinkSet.of(parts_c, parts_r, {}, width, knd, gaps)
 
     def _cross_chunk(self, level: int, delta: int, width: int, chunks: np.ndarray | None):
         d = delta_name(delta)
@@ -489,7 +515,8 @@ class DenseLayout(Layout):
         for a, arr in zip(arrays, opened, strict=True):
             if arr is not None:
                 path = f"{level}/{self._physical(level, a)}"
-                check_whole_read(arr.shape, arr.dtype.itemsize, self.src(path, level, a))
+                src = self.src(path, level, a)
+                check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
 
         return self._gather_whole(level, list(zip(arrays, opened, strict=True)))
 

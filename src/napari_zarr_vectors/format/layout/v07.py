@@ -58,17 +58,30 @@ class V07Layout(Layout):
         self._prefetch([f"{level}/{n}" for n in nodes])
 
     def _decode_blob(
-        self, meta_raw: bytes | None, data_raw: bytes | None, where: str
+        self, meta_raw: bytes | None, data_raw: bytes | None, where: str, fill_ok: bool = True
     ) -> bytes | None:
-        """Payload of one blob array from its ``zarr.json`` and ``c/0`` bytes."""
+        """Payload of one blob array from its ``zarr.json`` and ``c/0`` bytes. Without
+        ``fill_ok``, a missing ``c/0`` (zarr's elision of an all-zero chunk) is an error: the
+        zeros would be data no writer stores there."""
         if meta_raw is None:
             return None
         meta = self.io.parse_json(meta_raw, where)
-        return decode_blob(meta, data_raw, Source(None, where))
+        payload = decode_blob(meta, data_raw, Source(None, where))
+        if data_raw is None and payload and not fill_ok:
+            raise ZVFormatError(
+                f"the chunk file is missing: {where}/zarr.json declares {len(payload)} bytes, "
+                "and all-zero bytes (what a missing file stands for) cannot be this array's "
+                "data here",
+                key=f"{where}/c/0",
+            )
+        return payload
 
-    def _blobs(self, prefixes: Sequence[str]) -> list[bytes | ZVFormatError | None]:
+    def _blobs(
+        self, prefixes: Sequence[str], fill_ok: Sequence[bool] | None = None
+    ) -> list[bytes | ZVFormatError | None]:
         """Payloads of several blob arrays, fetched concurrently (``zarr.json`` + ``c/0``
-        each; a ``zarr.json`` kept from probing is not fetched again)."""
+        each; a ``zarr.json`` kept from probing is not fetched again). ``fill_ok[i]``:
+        whether a missing ``c/0`` may stand for zeros (default: always)."""
         with self._lock:
             metas = [self._probed.get(p) for p in prefixes]
         keys: list[str] = []
@@ -78,7 +91,8 @@ class V07Layout(Layout):
             keys.append(f"{p}/c/0")
         raw = iter(self.io.fetch_many(keys))
         out: list[bytes | ZVFormatError | None] = []
-        for p, meta in zip(prefixes, metas, strict=True):
+        fills = [True] * len(prefixes) if fill_ok is None else fill_ok
+        for p, meta, ok in zip(prefixes, metas, fills, strict=True):
             meta_raw = meta if meta is not None else next(raw)
             data_raw = next(raw)
             if isinstance(meta_raw, ZVFetchError):
@@ -87,7 +101,7 @@ class V07Layout(Layout):
                 out.append(data_raw)
             else:
                 try:
-                    out.append(self._decode_blob(meta_raw, data_raw, p))  # type: ignore[arg-type]
+                    out.append(self._decode_blob(meta_raw, data_raw, p, ok))  # type: ignore[arg-type]
                 except ZVFormatError as exc:
                     out.append(exc)
         return out
@@ -158,9 +172,18 @@ class V07Layout(Layout):
         wanted = [(a, i) for a in arrays for i in range(len(keys))]
         if self.io.remote and len(arrays) > 1:
             wanted = self._first_array_first(level, arrays, chunks)
-        found = dict(
-            zip(wanted, self._blobs([f"{level}/{a}/{keys[i]}" for a, i in wanted]), strict=True)
-        )
+        # zeros where c/0 is missing are no vertices (all at the origin) outside the origin's
+        # chunk, and no links anywhere (self-loops of row 0): the file is gone, not elided
+        at_origin = ~np.any(chunks[:, chunks.shape[1] - self.root.ndim :], axis=1)
+
+        def blobs(cells: list[tuple[str, int]]) -> list[bytes | ZVFormatError | None]:
+            fill_ok = [
+                not a.startswith("links/") and (a != "vertices" or bool(at_origin[i]))
+                for a, i in cells
+            ]
+            return self._blobs([f"{level}/{a}/{keys[i]}" for a, i in cells], fill_ok)
+
+        found = dict(zip(wanted, blobs(wanted), strict=True))
         if len(wanted) < len(arrays) * len(keys):  # second round: the rest of the found chunks
             head = arrays[0]
             rest = [
@@ -169,9 +192,7 @@ class V07Layout(Layout):
                 if isinstance(found.get((head, i)), bytes) and (arrays[1], i) not in found
                 for a in arrays[1:]
             ]
-            found.update(
-                zip(rest, self._blobs([f"{level}/{a}/{keys[i]}" for a, i in rest]), strict=True)
-            )
+            found.update(zip(rest, blobs(rest), strict=True))
         out: dict[str, list[bytes | ZVFormatError | None]] = {}
         for a in arrays:
             cells = [found.get((a, i)) for i in range(len(keys))]
@@ -257,36 +278,42 @@ class V07Layout(Layout):
         cells = self.read_cells(level, [array, *attr_arrays], chunks)
         parts_c, parts_r = [], []
         attr_parts: dict[str, list[np.ndarray]] = {n: [] for n in attr_names}
+        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
         for i, blob in enumerate(cells[array]):
             if blob is None:
                 continue
-            if isinstance(blob, ZVFormatError):
-                raise blob
             try:
+                if isinstance(blob, ZVFormatError):
+                    raise blob
                 rows = (
                     decode_flat_links(blob, width) if delta == 0 else decode_ragged_links(blob, 2)
                 )
             except ZVFormatError as exc:
-                raise exc.located(
-                    store=self.io.name, level=level, array=array, chunk=chunks[i]
-                ) from None
+                error = exc.located(store=self.io.name, level=level, array=array, chunk=chunks[i])
+                gaps.append((error, chunks[i]))
+                continue
             parts_r.append(rows)
             parts_c.append(np.broadcast_to(chunks[i], (rows.shape[0], rows.shape[1], knd)))
             for n, a in zip(attr_names, attr_arrays, strict=True):
-                attr_parts[n].append(
-                    self._link_attr(level, a, cells[a][i], rows.shape[0], chunks[i])
-                )
-        cross = self._cross_chunk(level, delta, None if everything else chunks)
+                try:
+                    values = self._link_attr(level, a, cells[a][i], rows.shape[0], chunks[i])
+                except ZVFormatError as exc:  # the records stand, without this value
+                    gaps.append((exc, chunks[i][:0]))
+                    values = _missing(rows.shape[0])
+                attr_parts[n].append(values)
+        try:
+            cross = self._cross_chunk(level, delta, None if everything else chunks)
+        except ZVFormatError as exc:  # one blob for the level: its records may own any chunk
+            gaps.append((exc.located(store=self.io.name, level=level), None))
+            cross = None
         if cross is not None:
             cc, cr = cross[0], cross[1]
             parts_c.append(cc)
             parts_r.append(cr)
             for n in attr_names:
                 attr_parts[n].append(cross[2].get(n, _missing(len(cr))))
-        if not parts_r:
-            return LinkSet.empty(width, knd)
         attrs = {n: _concat_attr(p) for n, p in attr_parts.items() if p}
-        return LinkSet(np.concatenate(parts_c).astype(np.int64), np.concatenate(parts_r), attrs)
+        return LinkSet.of(parts_c, parts_r, attrs, width, knd, gaps)
 
     def _link_attr(
         self, level: int, array: str, blob: Any, n: int, chunk: np.ndarray

@@ -62,7 +62,14 @@ from ..validate import (
     mapping_field,
     str_field,
 )
-from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
+from .base import (
+    GroupTable,
+    Layout,
+    LinkSet,
+    ObjectAttribute,
+    ObjectTable,
+    decoded_chunk_shape,
+)
 from .keys import delta_name, parse_chunk_keys, sort_chunks
 from .v07 import _ATTRIBUTE_DIRS, _concat_attr, _missing
 
@@ -283,6 +290,44 @@ def _decode_link_cells(
     return rows, data_len // row_width
 
 
+def _segment_records(
+    blobs: list[bytes], seg: _Segment, width: int, src: np.ndarray, anchor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, ZVFormatError]]]:
+    """Endpoint chunks and rows (:func:`_endpoints`) of the records of several cells of one
+    segment, the record count of each cell, and ``(cell, error)`` for every cell that does
+    not decode (its count ``-1``, its records left out). Cells are decoded all at once;
+    when one fails, one by one, so that it costs only itself."""
+    row_width = width + (1 if seg.has_perm else 0)
+    try:
+        rows, counts = _decode_link_cells(blobs, row_width, seg.intra)
+        cell = np.repeat(np.arange(len(blobs)), counts)
+        return (*_endpoints(rows, seg, width, src[cell], anchor[cell]), counts, [])
+    except (_CellError, ZVFormatError):
+        pass
+    parts_c, parts_r, failed = [], [], []
+    counts = np.full(len(blobs), -1, np.int64)
+    for i, blob in enumerate(blobs):
+        try:
+            rows, (n,) = _decode_link_cells([blob], row_width, seg.intra)
+            c, r = _endpoints(rows, seg, width, np.repeat(src[i : i + 1], n, 0), anchor[[i] * n])
+        except _CellError as exc:
+            failed.append((i, exc.error))
+            continue
+        except ZVFormatError as exc:
+            failed.append((i, exc))
+            continue
+        parts_c.append(c)
+        parts_r.append(r)
+        counts[i] = n
+    knd = src.shape[1]
+    return (
+        np.concatenate(parts_c) if parts_c else np.empty((0, width, knd), np.int64),
+        np.concatenate(parts_r) if parts_r else np.empty((0, width), np.int64),
+        counts,
+        failed,
+    )
+
+
 def _endpoints(
     rows: np.ndarray, seg: _Segment, width: int, src: np.ndarray, anchor: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -363,6 +408,7 @@ class V09Layout(Layout):
         self._plain: dict[str, AsyncArray | None] = {}
         self._listings: dict[str, np.ndarray] = {}
         self._segments: dict[tuple[int, int], list[_Segment]] = {}
+        self._listed: dict[str, ChunkTable] = {}  # nonempty_chunks lookups
 
     # -- metadata ----------------------------------------------------------------------
     def _open(self, path: str, level: int | None) -> AsyncArray | None:
@@ -623,7 +669,38 @@ class V09Layout(Layout):
                             chunk=chunks[p],
                             key=key,
                         )
+        for r, (array, chunks) in enumerate(requests):
+            self._missing_listed(level, array, chunks, out[r])
         return out
+
+    def _missing_listed(
+        self, level: int, array: str, chunks: np.ndarray, cells: list[bytes | ZVFormatError | None]
+    ) -> None:
+        """Turn every empty cell that the array's ``nonempty_chunks`` lists into an error
+        naming its file: the store says it holds data, so a missing file (or an HTTP 404)
+        is damage, not an empty chunk."""
+        empty = [p for p, c in enumerate(cells) if c is None]
+        grid = self._grid(level, array) if empty else None
+        if grid is None or not isinstance(grid.attrs.get("nonempty_chunks"), list):
+            return
+        path = f"{level}/{array}"
+        with self._lock:
+            table = self._listed.get(path)
+        if table is None:
+            table = ChunkTable(self.list_chunks(level, array))
+            with self._lock:
+                self._listed[path] = table
+        pos = np.asarray(empty)[table.index_of(chunks[empty]) >= 0]
+        files = grid.files(chunks[pos] - grid.origin)
+        for p, key in zip(pos.tolist(), files, strict=True):
+            cells[p] = ZVFormatError(
+                "the chunk file is missing, but the array's nonempty_chunks lists the chunk",
+                store=self.io.name,
+                level=level,
+                array=array,
+                chunk=chunks[p],
+                key=key,
+            )
 
     def _read_sharded(
         self,
@@ -909,45 +986,41 @@ class V09Layout(Layout):
         parts_c: list[np.ndarray] = []
         parts_r: list[np.ndarray] = []
         attr_parts: dict[str, list[np.ndarray]] = {n: [] for n in attr_names}
+        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
         for s, (seg, src) in enumerate(zip(segments, sources, strict=True)):
             array = requests[s][0]
-            blobs = cells[s]
-            for blob in blobs:
+            # a lost cell's records own its chunk, or (reordered by the perm column) any
+            # of their endpoints' chunks
+            reach = np.concatenate([np.zeros((1, knd), np.int64), seg.offsets])
+            reach = reach if seg.has_perm and delta == 0 else reach[:1]
+            for i, blob in enumerate(cells[s]):
                 if isinstance(blob, ZVFormatError):
-                    raise blob
-            present = np.array([b is not None for b in blobs], dtype=bool)
-            if not present.any():
+                    gaps.append((blob, src[i] + reach))
+            at = np.flatnonzero([isinstance(b, bytes) for b in cells[s]])
+            if at.size == 0:
                 continue
-            kept = [b for b in blobs if b is not None]
-            row_width = width + (1 if seg.has_perm else 0)
-            try:
-                rows, counts = _decode_link_cells(kept, row_width, seg.intra)
-            except _CellError as exc:
-                chunk = src[np.flatnonzero(present)[exc.index]]
-                raise exc.error.located(
-                    store=self.io.name, level=level, array=array, chunk=chunk
-                ) from None
-            cell_of_row = np.repeat(np.flatnonzero(present), counts)
-            try:
-                ep_chunks, ep_rows = _endpoints(
-                    rows, seg, width, src[cell_of_row], (src * r_src // r_trg)[cell_of_row]
-                )
-            except ZVFormatError as exc:
-                raise exc.located(store=self.io.name, level=level, array=array) from None
+            ep_chunks, ep_rows, counts, failed = _segment_records(
+                [cells[s][i] for i in at], seg, width, src[at], (src * r_src // r_trg)[at]
+            )
+            for i, exc in failed:
+                chunk = src[at[i]]
+                error = exc.located(store=self.io.name, level=level, array=array, chunk=chunk)
+                gaps.append((error, chunk + reach))
+            ok = counts >= 0
+            at, counts = at[ok], counts[ok]
             parts_c.append(ep_chunks)
             parts_r.append(ep_rows)
             for a, n in enumerate(attr_names):
                 r = (a + 1) * len(segments) + s
-                attr_parts[n].append(
-                    self._link_attributes(
-                        level, requests[r][0], [cells[r][i] for i in np.flatnonzero(present)],
-                        counts, src[present],
-                    )
-                )  # fmt: skip
-        if not parts_r:
-            return LinkSet.empty(width, knd)
+                blobs = [cells[r][i] for i in at]
+                try:
+                    values = self._link_attributes(level, requests[r][0], blobs, counts, src[at])
+                except ZVFormatError as exc:  # the records stand, without these values
+                    gaps.append((exc.located(store=self.io.name, level=level), src[:0]))
+                    values = _missing(int(counts.sum()))
+                attr_parts[n].append(values)
         attrs = {n: _concat_attr(p) for n, p in attr_parts.items() if p}
-        return LinkSet(np.concatenate(parts_c), np.concatenate(parts_r), attrs)
+        return LinkSet.of(parts_c, parts_r, attrs, width, knd, gaps)
 
     def _link_attributes(
         self,
@@ -957,7 +1030,8 @@ class V09Layout(Layout):
         counts: np.ndarray,
         chunks: np.ndarray,
     ) -> np.ndarray:
-        """One link attribute for the rows of several cells (NaN where a cell has none)."""
+        """One link attribute for the rows of several cells (NaN where a cell has none).
+        Raises :class:`ZVFormatError` when a cell's values cannot be read."""
         meta = self.array_attributes(level, array) or {}
         src = self.src(f"{level}/{array}", level, array)
         row_shape = int_list(meta.get("row_shape") or [], "row_shape", src, None, 1, 1 << 16)
@@ -1003,7 +1077,8 @@ class V09Layout(Layout):
         decoded: dict[str, np.ndarray] = {}
         for p, arr in zip(paths, arrays, strict=True):
             if arr is not None:
-                check_whole_read(arr.shape, arr.dtype.itemsize, self.src(f"{level}/{p}", level, p))
+                src = self.src(f"{level}/{p}", level, p)
+                check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
                 whole = self._precheck(level, p, arr)
                 if whole is not None:
                     decoded[p] = whole
@@ -1055,6 +1130,12 @@ class V09Layout(Layout):
                 "object_index/object_ids",
             )
         row_ids = ids[:n].astype(np.int64)
+        if n and row_ids.min() < 0:  # -1 means "no object" wherever ids are read
+            raise self.error(
+                f"object_ids holds the negative id {int(row_ids.min())}",
+                level,
+                "object_index/object_ids",
+            )
         if not np.all(row_ids[1:] > row_ids[:-1]) and np.unique(row_ids).size != n:
             raise self.error("object_ids repeat an id", level, "object_index/object_ids")
         return row_ids
@@ -1099,19 +1180,25 @@ class V09Layout(Layout):
     def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:
         names = self.list_attributes(level, "object")
         paths = [f"object_attributes/{n}" for n in names]
-        values = self._read_whole(level, paths)
         index = self._attrs(f"{level}/object_index") or {}
         rows = int_field(index, "num_objects", self.src(f"{level}/object_index", level), None)
+
+        def check(shape: Sequence[int], path: str) -> None:
+            if not len(shape) or (rows is not None and shape[0] != rows):
+                raise self.error(
+                    f"object attribute of shape {list(shape)} for {rows} object rows", level, path
+                )
+
+        for path in paths:  # refused before anything is read
+            arr = self._open_plain(f"{level}/{path}", level)
+            if arr is not None:
+                check(arr.shape, path)
+        values = self._read_whole(level, paths)
         out: dict[str, ObjectAttribute] = {}
         for name, path, vals in zip(names, paths, values, strict=True):
             if vals is None:
                 continue
-            if vals.ndim == 0 or (rows is not None and vals.shape[0] != rows):
-                raise self.error(
-                    f"object attribute of shape {list(vals.shape)} for {rows} object rows",
-                    level,
-                    path,
-                )
+            check(vals.shape, path)
             arr = self._open_plain(f"{level}/{path}", level)
             assert arr is not None
             vals = text_values(vals)

@@ -1,0 +1,379 @@
+"""Damaged, missing and hostile input (issue 28): every read either returns exact data, or
+warns naming store, level, array and chunk while leaving a gap that costs only what is damaged,
+or (``strict=True``) raises a ``ZVError``. Never an invented edge, a moved vertex, or a silently
+missing chunk the store says holds data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format import ZVChunkWarning, ZVFormatError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def copy_store(rel: str, tmp_path: Path) -> Path:
+    dst = tmp_path / rel.replace("/", "_")
+    shutil.copytree(DATA / rel, dst)
+    return dst
+
+
+def read_quietly(path: Path, level: int = 0, **kwargs):
+    """``(geometry, [warning messages])`` of one read of a freshly opened store."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        geom = nzv.open_store(path).read(level, **kwargs)
+    return geom, [str(w.message) for w in caught if issubclass(w.category, ZVChunkWarning)]
+
+
+def edge_set(geom) -> set[tuple[float, ...]]:
+    """Edges as pairs of vertex positions (row numbers move when chunks drop out)."""
+    p = geom.positions
+    return {tuple(p[a].tolist() + p[b].tolist()) for a, b in geom.edges.tolist()}
+
+
+# -- 1. skeletons never invent edges ---------------------------------------------------------
+def _v07_child_out_of_range(path: Path) -> str:
+    f = path / "0/links/0/0.1.0/c/0"  # uncompressed int64 (child, parent) rows
+    rows = np.frombuffer(f.read_bytes(), "<i8").copy()
+    rows[0] = 9999
+    f.write_bytes(rows.tobytes())
+    return "0.1.0"
+
+
+def _v09_child_out_of_range(path: Path) -> str:
+    s = nzv.open_store(path)
+    grid = s.layout._grid(0, "links/0/0.0.0")
+    chunk = s.layout.list_chunks(0, "links/0/0.0.0")[0]
+    f = path / grid.keys((chunk - grid.origin)[None])[0]
+    raw = f.read_bytes()  # one-element vlen frame: count, length, then int64 rows
+    rows = np.frombuffer(raw[8:], "<i8").copy()
+    rows[0] = 9999
+    f.write_bytes(raw[:8] + rows.tobytes())
+    return ".".join(map(str, chunk.tolist()))
+
+
+def _dense_child_out_of_range(path: Path, value: int) -> str:
+    arr = zarr.open_array(path / "0/links/0", mode="r+")
+    cells = np.argwhere(arr[..., 0, 0] >= 0)
+    cell = tuple(int(c) for c in cells[0])
+    block = arr[cell]
+    block[1, 0] = value
+    arr[cell] = block
+    return ".".join(map(str, cell))
+
+
+@pytest.mark.parametrize(
+    "rel, damage",
+    [
+        ("v07/skeleton.zarrvectors", _v07_child_out_of_range),
+        ("v09/skeleton.zarrvectors", _v09_child_out_of_range),
+        ("dense/skeleton.zarrvectors", lambda p: _dense_child_out_of_range(p, 9999)),
+        ("dense/skeleton.zarrvectors", lambda p: _dense_child_out_of_range(p, -1)),
+    ],
+)
+def test_a_corrupt_child_index_invents_no_skeleton_edge(tmp_path, rel, damage):
+    path = copy_store(rel, tmp_path)
+    clean = edge_set(nzv.open_store(path).read(0))
+    chunk = damage(path)
+    geom, caught = read_quietly(path)
+    assert edge_set(geom) <= clean  # nothing invented
+    assert len(clean - edge_set(geom)) < len(clean) / 2  # only that chunk's edges are lost
+    assert any("links left out" in m and f"chunk {chunk}" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match=f"chunk {chunk}"):
+        nzv.open_store(path).read(0, strict=True)
+
+
+@pytest.mark.parametrize("rel", ["v07/graph.zarrvectors", "v07/mesh.zarrvectors"])
+def test_an_out_of_range_index_in_a_graph_or_mesh_is_reported(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    clean = nzv.open_store(path).read(0)
+    f = path / "0/links/0/0.0.0/c/0"
+    rows = np.frombuffer(f.read_bytes(), "<i8").copy()
+    rows[1] = -5
+    f.write_bytes(rows.tobytes())
+    geom, caught = read_quietly(path)
+    assert len(geom.edges) + len(geom.faces) == len(clean.edges) + len(clean.faces) - 1
+    assert any("links left out" in m and "chunk 0.0.0" in m for m in caught), caught
+
+
+# -- 2. a missing chunk file the store says holds data is damage, not an empty chunk -------
+def test_v07_missing_vertex_file_is_reported_not_read_as_the_origin(tmp_path):
+    path = copy_store("v07/points.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    chunk = "-1.-2.0"  # a chunk away from the origin
+    n = len(nzv.open_store(path).read(0, chunks=np.array([[-1, -2, 0]])).positions)
+    (path / f"0/vertices/{chunk}/c/0").unlink()
+    geom, caught = read_quietly(path)
+    assert geom.vertex_count == clean.vertex_count - n
+    at_origin = int(np.all(geom.positions == 0, axis=1).sum())
+    assert at_origin == int(np.all(clean.positions == 0, axis=1).sum())
+    assert any("file is missing" in m and f"chunk {chunk}" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match=f"file 0/vertices/{chunk}/c/0"):
+        nzv.open_store(path).read(0, strict=True)
+
+
+def test_v07_missing_link_file_is_reported_not_read_as_self_loops(tmp_path):
+    path = copy_store("v07/graph.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    (path / "0/links/0/0.0.0/c/0").unlink()
+    geom, caught = read_quietly(path)
+    assert not np.any(geom.edges[:, 0] == geom.edges[:, 1])  # no self-loop invented
+    assert len(geom.edges) < len(clean.edges)
+    assert any("file is missing" in m and "chunk 0.0.0" in m for m in caught), caught
+
+
+def test_v09_missing_file_that_nonempty_chunks_lists_is_reported(tmp_path):
+    path = copy_store("v09/graph.zarrvectors", tmp_path)
+    s = nzv.open_store(path)
+    clean = s.read(0)
+    grid = s.layout._grid(0, "vertices")
+    chunk = s.chunks(0)[3]
+    key = grid.files((chunk - grid.origin)[None])[0]
+    (path / key).unlink()
+    geom, caught = read_quietly(path)
+    name = ".".join(map(str, chunk.tolist()))
+    assert geom.vertex_count < clean.vertex_count
+    assert any("nonempty_chunks lists" in m and f"chunk {name}" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match=f"file {key}"):
+        nzv.open_store(path).read(0, strict=True)
+
+
+# -- 4. one corrupt cell costs that cell, not the level ---------------------------------------
+def _first_link_file(path: Path) -> Path:
+    return sorted(p for p in (path / "0/links/0").rglob("*") if p.is_file() and "c" in p.parts)[0]
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "v07/graph.zarrvectors",
+        "v07/mesh.zarrvectors",
+        "v09/graph.zarrvectors",
+        "v09/mesh.zarrvectors",
+        "dense/graph.zarrvectors",
+        "dense/mesh.zarrvectors",
+        "v07/skeleton.zarrvectors",
+        "v09/skeleton.zarrvectors",
+        "dense/skeleton.zarrvectors",
+    ],
+)
+def test_one_corrupt_link_cell_costs_that_cell(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    clean = nzv.open_store(path).read(0)
+    f = _first_link_file(path)
+    f.write_bytes(f.read_bytes()[:-3])
+    geom, caught = read_quietly(path)
+    kept = len(geom.edges) + len(geom.faces)
+    total = len(clean.edges) + len(clean.faces)
+    assert 0 < kept < total
+    assert kept >= total / 2, (kept, total)
+    assert edge_set(geom) <= edge_set(clean)  # nothing invented
+    assert any(m.startswith("links left out") and "chunk" in m for m in caught), caught
+    with pytest.raises(ZVFormatError):
+        nzv.open_store(path).read(0, strict=True)
+
+
+@pytest.mark.parametrize("rel", ["v07/points.zarrvectors", "v09/points.zarrvectors"])
+def test_a_missing_attribute_chunk_costs_that_chunk(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    s = nzv.open_store(path)
+    clean = s.read(0)
+    chunk = s.chunks(0)[2]
+    name = ".".join(map(str, chunk.tolist()))
+    rows = len(s.read(0, chunks=chunk[None]).positions)
+    folder = path / "0/vertex_attributes/intensity"
+    if rel.startswith("v07"):
+        shutil.rmtree(folder / name)  # the blob is gone, not its bytes (which stand for zeros)
+    else:
+        grid = s.layout._grid(0, "vertex_attributes/intensity")
+        (path / grid.files((chunk - grid.origin)[None])[0]).unlink()
+    geom, caught = read_quietly(path)
+    assert geom.vertex_count == clean.vertex_count
+    values = geom.vertex_attributes["intensity"]
+    assert int(np.isnan(values).sum()) >= rows
+    same = ~np.isnan(values)
+    np.testing.assert_array_equal(values[same], clean.vertex_attributes["intensity"][same])
+    assert any("'intensity' left out" in m and f"chunk {name}" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match=f"chunk {name}"):
+        nzv.open_store(path).read(0, strict=True)
+
+
+def test_a_negative_object_id_is_refused(tmp_path):
+    path = copy_store("v09/graph.zarrvectors", tmp_path)
+    arr = zarr.open_array(path / "0/object_index/object_ids", mode="r+")
+    ids = arr[:]
+    ids[1] = -7
+    arr[:] = ids
+    with pytest.raises(ZVFormatError, match="negative id -7.*object_index/object_ids"):
+        nzv.open_store(path).read(0)
+
+
+def test_raw_links_report_a_corrupt_cell(tmp_path):
+    path = copy_store("v07/graph.zarrvectors", tmp_path)
+    clean = len(nzv.open_store(path).links(0))
+    f = _first_link_file(path)
+    f.write_bytes(f.read_bytes()[:-3])
+    with pytest.warns(ZVChunkWarning, match="links left out.*chunk 0.0.0"):
+        links = nzv.open_store(path).links(0)
+    assert 0 < len(links) < clean and len(links.errors) == 1
+    with pytest.raises(ZVFormatError, match="chunk 0.0.0"):
+        nzv.open_store(path).links(0, strict=True)
+
+
+# -- 3. unbounded and invalid boxes -----------------------------------------------------------
+@pytest.mark.parametrize(
+    "rel", ["v07/points.zarrvectors", "v09/points.zarrvectors", "v07/graph.zarrvectors"]
+)
+@pytest.mark.parametrize("far", [np.inf, 1e300, 2.0**70])
+def test_an_unbounded_box_reads_the_whole_level(rel, far):
+    s = nzv.open_store(DATA / rel)
+    whole = s.read(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not even numpy's cast warning
+        boxed = nzv.open_store(DATA / rel).read(0, bbox=([-far] * s.ndim, [far] * s.ndim))
+    np.testing.assert_array_equal(boxed.positions, whole.positions)
+    np.testing.assert_array_equal(boxed.edges, whole.edges)
+
+
+def test_a_box_with_nan_is_refused():
+    s = nzv.open_store(DATA / "v07/points.zarrvectors")
+    with pytest.raises(ValueError, match="NaN"):
+        s.read(0, bbox=([np.nan, 0, 0], [1, 1, 1]))
+
+
+def test_huge_bounds_cannot_overflow_the_candidate_count():
+    from types import SimpleNamespace
+
+    from napari_zarr_vectors.format.discovery import level_chunk_grid
+
+    root = SimpleNamespace(bounds=(np.full(3, -1e308), np.full(3, 1e308)), ndim=3)
+    level = SimpleNamespace(index=0, key_ndim=3, chunk_shape=np.full(3, 1e-300))
+    with pytest.raises(nzv.ZVError, match="candidate chunks"):
+        level_chunk_grid(root, level)
+
+
+# -- 7, 8. hostile files: FIFOs, devices, symlink loops, deep JSON ------------------------------
+def _read_in_child(path: Path, seconds: float = 20) -> str:
+    """Read every level of ``path`` in a child process under a 3 GB address-space limit and a
+    time limit; returns what it printed (``ok <warnings>``, ``<ZVError class>: ...``)."""
+    script = textwrap.dedent(
+        f"""
+        import resource, warnings
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        import napari_zarr_vectors as nzv
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                s = nzv.open_store({str(path)!r})
+                for lv in s.levels:
+                    s.read(lv.index)
+            print("ok", " | ".join(str(w.message) for w in caught))
+        except nzv.ZVError as e:
+            print(type(e).__name__ + ":", e)
+        """
+    )
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=seconds
+        )
+    except subprocess.TimeoutExpired:
+        return "hung"
+    return out.stdout.strip() or out.stderr.strip()[-500:]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+@pytest.mark.parametrize(
+    "rel, chunk_file",
+    [
+        ("v07/points.zarrvectors", "0/vertices/-1.-2.0/c/0"),
+        ("v09/points.zarrvectors", "0/vertices/c/0/1/0"),  # a shard, read directly
+        ("dense/graph.zarrvectors", "0/vertices/c/1/2/0/0/0"),  # read through zarr
+    ],
+)
+def test_a_chunk_that_is_not_a_regular_file_is_refused_unread(tmp_path, rel, chunk_file, kind):
+    path = copy_store(rel, tmp_path)
+    target = path / chunk_file
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)  # a read would wait for a writer forever
+    else:
+        os.symlink("/dev/zero", target)  # a read would never end
+    t0 = time.perf_counter()
+    said = _read_in_child(path)
+    assert said.startswith("ok ") and "not a regular file" in said, said
+    assert time.perf_counter() - t0 < 30
+
+
+def test_symlink_loops_are_format_errors(tmp_path):
+    path = copy_store("v07/points.zarrvectors", tmp_path)
+    blob = path / "0/vertices/-1.-2.0/c/0"
+    blob.unlink()
+    os.symlink(blob.name, blob)  # a file that points at itself
+    geom, caught = read_quietly(path)
+    assert any("Too many levels of symbolic links" in m and "chunk -1.-2.0" in m for m in caught)
+    folder = path / "0/vertex_attributes"
+    shutil.rmtree(folder)
+    os.symlink(folder.name, folder)  # a folder that points at itself
+    with pytest.raises(ZVFormatError, match="cannot list 0/vertex_attributes"):
+        nzv.open_store(path).read(0)
+
+
+def test_deeply_nested_json_is_a_format_error(tmp_path):
+    path = copy_store("v09/points.zarrvectors", tmp_path)
+    (path / "0/vertices/zarr.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ZVFormatError, match="nests its JSON too deeply"):
+        nzv.open_store(path).read(0)
+
+
+# -- 7. a shape that implies more chunks than can be read is refused at once --------------------
+@pytest.mark.parametrize(
+    "rel, array, read",
+    [
+        ("v09/points.zarrvectors", "0/group_attributes/weight", lambda s: s.group_attributes(0)),
+        ("v09/points.zarrvectors", "0/object_attributes/score", lambda s: s.object_attributes(0)),
+        ("v09/graph.zarrvectors", "0/groups", lambda s: s.groups(0)),
+        ("dense/graph.zarrvectors", "0/object_attributes/score", lambda s: s.object_attributes(0)),
+        ("dense/graph.zarrvectors", "0/vertex_fragments", lambda s: s.read(0)),
+    ],
+)
+def test_an_inflated_shape_is_refused_before_reading(tmp_path, rel, array, read):
+    path = copy_store(rel, tmp_path)
+    doc_path = path / array / "zarr.json"
+    doc = json.loads(doc_path.read_text())
+    doc["shape"] = [n * 1_000_000 + 1 for n in doc["shape"]]
+    doc_path.write_text(json.dumps(doc))
+    t0 = time.perf_counter()
+    with pytest.raises(ZVFormatError, match="shape|one cell spans"):
+        read(nzv.open_store(path))
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_an_inflated_dense_attribute_costs_that_attribute(tmp_path):
+    path = copy_store("dense/graph.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    doc_path = path / "0/attributes/intensity/zarr.json"
+    doc = json.loads(doc_path.read_text())
+    doc["shape"] = [n * 1000 for n in doc["shape"]]
+    doc_path.write_text(json.dumps(doc))
+    t0 = time.perf_counter()
+    geom, caught = read_quietly(path)
+    assert time.perf_counter() - t0 < 2.0
+    assert geom.vertex_count == clean.vertex_count
+    assert "intensity" in clean.vertex_attributes and "intensity" not in geom.vertex_attributes
+    np.testing.assert_array_equal(geom.positions, clean.positions)
+    assert any("'intensity' left out" in m and "spans" in m for m in caught), caught[:2]
