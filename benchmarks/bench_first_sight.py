@@ -105,7 +105,7 @@ def _open_and_watch(viewer, path: str) -> dict:
     from qtpy.QtCore import QTimer
 
     from napari_zarr_vectors.napari import controller_for
-    from napari_zarr_vectors.napari.reader import PLUGIN_NAME
+    from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
 
     monitor = StallMonitor()
     opened: list = []

@@ -314,7 +314,7 @@ def child_first_frame(store: str, mode: str) -> dict:
     import napari
     from napari_zarr_vectors import open_store
     from napari_zarr_vectors.napari import open_in_viewer
-    from napari_zarr_vectors.napari.reader import read_zarr_vectors
+    from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
     path = WORK / f"{store}.zarrvectors"
     viewer = napari.Viewer(show=True)
@@ -338,8 +338,8 @@ def child_first_frame(store: str, mode: str) -> dict:
         # static reader; "coarsest": the store's coarsest level read alone
         levels = open_store(path).levels
         if mode == "overview":
-            from napari_zarr_vectors.napari.lod import initial_level
-            from napari_zarr_vectors.napari.settings import vertex_budget
+            from napari_zarr_vectors.napari.lod.plan import initial_level
+            from napari_zarr_vectors.napari.lod.settings import vertex_budget
 
             level = initial_level(levels, vertex_budget())
         else:

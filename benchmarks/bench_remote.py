@@ -17,7 +17,7 @@ listing) that holds every response ``--latency`` seconds:
 Timed (best of ``--repeats``, a fresh store each time):
 
 * ``first_frame``: ``open_store`` + ``read`` of the level that
-  ``napari_zarr_vectors.napari.lod.initial_level`` picks;
+  ``napari_zarr_vectors.napari.lod.plan.initial_level`` picks;
 * ``pan``: after the first frame, ``--pan-steps`` bbox reads of a 250³ window moving by
   100 along a serpentine path through the volume at level 0, sharing one ``ChunkCache``.
 
@@ -55,7 +55,7 @@ SERVER = HERE.parent / "tests" / "remote" / "_zv_http.py"
 
 
 def _initial_level() -> Callable[[Any], int]:
-    """``napari_zarr_vectors.napari.lod.initial_level``, imported without napari (the
+    """``napari_zarr_vectors.napari.lod.plan.initial_level``, imported without napari (the
     module is pure numpy)."""
     path = HERE.parent / "src" / "napari_zarr_vectors" / "napari" / "lod.py"
     spec = importlib.util.spec_from_file_location("_zv_lod", path)

@@ -196,7 +196,7 @@ def child_first_frame(path: str, budget: int | None) -> dict:
     import napari
     from bench_lod import WARMUP_STORE, _process_events
     from napari_zarr_vectors.napari import open_in_viewer
-    from napari_zarr_vectors.napari.reader import read_zarr_vectors
+    from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
     viewer = napari.Viewer(show=False)
     for data, kwargs, kind in read_zarr_vectors(WARMUP_STORE, level=0):  # napari's warm-up

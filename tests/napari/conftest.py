@@ -29,7 +29,7 @@ def _sample_cache(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def sample_cache(_sample_cache, monkeypatch) -> Path:
     """Unpack sample stores under the test session's tmp dir, not the user cache."""
-    from napari_zarr_vectors.napari import _sample_data
+    from napari_zarr_vectors.napari.npe2 import samples as _sample_data
 
     monkeypatch.setattr(_sample_data, "_cache_dir", lambda: _sample_cache)
     return _sample_cache
@@ -38,7 +38,7 @@ def sample_cache(_sample_cache, monkeypatch) -> Path:
 @pytest.fixture
 def zv_reader_preference(fresh_napari_settings):
     """The state after the plugin ran once: ``*.zarrvectors/`` -> this plugin."""
-    from napari_zarr_vectors.napari.reader import register_reader_preference
+    from napari_zarr_vectors.napari.npe2.reader import register_reader_preference
 
     register_reader_preference()
     return fresh_napari_settings

@@ -1,4 +1,4 @@
-"""Pure browse logic (napari_zarr_vectors.napari.browse): object tables, filters, group labels,
+"""Pure browse logic (napari_zarr_vectors.napari.browse.table): object tables, filters, group labels,
 colour tables, picking; and the Qt-free layer glue (browse_layers) on layers built by the
 reader, without a viewer."""
 
@@ -9,9 +9,9 @@ import pytest
 from _zv_napari import DATA, f32
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari import browse as b
-from napari_zarr_vectors.napari.browse_layers import isolate_layer_data, only_object
-from napari_zarr_vectors.napari.colour import apply_colour, layer_colours, napari_colormap
+from napari_zarr_vectors.napari.browse import table as b
+from napari_zarr_vectors.napari.browse.targets import isolate_layer_data, only_object
+from napari_zarr_vectors.napari.colour.live import apply_colour, layer_colours, napari_colormap
 
 
 def store(version: str, name: str):
@@ -333,7 +333,7 @@ def test_isolate_an_unknown_object_raises():
 def test_apply_colour_on_layers_built_by_the_reader():
     from napari.layers import Layer
 
-    from napari_zarr_vectors.napari.reader import read_zarr_vectors
+    from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
     for version, name, feature in [
         ("v09", "points", "label"),
@@ -390,8 +390,8 @@ def test_static_target_slices_layers_without_shown(version, name, allowed):
     restored when the filter clears; the colour choice is re-applied after slicing."""
     from napari.layers import Layer
 
-    from napari_zarr_vectors.napari.browse_layers import StaticTarget, layer_object_ids
-    from napari_zarr_vectors.napari.reader import read_zarr_vectors
+    from napari_zarr_vectors.napari.browse.targets import StaticTarget, layer_object_ids
+    from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
     path = DATA / version / f"{name}.zarrvectors"
     layers = [Layer.create(*t) for t in read_zarr_vectors(path, level=0)[1:]]
@@ -417,8 +417,8 @@ def test_static_target_filters_2d_shapes():
     from napari.layers import Layer
 
     from napari_zarr_vectors.format.geometry import Geometry
-    from napari_zarr_vectors.napari.browse_layers import StaticTarget, layer_object_ids
-    from napari_zarr_vectors.napari.layers import StoreInfo, layers_from_geometry
+    from napari_zarr_vectors.napari.browse.targets import StaticTarget, layer_object_ids
+    from napari_zarr_vectors.napari.layerdata.build import StoreInfo, layers_from_geometry
 
     pos = np.random.default_rng(0).random((30, 2)) * 10
     geometry = Geometry(

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 from _zv_napari import DATA, f32
 
-from napari_zarr_vectors.napari import browse as b
-from napari_zarr_vectors.napari.browse_layers import (
+from napari_zarr_vectors.napari.browse import table as b
+from napari_zarr_vectors.napari.browse.targets import (
     StaticTarget,
     layer_object_ids,
     session_for,
     target_for,
 )
-from napari_zarr_vectors.napari.colour import layer_colours
+from napari_zarr_vectors.napari.colour.live import layer_colours
 
 pytestmark = pytest.mark.gui
 
@@ -370,7 +370,7 @@ def test_colour_by_a_categorical_attribute_gives_one_colour_per_category(
 
 
 def assert_one_colour_per_category(layer, feature, spec):
-    from napari_zarr_vectors.napari.colour import feature_values
+    from napari_zarr_vectors.napari.colour.live import feature_values
 
     values = feature_values(layer, feature)
     colours = np.round(layer_colours(layer), 5)
@@ -663,7 +663,7 @@ def test_layers_without_a_controller_are_filtered_and_coloured_directly(make_nap
     filtered through ``shown``, Tracks by slicing their loaded data."""
     from napari.layers import Layer
 
-    from napari_zarr_vectors.napari.reader import read_zarr_vectors
+    from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
     from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
     from napari_zarr_vectors.napari.widgets.filters import GroupFilterWidget
 

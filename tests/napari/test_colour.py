@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from test_browse_widgets import dock, expected, open_zv, settle
 
-from napari_zarr_vectors.napari.colour import (
+from napari_zarr_vectors.napari.colour.live import (
     FALLBACK_COLOUR,
     colour_spec_of,
     colourable_features,

@@ -13,9 +13,10 @@ import pytest
 from _zv_napari import DATA, v07_store
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari import controller_for, lod, open_in_viewer
-from napari_zarr_vectors.napari.loader import PREVIEW_CHUNKS
-from napari_zarr_vectors.napari.reader import PLUGIN_NAME
+from napari_zarr_vectors.napari import controller_for, open_in_viewer
+from napari_zarr_vectors.napari.lod import plan as lod
+from napari_zarr_vectors.napari.lod.loader import PREVIEW_CHUNKS
+from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
 
 pytestmark = pytest.mark.gui
 
@@ -479,7 +480,7 @@ def test_the_object_filter_survives_every_refresh(make_napari_viewer, qtbot):
 
 
 def test_budget_setting_and_per_store_override(make_napari_viewer, qtbot, monkeypatch):
-    from napari_zarr_vectors.napari import settings
+    from napari_zarr_vectors.napari.lod import settings
 
     monkeypatch.setattr(settings.get_settings(), "vertex_budget", 20)
     viewer = make_napari_viewer()
@@ -502,7 +503,7 @@ def test_budget_setting_and_per_store_override(make_napari_viewer, qtbot, monkey
 def test_a_big_store_opens_with_its_bounds_and_loads_its_data_in_the_background(
     make_napari_viewer, qtbot, monkeypatch
 ):
-    from napari_zarr_vectors.napari import reader
+    from napari_zarr_vectors.napari.npe2 import reader
 
     monkeypatch.setattr(reader, "BACKGROUND_READ_VERTICES", 0)  # every store is "big"
     viewer = make_napari_viewer()
@@ -527,7 +528,7 @@ def test_a_big_store_shows_a_preview_of_its_central_chunks_first(
     import warnings
 
     zv_polylines = pytest.importorskip("zarr_vectors.types.polylines")
-    from napari_zarr_vectors.napari import reader
+    from napari_zarr_vectors.napari.npe2 import reader
 
     rng = np.random.default_rng(0)
     walks = list(rng.uniform(1, 99, (3_000, 1, 3)) + rng.normal(0, 1, (3_000, 2, 3)))
@@ -596,7 +597,7 @@ def test_the_default_colouring_is_the_same_at_every_level(make_napari_viewer, qt
 
 
 def test_the_default_budget_adapts_to_the_measured_swap_cost(monkeypatch):
-    from napari_zarr_vectors.napari import settings
+    from napari_zarr_vectors.napari.lod import settings
 
     cost = settings.SwapCost()
     monkeypatch.setattr(settings.get_settings(), "swap_cost", cost)
@@ -623,7 +624,7 @@ def test_the_default_budget_adapts_to_the_measured_swap_cost(monkeypatch):
 
 
 def test_small_stores_get_a_budget_that_shows_them_whole(monkeypatch):
-    from napari_zarr_vectors.napari import settings
+    from napari_zarr_vectors.napari.lod import settings
 
     monkeypatch.setattr(settings.get_settings(), "swap_cost", settings.SwapCost())
     monkeypatch.setattr(settings.get_settings(), "vertex_budget", None)  # adaptive

@@ -13,8 +13,8 @@ from _zv_napari import DATA
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import open_in_viewer
-from napari_zarr_vectors.napari.controller import controller_for
-from napari_zarr_vectors.napari.reader import PLUGIN_NAME
+from napari_zarr_vectors.napari.lod.controller import controller_for
+from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
 
 #: the v09 streamlines chunk 2.0.1 of level 0 is stored as 0/vertices/c/4/2/3 (grid origin -2)
 CHUNK = "2.0.1"

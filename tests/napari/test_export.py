@@ -15,8 +15,8 @@ import pytest
 from _zv_napari import copy_fixture
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari import browse as b
-from napari_zarr_vectors.napari.export import (
+from napari_zarr_vectors.napari.browse import table as b
+from napari_zarr_vectors.napari.layerdata.export import (
     EVERYTHING,
     FILTERED,
     ISOLATED,
@@ -24,7 +24,7 @@ from napari_zarr_vectors.napari.export import (
     selection_ids,
     widget_selection,
 )
-from napari_zarr_vectors.napari.writer import _Activity
+from napari_zarr_vectors.napari.npe2.writer import _Activity
 from napari_zarr_vectors.write import SameStoreError, TargetExistsError, WriteError, export_objects
 
 zv = pytest.importorskip("zarr_vectors")
@@ -159,7 +159,7 @@ def _open(viewer, qtbot, path):
 def test_widget_exports_filtered_then_isolated_objects(
     make_napari_viewer, qtbot, tmp_path, monkeypatch
 ):
-    from napari_zarr_vectors.napari.browse_layers import session_for
+    from napari_zarr_vectors.napari.browse.targets import session_for
     from napari_zarr_vectors.napari.widgets.pick import PickWidget
 
     viewer = make_napari_viewer()

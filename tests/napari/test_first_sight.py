@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from _zv_napari import V07_STORES, v07_store
 
-from napari_zarr_vectors.napari import controller_for, settings
-from napari_zarr_vectors.napari.reader import PLUGIN_NAME
+from napari_zarr_vectors.napari import controller_for
+from napari_zarr_vectors.napari.lod import settings
+from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
 
 pytestmark = pytest.mark.gui
 TIMEOUT = 30_000
@@ -81,7 +82,7 @@ def test_tracks300_opens_whole_in_3d_and_stays_whole(make_napari_viewer, qtbot, 
 def test_2d_shows_the_whole_depth_and_the_slab_can_be_thinned(
     make_napari_viewer, qtbot, tracks300_store
 ):
-    from napari_zarr_vectors.napari.first_view import set_slab, space_axes
+    from napari_zarr_vectors.napari.npe2.first_view import set_slab, space_axes
 
     path, truth = tracks300_store
     viewer = make_napari_viewer()

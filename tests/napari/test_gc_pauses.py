@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from _zv_napari import v07_store
 
-from napari_zarr_vectors.napari import gc_pauses, open_in_viewer
-from napari_zarr_vectors.napari.viewer_layers import remove_layers
+from napari_zarr_vectors.napari import open_in_viewer
+from napari_zarr_vectors.napari.lod import gc_pauses
+from napari_zarr_vectors.napari.lod.viewer_layers import remove_layers
 
 pytestmark = pytest.mark.gui
 

@@ -11,10 +11,10 @@ from napari.layers import Layer
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.geometry import Geometry
 from napari_zarr_vectors.napari import open_in_viewer
-from napari_zarr_vectors.napari.browse import format_value
-from napari_zarr_vectors.napari.browse_layers import layer_world_positions, pick_at, pick_slab
-from napari_zarr_vectors.napari.layers import StoreInfo, layers_from_geometry
-from napari_zarr_vectors.napari.session import hook_viewer
+from napari_zarr_vectors.napari.browse.table import format_value
+from napari_zarr_vectors.napari.browse.targets import layer_world_positions, pick_at, pick_slab
+from napari_zarr_vectors.napari.layerdata.build import StoreInfo, layers_from_geometry
+from napari_zarr_vectors.napari.npe2.session import hook_viewer
 
 pytestmark = pytest.mark.gui
 
@@ -175,7 +175,7 @@ def test_hover_on_a_shapes_layer_of_a_2d_store(make_napari_viewer):
 
 
 def test_static_layers_read_at_a_level_get_the_hover_too(make_napari_viewer):
-    from napari_zarr_vectors.napari.reader import read_zarr_vectors
+    from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
     viewer = make_napari_viewer()
     layer_data = read_zarr_vectors(DATA / "v09" / "polylines.zarrvectors", level=1)

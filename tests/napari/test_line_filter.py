@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari.layers import layers_from_geometry
-from napari_zarr_vectors.napari.store_info import store_info
-from napari_zarr_vectors.napari.view_geometry import filter_geometry
+from napari_zarr_vectors.napari.layerdata.build import layers_from_geometry
+from napari_zarr_vectors.napari.layerdata.store_info import store_info
+from napari_zarr_vectors.napari.lod.view_geometry import filter_geometry
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -1,4 +1,4 @@
-"""The worker side of level of detail (napari_zarr_vectors.napari.loader), driven
+"""The worker side of level of detail (napari_zarr_vectors.napari.lod.loader), driven
 synchronously: planning, batched fetching, budget enforcement, failures, filters, seams."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from _zv_napari import DATA, v07_store
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
-from napari_zarr_vectors.napari import lod
-from napari_zarr_vectors.napari.loader import Loader, LoadRequest, Progress
-from napari_zarr_vectors.napari.view_geometry import (
+from napari_zarr_vectors.napari.lod import plan as lod
+from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest, Progress
+from napari_zarr_vectors.napari.lod.view_geometry import (
     filter_geometry,
     position_rank,
     resident_vertices,

@@ -1,4 +1,4 @@
-"""Level-of-detail planning (napari_zarr_vectors.napari.lod): pure functions, no Qt."""
+"""Level-of-detail planning (napari_zarr_vectors.napari.lod.plan): pure functions, no Qt."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from napari_zarr_vectors.napari import lod
+from napari_zarr_vectors.napari.lod import plan as lod
 
 
 def view2d(center, zoom, canvas=(100, 200), point=(5.0, 0.0, 0.0), thickness=(2.0, 0, 0)):

@@ -13,9 +13,9 @@ import pytest
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
 from napari_zarr_vectors.format.store import PIECE_TYPES
-from napari_zarr_vectors.napari import lod
-from napari_zarr_vectors.napari.loader import PREVIEW_CHUNKS, Loader, LoadRequest
-from napari_zarr_vectors.napari.view_geometry import (
+from napari_zarr_vectors.napari.lod import plan as lod
+from napari_zarr_vectors.napari.lod.loader import PREVIEW_CHUNKS, Loader, LoadRequest
+from napari_zarr_vectors.napari.lod.view_geometry import (
     object_rank,
     position_rank,
     resident_vertices,
@@ -416,14 +416,14 @@ def test_random_views_of_every_fixture_hold_the_budget_as_the_layers_count_it(la
 
 
 def test_preview_pieces_are_cropped_and_cut_to_the_budget(tiny_objects):
-    from napari_zarr_vectors.napari.view_geometry import pieces_to_budget
+    from napari_zarr_vectors.napari.lod.view_geometry import pieces_to_budget
 
     chunks = tiny_objects.chunks(0)
     pieces = tiny_objects.read_pieces(0, chunks)
     box = (np.array([20.0, 20.0, 40.0]), np.array([80.0, 80.0, 45.0]))
     whole = pieces_to_budget(pieces, box, 10**9)
     # cropped: every segment kept meets the box
-    from napari_zarr_vectors.napari.view_geometry import segments_meet_box
+    from napari_zarr_vectors.napari.lod.view_geometry import segments_meet_box
 
     for p in whole.paths:
         q = whole.positions[p]

@@ -9,8 +9,8 @@ import pytest
 from napari.layers import Layer
 
 from napari_zarr_vectors.format.geometry import Geometry
-from napari_zarr_vectors.napari import layers as zv_layers
-from napari_zarr_vectors.napari.layers import (
+from napari_zarr_vectors.napari.layerdata import build as zv_layers
+from napari_zarr_vectors.napari.layerdata.build import (
     SHAPES_MAX_OBJECTS,
     StoreInfo,
     layers_from_geometry,

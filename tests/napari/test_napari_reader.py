@@ -15,8 +15,8 @@ from _zv_napari import DATA, V07_STORES, f32, v07_expected, v07_store
 from napari.layers import Layer
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari import reader as zv_reader
-from napari_zarr_vectors.napari.reader import (
+from napari_zarr_vectors.napari.npe2 import reader as zv_reader
+from napari_zarr_vectors.napari.npe2.reader import (
     PLUGIN_NAME,
     READER_PATTERN,
     READER_PATTERNS,
@@ -351,7 +351,7 @@ def test_choose_level_finest_within_budget_else_coarsest():
 
 
 def test_reader_opens_the_resolution_level_within_the_budget(monkeypatch):
-    from napari_zarr_vectors.napari.settings import get_settings
+    from napari_zarr_vectors.napari.lod.settings import get_settings
 
     monkeypatch.setattr(get_settings(), "vertex_budget", 100)
     _, (data, kwargs, _) = read(v07_store("points"))  # 240 / 63 / 8 vertices

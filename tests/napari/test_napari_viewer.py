@@ -17,8 +17,8 @@ import pytest
 from _zv_napari import v07_store
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari._sample_data import SAMPLES
-from napari_zarr_vectors.napari.reader import PLUGIN_NAME, READER_PATTERN
+from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME, READER_PATTERN
+from napari_zarr_vectors.napari.npe2.samples import SAMPLES
 
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 

@@ -12,10 +12,10 @@ from _zv_napari import DATA
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
-from napari_zarr_vectors.napari import lod
-from napari_zarr_vectors.napari.browse_layers import layer_world_positions
-from napari_zarr_vectors.napari.loader import Loader, LoadRequest
-from napari_zarr_vectors.napari.reader import read_zarr_vectors
+from napari_zarr_vectors.napari.browse.targets import layer_world_positions
+from napari_zarr_vectors.napari.lod import plan as lod
+from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest
+from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
 NEXT = DATA / "next"
 
@@ -90,7 +90,7 @@ def test_level_of_detail_plans_the_world_view_in_stored_space(name):
 
 
 def test_saving_a_placed_layer_writes_what_is_shown(tmp_path):
-    from napari_zarr_vectors.napari.writer import save_layers
+    from napari_zarr_vectors.napari.npe2.writer import save_layers
 
     out = save_layers(
         tmp_path / "saved", [_data_layer("trk_crs")], pyramid=False, show_progress=False
@@ -129,7 +129,7 @@ def test_store_panel_toggles_the_stored_space(make_napari_viewer, qtbot):
         [np.asarray(s["rasmm_nibabel"]) for s in _truth()["levels"]["0"]["streamlines"].values()]
     )
     assert placed <= _rounded(truth[:, ::-1]) and placed
-    from napari_zarr_vectors.napari.browse_layers import controller_of, store_layers
+    from napari_zarr_vectors.napari.browse.targets import controller_of, store_layers
 
     def shown() -> tuple:
         (data,) = [ly for ly in store_layers(viewer, str(path)) if len(ly.data) > 100]

@@ -11,8 +11,8 @@ import pytest
 from _zv_napari import DATA
 
 from napari_zarr_vectors.format.geometry import Geometry
-from napari_zarr_vectors.napari.reader import read_zarr_vectors
-from napari_zarr_vectors.napari.view_geometry import finite_geometry
+from napari_zarr_vectors.napari.lod.view_geometry import finite_geometry
+from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
 
 def _with_nonfinite(tmp_path, name: str):

@@ -1,4 +1,4 @@
-"""The pure parts of Pyramid QA (napari/pyramid_qa.py, and the worker jobs of
+"""The pure parts of Pyramid QA (napari/qa/pure.py, and the worker jobs of
 widgets/_pyramid_layers.py): no viewer, no Qt."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from _zv_napari import v07_store
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid as core
-from napari_zarr_vectors.napari import pyramid_qa as qa
-from napari_zarr_vectors.napari.view_geometry import object_rank
+from napari_zarr_vectors.napari.lod.view_geometry import object_rank
+from napari_zarr_vectors.napari.qa import pure as qa
 
 
 def run_job(gen):
@@ -197,7 +197,7 @@ def test_parse_ids():
 
 @pytest.mark.parametrize("name", ["points", "streamlines"])
 def test_links_job_resolves_every_link_in_batches_and_caps(name):
-    from napari_zarr_vectors.napari.widgets._pyramid_layers import _link_boxes, links_job
+    from napari_zarr_vectors.napari.qa.overlays import _link_boxes, links_job
 
     store = nzv.open_store(v07_store(name))
     whole = core.cross_level_segments(store, 0, +1)
@@ -219,7 +219,7 @@ def test_links_job_resolves_every_link_in_batches_and_caps(name):
 
 
 def test_isolate_job_caps_to_the_budget_and_highlights():
-    from napari_zarr_vectors.napari.widgets._pyramid_layers import isolate_job
+    from napari_zarr_vectors.napari.qa.overlays import isolate_job
 
     store = nzv.open_store(v07_store("streamlines"))
     ids = core.dropped_objects(store, 0, 2)

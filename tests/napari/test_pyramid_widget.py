@@ -42,7 +42,7 @@ def open_in(viewer, path):
 
 
 def data_layer(viewer):
-    from napari_zarr_vectors.napari.browse_layers import is_data_layer
+    from napari_zarr_vectors.napari.browse.targets import is_data_layer
 
     return next(lyr for lyr in viewer.layers if is_data_layer(lyr))
 
@@ -100,7 +100,7 @@ def vectors_world(layer):
 
 
 def test_box_outlines_wireframe_and_slices():
-    from napari_zarr_vectors.napari.widgets._pyramid_layers import box_outline_segments
+    from napari_zarr_vectors.napari.qa.overlays import box_outline_segments
 
     lo = np.array([[0.0, 0.0, 0.0], [10.0, 0.0, 10.0]])
     hi = lo + 10.0
@@ -125,7 +125,7 @@ def test_box_outlines_wireframe_and_slices():
 
 
 def test_segments_layer_is_in_napari_order_and_data_units():
-    from napari_zarr_vectors.napari.widgets._pyramid_layers import overlay_info, segments_layer
+    from napari_zarr_vectors.napari.qa.overlays import overlay_info, segments_layer
 
     store = nzv.open_store(v07_store("points"))
     info = overlay_info(store, 1)
@@ -444,7 +444,7 @@ def test_links_of_a_picked_object_and_of_the_visible_box(qa, qtbot):
     assert np.all(rows_of(np.float32(starts), np.float32(mine)) >= 0)
     assert np.all(layer.features["object_id"] == oid)
     # visible box: only links whose fine vertex is inside it
-    from napari_zarr_vectors.napari.pyramid_qa import visible_store_box
+    from napari_zarr_vectors.napari.qa.pure import visible_store_box
 
     widget_box = visible_store_box(viewer, store)
     lo, hi = widget_box

@@ -21,10 +21,10 @@ from napari.layers import Layer
 from napari.utils.notifications import notification_manager
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari import browse as b
-from napari_zarr_vectors.napari.browse_layers import session_for, target_for
-from napari_zarr_vectors.napari.reader import read_zarr_vectors
-from napari_zarr_vectors.napari.writer import save_layers, store_selection
+from napari_zarr_vectors.napari.browse import table as b
+from napari_zarr_vectors.napari.browse.targets import session_for, target_for
+from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
+from napari_zarr_vectors.napari.npe2.writer import save_layers, store_selection
 from napari_zarr_vectors.write import SOURCE_OBJECT_ID, WriteError, export_objects
 
 zv = pytest.importorskip("zarr_vectors")

@@ -13,7 +13,7 @@ import pytest
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import controller_for, open_in_viewer
-from napari_zarr_vectors.napari.reader import read_zarr_vectors
+from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
 zv = pytest.importorskip("zarr_vectors")
 composite = pytest.importorskip("zarr_vectors.composite")
@@ -138,7 +138,7 @@ def test_a_channel_axis_leads_and_the_bounds_box_spans_it(tmp_path):
 
 
 def test_time_and_channel_get_a_vectors_bounds_box(tmp_path):
-    from napari_zarr_vectors.napari.layers import StoreInfo, bounds_box_layer
+    from napari_zarr_vectors.napari.layerdata.build import StoreInfo, bounds_box_layer
 
     info = StoreInfo(
         path="p",
@@ -167,7 +167,7 @@ def test_time_and_channel_get_a_vectors_bounds_box(tmp_path):
 )
 def test_paths_are_tracks_in_time_else_vectors(lead, t_lo, kinds):
     from napari_zarr_vectors.format.geometry import Geometry
-    from napari_zarr_vectors.napari.layers import StoreInfo, layers_from_geometry
+    from napari_zarr_vectors.napari.layerdata.build import StoreInfo, layers_from_geometry
 
     info = StoreInfo(
         path="p",
@@ -280,7 +280,7 @@ def test_a_graph_with_a_time_axis_gets_a_time_slider(tmp_path):
 def test_a_time_lapse_layer_saves_in_store_axis_order(points_t3d, tmp_path):
     """Export (File > Save) of a time store's layer: store columns come back in the store's
     order (t, x, y, z), with the time axis typed, not the napari axes reversed."""
-    from napari_zarr_vectors.napari.writer import save_layers, spec_from_layers
+    from napari_zarr_vectors.napari.npe2.writer import save_layers, spec_from_layers
 
     path, pos = points_t3d
     item = _layer(read_zarr_vectors(path, level=0), "points")  # the whole level, every time

@@ -1,4 +1,4 @@
-"""Cutting a read geometry to a view (napari_zarr_vectors.napari.view_geometry): crop, the
+"""Cutting a read geometry to a view (napari_zarr_vectors.napari.lod.view_geometry): crop, the
 stable object subset and the count the budget bounds. Pure numpy, no Qt."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from napari_zarr_vectors.format.geometry import Geometry
-from napari_zarr_vectors.napari import view_geometry as vg
+from napari_zarr_vectors.napari.lod import view_geometry as vg
 
 
 def paths_geometry(paths_xyz, ids, kind="streamline"):

@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from napari_zarr_vectors.napari.viewer_layers import (
+from napari_zarr_vectors.napari.lod.viewer_layers import (
     THUMBNAIL_VECTORS,
     add_layer,
     hold_paint,

@@ -5,10 +5,14 @@ A thin layer over the napari-free format core (:mod:`napari_zarr_vectors.format`
 parses store bytes itself.
 """
 
-from .controller import ZVLayerController, controller_for
-from .opening import open_in_viewer
-from .reader import napari_get_reader, read_zarr_vectors, register_reader_preference
-from .settings import configure
+from napari_zarr_vectors.napari.lod.controller import ZVLayerController, controller_for
+from napari_zarr_vectors.napari.lod.settings import configure
+from napari_zarr_vectors.napari.npe2.opening import open_in_viewer
+from napari_zarr_vectors.napari.npe2.reader import (
+    napari_get_reader,
+    read_zarr_vectors,
+    register_reader_preference,
+)
 
 __all__ = [
     "ZVLayerController",

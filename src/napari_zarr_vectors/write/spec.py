@@ -1,7 +1,7 @@
 """What to write: :class:`WriteSpec`, one geometry in store order and store units.
 
 A :class:`WriteSpec` is the napari-free hand-over between "where the data comes from" (napari
-layers: :mod:`napari_zarr_vectors.napari.writer`; a selection of an opened store:
+layers: :mod:`napari_zarr_vectors.napari.npe2.writer`; a selection of an opened store:
 :func:`spec_from_geometry`) and the engine that writes it through the reference writer
 (:mod:`.engine`). It holds plain numpy arrays only.
 """

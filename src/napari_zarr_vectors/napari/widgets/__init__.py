@@ -13,7 +13,7 @@ __all__ = ["PyramidQAWidget", "make_pyramid_widget"]
 
 def __getattr__(name: str) -> Any:
     if name in ("PyramidQAWidget", "make_pyramid_widget"):
-        from . import pyramid
+        from napari_zarr_vectors.napari.widgets import pyramid
 
         return getattr(pyramid, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

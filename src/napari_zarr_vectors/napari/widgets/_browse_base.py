@@ -1,9 +1,9 @@
 """Common base of the browse widgets and *Pyramid QA*: follow the selected Zarr Vectors layer.
 
 Each widget acts on the *target* of the active layer (its level-of-detail controller, or a
-:class:`~napari_zarr_vectors.napari.browse_layers.StaticTarget`; one resolution for every
-widget, :func:`~napari_zarr_vectors.napari.browse_layers.target_for`) and on the target's
-shared :class:`~napari_zarr_vectors.napari.browse_layers.BrowseSession` (object table +
+:class:`~napari_zarr_vectors.napari.browse.targets.StaticTarget`; one resolution for every
+widget, :func:`~napari_zarr_vectors.napari.browse.targets.target_for`) and on the target's
+shared :class:`~napari_zarr_vectors.napari.browse.targets.BrowseSession` (object table +
 filters). A layer derived from a store (an isolated object, a QA overlay, a level added side
 by side) leads to that store's data layers. When the active layer is not a Zarr Vectors layer
 the widget says so and waits.
@@ -16,7 +16,12 @@ from typing import Any
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from ..browse_layers import is_data_layer, session_for, target_for, zv_meta
+from napari_zarr_vectors.napari.browse.targets import (
+    is_data_layer,
+    session_for,
+    target_for,
+    zv_meta,
+)
 
 NO_LAYER = "Select a Zarr Vectors layer (opened by napari-zarr-vectors) to browse it."
 

@@ -12,7 +12,7 @@ from napari.layers import Layer
 from napari.utils.notifications import show_info
 from napari.viewer import Viewer
 
-from .pyramid import PyramidQAWidget, is_zv_layer
+from napari_zarr_vectors.napari.widgets.pyramid import PyramidQAWidget, is_zv_layer
 
 PLUGIN = "napari-zarr-vectors"
 WIDGET = "Pyramid QA"

@@ -2,9 +2,9 @@
 the object id or the group, with a colormap and contrast range, and a legend for categories.
 
 The colours are set through each layer's own colour properties
-(:func:`~napari_zarr_vectors.napari.colour.apply_colour`), so the level-of-detail
+(:func:`~napari_zarr_vectors.napari.colour.live.apply_colour`), so the level-of-detail
 controller keeps them across data refreshes. At a level that does not store the chosen
-attribute the layers are drawn in one grey (:data:`~napari_zarr_vectors.napari.colour.FALLBACK_COLOUR`)
+attribute the layers are drawn in one grey (:data:`~napari_zarr_vectors.napari.colour.live.FALLBACK_COLOUR`)
 and the legend says so; the colour and its contrast limits return with the attribute.
 """
 
@@ -18,7 +18,7 @@ from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel
 from superqt.utils import qdebounced
 
-from ..browse import (
+from napari_zarr_vectors.napari.browse.table import (
     CATEGORICAL,
     MAX_CATEGORIES,
     ColourSpec,
@@ -30,7 +30,7 @@ from ..browse import (
     group_labels,
     value_counts,
 )
-from ..colour import (
+from napari_zarr_vectors.napari.colour.live import (
     FALLBACK_COLOUR,
     apply_colour,
     colour_spec_of,
@@ -38,8 +38,8 @@ from ..colour import (
     feature_values,
     layer_kind,
 )
-from ..layers import GROUP_ID, GROUPS, OBJECT_ID
-from ._browse_base import ZVBrowseWidget
+from napari_zarr_vectors.napari.layerdata.build import GROUP_ID, GROUPS, OBJECT_ID
+from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
 AUTO, CONTINUOUS = "auto", "continuous"
 

@@ -5,7 +5,7 @@ remains for the texts (word-wrapped labels), the group list (ticked *and* highli
 magicgui's ``Select`` has one state only) and the titled frame of a filter with its
 histogram sparkline.
 
-Both edit the shared :class:`~napari_zarr_vectors.napari.browse_layers.BrowseSession` of the
+Both edit the shared :class:`~napari_zarr_vectors.napari.browse.targets.BrowseSession` of the
 selected store: its filters are ANDed on the level-0 object table (vectorised) and sent to
 the target with ``set_object_filter(allowed_ids)``, which applies them at every level and
 after every level-of-detail refresh.
@@ -30,7 +30,7 @@ from qtpy.QtWidgets import (
 )
 from superqt.utils import qdebounced
 
-from ..browse import (
+from napari_zarr_vectors.napari.browse.table import (
     CATEGORICAL,
     GROUP_ID_LABEL,
     AttributeSummary,
@@ -42,7 +42,7 @@ from ..browse import (
     group_labels,
     summarise,
 )
-from ._browse_base import ZVBrowseWidget, clear_layout
+from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, clear_layout
 
 #: Slider changes are applied after this many milliseconds without a further change.
 APPLY_DELAY_MS = 150

@@ -19,8 +19,9 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from ..browse import format_value
-from ..browse_layers import (
+from napari_zarr_vectors.napari.browse.hover import pick_fields, store_position_text
+from napari_zarr_vectors.napari.browse.table import format_value
+from napari_zarr_vectors.napari.browse.targets import (
     META,
     Pick,
     isolate_layer_data,
@@ -29,10 +30,9 @@ from ..browse_layers import (
     pick_slab,
     zv_meta,
 )
-from ..export import export_dialog
-from ..hover import pick_fields, store_position_text
-from ..viewer_layers import add_layer, make_layer, remove_layers
-from ._browse_base import ZVBrowseWidget
+from napari_zarr_vectors.napari.layerdata.export import export_dialog
+from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
+from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
 #: Hover picks at most this often (seconds).
 HOVER_INTERVAL = 0.08

@@ -57,11 +57,43 @@ from qtpy.QtWidgets import (
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid as core
-
-from ..browse import IdFilter
-from ..browse_layers import controller_of, is_data_layer, target_for, zv_meta
-from ..chunk_cache import shared_cache
-from ..pyramid_qa import (
+from napari_zarr_vectors.napari.browse.table import IdFilter
+from napari_zarr_vectors.napari.browse.targets import (
+    controller_of,
+    is_data_layer,
+    target_for,
+    zv_meta,
+)
+from napari_zarr_vectors.napari.layerdata.store_info import (
+    layer_scale,
+    store_box_to_world,
+    world_box_to_store,
+)
+from napari_zarr_vectors.napari.lod.cache import shared_cache
+from napari_zarr_vectors.napari.lod.settings import vertex_budget as default_budget
+from napari_zarr_vectors.napari.lod.viewer_layers import (
+    add_layer,
+    hold_paint,
+    make_layer,
+    next_turn,
+    remove_layers,
+)
+from napari_zarr_vectors.napari.qa.jobs import PENDING, QATask
+from napari_zarr_vectors.napari.qa.overlays import (
+    BIN_COLOUR,
+    CHUNK_COLOUR,
+    Built,
+    box_corner_edges,
+    box_outline_segments,
+    boxes_in_slab,
+    call_job,
+    isolate_job,
+    links_job,
+    overlay_info,
+    segments_layer,
+    side_by_side_job,
+)
+from napari_zarr_vectors.napari.qa.pure import (
     MAX_LISTED_IDS,
     STAT_COLUMNS,
     STAT_TOOLTIP,
@@ -81,25 +113,7 @@ from ..pyramid_qa import (
     store_vertices,
     visible_store_box,
 )
-from ..settings import vertex_budget as default_budget
-from ..store_info import layer_scale, store_box_to_world, world_box_to_store
-from ..viewer_layers import add_layer, hold_paint, make_layer, next_turn, remove_layers
-from ._browse_base import ZVBrowseWidget
-from ._pyramid_layers import (
-    BIN_COLOUR,
-    CHUNK_COLOUR,
-    Built,
-    box_corner_edges,
-    box_outline_segments,
-    boxes_in_slab,
-    call_job,
-    isolate_job,
-    links_job,
-    overlay_info,
-    segments_layer,
-    side_by_side_job,
-)
-from ._qa_tasks import PENDING, QATask
+from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer

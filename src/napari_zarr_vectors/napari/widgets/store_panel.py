@@ -15,12 +15,12 @@ from typing import Any
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QCheckBox, QLabel, QScrollArea
 
-from ..browse import StoreSummary, format_value, store_summary
-from ..browse_layers import open_store_of, zv_meta
-from ..opening import open_in_viewer
-from ..store_info import show_stored_space, world_affine
-from ._browse_base import ZVBrowseWidget
-from .view_controls import ViewControls
+from napari_zarr_vectors.napari.browse.table import StoreSummary, format_value, store_summary
+from napari_zarr_vectors.napari.browse.targets import open_store_of, zv_meta
+from napari_zarr_vectors.napari.layerdata.store_info import show_stored_space, world_affine
+from napari_zarr_vectors.napari.npe2.opening import open_in_viewer
+from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
+from napari_zarr_vectors.napari.widgets.view_controls import ViewControls
 
 
 class StorePanel(ZVBrowseWidget):

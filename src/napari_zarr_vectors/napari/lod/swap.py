@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._napari_compat import (
+from napari_zarr_vectors.napari._napari_compat import (
     emit_data_changed,
     held_back,
     set_points_data_quietly,
@@ -22,9 +22,14 @@ from ._napari_compat import (
     unlink_tracks_colour,
     vectorised_track_validation,
 )
-from .colour import ColourMemory, recolour, release_colour, surface_values
-from .colour import layer_kind as _kind
-from .store_info import napari_order
+from napari_zarr_vectors.napari.colour.live import (
+    ColourMemory,
+    recolour,
+    release_colour,
+    surface_values,
+)
+from napari_zarr_vectors.napari.colour.live import layer_kind as _kind
+from napari_zarr_vectors.napari.layerdata.store_info import napari_order
 
 
 def swap(layer: Any, data: Any, kwargs: dict, memory: ColourMemory) -> None:

@@ -30,15 +30,18 @@ from typing import Any
 import numpy as np
 
 import napari_zarr_vectors as nzv
-
-from . import view_geometry
-from .chunk_cache import shared_cache
-from .layers import LayerData, bounds_box_layer, layers_from_geometry
-from .loader import Loader, LoadRequest
-from .lod import initial_level
-from .session import install_viewer_hooks, register_pending
-from .settings import store_budget
-from .store_info import store_info
+from napari_zarr_vectors.napari.layerdata.build import (
+    LayerData,
+    bounds_box_layer,
+    layers_from_geometry,
+)
+from napari_zarr_vectors.napari.layerdata.store_info import store_info
+from napari_zarr_vectors.napari.lod import view_geometry
+from napari_zarr_vectors.napari.lod.cache import shared_cache
+from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest
+from napari_zarr_vectors.napari.lod.plan import initial_level
+from napari_zarr_vectors.napari.lod.settings import store_budget
+from napari_zarr_vectors.napari.npe2.session import install_viewer_hooks, register_pending
 
 #: npe2 plugin name (must match ``napari.yaml``).
 PLUGIN_NAME = "napari-zarr-vectors"

@@ -42,12 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from ..write.engine import WriteError, write_store
-from ..write.export import export_objects
-from ..write.spec import PATH_TYPES, WriteSpec
-from ._napari_compat import open_viewers
-from .browse_layers import is_data_meta, object_filter_of
-from .layers import (
+from napari_zarr_vectors.napari._napari_compat import open_viewers
+from napari_zarr_vectors.napari.browse.targets import is_data_meta, object_filter_of
+from napari_zarr_vectors.napari.layerdata.build import (
     DIRECTION,
     FLIP_WINDING,
     GROUP_ID,
@@ -56,7 +53,10 @@ from .layers import (
     OBJECT_ID,
     axis_reversal_is_mirror,
 )
-from .store_info import affine_box
+from napari_zarr_vectors.napari.layerdata.store_info import affine_box
+from napari_zarr_vectors.write.engine import WriteError, write_store
+from napari_zarr_vectors.write.export import export_objects
+from napari_zarr_vectors.write.spec import PATH_TYPES, WriteSpec
 
 #: The store suffix napari's save dialog and ``layers.save`` use for this writer.
 SUFFIX = ".zarrvectors"
@@ -156,8 +156,8 @@ class StoreSelection:
 
     def open(self) -> tuple[Any, str]:
         """``(store, "")``, or ``(None, why)`` when the store cannot be read any more."""
-        from ..format.errors import ZVError
-        from ..format.store import open_store
+        from napari_zarr_vectors.format.errors import ZVError
+        from napari_zarr_vectors.format.store import open_store
 
         try:
             store = open_store(self.path)
@@ -735,7 +735,7 @@ def _store_names(path: Any) -> tuple[set[str], set[str]] | None:
     if not path:
         return None
     try:
-        from ..format.store import open_store
+        from napari_zarr_vectors.format.store import open_store
 
         store = open_store(str(path))
         return set(store.object_attributes(0)), set(store.vertex_attribute_names(0))
@@ -747,7 +747,7 @@ def _source_groups(path: Any) -> tuple[dict[str, np.ndarray], dict[int, str]]:
     """The group attributes and group names of the store at ``path`` (level 0); empty when
     it is gone."""
     try:
-        from ..format.store import open_store
+        from napari_zarr_vectors.format.store import open_store
 
         store = open_store(str(path))
         attrs = {str(k): np.asarray(v) for k, v in store.group_attributes(0).items()}

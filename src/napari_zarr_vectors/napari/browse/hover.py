@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from ._napari_compat import extend_status, open_viewers
-from .browse import ObjectTable, format_value, group_labels
-from .browse_layers import (
+from napari_zarr_vectors.napari._napari_compat import extend_status, open_viewers
+from napari_zarr_vectors.napari.browse.table import ObjectTable, format_value, group_labels
+from napari_zarr_vectors.napari.browse.targets import (
     Pick,
     controller_of,
     object_table,
@@ -46,7 +46,7 @@ from .browse_layers import (
     target_for,
     zv_meta,
 )
-from .names import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID
+from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID
 
 #: feature columns hover and Pick never list: napari's own and the plugin's helpers
 HIDDEN_FEATURES = frozenset({"track_id", "index", "box", "zv_highlight"})

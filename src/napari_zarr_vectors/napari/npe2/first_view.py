@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .store_info import napari_order
+from napari_zarr_vectors.napari.layerdata.store_info import napari_order
 
 
 def space_axes(viewer: Any, store: Any) -> list[int]:

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..write.engine import WriteError, check_target
-from ..write.export import export_objects
-from .writer import SUFFIX, _Activity, with_suffix
+from napari_zarr_vectors.napari.npe2.writer import SUFFIX, _Activity, with_suffix
+from napari_zarr_vectors.write.engine import WriteError, check_target
+from napari_zarr_vectors.write.export import export_objects
 
 #: What :func:`selection_ids` chose, for the status line.
 ISOLATED = "isolated"

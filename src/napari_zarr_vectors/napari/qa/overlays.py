@@ -30,10 +30,8 @@ from typing import Any
 import numpy as np
 
 from napari_zarr_vectors.format import pyramid as core
-
-from ..chunk_cache import shared_cache
-from ..colour import categorical_rgba, flat_colormap
-from ..layers import (
+from napari_zarr_vectors.napari.colour.live import categorical_rgba, flat_colormap
+from napari_zarr_vectors.napari.layerdata.build import (
     OBJECT_ID,
     LayerData,
     StoreInfo,
@@ -41,10 +39,17 @@ from ..layers import (
     _line_width,
     layers_from_geometry,
 )
-from ..pyramid_qa import SIDE_BY_SIDE, QAProgress, chunk_batches, select_within, shown_of
-from ..store_info import layer_scale, store_info, world_affine
-from ..view_geometry import subset_to_budget
-from ..viewer_layers import make_layer
+from napari_zarr_vectors.napari.layerdata.store_info import layer_scale, store_info, world_affine
+from napari_zarr_vectors.napari.lod.cache import shared_cache
+from napari_zarr_vectors.napari.lod.view_geometry import subset_to_budget
+from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
+from napari_zarr_vectors.napari.qa.pure import (
+    SIDE_BY_SIDE,
+    QAProgress,
+    chunk_batches,
+    select_within,
+    shown_of,
+)
 
 #: Overlay colours (RGBA).
 CHUNK_COLOUR = (1.0, 0.75, 0.1, 1.0)

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..pyramid_qa import QAProgress
-from ..worker import LoadJob
+from napari_zarr_vectors.napari.qa.pure import QAProgress
+from napari_zarr_vectors.napari.tasks import LoadJob
 
 #: What a task's ``apply`` returns when it finishes later (layers added over several
 #: event-loop turns).

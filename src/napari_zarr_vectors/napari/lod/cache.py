@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 
 from napari_zarr_vectors.format.cache import ChunkCache, Unreadable
-
-from .settings import get_settings, on_cache_resize
+from napari_zarr_vectors.napari.lod.settings import get_settings, on_cache_resize
 
 _CACHE_LOCK = threading.Lock()
 _SHARED_CACHE: ChunkCache | None = None

@@ -34,16 +34,23 @@ from typing import Any
 import numpy as np
 from psygnal import Signal, SignalGroup
 
-from . import gc_pauses, lod
-from .chunk_cache import shared_cache
-from .colour import ColourMemory, capture
-from .layers import META, LayerData
-from .loader import Loader, LoadRequest, LoadResult, Progress, ViewShare
-from .settings import get_settings, store_budget
-from .store_info import layer_scale, napari_order
-from .swap import batched, swap, swap_empty
-from .viewer_layers import hold_paint, make_layer
-from .worker import LoadJob
+from napari_zarr_vectors.napari.colour.live import ColourMemory, capture
+from napari_zarr_vectors.napari.layerdata.build import META, LayerData
+from napari_zarr_vectors.napari.layerdata.store_info import layer_scale, napari_order
+from napari_zarr_vectors.napari.lod import gc_pauses
+from napari_zarr_vectors.napari.lod import plan as lod
+from napari_zarr_vectors.napari.lod.cache import shared_cache
+from napari_zarr_vectors.napari.lod.loader import (
+    Loader,
+    LoadRequest,
+    LoadResult,
+    Progress,
+    ViewShare,
+)
+from napari_zarr_vectors.napari.lod.settings import get_settings, store_budget
+from napari_zarr_vectors.napari.lod.swap import batched, swap, swap_empty
+from napari_zarr_vectors.napari.lod.viewer_layers import hold_paint, make_layer
+from napari_zarr_vectors.napari.tasks import LoadJob
 
 #: layer metadata key of this plugin
 _REGISTRY: weakref.WeakKeyDictionary[Any, ZVLayerController] = weakref.WeakKeyDictionary()

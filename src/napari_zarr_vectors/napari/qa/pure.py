@@ -11,7 +11,7 @@ Store reads go through the napari-free :mod:`napari_zarr_vectors.format.pyramid`
   (:func:`levels_holding`: where *Filter shown layer* can show them).
 * Capping what is drawn to the vertex budget (:func:`select_within`): links, boxes and
   isolated objects are thinned the way the level of detail thins objects (a fixed rank per
-  object id, :func:`~napari_zarr_vectors.napari.view_geometry.object_rank`; by position when
+  object id, :func:`~napari_zarr_vectors.napari.lod.view_geometry.object_rank`; by position when
   there are no ids), and the cap is said (:func:`shown_of`).
 * Asking before reading most of a store (:func:`reads_most`, :func:`estimate_read`).
 * Grid mode (:func:`grid_plan`): which layers get a cell.
@@ -29,10 +29,14 @@ import numpy as np
 
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.format.query import chunks_in_bbox
-
-from .lod import ViewState, visible_box
-from .store_info import layer_scale, napari_order, store_box_to_world, world_box_to_store
-from .view_geometry import object_rank, position_rank, subset_fraction
+from napari_zarr_vectors.napari.layerdata.store_info import (
+    layer_scale,
+    napari_order,
+    store_box_to_world,
+    world_box_to_store,
+)
+from napari_zarr_vectors.napari.lod.plan import ViewState, visible_box
+from napari_zarr_vectors.napari.lod.view_geometry import object_rank, position_rank, subset_fraction
 
 #: Role names stored in ``metadata["zarr_vectors"]["role"]`` of QA overlay layers.
 QA_ROLES = ("qa_chunks", "qa_bins", "qa_links", "qa_dropped")

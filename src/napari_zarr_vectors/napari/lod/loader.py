@@ -37,16 +37,16 @@ import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
 from napari_zarr_vectors.format.geometry import Geometry
 from napari_zarr_vectors.format.store import PIECE_TYPES
-
-from . import lod, view_geometry
-from .chunk_cache import StoreCacheView, shared_cache
-from .layers import LayerData, StoreInfo, layers_from_geometry
-from .store_info import (
+from napari_zarr_vectors.napari.layerdata.build import LayerData, StoreInfo, layers_from_geometry
+from napari_zarr_vectors.napari.layerdata.store_info import (
     store_box_to_world,
     store_info,
     world_box_to_store,
     world_units_per_store_unit,
 )
+from napari_zarr_vectors.napari.lod import plan as lod
+from napari_zarr_vectors.napari.lod import view_geometry
+from napari_zarr_vectors.napari.lod.cache import StoreCacheView, shared_cache
 
 #: errors that concern the whole store, not one chunk: raised, not skipped
 _FATAL = (nzv.MissingDependencyError, nzv.UnsupportedVersionError)

@@ -31,9 +31,13 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from . import gc_pauses
-from ._napari_compat import canvas_widget, inserted_unselected, with_small_vectors_thumbnail
-from .gc_pauses import scan_new_only
+from napari_zarr_vectors.napari._napari_compat import (
+    canvas_widget,
+    inserted_unselected,
+    with_small_vectors_thumbnail,
+)
+from napari_zarr_vectors.napari.lod import gc_pauses
+from napari_zarr_vectors.napari.lod.gc_pauses import scan_new_only
 
 _L = TypeVar("_L")
 

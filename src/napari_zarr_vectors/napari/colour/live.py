@@ -1,6 +1,6 @@
 """Colour: the one home for how a layer is coloured.
 
-The pure colour maths (:class:`~napari_zarr_vectors.napari.browse.ColourSpec`, palettes,
+The pure colour maths (:class:`~napari_zarr_vectors.napari.browse.table.ColourSpec`, palettes,
 category lookups) is in :mod:`.browse`. This module holds the rest: a builder's *default*
 colouring of fresh layer data (:class:`DefaultColour`, :func:`default_point_colour`,
 :func:`direction_colour`, ...: worker side, used by :mod:`.layers`), and colouring layers
@@ -11,7 +11,7 @@ that already exist, kept through the level-of-detail data swaps (:mod:`.swap` ca
 A user's colour-by choice
 -------------------------
 :func:`apply_colour` sets a layer's *own* colour properties from a
-:class:`~napari_zarr_vectors.napari.browse.ColourSpec` (features-driven, so they survive data
+:class:`~napari_zarr_vectors.napari.browse.table.ColourSpec` (features-driven, so they survive data
 replacement) and records the spec in ``layer.metadata["zarr_vectors"]["colour"]``:
 
 =========  ===================================================================================
@@ -48,9 +48,14 @@ from typing import Any
 
 import numpy as np
 
-from ._napari_compat import colour_feature, unlink_tracks_colour
-from .browse import MISSING_COLOUR, ColourSpec, category_index, step_boundaries
-from .names import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
+from napari_zarr_vectors.napari._napari_compat import colour_feature, unlink_tracks_colour
+from napari_zarr_vectors.napari.browse.table import (
+    MISSING_COLOUR,
+    ColourSpec,
+    category_index,
+    step_boundaries,
+)
+from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
 
 #: The one colour a layer is drawn in at a level without its colour-by attribute (the
 #: colour of missing values: grey).

@@ -7,7 +7,7 @@ Targets
 -------
 The widgets act on a *target*: the object that owns a store's data layers and applies object
 filters to them at every level. That is the level-of-detail controller
-(:func:`napari_zarr_vectors.napari.controller.controller_for`) when the store was opened
+(:func:`napari_zarr_vectors.napari.lod.controller.controller_for`) when the store was opened
 through it. Layers opened without a controller (e.g. a plain ``viewer.open`` in an older
 session) get a :class:`StaticTarget` with the same small interface (``store``, ``layers``,
 ``level``, ``set_object_filter``, ``events.refreshed``/``level_changed``), which filters the
@@ -30,12 +30,22 @@ from typing import Any
 
 import numpy as np
 
-from .browse import ColourSpec, FilterState, ObjectTable, nearest_row
-from .colour import apply_colour, colour_spec_of, layer_kind, reapply_colour
-from .controller import controller_for
-from .layers import META, OBJECT_ID, layers_from_geometry
-from .pyramid_qa import QA_ROLES
-from .store_info import store_info
+from napari_zarr_vectors.napari.browse.table import (
+    ColourSpec,
+    FilterState,
+    ObjectTable,
+    nearest_row,
+)
+from napari_zarr_vectors.napari.colour.live import (
+    apply_colour,
+    colour_spec_of,
+    layer_kind,
+    reapply_colour,
+)
+from napari_zarr_vectors.napari.layerdata.build import META, OBJECT_ID, layers_from_geometry
+from napari_zarr_vectors.napari.layerdata.store_info import store_info
+from napari_zarr_vectors.napari.lod.controller import controller_for
+from napari_zarr_vectors.napari.qa.pure import QA_ROLES
 
 #: Layer roles that are not store data (the bounds box, isolated objects).
 NON_DATA_ROLES = ("bounds", "isolated")

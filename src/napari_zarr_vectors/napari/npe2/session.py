@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ._napari_compat import open_viewers
-from .controller import ZVLayerController
-from .first_view import show_whole_store
-from .hover import install as install_hover
-from .layers import META
-from .loader import Loader, ViewShare
-from .slider_units import install as install_slider_units
-from .viewer_layers import next_turn
+from napari_zarr_vectors.napari._napari_compat import open_viewers
+from napari_zarr_vectors.napari.browse.hover import install as install_hover
+from napari_zarr_vectors.napari.layerdata.build import META
+from napari_zarr_vectors.napari.lod.controller import ZVLayerController
+from napari_zarr_vectors.napari.lod.loader import Loader, ViewShare
+from napari_zarr_vectors.napari.lod.viewer_layers import next_turn
+from napari_zarr_vectors.napari.npe2.first_view import show_whole_store
+from napari_zarr_vectors.napari.npe2.slider_units import install as install_slider_units
 
 
 @dataclass

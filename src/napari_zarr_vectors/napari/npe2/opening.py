@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from .controller import ZVLayerController, controller_for
-from .layers import META
-from .reader import read_zarr_vectors
-from .session import hook_viewer, keep_view
-from .viewer_layers import make_layer
+from napari_zarr_vectors.napari.layerdata.build import META
+from napari_zarr_vectors.napari.lod.controller import ZVLayerController, controller_for
+from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
+from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
+from napari_zarr_vectors.napari.npe2.session import hook_viewer, keep_view
 
 
 def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .view_geometry import ladder_floor
+from napari_zarr_vectors.napari.lod.view_geometry import ladder_floor
 
 #: Default number of vertices a view may hold (see :mod:`.settings`, which owns the value
 #: users configure; this is the fallback of the pure functions).

@@ -30,9 +30,8 @@ from typing import Any
 import numpy as np
 
 from napari_zarr_vectors.format.geometry import Geometry
-
-from .browse import split_channels
-from .colour import (
+from napari_zarr_vectors.napari.browse.table import split_channels
+from napari_zarr_vectors.napari.colour.live import (
     DEFAULT_COLORMAP,
     ID_COLORMAP,
     DefaultColour,
@@ -45,7 +44,7 @@ from .colour import (
     flat_colormap,
     n_unique,
 )
-from .names import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
+from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
 
 LayerData = tuple[Any, dict[str, Any], str]
 

@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ._napari_compat import main_window
+from napari_zarr_vectors.napari._napari_compat import main_window
 
 #: whether :func:`freeze_long_lived` freezes (``NZV_FREEZE_GC=0``: never)
 ENABLED = os.environ.get("NZV_FREEZE_GC", "1").strip().lower() not in ("0", "false", "no", "off")

@@ -2,7 +2,7 @@
 
 The stores ship as ``sample_data/<name>.zarrvectors.tar.gz`` (see ``sample_data/README.md``);
 each is unpacked once into the user cache directory, keyed by the archive's hash, and the
-folder is opened with :func:`~napari_zarr_vectors.napari.reader.read_zarr_vectors`.
+folder is opened with :func:`~napari_zarr_vectors.napari.npe2.reader.read_zarr_vectors`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from .layers import LayerData
-from .reader import read_zarr_vectors
+from napari_zarr_vectors.napari.layerdata.build import LayerData
+from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
 #: Sample name -> geometry type of the store in ``sample_data/<name>.zarrvectors.tar.gz``.
 SAMPLES = {

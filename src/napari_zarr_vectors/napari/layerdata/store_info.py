@@ -14,8 +14,12 @@ import numpy as np
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.world import affine_box
-
-from .layers import StoreInfo, napari_affine, napari_axis_order, placed_order
+from napari_zarr_vectors.napari.layerdata.build import (
+    StoreInfo,
+    napari_affine,
+    napari_axis_order,
+    placed_order,
+)
 
 
 def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = True) -> StoreInfo:

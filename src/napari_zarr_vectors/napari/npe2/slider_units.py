@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from ._napari_compat import slider_total_label
+from napari_zarr_vectors.napari._napari_compat import slider_total_label
 
 
 def caption(viewer: Any, axis: int) -> str | None:

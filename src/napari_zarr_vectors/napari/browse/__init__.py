@@ -1,0 +1,1 @@
+"""Browsing a store by meaning: object tables, filters, targets, picking, isolating, hover."""

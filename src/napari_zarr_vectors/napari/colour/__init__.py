@@ -1,0 +1,1 @@
+"""How layers are coloured: colour specs, builders' default colours, recolouring live layers."""

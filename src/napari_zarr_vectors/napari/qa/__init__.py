@@ -1,0 +1,1 @@
+"""Pyramid QA without Qt: level statistics, overlays and background jobs."""
