@@ -90,28 +90,28 @@ def run(path: Path) -> list[dict]:
         actions = [
             # the floor: one redraw of the scene, no QA work (the bounds box hidden)
             ("baseline: one redraw", lambda b=bounds: setattr(b, "visible", False)),
-            ("statistics", widget.refresh_statistics),
-            ("list dropped 0→3", lambda: widget.list_dropped(0, 3)),
-            ("isolate dropped 0→3 (all)", widget.isolate_dropped),
+            ("statistics", widget.model.refresh_statistics),
+            ("list dropped 0→3", lambda: widget.model.list_dropped(0, 3)),
+            ("isolate dropped 0→3 (all)", widget.model.isolate_dropped),
             ("filter shown layer (dropped 0→1)", lambda: _filter(widget)),
-            ("clear filter", lambda: widget.clear_filter()),
-            ("side by side levels 0, 2", lambda: widget.add_levels([0, 2])),
-            ("toggle", lambda: widget.toggle_side_by_side()),
-            ("grid mode on", lambda: widget.set_grid(True)),
-            ("grid mode off", lambda: widget.set_grid(False)),
-            ("remove side-by-side levels", lambda: widget.remove_levels()),
-            ("outline chunks", lambda: widget.show_chunks(True)),
-            ("finer level (outline follows)", lambda: widget.step_level(-1)),
-            ("outline off", lambda: widget.show_chunks(False)),
-            ("automatic level", lambda: widget.lock_level(None)),
-            ("bins of a chunk", lambda c=chunk: widget.show_bins(c, occupied=False, level=0)),
+            ("clear filter", lambda: widget.model.clear_filter()),
+            ("side by side levels 0, 2", lambda: widget.model.add_levels([0, 2])),
+            ("toggle", lambda: widget.model.toggle_side_by_side()),
+            ("grid mode on", lambda: widget.model.set_grid(True)),
+            ("grid mode off", lambda: widget.model.set_grid(False)),
+            ("remove side-by-side levels", lambda: widget.model.remove_levels()),
+            ("outline chunks", lambda: widget.model.show_chunks(True)),
+            ("finer level (outline follows)", lambda: widget.model.step_level(-1)),
+            ("outline off", lambda: widget.model.show_chunks(False)),
+            ("automatic level", lambda: widget.model.lock_level(None)),
+            ("bins of a chunk", lambda c=chunk: widget.model.show_bins(c, occupied=False, level=0)),
             (
                 "occupied bins of a chunk",
-                lambda c=chunk: widget.show_bins(c, occupied=True, level=0),
+                lambda c=chunk: widget.model.show_bins(c, occupied=True, level=0),
             ),
-            ("pick", lambda p=centre: widget.pick(p[::-1])),
-            ("links 0→1, visible box", lambda: widget.show_links(0, "box")),
-            ("links 0→1, whole level", lambda: widget.show_links(0, "all")),
+            ("pick", lambda p=centre: widget.model.pick(p[::-1])),
+            ("links 0→1, visible box", lambda: widget.model.show_links(0, "box")),
+            ("links 0→1, whole level", lambda: widget.model.show_links(0, "all")),
         ]
         for name, action in actions:
             result = _measure(widget, controller, action)
@@ -125,7 +125,7 @@ def run(path: Path) -> list[dict]:
         bounds.visible = True
         for layer in [lyr for lyr in viewer.layers if _derived(lyr)]:
             viewer.layers.remove(layer)
-        widget.dropped_layers.clear()
+        widget.model.dropped_layers.clear()
         _events(0.3)
     viewer.close()
     return rows
@@ -135,11 +135,11 @@ def _filter(widget):
     """List the objects dropped 0 -> 1, then filter the shown layer to them."""
     from qtpy.QtWidgets import QApplication
 
-    task = widget.list_dropped(0, 1)
+    task = widget.model.list_dropped(0, 1)
     while not task.done:
         QApplication.processEvents()
         time.sleep(0.002)
-    return widget.filter_to_dropped()
+    return widget.model.filter_to_dropped()
 
 
 def _derived(layer) -> bool:

@@ -37,7 +37,7 @@ def qa(make_napari_viewer, qtbot):
         viewer.window.add_dock_widget(widget, name="Pyramid QA")
         widget.asked = []
         widget.confirm = lambda text: widget.asked.append(text) or True
-        run(qtbot, widget.tasks["statistics"])
+        run(qtbot, widget.model.tasks["statistics"])
         return viewer, widget, controller
 
     return make
@@ -89,62 +89,62 @@ def test_every_action_leaves_exactly_the_layers_it_should(qa, qtbot, ndisplay):
     base = roles(viewer)
     assert base == ["bounds", "streamlines"]
 
-    rows = run(qtbot, widget.refresh_statistics())
+    rows = run(qtbot, widget.model.refresh_statistics())
     assert len(rows) == 3 and roles(viewer) == base
-    ids = run(qtbot, widget.list_dropped(0, 2))
+    ids = run(qtbot, widget.model.list_dropped(0, 2))
     assert ids.tolist() == [0, 1, 6, 8, 9] and roles(viewer) == base
 
-    isolated = run(qtbot, widget.isolate_dropped())
+    isolated = run(qtbot, widget.model.isolate_dropped())
     assert roles(viewer) == [*base, "qa_dropped"]
     assert set(np.unique(isolated[0].features["object_id"])) == set(ids.tolist())
 
-    run(qtbot, widget.filter_to_dropped())
+    run(qtbot, widget.model.filter_to_dropped())
     settle(qtbot, controller)
     assert drawn_ids(controller) <= set(ids.tolist()) and drawn_ids(controller)
-    widget.clear_filter()
+    widget.model.clear_filter()
     settle(qtbot, controller)
     assert roles(viewer) == [*base, "qa_dropped"]
 
-    side = run(qtbot, widget.add_levels([0, 1]))
+    side = run(qtbot, widget.model.add_levels([0, 1]))
     assert roles(viewer) == [*base, "qa_dropped", "side_by_side", "side_by_side"]
     assert [lyr.metadata["zarr_vectors"]["level"] for lyr in side] == [0, 1]
-    widget.set_grid(True)  # only the side-by-side levels are visible (get grid cells)
+    widget.model.set_grid(True)  # only the side-by-side levels are visible (get grid cells)
     assert [lyr for lyr in viewer.layers if lyr.visible] == side
-    widget.set_grid(False)
+    widget.model.set_grid(False)
     assert all(lyr.visible for lyr in viewer.layers)
-    assert widget.toggle_side_by_side() is side[0]
+    assert widget.model.toggle_side_by_side() is side[0]
     assert [lyr.visible for lyr in side] == [True, False]
-    widget.toggle_side_by_side()
-    assert widget.toggle_side_by_side() is None
-    widget.remove_levels()  # one layer per event-loop turn
+    widget.model.toggle_side_by_side()
+    assert widget.model.toggle_side_by_side() is None
+    widget.model.remove_levels()  # one layer per event-loop turn
     qtbot.waitUntil(lambda: not any(lyr in viewer.layers for lyr in side), timeout=5_000)
     assert roles(viewer) == [*base, "qa_dropped"]
 
-    chunks = run(qtbot, widget.show_chunks(True))
+    chunks = run(qtbot, widget.model.show_chunks(True))
     assert roles(viewer) == [*base, "qa_dropped", "qa_chunks"]
     assert chunks.metadata["zarr_vectors"]["qa_level"] == controller.level
-    widget.lock_level(2)
+    widget.model.lock_level(2)
     settle(qtbot, controller)
-    qtbot.waitUntil(lambda: widget.tasks["chunks"].done, timeout=10_000)
+    qtbot.waitUntil(lambda: widget.model.tasks["chunks"].done, timeout=10_000)
     assert roles(viewer) == [*base, "qa_dropped", "qa_chunks"]
-    assert widget.chunk_overlay.layer.metadata["zarr_vectors"]["qa_level"] == 2
-    widget.chunks_check.setChecked(False)  # outline off: no chunk layer
+    assert widget.model.chunk_overlay.layer.metadata["zarr_vectors"]["qa_level"] == 2
+    widget.outline_box.chunks_check.setChecked(False)  # outline off: no chunk layer
     assert roles(viewer) == [*base, "qa_dropped"]
-    widget.lock_level(None)
+    widget.model.lock_level(None)
     settle(qtbot, controller)
 
-    run(qtbot, widget.show_bins(widget.store.chunks(0)[0], occupied=False, level=0))
+    run(qtbot, widget.model.show_bins(widget.store.chunks(0)[0], occupied=False, level=0))
     assert roles(viewer) == [*base, "qa_dropped", "qa_bins"]
     full = widget.store.read(0)
-    key, oid = run(qtbot, widget.pick(full.positions[3][::-1]))
+    key, oid = run(qtbot, widget.model.pick(full.positions[3][::-1]))
     assert roles(viewer) == [*base, "qa_dropped", "qa_bins"]
 
-    links = run(qtbot, widget.show_links(0, "all"))
-    again = run(qtbot, widget.show_links(0, "all"))
+    links = run(qtbot, widget.model.show_links(0, "all"))
+    again = run(qtbot, widget.model.show_links(0, "all"))
     assert links not in viewer.layers and again in viewer.layers
     assert roles(viewer) == [*base, "qa_dropped", "qa_bins", "qa_links"]
     assert len(again.data) == len(core.cross_level_segments(widget.store, 0, +1))
-    assert not widget.busy and widget.progress_bar.isHidden()
+    assert not widget.model.busy and widget.progress_bar.isHidden()
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,16 +154,16 @@ def test_every_action_leaves_exactly_the_layers_it_should(qa, qtbot, ndisplay):
 
 def test_filter_to_dropped_objects_locks_the_level_holding_them(qa, qtbot):
     viewer, widget, controller = qa(v07_store("points"))
-    widget.lock_level(2)
+    widget.model.lock_level(2)
     settle(qtbot, controller)
-    ids = run(qtbot, widget.list_dropped(0, 2))  # absent at level 2 by definition
-    text = run(qtbot, widget.filter_to_dropped())
+    ids = run(qtbot, widget.model.list_dropped(0, 2))  # absent at level 2 by definition
+    text = run(qtbot, widget.model.filter_to_dropped())
     assert "locked level 0, where they exist" in text
     assert controller.locked_level == 0
     settle(qtbot, controller)
     assert controller.level == 0
     assert drawn_ids(controller) == set(ids.tolist())
-    widget.clear_filter()  # the lock it made goes too
+    widget.model.clear_filter()  # the lock it made goes too
     settle(qtbot, controller)
     assert controller.locked_level == 2 and controller.object_filter is None
 
@@ -171,21 +171,21 @@ def test_filter_to_dropped_objects_locks_the_level_holding_them(qa, qtbot):
 def test_isolate_with_nothing_listed_does_nothing_and_says_why(qa):
     viewer, widget, controller = qa(v07_store("points"))
     before = list(viewer.layers)
-    assert widget.isolate_dropped() is None
+    assert widget.model.isolate_dropped() is None
     assert "press List" in widget.status.text()
     assert list(viewer.layers) == before
 
 
 def test_statistics_count_stored_vertices_and_the_status_bar_count_agrees(qa, qtbot):
     viewer, widget, controller = qa(v07_store("streamlines"))
-    header = [widget.stats_table.horizontalHeaderItem(c).text() for c in range(2)]
+    header = [widget.stats_box.stats_table.horizontalHeaderItem(c).text() for c in range(2)]
     assert header == ["level", "stored vertices"]
-    assert [widget.stats_table.item(r, 1).text() for r in range(3)] == ["159", "22", "6"]
-    widget.lock_level(1)
+    assert [widget.stats_box.stats_table.item(r, 1).text() for r in range(3)] == ["159", "22", "6"]
+    widget.model.lock_level(1)
     settle(qtbot, controller)
     drawn = controller.vertex_count
-    assert f"{drawn:,} rows drawn" in widget.drawn_label.text()
-    assert "22 stored vertices" in widget.drawn_label.text()
+    assert f"{drawn:,} rows drawn" in widget.stats_box.drawn_label.text()
+    assert "22 stored vertices" in widget.stats_box.drawn_label.text()
     assert f"{drawn:,} vertices" in viewer.status
 
 
@@ -196,7 +196,7 @@ def test_bins_in_2d_draw_what_they_report(qa, qtbot):
     chunk = store.chunks(0)[-1]
     lo, hi = core.bin_boxes(store, 0, chunk)
     viewer.dims.set_point(viewer.dims.ndim - 3, float(lo[:, 2].min()) - 40.0)  # elsewhere
-    layer = run(qtbot, widget.show_bins(chunk, occupied=False, level=0))
+    layer = run(qtbot, widget.model.show_bins(chunk, occupied=False, level=0))
     z = viewer.dims.point[-3]
     assert lo[:, 2].min() <= z < hi[:, 2].max()  # the slice moved into the chunk
     drawn = layer.metadata["zarr_vectors"]["boxes_drawn"]
@@ -220,15 +220,15 @@ def test_qa_filter_and_group_filter_are_one_state(qa, qtbot):
         members = {int(k): set(v) for k, v in json.load(fh)["groups"].items()}
     groups.set_checked([0, 1, 3])  # untick group 2
     settle(qtbot, controller)
-    dropped = run(qtbot, widget.list_dropped(0, 2))
-    run(qtbot, widget.filter_to_dropped())  # QA filter, ANDed with the group filter
+    dropped = run(qtbot, widget.model.list_dropped(0, 2))
+    run(qtbot, widget.model.filter_to_dropped())  # QA filter, ANDed with the group filter
     settle(qtbot, controller)
     both = (members[0] | members[1] | members[3]) & set(dropped.tolist())
     assert drawn_ids(controller) == both
     groups.set_checked([0, 3])  # untick another group
     settle(qtbot, controller)
     assert drawn_ids(controller) == (members[0] | members[3]) & set(dropped.tolist())
-    widget.clear_filter()  # QA clear: exactly the group filter's objects
+    widget.model.clear_filter()  # QA clear: exactly the group filter's objects
     settle(qtbot, controller)
     want = members[0] | members[3]
     assert drawn_ids(controller) == want
@@ -247,21 +247,23 @@ def test_whole_level_links_ask_first_and_are_capped(qa, qtbot):
     settle(qtbot, controller)
     widget.confirm = lambda text: widget.asked.append(text) or False
     before = list(viewer.layers)
-    assert widget.show_links(0, "all") is None  # declined: nothing read, nothing drawn
+    assert widget.model.show_links(0, "all") is None  # declined: nothing read, nothing drawn
     assert "reads about 240 of the 311 vertices" in widget.asked[-1]
     assert list(viewer.layers) == before and "not started" in widget.status.text()
     widget.confirm = lambda text: True
-    layer = run(qtbot, widget.show_links(0, "all"))
+    layer = run(qtbot, widget.model.show_links(0, "all"))
     total = len(core.cross_level_segments(widget.store, 0, +1))
-    cap = widget.layer_budget() // 2
+    cap = widget.model.layer_budget() // 2
     assert 0 < len(layer.data) <= cap
-    assert widget.links_label.text().startswith(f"showing {len(layer.data):,} of {total:,}")
+    assert widget.links_box.links_label.text().startswith(
+        f"showing {len(layer.data):,} of {total:,}"
+    )
 
 
 def test_cancel_drops_the_result(qa, qtbot):
     viewer, widget, controller = qa(v07_store("streamlines"))
     before = list(viewer.layers)
-    task = widget.show_links(0, "all")
+    task = widget.model.show_links(0, "all")
     assert not widget.progress_bar.isHidden() and not widget.cancel_btn.isHidden()
     widget.cancel_btn.click()
     assert task.done and task.cancelled
@@ -273,11 +275,11 @@ def test_cancel_drops_the_result(qa, qtbot):
 
 def test_store_layers_are_the_data_layers_not_the_qa_layers(qa, qtbot):
     viewer, widget, controller = qa(v07_store("points"))
-    run(qtbot, widget.add_levels([1]))
-    run(qtbot, widget.show_chunks(True))
+    run(qtbot, widget.model.add_levels([1]))
+    run(qtbot, widget.model.show_chunks(True))
     data = [lyr for lyr in viewer.layers if is_data_layer(lyr)]
     assert data == controller.layers
-    viewer.layers.selection.active = widget.chunk_overlay.layer
+    viewer.layers.selection.active = widget.model.chunk_overlay.layer
     assert widget.target is controller and widget.layer is controller.layers[0]
 
 
@@ -317,7 +319,7 @@ def test_outlines_of_a_time_lapse_store_follow_its_axis_order(make_napari_viewer
     viewer.dims.ndisplay = 3
     settle(qtbot, controller)
     widget = PyramidQAWidget(viewer)
-    layer = run(qtbot, widget.show_chunks(True))
+    layer = run(qtbot, widget.model.show_chunks(True))
     store = widget.store
     lo, hi = core.chunk_boxes(store, 0)
     t = viewer.dims.point[0]  # napari axis 0 is the time slider

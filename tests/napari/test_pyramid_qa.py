@@ -1,5 +1,5 @@
-"""The pure parts of Pyramid QA (napari/qa/pure.py, and the worker jobs of
-widgets/_pyramid_layers.py): no viewer, no Qt."""
+"""The parts of Pyramid QA without a viewer or Qt: napari/qa/compute.py and the worker jobs
+of napari/qa/jobs.py and napari/qa/overlays.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from _zv_napari import v07_store
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.napari.lod.view_geometry import object_rank
-from napari_zarr_vectors.napari.qa import pure as qa
+from napari_zarr_vectors.napari.qa import compute as qa
+from napari_zarr_vectors.napari.qa.jobs import dropped_job, levels_holding_job
 
 
 def run_job(gen):
@@ -70,16 +71,15 @@ def test_stat_cells_say_what_they_count():
 
 def test_dropped_objects_and_the_levels_holding_them():
     store = nzv.open_store(v07_store("points"))
-    d = qa.dropped(store, 2, 0)  # ordered finer first
+    _, d = run_job(dropped_job(store, 2, 0, threading.Event()))  # ordered finer first
     assert (d.fine, d.coarse, d.has_objects, d.n_fine) == (0, 2, True, 15)
     np.testing.assert_array_equal(d.ids, core.dropped_objects(store, 0, 2))
     assert d.ids.tolist() == [4, 7, 8, 10, 11, 12, 13]
     assert d.describe() == "7 object(s) present at level 0 are absent at level 2."
     assert d.describe(max_listed=5).endswith("(first 5 listed).")
     # present at levels 0 and 1, absent at 2: where "Filter shown layer" can show them
-    assert qa.levels_holding(store, d.ids) == [0, 1]
-    assert qa.levels_holding(store, [0]) == [0, 1, 2]
-    assert qa.levels_holding(store, [999]) == []
+    for ids, holding in ((d.ids, [0, 1]), ([0], [0, 1, 2]), ([999], [])):
+        assert run_job(levels_holding_job(store, ids, threading.Event()))[1] == holding
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,7 +202,7 @@ def test_links_job_resolves_every_link_in_batches_and_caps(name):
     store = nzv.open_store(v07_store(name))
     whole = core.cross_level_segments(store, 0, +1)
     assert len(_link_boxes(store, 0, None)) > 1
-    reports, built = run_job(links_job(store, 0, 1, None, None, 10**6, "all"))
+    reports, built = run_job(links_job(store, 0, 1, None, None, 10**6, "all", threading.Event()))
     assert reports[-1].done == reports[-1].total - 1
     assert built.total == built.shown == len(whole)
     (layer,) = built.items
@@ -213,7 +213,7 @@ def test_links_job_resolves_every_link_in_batches_and_caps(name):
         np.sort(starts[:, ::-1], axis=0), np.sort(whole.fine, axis=0), atol=1e-5
     )
     # capped: at most budget / 2 arrows, whole objects
-    _, capped = run_job(links_job(store, 0, 1, None, None, 60, "all"))
+    _, capped = run_job(links_job(store, 0, 1, None, None, 60, "all", threading.Event()))
     assert 0 < capped.shown <= 30 and capped.total == len(whole)
     assert capped.note.startswith(f"showing {capped.shown:,} of {len(whole):,} link(s)")
 

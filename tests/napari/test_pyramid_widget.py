@@ -150,7 +150,7 @@ def test_segments_layer_is_in_napari_order_and_data_units():
 @pytest.mark.skipif(not has_controller(), reason="the level-of-detail controller (issue 4)")
 def test_lock_level_2_shows_level_2_at_every_zoom_and_unlock_returns_to_automatic(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    controller = widget.controller
+    controller = widget.model.controller
     assert controller is not None
     camera = viewer.scene.camera
 
@@ -166,38 +166,38 @@ def test_lock_level_2_shows_level_2_at_every_zoom_and_unlock_returns_to_automati
         automatic[zoom] = controller.level
     assert automatic[200.0] < automatic[0.05]
 
-    chunks = run(qtbot, widget.show_chunks(True))  # follows the shown level
-    widget.lock_level(2)
+    chunks = run(qtbot, widget.model.show_chunks(True))  # follows the shown level
+    widget.model.lock_level(2)
     assert controller.locked_level == 2
     for zoom in (200.0, 20.0, 1.0, 0.05):
         camera.zoom = zoom
         settle()
         assert controller.level == 2
         assert all(lyr.metadata["zarr_vectors"]["level"] == 2 for lyr in controller.layers)
-        assert widget.level_label.text().startswith("shown: level 2 (locked)")
-    assert widget.level_combo.currentText() == "level 2"
-    qtbot.waitUntil(lambda: widget.tasks["chunks"].done, timeout=10_000)
-    chunks = widget.chunk_overlay.layer
+        assert widget.level_box.level_label.text().startswith("shown: level 2 (locked)")
+    assert widget.level_box.level_combo.currentText() == "level 2"
+    qtbot.waitUntil(lambda: widget.model.tasks["chunks"].done, timeout=10_000)
+    chunks = widget.model.chunk_overlay.layer
     assert chunks.metadata["zarr_vectors"]["qa_level"] == 2
     assert chunks.metadata["zarr_vectors"]["boxes"] == len(store.chunks(2))
 
-    widget.lock_level(None)
+    widget.model.lock_level(None)
     assert controller.locked_level is None
     for zoom in (200.0, 0.05):
         camera.zoom = zoom
         settle()
         assert controller.level == automatic[zoom]
-    assert widget.level_combo.currentText() == "automatic"
+    assert widget.level_box.level_combo.currentText() == "automatic"
 
     # the combo, the slider and the step buttons drive the same lock
-    widget.level_combo.setCurrentIndex(2)  # "level 1"
+    widget.level_box.level_combo.setCurrentIndex(2)  # "level 1"
     assert controller.locked_level == 1
-    widget.coarser_btn.click()
+    widget.level_box.coarser_btn.click()
     assert controller.locked_level == 2
-    widget.finer_btn.click()
-    widget.finer_btn.click()
+    widget.level_box.finer_btn.click()
+    widget.level_box.finer_btn.click()
     assert controller.locked_level == 0
-    widget.level_slider.setValue(2)
+    widget.level_box.level_slider.setValue(2)
     assert controller.locked_level == 2
     # viewer keys: Alt-Down finer, Alt-Up coarser
     from napari.utils.key_bindings import coerce_keybinding
@@ -216,9 +216,9 @@ def test_lock_level_2_shows_level_2_at_every_zoom_and_unlock_returns_to_automati
 @pytest.mark.gui
 def test_statistics_table(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    qtbot.waitUntil(lambda: widget.stats_table.rowCount() == 3, timeout=10_000)
+    qtbot.waitUntil(lambda: widget.stats_box.stats_table.rowCount() == 3, timeout=10_000)
     rows = core.level_statistics(store)
-    table = widget.stats_table
+    table = widget.stats_box.stats_table
     cell = [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(3)]
     assert [c[0] for c in cell] == ["0", "1", "2"]
     assert [c[1] for c in cell] == ["240", "63", "8"]
@@ -232,15 +232,19 @@ def test_statistics_table(qa, qtbot):
 @pytest.mark.gui
 def test_dropped_objects_listed_and_isolated(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    ids = run(qtbot, widget.list_dropped(0, 2))
+    ids = run(qtbot, widget.model.list_dropped(0, 2))
     np.testing.assert_array_equal(ids, core.dropped_objects(store, 0, 2))
     assert len(ids) == 7
-    assert widget.dropped_list.count() == 7
-    assert "7 object(s) present at level 0 are absent at level 2" in widget.dropped_label.text()
+    assert widget.dropped_box.dropped_list.count() == 7
+    assert (
+        "7 object(s) present at level 0 are absent at level 2"
+        in widget.dropped_box.dropped_label.text()
+    )
     # isolate two of them: exactly their level-0 vertices, highlighted
-    widget.dropped_list.item(0).setSelected(True)
-    widget.dropped_list.item(1).setSelected(True)
-    (layer,) = run(qtbot, widget.isolate_dropped())
+    widget.dropped_box.dropped_list.item(0).setSelected(True)
+    widget.dropped_box.dropped_list.item(1).setSelected(True)
+    widget.dropped_box.isolate_btn.click()
+    (layer,) = run(qtbot, widget.model.tasks["isolate"])
     chosen = ids[:2]
     truth = store.read(0, object_ids=chosen)
     world = np.asarray(layer.data) * np.asarray(layer.scale)
@@ -249,17 +253,18 @@ def test_dropped_objects_listed_and_isolated(qa, qtbot):
     np.testing.assert_allclose(np.unique(layer.face_color, axis=0), [[1.0, 0.0, 1.0, 1.0]])
     assert layer.metadata["zarr_vectors"]["role"] == "qa_dropped"
     # filter the shown layer to the selection, then clear the filter
-    controller = widget.controller
-    run(qtbot, widget.filter_to_dropped())
+    controller = widget.model.controller
+    widget.dropped_box.filter_btn.click()
+    run(qtbot, widget.model.tasks["filter"])
     np.testing.assert_array_equal(controller.object_filter, np.sort(chosen))
-    widget.clear_filter()
+    widget.model.clear_filter()
     assert controller.object_filter is None
 
 
 @pytest.mark.gui
 def test_side_by_side_levels_share_colours_and_toggle(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    layers = run(qtbot, widget.add_levels([0, 1, 2]))
+    layers = run(qtbot, widget.model.add_levels([0, 1, 2]))
     assert [lyr.metadata["zarr_vectors"]["level"] for lyr in layers] == [0, 1, 2]
     assert [lyr.name for lyr in layers] == [f"points points [level {i}]" for i in (0, 1, 2)]
     for layer, level in zip(layers, (0, 1, 2), strict=True):
@@ -274,22 +279,22 @@ def test_side_by_side_levels_share_colours_and_toggle(qa, qtbot):
     # grid mode: one cell per side-by-side level, every other layer hidden meanwhile
     others = [lyr for lyr in viewer.layers if lyr not in layers]
     assert all(lyr.visible for lyr in others)
-    widget.set_grid(True)
+    widget.model.set_grid(True)
     grid = viewer.canvas.grid
     assert grid.enabled and grid.stride == 1
     assert not any(lyr.visible for lyr in others)
     assert grid.actual_shape(viewer.layers) == (2, 2)  # 3 cells: the levels only
     cells = {grid.position(i, viewer.layers) for i, lyr in enumerate(viewer.layers)}
     assert len(cells - {(-1, -1)}) == 3
-    widget.set_grid(False)
+    widget.model.set_grid(False)
     assert not grid.enabled
     assert all(lyr.visible for lyr in others)
-    shown = widget.toggle_side_by_side()
+    shown = widget.model.toggle_side_by_side()
     assert shown is layers[0] and [lyr.visible for lyr in layers] == [True, False, False]
-    widget.toggle_side_by_side()
-    widget.toggle_side_by_side()
-    assert widget.toggle_side_by_side() is None and all(lyr.visible for lyr in layers)
-    widget.remove_levels()  # one layer per event-loop turn
+    widget.model.toggle_side_by_side()
+    widget.model.toggle_side_by_side()
+    assert widget.model.toggle_side_by_side() is None and all(lyr.visible for lyr in layers)
+    widget.model.remove_levels()  # one layer per event-loop turn
     qtbot.waitUntil(lambda: not any(lyr in viewer.layers for lyr in layers), timeout=5_000)
 
 
@@ -303,7 +308,7 @@ def test_side_by_side_levels_share_colours_and_toggle(qa, qtbot):
 def test_chunk_overlay_has_exactly_the_non_empty_chunks(qa, qtbot, level):
     viewer, widget, store = qa(v07_store("points"))
     viewer.dims.ndisplay = 3
-    layer = run(qtbot, widget.show_chunks(True, level=level))
+    layer = run(qtbot, widget.model.show_chunks(True, level=level))
     assert layer.metadata["zarr_vectors"]["role"] == "qa_chunks"
     lo, hi = core.chunk_boxes(store, level)
     assert len(lo) == len(store.chunks(level))
@@ -322,8 +327,8 @@ def test_chunk_overlay_has_exactly_the_non_empty_chunks(qa, qtbot, level):
     z_scale = store.levels[0].bin_shape[2]
     for wanted in (-7.5, 0.0, 12.5):
         viewer.dims.set_point(viewer.dims.ndim - 3, wanted)
-        assert widget.overlays_pending
-        qtbot.waitUntil(lambda: not widget.overlays_pending, timeout=5_000)
+        assert widget.model.overlays_pending
+        qtbot.waitUntil(lambda: not widget.model.overlays_pending, timeout=5_000)
         z = viewer.dims.point[-3]  # napari snaps to its slider steps
         starts, ends = vectors_world(layer)
         cut = (lo[:, 2] <= z + z_scale / 2) & (hi[:, 2] > z - z_scale / 2)
@@ -334,7 +339,7 @@ def test_chunk_overlay_has_exactly_the_non_empty_chunks(qa, qtbot, level):
         seg = np.concatenate([starts, ends]).reshape(2, -1, 4, 3)
         np.testing.assert_allclose(seg.min(axis=(0, 2))[:, :2], lo[cut][:, :2])
         np.testing.assert_allclose(seg.max(axis=(0, 2))[:, :2], hi[cut][:, :2])
-    widget.show_chunks(False)
+    widget.model.show_chunks(False)
     assert layer not in viewer.layers
 
 
@@ -347,8 +352,8 @@ def test_ticking_the_outline_in_3d_adds_one_layer_and_a_removed_outline_stays_re
     viewer.dims.ndisplay = 3
     qtbot.wait(50)
     before = len(viewer.layers)
-    widget.chunks_check.setChecked(True)  # what the user ticks
-    qtbot.waitUntil(lambda: widget.tasks["chunks"].done, timeout=10_000)
+    widget.outline_box.chunks_check.setChecked(True)  # what the user ticks
+    qtbot.waitUntil(lambda: widget.model.tasks["chunks"].done, timeout=10_000)
     qtbot.wait(50)
     chunk_layers = [
         lyr
@@ -356,7 +361,7 @@ def test_ticking_the_outline_in_3d_adds_one_layer_and_a_removed_outline_stays_re
         if lyr.metadata.get("zarr_vectors", {}).get("role") == "qa_chunks"
     ]
     assert len(chunk_layers) == 1 and len(viewer.layers) == before + 1
-    assert len(chunk_layers[0].data) == 12 * len(store.chunks(widget.level))
+    assert len(chunk_layers[0].data) == 12 * len(store.chunks(widget.model.level))
     viewer.layers.remove(chunk_layers[0])
     viewer.dims.ndisplay = 2  # dims events: the overlay must not come back
     viewer.dims.set_point(viewer.dims.ndim - 3, 5.0)
@@ -370,8 +375,8 @@ def test_ticking_the_outline_in_3d_adds_one_layer_and_a_removed_outline_stays_re
 @pytest.mark.gui
 def test_chunk_overlay_follows_the_shown_level(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    layer = run(qtbot, widget.show_chunks(True))
-    shown = widget.level
+    layer = run(qtbot, widget.model.show_chunks(True))
+    shown = widget.model.level
     assert layer.metadata["zarr_vectors"]["qa_level"] == shown
     assert layer.metadata["zarr_vectors"]["boxes"] == len(store.chunks(shown))
 
@@ -381,18 +386,18 @@ def test_bin_overlay_of_one_chunk(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
     viewer.dims.ndisplay = 3
     chunk = store.chunks(0)[5]
-    layer = run(qtbot, widget.show_bins(chunk, occupied=False, level=0))
+    layer = run(qtbot, widget.model.show_bins(chunk, occupied=False, level=0))
     lo, hi = core.bin_boxes(store, 0, chunk)
     starts, ends = vectors_world(layer)
     assert len(starts) == 12 * len(lo) == 12 * 8
     seg = np.concatenate([starts, ends]).reshape(2, len(lo), 12, 3)
     np.testing.assert_allclose(seg.min(axis=(0, 2)), lo)
     np.testing.assert_allclose(seg.max(axis=(0, 2)), hi)
-    occupied = run(qtbot, widget.show_bins(chunk, occupied=True, level=0))
+    occupied = run(qtbot, widget.model.show_bins(chunk, occupied=True, level=0))
     assert occupied is layer  # one bins layer, redrawn
     lo_o, _ = core.bin_boxes(store, 0, chunk, occupied=True)
     assert len(vectors_world(layer)[0]) == 12 * len(lo_o)
-    assert widget.chunk_edit.text() == ",".join(str(c) for c in chunk)
+    assert widget.outline_box.chunk_edit.text() == ",".join(str(c) for c in chunk)
 
 
 # --------------------------------------------------------------------------------------------
@@ -406,9 +411,9 @@ def test_bin_overlay_of_one_chunk(qa, qtbot):
 @pytest.mark.gui
 def test_cross_level_link_segments_join_stored_vertices(qa, qtbot, path):
     viewer, widget, store = qa(path)
-    qtbot.waitUntil(lambda: widget.tasks["statistics"].done, timeout=10_000)
+    qtbot.waitUntil(lambda: widget.model.tasks["statistics"].done, timeout=10_000)
     for fine in range(len(store.levels) - 1):
-        layer = run(qtbot, widget.show_links(fine, "all"))
+        layer = run(qtbot, widget.model.show_links(fine, "all"))
         assert layer.metadata["zarr_vectors"]["role"] == "qa_links"
         starts, ends = vectors_world(layer)
         expected = core.cross_level_segments(store, fine, +1)
@@ -423,32 +428,33 @@ def test_cross_level_link_segments_join_stored_vertices(qa, qtbot, path):
         np.testing.assert_allclose(ends, coarse_pos[j], atol=1e-5)
         bins = store.level(fine + 1).bin_shape
         np.testing.assert_array_equal(np.floor(fine_pos[i] / bins), np.floor(coarse_pos[j] / bins))
-        assert f"{len(expected):,} link(s) level {fine} → {fine + 1}" in widget.links_label.text()
+        assert (
+            f"{len(expected):,} link(s) level {fine} → {fine + 1}"
+            in widget.links_box.links_label.text()
+        )
 
 
 @pytest.mark.gui
 def test_links_of_a_picked_object_and_of_the_visible_box(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    qtbot.waitUntil(lambda: widget.tasks["statistics"].done, timeout=10_000)
+    qtbot.waitUntil(lambda: widget.model.tasks["statistics"].done, timeout=10_000)
     full = store.read(0)
     target = full.positions[17]
     # pick at the vertex (napari order), on its slice
     viewer.dims.set_point(viewer.dims.ndim - 3, float(target[2]))
-    _, oid = run(qtbot, widget.pick(target[::-1]))
+    _, oid = run(qtbot, widget.model.pick(target[::-1]))
     assert oid == int(full.vertex_object_ids[17])
-    assert widget.object_edit.text() == str(oid)
-    layer = run(qtbot, widget.show_links(0))  # scope: picked objects
+    assert widget.links_box.object_edit.text() == str(oid)
+    layer = run(qtbot, widget.model.show_links(0))  # scope: picked objects
     starts, _ = vectors_world(layer)
     mine = full.positions[full.vertex_object_ids == oid]
     assert len(starts) == len(mine)
     assert np.all(rows_of(np.float32(starts), np.float32(mine)) >= 0)
     assert np.all(layer.features["object_id"] == oid)
     # visible box: only links whose fine vertex is inside it
-    from napari_zarr_vectors.napari.qa.pure import visible_store_box
-
-    widget_box = visible_store_box(viewer, store)
+    widget_box = widget.model.visible_box()
     lo, hi = widget_box
-    boxed = run(qtbot, widget.show_links(0, "box"))
+    boxed = run(qtbot, widget.model.show_links(0, "box"))
     starts, _ = vectors_world(boxed)
     assert np.all((starts >= lo - 1e-4) & (starts <= hi + 1e-4))
     expected = core.cross_level_segments(store, 0, +1, bbox=widget_box)
@@ -469,17 +475,17 @@ def test_single_level_store_says_so_and_stays_usable(qa, qtbot, name):
     assert not widget.dropped_box.isEnabled()
     assert not widget.side_box.isEnabled()
     assert not widget.links_box.isEnabled()
-    assert not widget.level_combo.isEnabled()
-    qtbot.waitUntil(lambda: widget.stats_table.rowCount() == 1, timeout=10_000)
-    assert widget.show_links(0, "all") is None
+    assert not widget.level_box.level_combo.isEnabled()
+    qtbot.waitUntil(lambda: widget.stats_box.stats_table.rowCount() == 1, timeout=10_000)
+    assert widget.model.show_links(0, "all") is None
     assert "no cross-level links" in widget.status.text()
-    widget.step_level(+1)  # a no-op, not an error
-    assert widget.list_dropped() is None
+    widget.model.step_level(+1)  # a no-op, not an error
+    assert widget.model.list_dropped() is None
     # what does not need two levels works
     viewer.dims.ndisplay = 3
-    layer = run(qtbot, widget.show_chunks(True))
+    layer = run(qtbot, widget.model.show_chunks(True))
     assert len(layer.data) == 12 * len(store.chunks(0))
-    bins = run(qtbot, widget.show_bins(store.chunks(0)[0], occupied=True))
+    bins = run(qtbot, widget.model.show_bins(store.chunks(0)[0], occupied=True))
     assert len(bins.data) > 0
 
 
@@ -498,8 +504,8 @@ def test_widget_follows_layer_selection(qa, qtbot):
     assert widget.store.name == "streamlines"
     assert "streamlines" in widget.header.text()
     # selecting an overlay keeps the target
-    run(qtbot, widget.show_chunks(True))
-    viewer.layers.selection.active = widget.chunk_overlay.layer
+    run(qtbot, widget.model.show_chunks(True))
+    viewer.layers.selection.active = widget.model.chunk_overlay.layer
     assert widget.store.name == "streamlines"
     # removing the target's layers falls back to the other store
     mine = [
@@ -513,8 +519,8 @@ def test_widget_follows_layer_selection(qa, qtbot):
         viewer.layers.remove(lyr)
     assert widget.store.name == "points"
     # the chunk outlines stay on and now outline the points store
-    qtbot.waitUntil(lambda: widget.tasks["chunks"].done, timeout=10_000)
-    assert widget.chunk_overlay.layer.name.startswith("points chunks")
+    qtbot.waitUntil(lambda: widget.model.tasks["chunks"].done, timeout=10_000)
+    assert widget.model.chunk_overlay.layer.name.startswith("points chunks")
 
 
 @pytest.mark.gui
@@ -539,9 +545,9 @@ def test_manifest_contributes_the_dock_widget_and_layer_actions(make_napari_view
     assert isinstance(docked, PyramidQAWidget)
     layer = data_layer(viewer)
     actions.outline_chunks(layer, viewer)
-    qtbot.waitUntil(lambda: docked.tasks["chunks"].done, timeout=10_000)
-    assert docked.chunk_overlay.layer in viewer.layers
-    docked.show_chunks(False)
+    qtbot.waitUntil(lambda: docked.model.tasks["chunks"].done, timeout=10_000)
+    assert docked.model.chunk_overlay.layer in viewer.layers
+    docked.model.show_chunks(False)
     # the same action through napari's menu (Layers > Visualize > Zarr Vectors pyramid),
     # napari injecting the active layer and the viewer
     from napari._app_model import get_app_model
@@ -553,10 +559,12 @@ def test_manifest_contributes_the_dock_widget_and_layer_actions(make_napari_view
     assert "napari-zarr-vectors.pyramid_menu" in submenus
     viewer.layers.selection.active = layer
     app.commands.execute_command("napari-zarr-vectors.outline_chunks").result()
-    qtbot.waitUntil(lambda: docked.tasks["chunks"].done, timeout=10_000)
-    assert docked.chunk_overlay.layer in viewer.layers
-    shown = docked.level
-    assert docked.chunk_overlay.layer.metadata["zarr_vectors"]["boxes"] == len(store.chunks(shown))
+    qtbot.waitUntil(lambda: docked.model.tasks["chunks"].done, timeout=10_000)
+    assert docked.model.chunk_overlay.layer in viewer.layers
+    shown = docked.model.level
+    assert docked.model.chunk_overlay.layer.metadata["zarr_vectors"]["boxes"] == len(
+        store.chunks(shown)
+    )
 
 
 @pytest.mark.gui
@@ -565,14 +573,14 @@ def test_docs_screenshot(qa, qtbot):
     level 0 -> 1 links, next to the widget."""
     viewer, widget, store = qa(v07_store("points"), show=True)
     viewer.window._qt_window.resize(1280, 860)
-    qtbot.waitUntil(lambda: widget.stats_table.rowCount() == 3, timeout=10_000)
-    widget.lock_level(0)
-    controller = widget.controller
+    qtbot.waitUntil(lambda: widget.stats_box.stats_table.rowCount() == 3, timeout=10_000)
+    widget.model.lock_level(0)
+    controller = widget.model.controller
     qtbot.waitUntil(lambda: not controller.is_loading and controller.level == 0, timeout=20_000)
     viewer.dims.set_point(viewer.dims.ndim - 3, 5.0)
-    run(qtbot, widget.show_chunks(True, level=1))
-    run(qtbot, widget.show_links(0, "all"))
-    run(qtbot, widget.list_dropped(0, 2))
+    run(qtbot, widget.model.show_chunks(True, level=1))
+    run(qtbot, widget.model.show_links(0, "all"))
+    run(qtbot, widget.model.list_dropped(0, 2))
     viewer.reset_view()
     qtbot.wait(300)
     qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)

@@ -45,7 +45,7 @@ from napari_zarr_vectors.napari.colour.live import (
 from napari_zarr_vectors.napari.layerdata.build import META, OBJECT_ID, layers_from_geometry
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.controller import controller_for
-from napari_zarr_vectors.napari.qa.pure import QA_ROLES
+from napari_zarr_vectors.napari.qa.compute import QA_ROLES
 
 #: Layer roles that are not store data (the bounds box, isolated objects).
 NON_DATA_ROLES = ("bounds", "isolated")

@@ -36,8 +36,7 @@ from psygnal import Signal, SignalGroup
 
 from napari_zarr_vectors.napari.colour.live import ColourMemory, capture
 from napari_zarr_vectors.napari.layerdata.build import META, LayerData
-from napari_zarr_vectors.napari.layerdata.store_info import layer_scale, napari_order
-from napari_zarr_vectors.napari.lod import gc_pauses
+from napari_zarr_vectors.napari.lod import camera, gc_pauses
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod.cache import shared_cache
 from napari_zarr_vectors.napari.lod.loader import (
@@ -160,8 +159,6 @@ class ZVLayerController:
             level = lod.initial_level(store.levels, self.vertex_budget)
             shown = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
         self._shown = _Shown(int(shown[0]), np.array(shown[1], dtype=np.int64), shown[2])
-        #: world units per layer data unit, napari axis order (the slab a 2-D view shows)
-        self._scale_napari = np.asarray(layer_scale(store), dtype=float)[napari_order(store)]
 
         from superqt.utils import qdebounced
 
@@ -360,39 +357,9 @@ class ZVLayerController:
     # -- the view ------------------------------------------------------------------------
     def view_state(self) -> lod.ViewState | None:
         """The current view in the store's napari axis order (``None``: no viewer, or the
-        displayed axes are not the store's)."""
+        displayed axes are not the store's): :func:`.camera.view_state`."""
         viewer = self.viewer
-        if viewer is None:
-            return None
-        ndim = int(self.store.ndim)
-        dims = viewer.dims
-        offset = dims.ndim - ndim
-        if offset < 0:
-            return None
-        nd = int(dims.ndisplay)
-        displayed_world = tuple(int(a) for a in dims.displayed)
-        if any(a < offset for a in displayed_world):
-            return None
-        displayed = tuple(a - offset for a in displayed_world)
-        cam = viewer.scene.camera
-        scale = self._scale_napari
-        thickness = tuple(
-            max(float(t), float(s))
-            for t, s in zip(tuple(dims.thickness)[offset:], scale, strict=True)
-        )
-        center = tuple(float(c) for c in tuple(cam.center)[-nd:])
-        return lod.ViewState(
-            ndisplay=nd,
-            center=center,
-            zoom=float(cam.zoom),
-            canvas_size=tuple(int(v) for v in viewer.canvas.size),
-            point=tuple(float(p) for p in tuple(dims.point)[offset:]),
-            displayed=displayed,
-            thickness=thickness,
-            view_direction=tuple(float(v) for v in cam.view_direction) if nd == 3 else None,
-            up_direction=tuple(float(v) for v in cam.up_direction) if nd == 3 else None,
-            perspective=float(cam.perspective),
-        )
+        return None if viewer is None else camera.view_state(viewer, self.store)
 
     def request(self, force: bool = False) -> LoadRequest:
         """The load request for the current view and settings."""

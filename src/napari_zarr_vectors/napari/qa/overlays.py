@@ -23,7 +23,7 @@ store's level-0 bin shape), world = ``data * scale`` = store coordinates in napa
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,13 +43,14 @@ from napari_zarr_vectors.napari.layerdata.store_info import layer_scale, store_i
 from napari_zarr_vectors.napari.lod.cache import shared_cache
 from napari_zarr_vectors.napari.lod.view_geometry import subset_to_budget
 from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
-from napari_zarr_vectors.napari.qa.pure import (
+from napari_zarr_vectors.napari.qa.compute import (
     SIDE_BY_SIDE,
     QAProgress,
     chunk_batches,
     select_within,
     shown_of,
 )
+from napari_zarr_vectors.napari.qa.jobs import Job
 
 #: Overlay colours (RGBA).
 CHUNK_COLOUR = (1.0, 0.75, 0.1, 1.0)
@@ -253,15 +254,6 @@ def _set_colour_by(kwargs: dict[str, Any], name: str) -> None:
 # worker jobs (run on the worker thread; no viewer, no Qt)
 # --------------------------------------------------------------------------------------------
 
-#: what a worker job generator is: progress reports, then its result
-Job = Generator[QAProgress, None, Any]
-
-
-def call_job(text: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Job:
-    """``fn(*args, **kwargs)`` as a one-step job reporting ``text``."""
-    yield QAProgress(0, 1, text)
-    return fn(*args, **kwargs)
-
 
 def make_layers(items: Sequence[LayerData]) -> list[Any]:
     """napari layers from data tuples, built on the worker thread (constructing a layer is
@@ -363,6 +355,7 @@ def links_job(
     bbox: Any,
     budget: int,
     scope: str,
+    cancel: threading.Event,
 ) -> Job:
     """Resolve the stored links ``level -> level + delta`` (see
     :func:`~napari_zarr_vectors.format.pyramid.cross_level_segments`), keep at most

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PyramidQAWidget", "make_pyramid_widget"]
+__all__ = ["PyramidQAWidget"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("PyramidQAWidget", "make_pyramid_widget"):
+    if name == "PyramidQAWidget":
         from napari_zarr_vectors.napari.widgets import pyramid
 
         return getattr(pyramid, name)

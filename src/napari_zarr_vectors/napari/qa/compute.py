@@ -27,15 +27,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.format.query import chunks_in_bbox
 from napari_zarr_vectors.napari.layerdata.store_info import (
-    layer_scale,
     napari_order,
-    store_box_to_world,
     world_box_to_store,
 )
-from napari_zarr_vectors.napari.lod.plan import ViewState, visible_box
 from napari_zarr_vectors.napari.lod.view_geometry import object_rank, position_rank, subset_fraction
 
 #: Role names stored in ``metadata["zarr_vectors"]["role"]`` of QA overlay layers.
@@ -156,24 +152,6 @@ class DroppedObjects:
             f"{len(self.ids):,} object(s) present at level {self.fine} are absent at level "
             f"{self.coarse}{more}."
         )
-
-
-def dropped(store: Any, fine: int, coarse: int) -> DroppedObjects:
-    """The objects dropped between two levels (ordered finer first)."""
-    fine, coarse = sorted((int(fine), int(coarse)))
-    if store.object_index(fine) is None:
-        return DroppedObjects(np.empty(0, np.int64), fine, coarse, False)
-    ids = core.dropped_objects(store, fine, coarse)
-    n_fine = len(core.present_objects(store, fine))
-    return DroppedObjects(np.asarray(ids, np.int64), fine, coarse, True, n_fine)
-
-
-def levels_holding(store: Any, ids: np.ndarray) -> list[int]:
-    """The levels at which at least one of ``ids`` has a non-empty manifest."""
-    ids = np.asarray(ids, np.int64)
-    return [
-        lv.index for lv in store.levels if np.isin(ids, core.present_objects(store, lv.index)).any()
-    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,34 +299,6 @@ def slice_of(viewer: Any, order: np.ndarray, store: Any = None) -> tuple[list[in
     if store is not None:
         point = world_box_to_store(store, napari_point, napari_point)[0]
     return displayed, point
-
-
-def visible_store_box(viewer: Any, store: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The world box the camera shows, in store order, clipped to the store bounds (see
-    ``lod.visible_box``)."""
-    order = axis_order(store)
-    ndim = len(order)
-    lo_s, hi_s = (np.asarray(b, float) for b in store.bounds)
-    offset = viewer.dims.ndim - ndim
-    camera = viewer.scene.camera
-    displayed = tuple(a - offset for a in viewer.dims.displayed if a >= offset)
-    scale = np.asarray(layer_scale(store), float)[order]
-    three = viewer.dims.ndisplay == 3
-    view = ViewState(
-        ndisplay=int(viewer.dims.ndisplay),
-        center=tuple(float(c) for c in camera.center),
-        zoom=float(camera.zoom),
-        canvas_size=tuple(int(s) for s in viewer.canvas.size),
-        point=tuple(float(p) for p in np.asarray(viewer.dims.point[offset:], float)),
-        displayed=displayed,
-        thickness=tuple(float(t) for t in scale),
-        view_direction=tuple(camera.view_direction) if three else None,
-        up_direction=tuple(camera.up_direction) if three else None,
-    )
-    # the view is in the world (the layers' placement): planned there, then undone
-    lo_n, hi_n = visible_box(view, *store_box_to_world(store, lo_s, hi_s))
-    lo, hi = world_box_to_store(store, lo_n, hi_n)
-    return np.maximum(lo, lo_s), np.minimum(hi, hi_s)
 
 
 def parse_ids(text: str) -> list[int]:
