@@ -117,3 +117,44 @@ def test_napari_internals_are_used_only_in_the_compat_module():
     assert offenders == []
     compat = (PKG / "_napari_compat.py").read_text(encoding="utf-8")
     assert all(name in compat for name in internals[:-1])
+
+
+QT_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "superqt", "magicgui")
+
+
+def test_pyramid_qa_model_is_qt_free():
+    """``napari/qa/`` (the Pyramid QA model, its jobs and layer data) imports no Qt and no
+    widget, not even inside a function: the widget and the menu actions are views of it."""
+    offenders = []
+    for path in sorted((PKG / "qa").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] in QT_MODULES or name.startswith(
+                    "napari_zarr_vectors.napari.widgets"
+                ):
+                    offenders.append(f"{path.name}: {name}")
+    assert offenders == []
+    edges, _ = graph()
+    for module in (m for m in edges if m.startswith("qa.")):
+        assert not any(t.startswith("widgets") for t in edges[module]), module
+
+
+def test_importing_the_pyramid_qa_model_loads_no_qt():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import napari_zarr_vectors.napari.qa.model\n"
+        f"qt = [m for m in sys.modules if m.split('.')[0] in {QT_MODULES!r}]\n"
+        "assert qt == [], qt\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
