@@ -1,22 +1,20 @@
-"""Pyramid QA, the parts without napari or Qt: what the *Pyramid QA* widget computes before
-anything is drawn.
+"""Pyramid QA, what is computed before anything is drawn: no store reads, no Qt, no layers.
 
-The widget (:mod:`.widgets.pyramid`) and its layer glue (:mod:`.widgets._pyramid_layers`)
-are thin shells over these functions, the way :mod:`.browse_layers` is over :mod:`.browse`.
-Store reads go through the napari-free :mod:`napari_zarr_vectors.format.pyramid`.
+One of the Pyramid QA modules (see :mod:`napari_zarr_vectors.napari.widgets.pyramid` for the
+map): the model (:mod:`.model`) and the worker jobs (:mod:`.jobs`, :mod:`.overlays`) call these;
+the store reads themselves are in the napari-free :mod:`napari_zarr_vectors.format.pyramid`.
 
 * Statistics as table cells (:data:`STAT_COLUMNS`, :func:`stat_cells`): what each count
   counts (stored vertices, not the rows a layer draws).
-* Dropped objects (:class:`DroppedObjects`, :func:`dropped`) and the levels that hold them
-  (:func:`levels_holding`: where *Filter shown layer* can show them).
+* Dropped objects (:class:`DroppedObjects`).
 * Capping what is drawn to the vertex budget (:func:`select_within`): links, boxes and
   isolated objects are thinned the way the level of detail thins objects (a fixed rank per
   object id, :func:`~napari_zarr_vectors.napari.lod.view_geometry.object_rank`; by position when
   there are no ids), and the cap is said (:func:`shown_of`).
 * Asking before reading most of a store (:func:`reads_most`, :func:`estimate_read`).
 * Grid mode (:func:`grid_plan`): which layers get a cell.
-* Where the view is (:func:`slice_of`, :func:`visible_store_box`) from the viewer's dims and
-  camera models.
+* Where the slice is (:func:`slice_of`) from the viewer's dims model (the visible box is
+  :func:`..lod.camera.visible_store_box`, the loader's).
 """
 
 from __future__ import annotations

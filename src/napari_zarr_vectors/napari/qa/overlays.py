@@ -1,9 +1,11 @@
-"""Pyramid QA overlays as napari layer data tuples (no Qt, no viewer).
+"""Pyramid QA layers: overlays and levels as napari layer data (no Qt, no viewer), and the
+worker jobs that read, cap and build them.
 
-Store coordinates -> napari layer data, with the same conventions as :mod:`..layers`: napari
-axis ``k`` is store column ``StoreInfo.order[k]`` (non-space axes first, then the space axes
-reversed: ``(t, x, y, z)`` -> ``(t, z, y, x)``), data in units of the layer ``scale`` (the
-store's level-0 bin shape), world = ``data * scale`` = store coordinates in napari order.
+Store coordinates -> napari layer data, with the same conventions as
+:mod:`..layerdata.build`: napari axis ``k`` is store column ``StoreInfo.order[k]`` (non-space
+axes first, then the space axes reversed: ``(t, x, y, z)`` -> ``(t, z, y, x)``), data in units
+of the layer ``scale`` (the store's level-0 bin shape), world = ``data * scale`` = store
+coordinates in napari order.
 
 * :func:`box_outline_segments` -- outlines of axis-aligned boxes as segments: a full wireframe
   when every store axis is displayed, else the outlines in the displayed axes of the boxes
@@ -11,13 +13,12 @@ store's level-0 bin shape), world = ``data * scale`` = store coordinates in napa
   start lies in the slab).
 * :func:`segments_layer` -- segments as a Vectors layer data tuple.
 * :func:`highlight` / :func:`harmonise_colours` -- recolour layer data tuples built by
-  :mod:`..layers` (isolated objects; side-by-side levels coloured alike).
-* Worker jobs (:func:`side_by_side_job`, :func:`isolate_job`, :func:`links_job`,
-  :func:`call_job`): generators run on the plugin's worker thread
-  (:class:`..worker.LoadJob`) that read the store, cap what will be drawn to the vertex
-  budget (:func:`..pyramid_qa.select_within`, :func:`..view_geometry.subset_to_budget`) and
-  build the layer data tuples; they yield :class:`..pyramid_qa.QAProgress` between steps and
-  return what the widget adds on the UI thread.
+  :mod:`..layerdata.build` (isolated objects; side-by-side levels coloured alike).
+* Worker jobs (:func:`side_by_side_job`, :func:`isolate_job`, :func:`links_job`): generators
+  run by a :class:`.jobs.QATask` on the plugin's worker thread that read the store, cap what
+  will be drawn to the vertex budget (:func:`.compute.select_within`,
+  :func:`..lod.view_geometry.subset_to_budget`) and build the layers; they yield
+  :class:`.compute.QAProgress` between steps and return what the model adds on the UI thread.
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ def segments_layer(
 
 
 # --------------------------------------------------------------------------------------------
-# recolouring layer data built by ..layers
+# recolouring layer data built by ..layerdata.build
 # --------------------------------------------------------------------------------------------
 
 _COLOUR_KEYS = {
@@ -406,7 +407,7 @@ def links_job(
 
 
 #: chunks per step when resolving the links of a whole level or box (see
-#: :func:`..pyramid_qa.chunk_batches`)
+#: :func:`.compute.chunk_batches`)
 LINK_BATCH_CHUNKS = 16
 
 
