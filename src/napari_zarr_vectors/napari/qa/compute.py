@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +31,12 @@ from napari_zarr_vectors.napari.layerdata.store_info import (
     world_box_to_store,
 )
 from napari_zarr_vectors.napari.lod.view_geometry import object_rank, position_rank, subset_fraction
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.viewer import Viewer
+
+    from napari_zarr_vectors.format.store import Store
 
 #: Role names stored in ``metadata["zarr_vectors"]["role"]`` of QA overlay layers.
 QA_ROLES = ("qa_chunks", "qa_bins", "qa_links", "qa_dropped")
@@ -225,12 +231,12 @@ def chunk_batches(
 # --------------------------------------------------------------------------------------------
 
 
-def store_vertices(store: Any) -> int:
+def store_vertices(store: Store) -> int:
     """Stored vertices over every level (levels without a count count 0)."""
     return int(sum(int(lv.vertex_count or 0) for lv in store.levels))
 
 
-def estimate_read(store: Any, level: int, bbox: tuple | None = None, share: float = 1.0) -> int:
+def estimate_read(store: Store, level: int, bbox: tuple | None = None, share: float = 1.0) -> int:
     """Vertices a read of ``level`` would decode: its vertex count, times the share of its
     chunks inside ``bbox`` (when given), times ``share`` (e.g. the share of its objects)."""
     info = store.level(int(level))
@@ -243,7 +249,7 @@ def estimate_read(store: Any, level: int, bbox: tuple | None = None, share: floa
     return int(round(total * float(share)))
 
 
-def reads_most(to_read: int, store: Any, budget: int) -> bool:
+def reads_most(to_read: int, store: Store, budget: int) -> bool:
     """Whether reading ``to_read`` vertices is reading most of ``store``: more than
     :data:`MOST_OF_A_STORE` of its stored vertices and more than the vertex budget."""
     return to_read > budget and to_read > MOST_OF_A_STORE * store_vertices(store)
@@ -254,7 +260,7 @@ def reads_most(to_read: int, store: Any, budget: int) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def grid_plan(layers: Sequence[Any], side: Sequence[Any]) -> tuple[list[Any], int]:
+def grid_plan(layers: Sequence[Layer], side: Sequence[Layer]) -> tuple[list[Layer], int]:
     """napari's grid mode gives a cell to every visible layer: the layers to hide so that
     only the side-by-side ones get cells, and the stride (the layers of one level share a
     cell when every level has the same number of layers)."""
@@ -273,13 +279,15 @@ def grid_plan(layers: Sequence[Any], side: Sequence[Any]) -> tuple[list[Any], in
 # --------------------------------------------------------------------------------------------
 
 
-def axis_order(store: Any) -> np.ndarray:
+def axis_order(store: Store) -> np.ndarray:
     """The store column of each napari axis of the store's layers (non-space axes first,
     then the space axes reversed: :func:`..store_info.napari_order`)."""
     return napari_order(store)
 
 
-def slice_of(viewer: Any, order: np.ndarray, store: Any = None) -> tuple[list[int], np.ndarray]:
+def slice_of(
+    viewer: Viewer, order: np.ndarray, store: Store = None
+) -> tuple[list[int], np.ndarray]:
     """Displayed store columns and the dims point in store order, for a layer whose napari
     axis ``k`` is store column ``order[k]``, aligned with the viewer's trailing axes. With
     ``store``, the point is taken back through its world placement (the stored space)."""

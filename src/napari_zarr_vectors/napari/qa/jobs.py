@@ -85,7 +85,7 @@ class QATask:
         self._job.quit()
         self.finish(None)
 
-    def finish(self, result: Any) -> None:
+    def finish(self, result: object) -> None:
         if self.done:
             return
         self.done = True
@@ -98,7 +98,7 @@ class QATask:
             self.progress = p
             self.owner.task_changed(self)
 
-    def _on_result(self, value: Any) -> None:
+    def _on_result(self, value: object) -> None:
         if self.done:
             return
         result = self._apply(value)
@@ -121,7 +121,7 @@ class QATask:
 # --------------------------------------------------------------------------------------------
 
 
-def call_job(text: str, fn: Callable[..., Any], *args: Any) -> Job:
+def call_job(text: str, fn: Callable[..., object], *args: object) -> Job:
     """``fn(*args)`` as a one-step job reporting ``text`` (the trailing cancel event is not
     handed to ``fn``: the job stops before the read when the task is cancelled)."""
     *args, cancel = args

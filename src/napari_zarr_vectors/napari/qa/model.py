@@ -353,7 +353,7 @@ class PyramidQA:
         kind: str,
         items: Sequence[Layer],
         added: Callable[[Layer], None],
-        then: Callable[[list[Layer]], Any],
+        then: Callable[[list[Layer]], object],
     ) -> object:
         """Add layers (built on the worker) one per event-loop turn (the UI stays responsive
         between them) for the running task of ``kind``: ``added(layer)`` after each,

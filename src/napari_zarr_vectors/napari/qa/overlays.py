@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from napari_zarr_vectors.napari.layerdata.build import (
 )
 from napari_zarr_vectors.napari.layerdata.store_info import layer_scale, store_info, world_affine
 from napari_zarr_vectors.napari.lod.cache import shared_cache
-from napari_zarr_vectors.napari.lod.view_geometry import subset_to_budget
+from napari_zarr_vectors.napari.lod.view_geometry import Box, subset_to_budget
 from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
 from napari_zarr_vectors.napari.qa.compute import (
     SIDE_BY_SIDE,
@@ -58,6 +58,9 @@ CHUNK_COLOUR = (1.0, 0.75, 0.1, 1.0)
 BIN_COLOUR = (0.3, 0.9, 1.0, 1.0)
 LINK_COLOUR = (1.0, 1.0, 0.3, 1.0)
 HIGHLIGHT_COLOUR = (1.0, 0.0, 1.0, 1.0)
+
+if TYPE_CHECKING:
+    from napari_zarr_vectors.format.store import Store
 
 
 def box_corner_edges(nd: int) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +136,7 @@ def to_layer(positions: np.ndarray, scale: np.ndarray, order: np.ndarray) -> np.
     return (positions / np.asarray(scale, dtype=np.float64))[:, np.asarray(order, np.int64)]
 
 
-def overlay_info(store: Any, level: int) -> StoreInfo:
+def overlay_info(store: Store, level: int) -> StoreInfo:
     """The :class:`StoreInfo` of an overlay (store metadata only: no object attributes or
     groups are read)."""
     lo, hi = store.bounds
@@ -279,7 +282,7 @@ def _objects_noun(geometry_type: str) -> str:
 
 
 def _capped_read(
-    store: Any,
+    store: Store,
     level: int,
     budget: int,
     cancel: threading.Event,
@@ -297,9 +300,9 @@ def _capped_read(
 
 
 def side_by_side_job(
-    store: Any,
+    store: Store,
     levels: Sequence[int],
-    bboxes: dict[int, Any],
+    bboxes: dict[int, Box],
     budget: int,
     opacity: float,
     cancel: threading.Event,
@@ -326,7 +329,7 @@ def side_by_side_job(
 
 
 def isolate_job(
-    store: Any,
+    store: Store,
     ids: np.ndarray,
     pair: tuple[int, int],
     budget: int,
@@ -349,11 +352,11 @@ def isolate_job(
 
 
 def links_job(
-    store: Any,
+    store: Store,
     level: int,
     delta: int,
     object_ids: Sequence[int] | None,
-    bbox: Any,
+    bbox: Box | None,
     budget: int,
     scope: str,
     cancel: threading.Event,
@@ -411,7 +414,7 @@ def links_job(
 LINK_BATCH_CHUNKS = 16
 
 
-def _link_boxes(store: Any, level: int, bbox: Any) -> list[Any]:
+def _link_boxes(store: Store, level: int, bbox: Box | None) -> list[Any]:
     """World boxes of whole chunks of ``level`` (within ``bbox`` when given), a few chunks
     each: one :func:`~napari_zarr_vectors.format.pyramid.cross_level_segments` call per box.
     Each box ends just below its last chunk's upper face (chunks are half-open), so a vertex
@@ -436,7 +439,9 @@ def _link_boxes(store: Any, level: int, bbox: Any) -> list[Any]:
     return out
 
 
-def _concat_segments(parts: list[Any], store: Any, level: int, delta: int) -> Any:
+def _concat_segments(
+    parts: list[core.CrossLevelSegments], store: Store, level: int, delta: int
+) -> core.CrossLevelSegments:
     """One :class:`~napari_zarr_vectors.format.pyramid.CrossLevelSegments` of the parts."""
     if len(parts) == 1:
         return parts[0]
