@@ -52,6 +52,7 @@ from napari_zarr_vectors.napari.layerdata.store_info import (
 )
 from napari_zarr_vectors.napari.lod import camera
 from napari_zarr_vectors.napari.lod.settings import vertex_budget as default_budget
+from napari_zarr_vectors.napari.lod.view_geometry import Box
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, next_turn, remove_layers
 from napari_zarr_vectors.napari.qa.compute import (
     DroppedObjects,
@@ -104,9 +105,7 @@ BUDGET_SHARE = 0.25
 #: Link scopes of :meth:`PyramidQA.show_links`.
 SCOPES = ("objects", "box", "all")
 
-Box = tuple[np.ndarray, np.ndarray]
-
-_MODELS: weakref.WeakKeyDictionary[Any, PyramidQA] = weakref.WeakKeyDictionary()
+_MODELS: weakref.WeakKeyDictionary[Target, PyramidQA] = weakref.WeakKeyDictionary()
 
 
 def qa_model(viewer: Viewer, target: Target) -> PyramidQA:
@@ -202,20 +201,6 @@ class PyramidQA:
         target = self.target
         target.events.level_changed.connect(self._on_level_changed)
         target.events.refreshed.connect(self._on_refreshed)
-
-    def close(self) -> None:
-        """Cancel the running tasks and stop listening (the outlines and layers stay)."""
-        self.cancel_tasks()
-        v = self.viewer
-        v.layers.events.removed.disconnect(self._on_layer_removed)
-        for emitter in (v.dims.events.point, v.dims.events.ndisplay, v.dims.events.order):
-            emitter.disconnect(self._on_dims)
-        target = self.target
-        if target is not None:
-            target.events.level_changed.disconnect(self._on_level_changed)
-            target.events.refreshed.disconnect(self._on_refreshed)
-        if _MODELS.get(target) is self:
-            del _MODELS[target]
 
     def _on_layer_removed(self, event: Event | None = None) -> None:
         layer = getattr(event, "value", None)
