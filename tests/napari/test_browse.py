@@ -9,9 +9,35 @@ import pytest
 from _zv_napari import DATA, f32
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari.browse import table as b
+from napari_zarr_vectors.napari.browse.filters import (
+    FilterState,
+    GroupFilter,
+    RangeFilter,
+    ValueFilter,
+    evaluate_filters,
+)
+from napari_zarr_vectors.napari.browse.groups import (
+    GROUP_ID_LABEL,
+    GROUP_NAMES,
+    default_group_label,
+    group_label_choices,
+    group_labels,
+)
+from napari_zarr_vectors.napari.browse.pick import nearest_row
+from napari_zarr_vectors.napari.browse.store_summary import store_summary
+from napari_zarr_vectors.napari.browse.table import HISTOGRAM_BINS, ObjectTable, summarise
 from napari_zarr_vectors.napari.browse.targets import isolate_layer_data, only_object
 from napari_zarr_vectors.napari.colour.live import apply_colour, layer_colours, napari_colormap
+from napari_zarr_vectors.napari.colour.spec import (
+    MISSING_COLOUR,
+    ColourSpec,
+    categorical_colours,
+    continuous_colours,
+    map_categories,
+    palette,
+    value_counts,
+)
+from napari_zarr_vectors.napari.values import CATEGORICAL, NUMERIC
 
 
 def store(version: str, name: str):
@@ -32,7 +58,7 @@ def expected(version: str, name: str) -> dict:
 
 def test_object_table_of_v09_points_matches_the_writer_input():
     truth = expected("v09", "points")["input"]
-    table = b.ObjectTable.from_store(store("v09", "points"))
+    table = ObjectTable.from_store(store("v09", "points"))
     assert table.ids.tolist() == list(range(25))
     np.testing.assert_array_equal(table.attributes["label"], truth["object_attributes"]["label"])
     np.testing.assert_array_equal(
@@ -45,17 +71,17 @@ def test_object_table_of_v09_points_matches_the_writer_input():
 
 
 def test_multichannel_object_attributes_become_channel_columns():
-    table = b.ObjectTable.from_store(store("v07", "points"))
+    table = ObjectTable.from_store(store("v07", "points"))
     assert {"color[0]", "color[1]", "color[2]", "score"} <= set(table.attributes)
     truth = np.asarray(expected("v07", "points")["object_attributes"]["color"], np.float32)
     np.testing.assert_array_equal(table.attributes["color[1]"], truth[:, 1])
 
 
 def test_a_store_without_objects_gives_an_empty_table():
-    table = b.ObjectTable.from_store(store("v07", "points_binned"))
+    table = ObjectTable.from_store(store("v07", "points_binned"))
     assert table.n_objects == 0
     assert not table.has_groups and not table.attributes
-    state = b.FilterState(table)
+    state = FilterState(table)
     assert state.allowed() is None
     assert state.describe() == "all 0 objects shown"
 
@@ -66,56 +92,56 @@ def test_a_store_without_objects_gives_an_empty_table():
 
 
 def test_group_filter_selects_exactly_the_group_members():
-    table = b.ObjectTable.from_store(store("v07", "points"))
+    table = ObjectTable.from_store(store("v07", "points"))
     truth = expected("v07", "points")["groups"]
     for g, members in truth.items():
-        allowed = b.evaluate_filters(table, [b.GroupFilter((int(g),))])
+        allowed = evaluate_filters(table, [GroupFilter((int(g),))])
         assert allowed.tolist() == sorted(members)
     # several groups: the union; overlapping group 3 (objects 0, 5, 10) adds nothing new
-    allowed = b.evaluate_filters(table, [b.GroupFilter((0, 3))])
+    allowed = evaluate_filters(table, [GroupFilter((0, 3))])
     assert allowed.tolist() == sorted(set(truth["0"]) | set(truth["3"]))
 
 
 def test_group_filter_can_keep_objects_in_no_group():
     ids = np.arange(6)
-    table = b.ObjectTable(ids, groups={0: np.array([0, 1]), 1: np.array([2])})
-    assert b.evaluate_filters(table, [b.GroupFilter((1,), ungrouped=True)]).tolist() == [
+    table = ObjectTable(ids, groups={0: np.array([0, 1]), 1: np.array([2])})
+    assert evaluate_filters(table, [GroupFilter((1,), ungrouped=True)]).tolist() == [
         2,
         3,
         4,
         5,
     ]
-    assert b.evaluate_filters(table, [b.GroupFilter(())]).tolist() == []
+    assert evaluate_filters(table, [GroupFilter(())]).tolist() == []
 
 
 def test_range_filter_keeps_exactly_the_objects_in_range():
     truth = expected("v09", "polylines")["input"]["object_attributes"]["length"]
-    table = b.ObjectTable.from_store(store("v09", "polylines"))
+    table = ObjectTable.from_store(store("v09", "polylines"))
     lo, hi = 40.0, 92.0
-    allowed = b.evaluate_filters(table, [b.RangeFilter("length", lo, hi)])
+    allowed = evaluate_filters(table, [RangeFilter("length", lo, hi)])
     want = [i for i, v in enumerate(f32(truth)) if lo <= v <= hi]
     assert allowed.tolist() == want
     assert 0 < len(want) < len(truth)
 
 
 def test_filters_combine_with_and():
-    table = b.ObjectTable.from_store(store("v09", "polylines"))
+    table = ObjectTable.from_store(store("v09", "polylines"))
     truth = expected("v09", "polylines")["input"]
     length = f32(truth["object_attributes"]["length"])
     label = np.asarray(truth["object_attributes"]["label"])
     group1 = set(truth["groups"]["1"])
     filters = [
-        b.GroupFilter((1,)),
-        b.RangeFilter("length", 30.0, 120.0),
-        b.ValueFilter("label", (0, 2)),
+        GroupFilter((1,)),
+        RangeFilter("length", 30.0, 120.0),
+        ValueFilter("label", (0, 2)),
     ]
     want = [
         i
         for i in range(len(length))
         if i in group1 and 30 <= length[i] <= 120 and label[i] in (0, 2)
     ]
-    assert b.evaluate_filters(table, filters).tolist() == want
-    state = b.FilterState(table, filters[0], {"length": filters[1], "label": filters[2]})
+    assert evaluate_filters(table, filters).tolist() == want
+    state = FilterState(table, filters[0], {"length": filters[1], "label": filters[2]})
     assert state.allowed().tolist() == want
     assert state.describe() == f"{len(want)} of 16 objects pass"
 
@@ -124,11 +150,11 @@ def test_missing_values_fail_an_active_filter():
     ids = np.arange(4)
     values = np.array([1.0, np.nan, 3.0, 4.0])
     present = np.array([True, True, True, False])
-    table = b.ObjectTable(ids, {"v": values}, {"v": present & ~np.isnan(values)})
-    assert b.evaluate_filters(table, [b.RangeFilter("v", 0, 10)]).tolist() == [0, 2]
+    table = ObjectTable(ids, {"v": values}, {"v": present & ~np.isnan(values)})
+    assert evaluate_filters(table, [RangeFilter("v", 0, 10)]).tolist() == [0, 2]
     strings = np.array(["a", None, "b", "a"], dtype=object)
-    table = b.ObjectTable(ids, {"s": strings}, {"s": ~np.equal(strings, None)})
-    assert b.evaluate_filters(table, [b.ValueFilter("s", ("a",))]).tolist() == [0, 3]
+    table = ObjectTable(ids, {"s": strings}, {"s": ~np.equal(strings, None)})
+    assert evaluate_filters(table, [ValueFilter("s", ("a",))]).tolist() == [0, 3]
 
 
 def test_filters_on_a_million_objects_are_vectorised_and_fast():
@@ -137,19 +163,19 @@ def test_filters_on_a_million_objects_are_vectorised_and_fast():
     rng = np.random.default_rng(0)
     n = 1_000_000
     ids = np.arange(n)
-    table = b.ObjectTable(
+    table = ObjectTable(
         ids,
         {"length": rng.random(n) * 200, "label": rng.integers(0, 10, n)},
         {"length": np.ones(n, bool), "label": np.ones(n, bool)},
         groups={g: ids[g::7] for g in range(7)},
     )
     t0 = time.perf_counter()
-    allowed = b.evaluate_filters(
+    allowed = evaluate_filters(
         table,
         [
-            b.GroupFilter((1, 3)),
-            b.RangeFilter("length", 50, 150),
-            b.ValueFilter("label", (2, 3, 4)),
+            GroupFilter((1, 3)),
+            RangeFilter("length", 50, 150),
+            ValueFilter("label", (2, 3, 4)),
         ],
     )
     elapsed = time.perf_counter() - t0
@@ -169,44 +195,44 @@ def test_filters_on_a_million_objects_are_vectorised_and_fast():
 
 
 def test_summaries_pick_sliders_for_numbers_and_lists_for_codes():
-    table = b.ObjectTable.from_store(store("v09", "polylines"))
-    length = b.summarise("length", table.attributes["length"], table.present["length"])
-    label = b.summarise("label", table.attributes["label"], table.present["label"])
+    table = ObjectTable.from_store(store("v09", "polylines"))
+    length = summarise("length", table.attributes["length"], table.present["length"])
+    label = summarise("label", table.attributes["label"], table.present["label"])
     truth = f32(expected("v09", "polylines")["input"]["object_attributes"]["length"])
-    assert length.kind == b.NUMERIC
+    assert length.kind == NUMERIC
     assert (length.lo, length.hi) == (float(truth.min()), float(truth.max()))
-    assert length.histogram.sum() == 16 and len(length.sparkline()) == b.HISTOGRAM_BINS
-    assert label.kind == b.CATEGORICAL
+    assert length.histogram.sum() == 16 and len(length.sparkline()) == HISTOGRAM_BINS
+    assert label.kind == CATEGORICAL
     assert label.categories == (0, 1, 2)
     assert sum(label.counts) == 16
-    strings = b.summarise("s", np.array(["x", "y", "x"], dtype=object))
-    assert strings.kind == b.CATEGORICAL and strings.categories == ("x", "y")
-    many = b.summarise("id", np.arange(100))
-    assert many.kind == b.NUMERIC
+    strings = summarise("s", np.array(["x", "y", "x"], dtype=object))
+    assert strings.kind == CATEGORICAL and strings.categories == ("x", "y")
+    many = summarise("id", np.arange(100))
+    assert many.kind == NUMERIC
 
 
 def test_group_labels_use_names_else_string_attributes_else_ids():
-    named = b.ObjectTable.from_store(store("v09", "polylines"))
-    assert b.group_labels(named) == {0: "bundle_a", 1: "bundle_b", 2: "hand_made"}
-    assert b.group_labels(named, "weight") == {0: "1", 1: "2", 2: "3"}
-    assert b.group_label_choices(named)[0] == b.GROUP_NAMES
-    plain = b.ObjectTable.from_store(store("v07", "polylines"))
-    assert b.default_group_label(plain) == b.GROUP_ID_LABEL
-    assert b.group_labels(plain) == {0: "group 0", 1: "group 1", 2: "group 2"}
-    assert b.group_labels(plain, "gcode") == {0: "11", 1: "22", 2: "33"}
-    multi = b.ObjectTable.from_store(store("v07", "points"))
-    assert b.group_labels(multi, "code")[1] == "(3, 4)"
-    strings = b.ObjectTable(
+    named = ObjectTable.from_store(store("v09", "polylines"))
+    assert group_labels(named) == {0: "bundle_a", 1: "bundle_b", 2: "hand_made"}
+    assert group_labels(named, "weight") == {0: "1", 1: "2", 2: "3"}
+    assert group_label_choices(named)[0] == GROUP_NAMES
+    plain = ObjectTable.from_store(store("v07", "polylines"))
+    assert default_group_label(plain) == GROUP_ID_LABEL
+    assert group_labels(plain) == {0: "group 0", 1: "group 1", 2: "group 2"}
+    assert group_labels(plain, "gcode") == {0: "11", 1: "22", 2: "33"}
+    multi = ObjectTable.from_store(store("v07", "points"))
+    assert group_labels(multi, "code")[1] == "(3, 4)"
+    strings = ObjectTable(
         np.arange(2),
         groups={0: np.array([0]), 1: np.array([1])},
         group_attributes={"side": np.array(["left", "right"], dtype=object), "w": np.ones(2)},
     )
-    assert b.default_group_label(strings) == "side"
-    assert b.group_labels(strings) == {0: "left", 1: "right"}
+    assert default_group_label(strings) == "side"
+    assert group_labels(strings) == {0: "left", 1: "right"}
 
 
 def test_store_summary_lists_levels_attributes_and_groups():
-    s = b.store_summary(store("v09", "polylines"))
+    s = store_summary(store("v09", "polylines"))
     assert s.geometry_type == "polyline" and s.axes == ("x", "y", "z")
     assert [lv.vertex_count for lv in s.levels] == [322, 130, 36]
     assert [lv.object_count for lv in s.levels][0] == 16
@@ -214,7 +240,7 @@ def test_store_summary_lists_levels_attributes_and_groups():
     assert ("length", "float32") in s.object_attributes
     assert ("intensity", "float32") in s.vertex_attributes
     assert s.groups == ((0, "bundle_a", 5), (1, "bundle_b", 11), (2, "hand_made", 2))
-    empty = b.store_summary(store("v07", "points_binned"))
+    empty = store_summary(store("v07", "points_binned"))
     assert empty.n_objects == 0 and empty.groups == () and empty.object_attributes == ()
 
 
@@ -225,32 +251,32 @@ def test_store_summary_lists_levels_attributes_and_groups():
 
 def test_categorical_colours_give_one_distinct_colour_per_category():
     values = np.array([3, 1, 3, 7, 1, 1])
-    spec = b.categorical_colours(values, "label")
+    spec = categorical_colours(values, "label")
     assert spec.categories == (1, 3, 7)
-    rgba = b.map_categories(spec, values)
+    rgba = map_categories(spec, values)
     assert len({tuple(c) for c in rgba}) == 3
     for v in (1, 3, 7):
         assert len({tuple(c) for c in rgba[values == v]}) == 1
-    assert spec.legend(b.value_counts(values)) == [
+    assert spec.legend(value_counts(values)) == [
         ("1", spec.colours[0], 3),
         ("3", spec.colours[1], 2),
         ("7", spec.colours[2], 1),
     ]
-    strings = b.categorical_colours(np.array(["soma", "axon", None], dtype=object), "kind")
+    strings = categorical_colours(np.array(["soma", "axon", None], dtype=object), "kind")
     assert strings.categories == ("axon", "soma")
-    assert tuple(b.map_categories(strings, np.array([None], dtype=object))[0]) == pytest.approx(
-        b.MISSING_COLOUR
+    assert tuple(map_categories(strings, np.array([None], dtype=object))[0]) == pytest.approx(
+        MISSING_COLOUR
     )
 
 
 def test_palette_colours_are_distinct_beyond_the_fixed_palette():
-    rgba = b.palette(300)
+    rgba = palette(300)
     assert rgba.shape == (300, 4)
     assert len({tuple(np.round(c, 4)) for c in rgba}) == 300
 
 
 def test_step_colormap_puts_each_category_alone_in_its_bin():
-    spec = b.categorical_colours(np.array([0, 5, 6, 100]), "v")
+    spec = categorical_colours(np.array([0, 5, 6, 100]), "v")
     cmap, (lo, hi) = napari_colormap(spec)
     values = np.array([0, 5, 6, 100], dtype=np.float64)
     rgba = cmap.map((values - lo) / (hi - lo))
@@ -258,10 +284,10 @@ def test_step_colormap_puts_each_category_alone_in_its_bin():
 
 
 def test_colour_spec_round_trips_through_layer_metadata():
-    spec = b.categorical_colours(np.array(["a", "b"], dtype=object), "s")
-    assert b.ColourSpec.from_dict(spec.to_dict()) == spec
-    cont = b.continuous_colours(np.array([1.0, 5.0]), "x", "magma").with_contrast(2, 3)
-    assert b.ColourSpec.from_dict(cont.to_dict()) == cont
+    spec = categorical_colours(np.array(["a", "b"], dtype=object), "s")
+    assert ColourSpec.from_dict(spec.to_dict()) == spec
+    cont = continuous_colours(np.array([1.0, 5.0]), "x", "magma").with_contrast(2, 3)
+    assert ColourSpec.from_dict(cont.to_dict()) == cont
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,19 +298,19 @@ def test_colour_spec_round_trips_through_layer_metadata():
 def test_nearest_row_in_2d_uses_displayed_axes_and_the_slab():
     pts = np.array([[0.0, 10.0, 10.0], [5.0, 10.5, 10.0], [0.0, 30.0, 30.0]])
     # the second point is nearer on screen but outside the slab around z = 0
-    assert b.nearest_row(pts, (0.0, 10.4, 10.0), (1, 2), 2.0, slab=(1.0, 0, 0)) == 0
-    assert b.nearest_row(pts, (5.0, 10.4, 10.0), (1, 2), 2.0, slab=(1.0, 0, 0)) == 1
-    assert b.nearest_row(pts, (0.0, 20.0, 20.0), (1, 2), 2.0, slab=(1.0, 0, 0)) is None
+    assert nearest_row(pts, (0.0, 10.4, 10.0), (1, 2), 2.0, slab=(1.0, 0, 0)) == 0
+    assert nearest_row(pts, (5.0, 10.4, 10.0), (1, 2), 2.0, slab=(1.0, 0, 0)) == 1
+    assert nearest_row(pts, (0.0, 20.0, 20.0), (1, 2), 2.0, slab=(1.0, 0, 0)) is None
     # leading viewer axes (e.g. Tracks' time) are ignored
-    assert b.nearest_row(pts, (0.0, 0.0, 30.0, 29.0), (2, 3), 2.0) == 2
+    assert nearest_row(pts, (0.0, 0.0, 30.0, 29.0), (2, 3), 2.0) == 2
 
 
 def test_nearest_row_in_3d_takes_the_hit_nearest_the_camera():
     pts = np.array([[0.0, 0.0, 0.0], [10.0, 0.0, 0.0], [10.0, 5.0, 0.0]])
     # a ray along +z (axis 0) through (y, x) = (0, 0) hits rows 0 and 1; row 0 is nearer
-    hit = b.nearest_row(pts, (-100.0, 0.0, 0.0), (0, 1, 2), 1.0, view_direction=(1.0, 0, 0))
+    hit = nearest_row(pts, (-100.0, 0.0, 0.0), (0, 1, 2), 1.0, view_direction=(1.0, 0, 0))
     assert hit == 0
-    hit = b.nearest_row(pts, (100.0, 0.0, 0.0), (0, 1, 2), 1.0, view_direction=(-1.0, 0, 0))
+    hit = nearest_row(pts, (100.0, 0.0, 0.0), (0, 1, 2), 1.0, view_direction=(-1.0, 0, 0))
     assert hit == 1
 
 
@@ -344,12 +370,12 @@ def test_apply_colour_on_layers_built_by_the_reader():
         data, kwargs, kind = read_zarr_vectors(DATA / version / f"{name}.zarrvectors", level=0)[1]
         layer = Layer.create(data, kwargs, kind)
         values = layer.features[feature].to_numpy()
-        spec = b.categorical_colours(values, feature)
+        spec = categorical_colours(values, feature)
         apply_colour(layer, spec)
         colours = layer_colours(layer)
         per_value = {v: np.unique(colours[values == v], axis=0) for v in np.unique(values)}
         assert all(len(c) == 1 for c in per_value.values()), (name, per_value)
-        want = b.map_categories(spec, np.array(list(per_value)))
+        want = map_categories(spec, np.array(list(per_value)))
         np.testing.assert_allclose(
             np.concatenate(list(per_value.values())), want, atol=1e-6, err_msg=name
         )
@@ -398,7 +424,7 @@ def test_static_target_slices_layers_without_shown(version, name, allowed):
     before = [len(layer_object_ids(layer)) for layer in layers]
     target = StaticTarget(str(path), layers)
     for layer in layers:
-        apply_colour(layer, b.categorical_colours(layer.features["label"].to_numpy(), "label"))
+        apply_colour(layer, categorical_colours(layer.features["label"].to_numpy(), "label"))
     target.set_object_filter(np.array(allowed))
     for layer in layers:
         ids = layer_object_ids(layer)
@@ -441,14 +467,14 @@ def test_static_target_filters_2d_shapes():
     ((data, kwargs, kind),) = layers_from_geometry(geometry, info, bounds_layer=False)
     layer = Layer.create(data, kwargs, kind)
     assert kind == "shapes"
-    spec = b.categorical_colours(np.array([0, 1, 2]), "kind")
+    spec = categorical_colours(np.array([0, 1, 2]), "kind")
     apply_colour(layer, spec)
     target = StaticTarget("/x.zarrvectors", [layer])
     target.set_object_filter(np.array([1, 4, 5]))
     assert layer_object_ids(layer).tolist() == [1, 4, 5]
     assert set(layer.shape_type) == {"path"}
     np.testing.assert_allclose(
-        layer_colours(layer), b.map_categories(spec, np.array([1, 2, 2])), atol=1e-6
+        layer_colours(layer), map_categories(spec, np.array([1, 2, 2])), atol=1e-6
     )
     np.testing.assert_allclose(layer.data[1], pos[20:25][:, ::-1] * 1.0 / layer.scale)
     target.set_object_filter(None)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from _zv_napari import DATA, f32
 
-from napari_zarr_vectors.napari.browse import table as b
+from napari_zarr_vectors.napari.browse.filters import RangeFilter
 from napari_zarr_vectors.napari.browse.targets import (
     StaticTarget,
     layer_object_ids,
@@ -25,6 +25,7 @@ from napari_zarr_vectors.napari.browse.targets import (
     target_for,
 )
 from napari_zarr_vectors.napari.colour.live import layer_colours
+from napari_zarr_vectors.napari.values import NUMERIC
 
 pytestmark = pytest.mark.gui
 
@@ -255,7 +256,7 @@ def test_numeric_range_filter_keeps_exactly_the_objects_in_range(make_napari_vie
     target = open_zv(viewer, qtbot, "v09", "polylines", lock_level=0)
     widget = dock(viewer, AttributeFilterWidget)
     row = widget.add_filter("length")
-    assert row.slider is not None and row.summary.kind == b.NUMERIC
+    assert row.slider is not None and row.summary.kind == NUMERIC
     length = f32(expected("v09", "polylines")["input"]["object_attributes"]["length"])
     assert row.slider.min == pytest.approx(float(length.min()))
     assert row.slider.max == pytest.approx(float(length.max()))
@@ -737,5 +738,5 @@ def test_filters_are_kept_per_store_when_the_selection_moves(make_napari_viewer,
     assert groups.checked_groups() == [0]
     assert list(attrs.filter_rows) == ["length"]
     restored = attrs.filter_rows["length"].current()
-    assert isinstance(restored, b.RangeFilter) and restored.lo == pytest.approx(40.0)
+    assert isinstance(restored, RangeFilter) and restored.lo == pytest.approx(40.0)
     assert attrs.count.text() == first_count

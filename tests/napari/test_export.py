@@ -15,7 +15,8 @@ import pytest
 from _zv_napari import copy_fixture
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari.browse import table as b
+from napari_zarr_vectors.napari.browse.filters import FilterState, GroupFilter, RangeFilter
+from napari_zarr_vectors.napari.browse.table import ObjectTable
 from napari_zarr_vectors.napari.layerdata.export import (
     EVERYTHING,
     FILTERED,
@@ -50,11 +51,11 @@ def test_selection_prefers_isolated_then_filters_then_everything():
 def test_export_filtered_polylines_reads_whole_objects(tmp_path):
     src = copy_fixture("polylines", tmp_path)
     store = nzv.open_store(src)
-    table = b.ObjectTable.from_store(store)
-    state = b.FilterState(table)
+    table = ObjectTable.from_store(store)
+    state = FilterState(table)
     name = "mean_radius"
     lo = float(np.median(table.attributes[name]))
-    state.set_attribute_filter(name, b.RangeFilter(name, lo, np.inf))
+    state.set_attribute_filter(name, RangeFilter(name, lo, np.inf))
     allowed = state.allowed()
     assert 0 < allowed.size < table.n_objects
 
@@ -96,8 +97,8 @@ def test_export_filtered_polylines_reads_whole_objects(tmp_path):
 def test_export_points_by_group_keeps_ids_and_attributes(tmp_path):
     src = copy_fixture("points", tmp_path)
     store = nzv.open_store(src)
-    table = b.ObjectTable.from_store(store)
-    state = b.FilterState(table, group_filter=b.GroupFilter((1,)))
+    table = ObjectTable.from_store(store)
+    state = FilterState(table, group_filter=GroupFilter((1,)))
     allowed = state.allowed()
     out = export_objects(store, tmp_path / "group1.zarrvectors", allowed)
     new = nzv.open_store(out)
@@ -170,7 +171,7 @@ def test_widget_exports_filtered_then_isolated_objects(
     assert widget.export_button.text().startswith("Export")
 
     session = session_for(target)
-    session.filters.group_filter = b.GroupFilter((1,))
+    session.filters.group_filter = GroupFilter((1,))
     session.apply()
     ids, why = widget_selection(widget)
     assert why == FILTERED and ids[0] > 0

@@ -21,7 +21,7 @@ from napari.layers import Layer
 from napari.utils.notifications import notification_manager
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari.browse import table as b
+from napari_zarr_vectors.napari.browse.filters import GroupFilter, ValueFilter
 from napari_zarr_vectors.napari.browse.targets import session_for, target_for
 from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 from napari_zarr_vectors.napari.npe2.writer import save_layers, store_selection
@@ -152,8 +152,8 @@ def test_saving_a_filtered_layer_saves_the_passing_objects_whole(tracks300_open,
     viewer, layers, controller, truth = tracks300_open
     data = [la for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds"]
     session = session_for(target_for(viewer, data[0]))
-    session.filters.group_filter = b.GroupFilter((2, 5))
-    session.filters.set_attribute_filter("hemisphere", b.ValueFilter("hemisphere", ("right",)))
+    session.filters.group_filter = GroupFilter((2, 5))
+    session.filters.set_attribute_filter("hemisphere", ValueFilter("hemisphere", ("right",)))
     session.apply()
     controller.lock_level(1)  # a coarse level on screen
     qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
@@ -192,7 +192,7 @@ def test_a_static_layer_filtered_by_the_browse_widgets_saves_the_passing_objects
     assert data and all(la.metadata["zarr_vectors"]["level"] == 1 for la in data)
     target = target_for(viewer, data[0])
     session = session_for(target)
-    session.filters.group_filter = b.GroupFilter((0,))
+    session.filters.group_filter = GroupFilter((0,))
     session.apply()
     assert target.allowed.tolist() == truth.groups[0]
     out = nzv.open_store(save_layers(tmp_path / "g0", data, show_progress=False))

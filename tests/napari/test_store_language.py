@@ -18,8 +18,8 @@ from test_hover import cursor_at_row, hover, pick_in_3d
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import open_in_viewer
-from napari_zarr_vectors.napari.browse.table import categorical_colours
 from napari_zarr_vectors.napari.colour.live import apply_colour, feature_values
+from napari_zarr_vectors.napari.colour.spec import categorical_colours
 from writer_dtypes import KINDS, WORDS, write_store
 
 pytestmark = pytest.mark.gui

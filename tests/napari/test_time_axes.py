@@ -280,7 +280,8 @@ def test_a_graph_with_a_time_axis_gets_a_time_slider(tmp_path):
 def test_a_time_lapse_layer_saves_in_store_axis_order(points_t3d, tmp_path):
     """Export (File > Save) of a time store's layer: store columns come back in the store's
     order (t, x, y, z), with the time axis typed, not the napari axes reversed."""
-    from napari_zarr_vectors.napari.npe2.writer import save_layers, spec_from_layers
+    from napari_zarr_vectors.napari.layerdata.inverse import spec_from_layers
+    from napari_zarr_vectors.napari.npe2.writer import save_layers
 
     path, pos = points_t3d
     item = _layer(read_zarr_vectors(path, level=0), "points")  # the whole level, every time

@@ -21,8 +21,9 @@ from _zv_napari import copy_fixture, v07_store
 from napari.layers import Layer, Points, Shapes, Surface, Tracks, Vectors
 
 import napari_zarr_vectors as nzv
+from napari_zarr_vectors.napari.layerdata.inverse import spec_from_layers
 from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
-from napari_zarr_vectors.napari.npe2.writer import save_layers, spec_from_layers
+from napari_zarr_vectors.napari.npe2.writer import save_layers
 from napari_zarr_vectors.write import (
     SOURCE_OBJECT_ID,
     MissingWriterError,

@@ -1,6 +1,6 @@
 """Names the plugin gives: the key of its part of a layer's ``metadata`` and the feature
 columns it adds to layers (not store attributes). Shared by the layer builders
-(:mod:`.layers`), colour (:mod:`.colour`), hover and the widgets."""
+(:mod:`napari_zarr_vectors.napari.layerdata.build`), colour (:mod:`napari_zarr_vectors.napari.colour`), hover and the widgets."""
 
 from __future__ import annotations
 

@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from napari_zarr_vectors.napari._napari_compat import extend_status, open_viewers
-from napari_zarr_vectors.napari.browse.table import ObjectTable, format_value, group_labels
+from napari_zarr_vectors.napari.browse.groups import group_labels
+from napari_zarr_vectors.napari.browse.table import ObjectTable
 from napari_zarr_vectors.napari.browse.targets import (
     Pick,
     controller_of,
@@ -47,6 +48,7 @@ from napari_zarr_vectors.napari.browse.targets import (
     zv_meta,
 )
 from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID
+from napari_zarr_vectors.napari.values import format_value
 
 #: feature columns hover and Pick never list: napari's own and the plugin's helpers
 HIDDEN_FEATURES = frozenset({"track_id", "index", "box", "zv_highlight"})

@@ -30,18 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from napari_zarr_vectors.napari.browse.table import (
-    ColourSpec,
-    FilterState,
-    ObjectTable,
-    nearest_row,
-)
+from napari_zarr_vectors.napari.browse.filters import FilterState
+from napari_zarr_vectors.napari.browse.pick import nearest_row
+from napari_zarr_vectors.napari.browse.table import ObjectTable
 from napari_zarr_vectors.napari.colour.live import (
     apply_colour,
     colour_spec_of,
     layer_kind,
     reapply_colour,
 )
+from napari_zarr_vectors.napari.colour.spec import ColourSpec
 from napari_zarr_vectors.napari.layerdata.build import META, OBJECT_ID, layers_from_geometry
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.controller import controller_for

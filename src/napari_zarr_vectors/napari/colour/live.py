@@ -1,17 +1,15 @@
-"""Colour: the one home for how a layer is coloured.
+"""Colouring napari layers that already exist, kept through the level-of-detail data swaps
+(:mod:`napari_zarr_vectors.napari.lod.swap` calls :func:`recolour` after each one).
 
-The pure colour maths (:class:`~napari_zarr_vectors.napari.browse.table.ColourSpec`, palettes,
-category lookups) is in :mod:`.browse`. This module holds the rest: a builder's *default*
-colouring of fresh layer data (:class:`DefaultColour`, :func:`default_point_colour`,
-:func:`direction_colour`, ...: worker side, used by :mod:`.layers`), and colouring layers
-that already exist, kept through the level-of-detail data swaps (:mod:`.swap` calls
-:func:`recolour` after each one). napari internals are used only through
-:mod:`._napari_compat`.
+The pure colour maths (:class:`~napari_zarr_vectors.napari.colour.spec.ColourSpec`, palettes,
+category lookups) is in :mod:`napari_zarr_vectors.napari.colour.spec`; a builder's *default*
+colouring of fresh layer data in :mod:`napari_zarr_vectors.napari.colour.defaults`. napari
+internals are used only through :mod:`napari_zarr_vectors.napari._napari_compat`.
 
 A user's colour-by choice
 -------------------------
 :func:`apply_colour` sets a layer's *own* colour properties from a
-:class:`~napari_zarr_vectors.napari.browse.table.ColourSpec` (features-driven, so they survive data
+:class:`~napari_zarr_vectors.napari.colour.spec.ColourSpec` (features-driven, so they survive data
 replacement) and records the spec in ``layer.metadata["zarr_vectors"]["colour"]``:
 
 =========  ===================================================================================
@@ -42,14 +40,13 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from napari_zarr_vectors.napari._napari_compat import colour_feature, unlink_tracks_colour
-from napari_zarr_vectors.napari.browse.table import (
+from napari_zarr_vectors.napari.colour.spec import (
     MISSING_COLOUR,
     ColourSpec,
     category_index,
@@ -381,7 +378,7 @@ def layer_colours(layer: Any) -> np.ndarray:
 class ChannelColour:
     """The colouring of one colour channel of a live layer (face, edge, tracks, surface), as
     :func:`capture` reads it (a fresh layer's *default* colouring is the builders' own, in
-    :mod:`.layers`)."""
+    :mod:`napari_zarr_vectors.napari.colour.defaults`)."""
 
     mode: str  # "direct", "cycle", "colormap"
     feature: str | None
@@ -603,169 +600,3 @@ def _apply_colour(layer: Any, attr: str, target: Any) -> None:
         limits = getattr(layer, f"{attr}_contrast_limits", None)
         if limits is None or tuple(float(v) for v in limits) != tuple(target.contrast_limits):
             setattr(layer, f"{attr}_contrast_limits", target.contrast_limits)
-
-
-# --------------------------------------------------------------------------------------------
-# a builder's default colouring of fresh layer data (worker side, no live layer)
-# --------------------------------------------------------------------------------------------
-
-#: Store attribute names treated as per-vertex colours when they have 3 or 4 channels.
-COLOUR_ATTRIBUTE_NAMES = ("rgb", "rgba", "color", "colour", "colors", "colours")
-
-#: Number of quantisation levels per channel of the direction colour palette (8**3 colours).
-_DIRECTION_LEVELS = 8
-
-DEFAULT_COLORMAP = "viridis"
-ID_COLORMAP = "turbo"
-
-
-@dataclass(frozen=True)
-class DefaultColour:
-    """A default colouring: a float feature + colormap, or a direct colour (name or (N, 4)).
-
-    ``source`` names the feature the colours come from (also for direct colours).
-    """
-
-    feature: str | None = None
-    colormap: Any = DEFAULT_COLORMAP
-    contrast_limits: tuple[float, float] | None = None
-    direct: Any = None
-    source: str | None = None
-
-
-def default_point_colour(
-    vertex_attributes: Mapping[str, np.ndarray],
-    features: dict[str, np.ndarray],
-    name: str | None,
-) -> DefaultColour:
-    """A fresh Points layer's colouring: a 3- or 4-channel colour attribute as is, else the
-    scalar feature ``name`` (the builder's pick), else distinct object colours, else blue."""
-    for name_, values in vertex_attributes.items():
-        values = np.asarray(values)
-        if (
-            name_.lower() in COLOUR_ATTRIBUTE_NAMES
-            and values.ndim == 2
-            and values.shape[1] in (3, 4)
-        ):
-            return DefaultColour(direct=_as_rgba(values), source=name_)
-    if name is None and OBJECT_ID in features and n_unique(features[OBJECT_ID]) > 1:
-        name = OBJECT_ID
-    return (
-        default_colour_by(features, name) if name is not None else DefaultColour(direct="#40c0ff")
-    )
-
-
-def direction_colour(features: Mapping[str, np.ndarray]) -> DefaultColour:
-    """Colour segments by their ``direction`` feature (see :func:`direction_feature`)."""
-    direction = next((k for k in (f"zv_{DIRECTION}", DIRECTION) if k in features), None)
-    if direction is None:
-        return DefaultColour(direct="#40c0ff")
-    return DefaultColour(
-        feature=direction,
-        colormap=direction_colormap(),
-        contrast_limits=(0.0, 1.0),
-        source=direction,
-    )
-
-
-def default_colour_by(features: Mapping[str, np.ndarray], name: str) -> DefaultColour:
-    """Colour by feature ``name``: ids get distinct direct colours, float columns a colormap
-    linked to the feature, other numbers direct colormap colours (napari would guess
-    "categorical" for integer columns and warn)."""
-    values = np.asarray(features[name])
-    if name in (OBJECT_ID, GROUP_ID):
-        return DefaultColour(direct=categorical_rgba(values), source=name)
-    limits = contrast_limits(values)
-    if values.dtype.kind == "f":
-        return DefaultColour(feature=name, contrast_limits=limits, source=name)
-    from napari.utils.colormaps import ensure_colormap
-
-    scaled = (values.astype(np.float64) - limits[0]) / (limits[1] - limits[0])
-    return DefaultColour(direct=ensure_colormap(DEFAULT_COLORMAP).map(scaled), source=name)
-
-
-def categorical_rgba(ids: np.ndarray) -> np.ndarray:
-    """Distinct, stable colours per integer id (golden-ratio hue steps, HSV -> RGB)."""
-    ids = np.asarray(ids, dtype=np.float64)
-    hue = np.mod(np.nan_to_num(ids, nan=0.0) * 0.618033988749895 + 0.1, 1.0)
-    sat, val = 0.75, 1.0
-    k = np.mod(np.array([5.0, 3.0, 1.0])[None, :] + hue[:, None] * 6.0, 6.0)
-    rgb = val - val * sat * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
-    return np.column_stack([rgb, np.ones(len(ids))]).astype(np.float32)
-
-
-def edge_colour_kwargs(colour: DefaultColour) -> dict[str, Any]:
-    if colour.feature is None:
-        return {"edge_color": colour.direct}
-    kwargs: dict[str, Any] = {"edge_color": colour.feature, "edge_colormap": colour.colormap}
-    if colour.contrast_limits is not None:
-        kwargs["edge_contrast_limits"] = colour.contrast_limits
-    return kwargs
-
-
-def n_unique(values: np.ndarray) -> int:
-    """How many distinct values."""
-    return len(np.unique(values)) if len(values) else 0
-
-
-def _as_rgba(values: np.ndarray) -> np.ndarray:
-    rgba = np.asarray(values, dtype=np.float32)
-    if np.asarray(values).dtype.kind in "iu" or rgba.max(initial=0) > 1.0:
-        rgba = rgba / 255.0
-    if rgba.shape[1] == 3:
-        rgba = np.column_stack([rgba, np.ones(len(rgba), np.float32)])
-    return np.clip(rgba, 0.0, 1.0)
-
-
-def direction_colormap():
-    """Quantised |direction| -> RGB palette (x red, y green, z blue), as a step colormap."""
-    from napari.utils.colormaps import Colormap
-
-    n = _DIRECTION_LEVELS
-    levels = np.arange(n) / (n - 1)
-    r, g, b = np.meshgrid(levels, levels, levels, indexing="ij")
-    rgb = np.column_stack([r.ravel(), g.ravel(), b.ravel()])
-    # lift dark colours so every direction stays visible on black
-    rgb = 0.25 + 0.75 * rgb
-    colours = np.column_stack([rgb, np.ones(len(rgb))])
-    return Colormap(
-        colours,
-        controls=np.linspace(0.0, 1.0, len(colours) + 1),
-        interpolation="zero",
-        name=DIRECTION,
-    )
-
-
-def direction_feature(vectors: np.ndarray) -> tuple[np.ndarray, Any]:
-    """Per-row value in [0, 1] that the direction colormap maps to the row's direction colour.
-
-    Colour = |unit direction| in store axis order (x red, y green, z blue; the diffusion-MRI
-    convention), each channel quantised to ``_DIRECTION_LEVELS`` steps.
-    """
-    vectors = np.asarray(vectors, dtype=np.float64)
-    rgb = np.zeros((len(vectors), 3))
-    k = min(vectors.shape[1], 3) if vectors.ndim == 2 else 0
-    norm = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else np.ones((0, 1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        unit = np.where(norm > 0, np.abs(vectors) / np.where(norm > 0, norm, 1), 0.0)
-    rgb[:, :k] = unit[:, :k]
-    n = _DIRECTION_LEVELS
-    q = np.clip(np.rint(rgb * (n - 1)), 0, n - 1).astype(np.int64)
-    index = (q[:, 0] * n + q[:, 1]) * n + q[:, 2]
-    return (index + 0.5) / n**3, direction_colormap()
-
-
-def flat_colormap(name: str, rgba: Sequence[float]):
-    from napari.utils.colormaps import Colormap
-
-    return Colormap([rgba, rgba], name=name)
-
-
-def contrast_limits(values: np.ndarray) -> tuple[float, float]:
-    """Finite min and max of ``values`` (a unit range when flat or empty)."""
-    finite = np.asarray(values, dtype=np.float64)
-    finite = finite[np.isfinite(finite)]
-    if not len(finite):
-        return 0.0, 1.0
-    lo, hi = float(finite.min()), float(finite.max())
-    return (lo, hi) if hi > lo else (lo, lo + 1.0)

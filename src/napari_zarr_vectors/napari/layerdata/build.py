@@ -31,7 +31,7 @@ import numpy as np
 
 from napari_zarr_vectors.format.geometry import Geometry
 from napari_zarr_vectors.napari.browse.table import split_channels
-from napari_zarr_vectors.napari.colour.live import (
+from napari_zarr_vectors.napari.colour.defaults import (
     DEFAULT_COLORMAP,
     ID_COLORMAP,
     DefaultColour,

@@ -36,7 +36,7 @@ import numpy as np
 from napari.utils.events import EmitterGroup, Event
 
 from napari_zarr_vectors.format import pyramid as core
-from napari_zarr_vectors.napari.browse.table import IdFilter
+from napari_zarr_vectors.napari.browse.filters import IdFilter
 from napari_zarr_vectors.napari.browse.targets import (
     BrowseSession,
     controller_of,

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_zarr_vectors.format import pyramid as core
-from napari_zarr_vectors.napari.colour.live import categorical_rgba, flat_colormap
+from napari_zarr_vectors.napari.colour.defaults import categorical_rgba, flat_colormap
 from napari_zarr_vectors.napari.layerdata.build import (
     OBJECT_ID,
     LayerData,

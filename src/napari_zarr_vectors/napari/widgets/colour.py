@@ -18,18 +18,7 @@ from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel
 from superqt.utils import qdebounced
 
-from napari_zarr_vectors.napari.browse.table import (
-    CATEGORICAL,
-    MAX_CATEGORIES,
-    ColourSpec,
-    attribute_kind,
-    categorical_colours,
-    continuous_colours,
-    finite_range,
-    format_value,
-    group_labels,
-    value_counts,
-)
+from napari_zarr_vectors.napari.browse.groups import group_labels
 from napari_zarr_vectors.napari.colour.live import (
     FALLBACK_COLOUR,
     apply_colour,
@@ -38,7 +27,20 @@ from napari_zarr_vectors.napari.colour.live import (
     feature_values,
     layer_kind,
 )
+from napari_zarr_vectors.napari.colour.spec import (
+    ColourSpec,
+    categorical_colours,
+    continuous_colours,
+    finite_range,
+    value_counts,
+)
 from napari_zarr_vectors.napari.layerdata.build import GROUP_ID, GROUPS, OBJECT_ID
+from napari_zarr_vectors.napari.values import (
+    CATEGORICAL,
+    MAX_CATEGORIES,
+    attribute_kind,
+    format_value,
+)
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
 AUTO, CONTINUOUS = "auto", "continuous"

@@ -30,18 +30,14 @@ from qtpy.QtWidgets import (
 )
 from superqt.utils import qdebounced
 
-from napari_zarr_vectors.napari.browse.table import (
-    CATEGORICAL,
+from napari_zarr_vectors.napari.browse.filters import GroupFilter, RangeFilter, ValueFilter
+from napari_zarr_vectors.napari.browse.groups import (
     GROUP_ID_LABEL,
-    AttributeSummary,
-    GroupFilter,
-    RangeFilter,
-    ValueFilter,
-    format_value,
     group_label_choices,
     group_labels,
-    summarise,
 )
+from napari_zarr_vectors.napari.browse.table import AttributeSummary, summarise
+from napari_zarr_vectors.napari.values import CATEGORICAL, format_value
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, clear_layout
 
 #: Slider changes are applied after this many milliseconds without a further change.

@@ -20,7 +20,6 @@ from qtpy.QtWidgets import (
 )
 
 from napari_zarr_vectors.napari.browse.hover import pick_fields, store_position_text
-from napari_zarr_vectors.napari.browse.table import format_value
 from napari_zarr_vectors.napari.browse.targets import (
     META,
     Pick,
@@ -32,6 +31,7 @@ from napari_zarr_vectors.napari.browse.targets import (
 )
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
+from napari_zarr_vectors.napari.values import format_value
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
 #: Hover picks at most this often (seconds).

@@ -15,10 +15,11 @@ from typing import Any
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QCheckBox, QLabel, QScrollArea
 
-from napari_zarr_vectors.napari.browse.table import StoreSummary, format_value, store_summary
+from napari_zarr_vectors.napari.browse.store_summary import StoreSummary, store_summary
 from napari_zarr_vectors.napari.browse.targets import open_store_of, zv_meta
 from napari_zarr_vectors.napari.layerdata.store_info import show_stored_space, world_affine
 from napari_zarr_vectors.napari.npe2.opening import open_in_viewer
+from napari_zarr_vectors.napari.values import format_value
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 from napari_zarr_vectors.napari.widgets.view_controls import ViewControls
 

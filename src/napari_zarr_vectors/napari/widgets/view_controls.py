@@ -26,10 +26,10 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_zarr_vectors.napari.browse.table import format_value
 from napari_zarr_vectors.napari.lod import settings
 from napari_zarr_vectors.napari.lod.controller import item_label, open_controllers
 from napari_zarr_vectors.napari.npe2.first_view import set_slab, slab_thickness, space_axes
+from napari_zarr_vectors.napari.values import format_value
 
 #: the Detail choices: (label, vertex budget; None = adaptive)
 DETAIL_CHOICES: tuple[tuple[str, int | None], ...] = (

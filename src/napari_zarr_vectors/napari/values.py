@@ -1,0 +1,78 @@
+"""Attribute values as the browse and colour controls see them: their kind (numeric or
+categorical), missing values, and compact text. Pure numpy, no napari."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: Attribute kinds: a range slider for "numeric", a multi-select for "categorical".
+NUMERIC = "numeric"
+CATEGORICAL = "categorical"
+
+#: An integer attribute with at most this many distinct values is offered as categorical.
+MAX_INTEGER_CATEGORIES = 32
+
+#: A categorical control / legend lists at most this many values.
+MAX_CATEGORIES = 256
+
+
+def attribute_kind(values: np.ndarray, n_unique: int | None = None) -> str:
+    """``"categorical"`` for strings, booleans and integer codes with few distinct values,
+    else ``"numeric"``."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iuf":
+        return CATEGORICAL
+    if values.dtype.kind in "iu":
+        if n_unique is None:
+            n_unique = len(np.unique(values))
+        return CATEGORICAL if n_unique <= MAX_INTEGER_CATEGORIES else NUMERIC
+    return NUMERIC
+
+
+def format_value(value: Any) -> str:
+    """Compact text for a value: ``1.5``, ``7``, ``"left"``, ``(1, 2)``."""
+    if value is None:
+        return "—"
+    arr = np.asarray(value)
+    if arr.ndim >= 1:
+        return "(" + ", ".join(format_value(v) for v in arr.ravel().tolist()) + ")"
+    v = arr.item() if isinstance(arr, np.ndarray) else value
+    if isinstance(v, float):
+        return "nan" if not np.isfinite(v) else f"{v:.6g}"
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+def missing_mask(values: np.ndarray) -> np.ndarray:
+    """Row mask of missing values: NaN, ``None``, or the 0.9 integer absence sentinels."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f":
+        m = np.isnan(values)
+    elif values.dtype.kind == "i":
+        m = values == np.iinfo(values.dtype).min
+    elif values.dtype.kind == "u":
+        m = values == np.iinfo(values.dtype).max
+    elif values.dtype.kind == "O":
+        m = np.equal(values, None)
+    else:
+        m = np.zeros(values.shape, bool)
+    if m.ndim > 1:
+        m = m.reshape(len(values), -1).any(1)
+    return m
+
+
+def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values = np.asarray(values)
+    if not len(values):
+        return np.empty(0), np.empty(0, np.int64)
+    if values.dtype.kind == "O":
+        values = values.astype(str)
+    return np.unique(values, return_counts=True)
+
+
+def py_scalar(value: Any) -> Any:
+    """numpy scalar -> Python scalar (dict keys, JSON)."""
+    return value.item() if isinstance(value, np.generic) else value
