@@ -9,6 +9,7 @@ import pytest
 from napari.layers import Layer
 
 from napari_zarr_vectors.format.geometry import Geometry
+from napari_zarr_vectors.format.missing import take_by_id
 from napari_zarr_vectors.napari.layerdata import build as zv_layers
 from napari_zarr_vectors.napari.layerdata.build import (
     SHAPES_MAX_OBJECTS,
@@ -307,7 +308,7 @@ def test_building_layer_data_is_vectorised():
 
 def test_object_tables_shorter_than_the_ids_or_empty():
     ids = np.array([0, 3, -1])
-    np.testing.assert_array_equal(zv_layers._take(np.array([5, 6]), ids, missing=-1), [5, -1, -1])
-    assert np.isnan(zv_layers._take(np.empty(0), ids)).all()
-    multi = zv_layers._take(np.ones((2, 3), np.uint8), ids)
+    np.testing.assert_array_equal(take_by_id(np.array([5, 6]), ids, fill=-1), [5, -1, -1])
+    assert np.isnan(take_by_id(np.empty(0), ids, as_float=True)).all()
+    multi = take_by_id(np.ones((2, 3), np.uint8), ids, as_float=True)
     assert multi.shape == (3, 3) and np.isnan(multi[1:]).all() and (multi[0] == 1).all()

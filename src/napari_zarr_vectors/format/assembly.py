@@ -12,14 +12,12 @@ import numpy as np
 from .chunks import LoadedChunks
 from .decode.fragments import expand_ranges
 from .errors import ZVChunkWarning
-from .geometry import Derived, Geometry, split_lengths
+from .geometry import PATH_TYPES, Derived, Geometry, split_lengths
 from .layout.base import LinkSet
 from .loading import AttributeSpec
 from .objects import ObjectIndex
 from .query import inside_box
 from .ranks import position_rank
-
-PATH_TYPES = ("line", "polyline", "streamline")
 
 
 @dataclass

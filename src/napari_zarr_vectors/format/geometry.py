@@ -1,12 +1,36 @@
-"""The decoded, napari-free result of a read: :class:`Geometry`."""
+"""The decoded, napari-free result of a read: :class:`Geometry`, and the geometry types
+(:class:`GeometryType`, :data:`GEOMETRY_TYPES`, :data:`PATH_TYPES`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
+
+
+class GeometryType(StrEnum):
+    """A store's geometry type. A ``str``: members equal, hash and print as their value
+    (``GeometryType.MESH == "mesh"``), so metadata strings compare with them directly."""
+
+    POINT_CLOUD = "point_cloud"
+    LINE = "line"
+    POLYLINE = "polyline"
+    STREAMLINE = "streamline"
+    GRAPH = "graph"
+    SKELETON = "skeleton"
+    MESH = "mesh"
+
+
+#: Every geometry type, in the format's order (plain strings, as metadata holds them).
+GEOMETRY_TYPES: tuple[str, ...] = tuple(t.value for t in GeometryType)
+#: Geometry types whose objects are ordered vertex runs (one object per run).
+_G = GeometryType
+PATH_TYPES: tuple[str, ...] = (_G.LINE.value, _G.POLYLINE.value, _G.STREAMLINE.value)
+#: Geometry types with explicit edges between vertices.
+GRAPH_TYPES: tuple[str, ...] = (_G.GRAPH.value, _G.SKELETON.value)
 
 
 class Derived:

@@ -14,6 +14,7 @@ from .errors import (
     UnsupportedVersionError,
     ZVFormatError,
 )
+from .geometry import GEOMETRY_TYPES
 from .validate import (
     Source,
     as_mapping,
@@ -27,8 +28,6 @@ from .validate import (
 
 #: Most axes a store may declare.
 MAX_NDIM = 16
-
-GEOMETRY_TYPES = ("point_cloud", "line", "polyline", "streamline", "graph", "skeleton", "mesh")
 
 #: Format versions this reader understands, as (major, minor) pairs.
 SUPPORTED_VERSIONS = ((0, 7), (0, 9))

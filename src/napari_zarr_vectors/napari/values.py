@@ -1,5 +1,6 @@
 """Attribute values as the browse and colour controls see them: their kind (numeric or
-categorical), missing values, and compact text. Pure numpy, no napari."""
+categorical) and compact text (missing values are the core's markers,
+:mod:`napari_zarr_vectors.format.missing`). Pure numpy, no napari."""
 
 from __future__ import annotations
 
@@ -44,24 +45,6 @@ def format_value(value: Any) -> str:
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
     return str(v)
-
-
-def missing_mask(values: np.ndarray) -> np.ndarray:
-    """Row mask of missing values: NaN, ``None``, or the 0.9 integer absence sentinels."""
-    values = np.asarray(values)
-    if values.dtype.kind == "f":
-        m = np.isnan(values)
-    elif values.dtype.kind == "i":
-        m = values == np.iinfo(values.dtype).min
-    elif values.dtype.kind == "u":
-        m = values == np.iinfo(values.dtype).max
-    elif values.dtype.kind == "O":
-        m = np.equal(values, None)
-    else:
-        m = np.zeros(values.shape, bool)
-    if m.ndim > 1:
-        m = m.reshape(len(values), -1).any(1)
-    return m
 
 
 def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

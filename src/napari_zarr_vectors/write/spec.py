@@ -14,12 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..format.geometry import Geometry
-
-#: Geometry types the writer produces.
-GEOMETRY_TYPES = ("point_cloud", "line", "polyline", "streamline", "graph", "skeleton", "mesh")
-#: Geometry types whose objects are ordered vertex runs (one object per run).
-PATH_TYPES = ("line", "polyline", "streamline")
+from ..format.geometry import GEOMETRY_TYPES, PATH_TYPES, Geometry
 
 #: Object attribute keeping the original object ids when the reference writer cannot
 #: (paths and lines are numbered 0..n-1 in the order written).

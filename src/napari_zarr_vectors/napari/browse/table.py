@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from napari_zarr_vectors.format.missing import missing_mask, take_by_id
 from napari_zarr_vectors.napari.values import (
     CATEGORICAL,
     MAX_CATEGORIES,
     attribute_kind,
-    missing_mask,
     py_scalar,
     unique_counts,
 )
@@ -63,8 +63,9 @@ class ObjectTable:
         present: dict[str, np.ndarray] = {}
         for name, values in by_id.items():
             values = np.asarray(values)
-            rows = take_rows(values, ids)
-            ok = take_rows(np.asarray(presence.get(name, np.ones(len(values), bool))), ids)
+            rows = take_by_id(values, ids)
+            flags = np.asarray(presence.get(name, np.ones(len(values), bool)))
+            ok = take_by_id(flags, ids, fill=False)
             ok = np.asarray(ok, dtype=bool) & ~missing_mask(rows)
             for col, col_values in split_channels(name, rows).items():
                 attributes[col] = col_values
@@ -223,26 +224,6 @@ def summarise(name: str, values: np.ndarray, present: np.ndarray | None = None) 
     lo, hi = float(finite.min()), float(finite.max())
     hist, edges = np.histogram(finite.astype(np.float64), bins=HISTOGRAM_BINS, range=(lo, hi))
     return AttributeSummary(**common, lo=lo, hi=hi, histogram=hist, edges=edges)
-
-
-def take_rows(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """``values[ids]`` where ids beyond ``values`` give missing values."""
-    ok = (ids >= 0) & (ids < len(values))
-    if ok.all():
-        return values[ids]
-    if values.dtype.kind == "f":
-        fill: Any = np.nan
-    elif values.dtype.kind == "i":
-        fill = np.iinfo(values.dtype).min
-    elif values.dtype.kind == "u":
-        fill = np.iinfo(values.dtype).max
-    elif values.dtype.kind == "b":
-        fill = False
-    else:
-        fill = None
-    out = np.full((len(ids), *values.shape[1:]), fill, dtype=values.dtype)
-    out[ok] = values[ids[ok]]
-    return out
 
 
 def safe_read(getter: Any, level: int, default: Any) -> Any:

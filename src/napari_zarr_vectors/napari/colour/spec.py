@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from napari_zarr_vectors.format.missing import missing_mask
 from napari_zarr_vectors.napari.values import (
     CATEGORICAL,
     MAX_CATEGORIES,
     format_value,
-    missing_mask,
     py_scalar,
     unique_counts,
 )

@@ -5,20 +5,8 @@ and a :class:`StoreInfo` (what the layers need to know about the store besides t
 No store access, no Qt, no viewer. Work is vectorised numpy: no Python loop runs per vertex,
 per edge or per face (loops run over attribute names, groups or path *lengths* only).
 
-Coordinates (see ``docs/coordinates.md``)
------------------------------------------
-* napari's first axis is the slowest and its last two axes are the displayed (row, column)
-  pair. Non-space store axes (time, channel, ...) lead, in store order, as sliders; space
-  axes follow **reversed**: a store ``(x, y, z)`` becomes napari ``(z, y, x)``, which puts
-  ``x`` horizontally and ``y`` vertically in 2-D, and ``(t, x, y)`` becomes ``(t, y, x)``
-  (:func:`napari_axis_order`).
-* Layer ``data`` is in *data units* = store coordinates divided by the layer ``scale``; the
-  ``scale`` of a space axis is the store's level-0 bin shape (or chunk shape), so the dims
-  slider steps one bin at a time and a 2-D slice of a 3-D store is one bin thick; a
-  non-space axis has scale 1 (its slider steps one store unit: one frame, one channel). World coordinates
-  (``data * scale``) are exactly the store coordinates.
-* Reversing the space axes is a mirror for 2-D and 3-D stores, so mesh face winding is
-  reversed as well to keep outward normals outward.
+Coordinates: store -> layer data in napari axis order, as :mod:`napari_zarr_vectors.napari.coords`
+describes (``docs/coordinates.md``).
 """
 
 from __future__ import annotations
@@ -29,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from napari_zarr_vectors.format.geometry import Geometry
+from napari_zarr_vectors.format.geometry import Geometry, GeometryType
+from napari_zarr_vectors.format.missing import take_by_id
 from napari_zarr_vectors.napari.browse.table import split_channels
 from napari_zarr_vectors.napari.colour.defaults import (
     DEFAULT_COLORMAP,
@@ -45,6 +34,16 @@ from napari_zarr_vectors.napari.colour.defaults import (
     n_unique,
 )
 from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
+from napari_zarr_vectors.napari.coords import (
+    FLIP_WINDING,
+    axis_reversal_is_mirror,
+    napari_affine,
+    napari_axis_order,
+    placed_order,
+    placement_mirrors,
+    space_axes,
+    store_to_layer,
+)
 
 LayerData = tuple[Any, dict[str, Any], str]
 
@@ -55,10 +54,6 @@ SLAB_PROJECTION = "all"
 #: Shapes layers are slow beyond about a thousand shapes (0.5 s to build 1,000 paths, 5 s for
 #: 10,000; see NAPARI-FACTS.md). A Shapes layer is never created with more shapes than this.
 SHAPES_MAX_OBJECTS = 1_000
-
-#: Face column order that reverses a triangle's winding (the reader mirrors axis order, the
-#: writer mirrors it back: see :func:`axis_reversal_is_mirror`).
-FLIP_WINDING = [0, 2, 1]
 
 
 @dataclass(frozen=True)
@@ -187,52 +182,6 @@ class StoreInfo:
         return np.asarray(self.scale, dtype=float)
 
 
-def space_axes(axis_types: Sequence[str]) -> np.ndarray:
-    """Store columns whose axis type is ``"space"``, in store order."""
-    return np.array([i for i, t in enumerate(axis_types) if t == "space"], dtype=np.int64)
-
-
-def placed_order(world_order: np.ndarray, affine: np.ndarray | None) -> np.ndarray:
-    """The store column of each napari data axis under a store -> world ``affine`` (store
-    order): when the affine's linear part is a signed permutation with scales (TrackVis
-    LSA -> RAS swaps y and z), napari data axis ``k`` holds the store column that world
-    axis ``world_order[k]`` comes from, so the layer's napari affine is diagonal (napari
-    slices 2-D views only along axes an affine does not mix); else ``world_order``."""
-    order = np.asarray(world_order, np.int64)
-    if affine is None:
-        return order
-    linear = np.asarray(affine, float)[:-1, :-1]
-    nonzero = np.abs(linear) > 1e-12 * max(float(np.abs(linear).max()), 1e-300)
-    if not (np.all(nonzero.sum(axis=0) == 1) and np.all(nonzero.sum(axis=1) == 1)):
-        return order
-    source = np.argmax(nonzero, axis=1)  # the store column of each world column
-    return source[order]
-
-
-def napari_affine(
-    affine: np.ndarray, world_order: np.ndarray, order: np.ndarray, ndim: int | None = None
-) -> np.ndarray:
-    """A store-order ``(n + 1, n + 1)`` affine as a layer's napari ``affine``: rows in the
-    napari world order (``world_order``), columns in the layer data order (``order``),
-    identity on leading axes the layer adds (``ndim`` > n: the hidden time axis of tracks)."""
-    n = len(order)
-    rows = np.concatenate([np.asarray(world_order, np.int64), [n]])
-    cols = np.concatenate([np.asarray(order, np.int64), [n]])
-    moved = np.asarray(affine, float)[np.ix_(rows, cols)]
-    ndim = n if ndim is None else ndim
-    out = np.eye(ndim + 1)
-    out[ndim - n :, ndim - n :] = moved
-    return out
-
-
-def napari_axis_order(axis_types: Sequence[str]) -> np.ndarray:
-    """The store column of each napari axis: the non-space axes (time, channel, ...) first,
-    in store order (napari's sliders), then the space axes reversed (``(t, x, y, z)`` ->
-    ``(t, z, y, x)``: ``x`` horizontal, ``y`` vertical in 2-D views)."""
-    lead = [i for i, t in enumerate(axis_types) if t != "space"]
-    return np.array([*lead, *space_axes(axis_types)[::-1].tolist()], dtype=np.int64)
-
-
 # --------------------------------------------------------------------------------------------
 # entry point
 # --------------------------------------------------------------------------------------------
@@ -248,13 +197,13 @@ def layers_from_geometry(
     loaded.
     """
     builders = {
-        "point_cloud": point_cloud_layers,
-        "line": line_layers,
-        "polyline": path_layers,
-        "streamline": path_layers,
-        "graph": graph_layers,
-        "skeleton": graph_layers,
-        "mesh": mesh_layers,
+        GeometryType.POINT_CLOUD: point_cloud_layers,
+        GeometryType.LINE: line_layers,
+        GeometryType.POLYLINE: path_layers,
+        GeometryType.STREAMLINE: path_layers,
+        GeometryType.GRAPH: graph_layers,
+        GeometryType.SKELETON: graph_layers,
+        GeometryType.MESH: mesh_layers,
     }
     try:
         build = builders[geometry.geometry_type]
@@ -309,7 +258,7 @@ def path_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     (with the store's time axis as their time column when it has one,
     :attr:`StoreInfo.paths_as_tracks`), else -- a channel slider, time and channel, one or
     four space axes -- their segments as Vectors."""
-    label = "streamlines" if geometry.geometry_type == "streamline" else "polylines"
+    label = "streamlines" if geometry.geometry_type == GeometryType.STREAMLINE else "polylines"
     paths = [np.asarray(p, dtype=np.int64) for p in geometry.paths]
     if _use_shapes(info, len(paths)):
         return [_path_shapes_layer(geometry, paths, info, label)]
@@ -337,7 +286,7 @@ def graph_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     if OBJECT_ID in features and n_unique(features[OBJECT_ID]) > 1:
         default = default_colour_by(features, OBJECT_ID)
     else:
-        default = DefaultColour(direct="#ffb000" if kind == "skeleton" else "#40c0ff")
+        default = DefaultColour(direct="#ffb000" if kind == GeometryType.SKELETON else "#40c0ff")
     edges = _segment_layer(
         starts,
         ends,
@@ -372,7 +321,7 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
         if name is not None
         else np.zeros(geometry.vertex_count, np.float32)
     )
-    if axis_reversal_is_mirror(len(info.space)) != _placement_mirrors(info):
+    if axis_reversal_is_mirror(len(info.space)) != placement_mirrors(info.affine, info.space):
         faces = faces[:, FLIP_WINDING]
     kwargs = _common_kwargs(info, "mesh", "mesh", geometry, extra={"colour_by": name})
     kwargs.update(
@@ -383,7 +332,7 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     )
     if name is not None:
         kwargs["contrast_limits"] = contrast_limits(values)
-    return [((_to_layer_coords(geometry.positions, info), faces, values), kwargs, "surface")]
+    return [((_layer_coords(geometry.positions, info), faces, values), kwargs, "surface")]
 
 
 def bounds_box_layer(info: StoreInfo) -> LayerData:
@@ -408,7 +357,7 @@ def bounds_box_layer(info: StoreInfo) -> LayerData:
     pts = np.tile(lo, (len(ends), 1))
     pts[:, box_axes] += ends * (hi - lo)[box_axes]
     if not tracks:
-        coords = _to_layer_coords(pts, info).reshape(-1, 2, info.ndim)
+        coords = _layer_coords(pts, info).reshape(-1, 2, info.ndim)
         kwargs = _common_kwargs(info, "bounds", "bounds", None)
         kwargs.update(
             edge_color="#999999", edge_width=0.0, length=1.0, vector_style="line", opacity=0.5
@@ -423,7 +372,7 @@ def bounds_box_layer(info: StoreInfo) -> LayerData:
         # a tail ten times the time span: the lower copy fades by at most a tenth
         kwargs.update(tail_length=int(np.ceil(10.0 * (hi[t] - lo[t] + 1.0))), head_length=0)
     track_ids = np.repeat(np.arange(len(pts) // 2), 2)
-    data = _track_rows(track_ids, _to_layer_coords(pts, info), info)
+    data = _track_rows(track_ids, _layer_coords(pts, info), info)
     kwargs.update(
         features={"box": np.zeros(len(track_ids))},
         color_by="box",
@@ -472,7 +421,7 @@ def _points_layer(
             kwargs["face_contrast_limits"] = colour.contrast_limits
     elif colour.direct is not None:
         kwargs["face_color"] = colour.direct
-    return _to_layer_coords(geometry.positions, info), kwargs, "points"
+    return _layer_coords(geometry.positions, info), kwargs, "points"
 
 
 def _segment_layer(
@@ -487,8 +436,8 @@ def _segment_layer(
     geometry: Geometry,
 ) -> LayerData:
     """Segments as Shapes ``line`` (2-D stores, few segments) or else Vectors (fast)."""
-    p0 = _to_layer_coords(starts, info)
-    p1 = _to_layer_coords(ends, info)
+    p0 = _layer_coords(starts, info)
+    p1 = _layer_coords(ends, info)
     shapes = _use_shapes(info, len(p0))
     if not shapes:
         label += _fast_note(info, len(p0))
@@ -513,7 +462,7 @@ def _path_shapes_layer(
     colour = (
         default_colour_by(features, name) if name is not None else DefaultColour(direct="#40c0ff")
     )
-    coords = _to_layer_coords(geometry.positions, info)
+    coords = _layer_coords(geometry.positions, info)
     kwargs = _common_kwargs(info, label, label, geometry, extra={"colour_by": colour.source})
     kwargs.update(
         features=features,
@@ -544,7 +493,7 @@ def _tracks_layer(
     direction = _free_name(features, DIRECTION)
     features[direction] = direction_value
 
-    if geometry.geometry_type == "streamline":
+    if geometry.geometry_type == GeometryType.STREAMLINE:
         color_by = direction
     elif info.lod:  # the same default at every level: an attribute every level stores
         color_by = next((n for n in info.shared_vertex_attributes if n in features), direction)
@@ -552,7 +501,7 @@ def _tracks_layer(
         color_by = (
             _first_scalar(features, _attribute_columns(geometry.vertex_attributes)) or direction
         )
-    data = _track_rows(track_ids, _to_layer_coords(geometry.positions[rows], info), info)
+    data = _track_rows(track_ids, _layer_coords(geometry.positions[rows], info), info)
     kwargs = _common_kwargs(
         info,
         role,
@@ -605,7 +554,7 @@ def _segments(
     edges = np.asarray(geometry.edges, dtype=np.int64).reshape(-1, 2)
     edge_attrs: Mapping[str, np.ndarray] = geometry.edge_attributes
     object_ids = None
-    if geometry.paths and (len(edges) == 0 or geometry.geometry_type == "line"):
+    if geometry.paths and (len(edges) == 0 or geometry.geometry_type == GeometryType.LINE):
         lengths = np.fromiter((len(p) for p in geometry.paths), np.int64, len(geometry.paths))
         rows = np.concatenate([np.asarray(p, np.int64) for p in geometry.paths])
         ends_of_paths = np.cumsum(lengths) - 1
@@ -628,7 +577,7 @@ def _segments(
         _merge(features, _object_features(object_ids, info), prefix="object_")
     starts = geometry.positions[edges[:, 0]]
     ends = geometry.positions[edges[:, 1]]
-    if geometry.geometry_type == "line":
+    if geometry.geometry_type == GeometryType.LINE:
         value, _ = direction_feature((ends - starts)[:, info.space])
         features[_free_name(features, DIRECTION)] = value
     return starts, ends, features
@@ -638,12 +587,12 @@ def _object_features(object_ids: np.ndarray, info: StoreInfo) -> dict[str, np.nd
     """Object attributes and group membership, joined onto rows with object ``object_ids``."""
     out: dict[str, np.ndarray] = {}
     for name, values in info.object_attributes.items():
-        out.update(split_channels(name, _take(np.asarray(values), object_ids)))
+        out.update(split_channels(name, take_by_id(values, object_ids, as_float=True)))
     if info.groups:
         colour_group, listing = _group_membership(info.groups)
-        out[GROUP_ID] = _take(colour_group, object_ids, missing=-1)
+        out[GROUP_ID] = take_by_id(colour_group, object_ids, fill=-1)
         if listing is not None:
-            out[GROUPS] = _take(listing, object_ids)
+            out[GROUPS] = take_by_id(listing, object_ids)
     return out
 
 
@@ -681,27 +630,6 @@ def _columns_of(attrs: Mapping[str, np.ndarray], rows: Any) -> dict[str, np.ndar
     out: dict[str, np.ndarray] = {}
     for name, values in attrs.items():
         out.update(split_channels(name, np.asarray(values)[rows]))
-    return out
-
-
-def _take(values: np.ndarray, index: np.ndarray, missing: Any = None) -> np.ndarray:
-    """``values[index]`` where indices outside ``values`` give a missing value.
-
-    Missing is NaN for numbers (integers are promoted to float then), ``None`` for strings,
-    unless ``missing`` is given.
-    """
-    index = np.asarray(index, dtype=np.int64)
-    ok = (index >= 0) & (index < len(values))
-    if ok.all():
-        return values[index]
-    if missing is None:
-        if values.dtype.kind in "biuf":
-            values = values.astype(np.float64)
-            missing = np.nan
-        else:
-            values = values.astype(object)
-    out = np.full((len(index), *values.shape[1:]), missing, dtype=values.dtype)
-    out[ok] = values[index[ok]]
     return out
 
 
@@ -786,28 +714,6 @@ def _path_tangents(positions: np.ndarray, rows: np.ndarray, lengths: np.ndarray)
 # --------------------------------------------------------------------------------------------
 # coordinates, sizes, common kwargs
 # --------------------------------------------------------------------------------------------
-
-
-def _to_layer_coords(positions: np.ndarray, info: StoreInfo) -> np.ndarray:
-    """Store coordinates (store column order) -> layer data coordinates (napari order)."""
-    positions = np.asarray(positions, dtype=np.float64).reshape(-1, info.ndim)
-    return (positions / info.world_scale)[:, info.order]
-
-
-def _placement_mirrors(info: StoreInfo) -> bool:
-    """Whether the store's world placement is a mirror on its space axes (a negative
-    determinant): outward faces stay outward in the world only with their winding flipped.
-    (The saved store holds the placed positions, so the writer's flip back keeps it.)"""
-    if info.affine is None:
-        return False
-    space = info.space
-    return bool(np.linalg.det(np.asarray(info.affine, float)[np.ix_(space, space)]) < 0)
-
-
-def axis_reversal_is_mirror(ndim: int) -> bool:
-    """Reversing ``ndim`` (space) axes is ``ndim // 2`` swaps: a mirror when that count is
-    odd."""
-    return (ndim // 2) % 2 == 1
 
 
 def _use_shapes(info: StoreInfo, n_shapes: int) -> bool:
@@ -932,3 +838,8 @@ def _common_kwargs(
     if info.affine is not None:
         kwargs["affine"] = napari_affine(info.affine, info.world_order, info.order, len(scale))
     return kwargs
+
+
+def _layer_coords(positions: np.ndarray, info: StoreInfo) -> np.ndarray:
+    """Store coordinates (store column order) -> this store's layer data (napari order)."""
+    return store_to_layer(positions, info.world_scale, info.order)

@@ -27,18 +27,18 @@ from typing import Any
 
 import numpy as np
 
-from napari_zarr_vectors.napari.layerdata.build import (
-    DIRECTION,
+from napari_zarr_vectors.format.geometry import GRAPH_TYPES, PATH_TYPES, GeometryType
+from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
+from napari_zarr_vectors.napari.coords import (
     FLIP_WINDING,
-    GROUP_ID,
-    GROUPS,
-    META,
-    OBJECT_ID,
     axis_reversal_is_mirror,
+    layer_to_world,
+    napari_axis_order,
+    world_to_store,
 )
 from napari_zarr_vectors.napari.layerdata.store_info import affine_box
 from napari_zarr_vectors.write.engine import WriteError
-from napari_zarr_vectors.write.spec import PATH_TYPES, WriteSpec
+from napari_zarr_vectors.write.spec import WriteSpec
 
 #: Feature columns the reader derives (never store attributes).
 _DERIVED = (DIRECTION, f"zv_{DIRECTION}", "zv_highlight")
@@ -99,7 +99,7 @@ def points_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     coords = np.asarray(data, dtype=np.float64)
     positions = _to_store(coords, attributes)
     return _per_vertex_spec(
-        "point_cloud", positions, _features(attributes), attributes, coords.shape[1]
+        GeometryType.POINT_CLOUD, positions, _features(attributes), attributes, coords.shape[1]
     )
 
 
@@ -119,7 +119,7 @@ def tracks_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     row_ids = features.pop(OBJECT_ID, None)
     starts = np.cumsum(lengths) - lengths
     ids = _int_column(row_ids)[starts] if row_ids is not None else track_ids
-    positions = space[:, ::-1]
+    positions = world_to_store(space, napari_axis_order(("space",) * nd))
     axis_types: tuple[str, ...] = ("space",) * nd
     bounds = _meta_bounds(attributes, nd)
     if len(t) and np.ptp(t) > 0:
@@ -135,7 +135,7 @@ def tracks_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     vattrs, oattrs = _split(features, np.repeat(ids, lengths), attributes)
     kind = _meta(attributes).get("geometry_type")
     return WriteSpec(
-        kind if kind in ("polyline", "streamline") else "polyline",
+        kind if kind in (GeometryType.POLYLINE, GeometryType.STREAMLINE) else GeometryType.POLYLINE,
         positions,
         axes=axes,
         units=units,
@@ -165,9 +165,10 @@ def shapes_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     coords = np.concatenate([np.asarray(s, dtype=np.float64) for s in data])
     kind = _meta(attributes).get("geometry_type")
     if kind not in PATH_TYPES:
-        kind = "line" if all(t == "line" for t in types) else "polyline"
-    elif kind == "line" and not all(t == "line" for t in types):
-        kind = "polyline"
+        lines = all(t == "line" for t in types)
+        kind = GeometryType.LINE if lines else GeometryType.POLYLINE
+    elif kind == GeometryType.LINE and not all(t == "line" for t in types):
+        kind = GeometryType.POLYLINE
     return _per_object_spec(kind, coords, lengths, attributes)
 
 
@@ -181,7 +182,7 @@ def vectors_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     end = start + length * vectors[:, 1]
     coords = np.stack([start, end], axis=1).reshape(-1, vectors.shape[2])
     lengths = np.full(len(vectors), 2, np.int64)
-    return _per_object_spec("line", coords, lengths, attributes)
+    return _per_object_spec(GeometryType.LINE, coords, lengths, attributes)
 
 
 def surface_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
@@ -201,7 +202,7 @@ def surface_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
         if len(values) == len(vertices) and np.ptp(values, axis=0).any():
             name = "values" if "values" not in features else "surface_values"
             features[name] = values.astype(np.float32)
-    return _per_vertex_spec("mesh", positions, features, attributes, nd, faces=faces)
+    return _per_vertex_spec(GeometryType.MESH, positions, features, attributes, nd, faces=faces)
 
 
 def _per_vertex_spec(
@@ -265,7 +266,7 @@ def graph_spec(nodes: FullLayerData, edges: FullLayerData) -> WriteSpec:
         and (names is None or k not in names[0] | names[1])
     }
     return WriteSpec(
-        kind if kind in ("graph", "skeleton") else "graph",
+        kind if kind in GRAPH_TYPES else GeometryType.GRAPH,
         positions,
         axes=node_spec.axes,
         units=node_spec.units,
@@ -322,53 +323,34 @@ def _meta(attributes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _to_world(coords: np.ndarray, attributes: Mapping[str, Any]) -> np.ndarray:
-    """Layer data -> world coordinates (napari axis order), as napari draws them."""
-    coords = np.asarray(coords, dtype=np.float64)
-    nd = coords.shape[1]
-    scale = _vector(attributes.get("scale"), nd, 1.0)
-    translate = _vector(attributes.get("translate"), nd, 0.0)
-    rotate = attributes.get("rotate")
-    shear = attributes.get("shear")
-    affine = attributes.get("affine")
-    plain = (
-        (rotate is None or np.allclose(np.asarray(rotate, float), np.eye(nd)))
-        and (shear is None or not np.any(np.asarray(shear, float)))
-        and (affine is None or np.allclose(np.asarray(affine, float), np.eye(nd + 1)))
+    """Layer data -> world coordinates (napari axis order), as napari draws the layer."""
+    return layer_to_world(
+        coords,
+        attributes.get("scale"),
+        attributes.get("translate"),
+        attributes.get("rotate"),
+        attributes.get("shear"),
+        attributes.get("affine"),
     )
-    if plain:
-        return coords * scale + translate
-    from napari.utils.transforms import Affine
-
-    inner = Affine(scale=scale, translate=translate, rotate=rotate, shear=shear, ndim=nd)
-    outer = np.asarray(affine, float) if affine is not None else np.eye(nd + 1)
-    matrix = outer @ inner.affine_matrix
-    return coords @ matrix[:nd, :nd].T + matrix[:nd, nd]
 
 
 def _to_store(coords: np.ndarray, attributes: Mapping[str, Any]) -> np.ndarray:
     """Layer data -> store coordinates (inverse of the reader): world, in store column
     order (a store layer's ``napari_order``, else the axes reversed)."""
     world = _to_world(coords, attributes)
-    return world[:, _store_columns(attributes, world.shape[1])]
+    return world_to_store(world, _napari_columns(attributes, world.shape[1]))
 
 
-def _store_columns(attributes: Mapping[str, Any], nd: int) -> np.ndarray:
-    """The napari axis of each store column for ``nd`` axes: the inverse of the layer's
-    ``metadata["zarr_vectors"]["napari_order"]`` (time and channel axes lead in napari),
-    else the axes reversed."""
+def _napari_columns(attributes: Mapping[str, Any], nd: int) -> np.ndarray:
+    """The store column of each napari world axis for ``nd`` axes: the layer's
+    ``metadata["zarr_vectors"]["napari_order"]`` (``world_order`` when placed: its data order
+    may be permuted), else space axes only (:func:`~napari_zarr_vectors.napari.coords.
+    napari_axis_order`)."""
     meta = _meta(attributes)
-    # a placed layer's world axes follow the world order (its data order may be permuted)
     order = meta.get("world_order") if "world_affine" in meta else meta.get("napari_order")
     if order is not None and sorted(int(o) for o in order) == list(range(nd)):
-        return np.argsort(np.asarray(order, dtype=np.int64))
-    return np.arange(nd)[::-1]
-
-
-def _vector(values: Any, nd: int, default: float) -> np.ndarray:
-    if values is None:
-        return np.full(nd, default)
-    values = np.asarray(values, dtype=np.float64).reshape(-1)
-    return values[-nd:] if len(values) >= nd else np.full(nd, default)
+        return np.asarray(order, dtype=np.int64)
+    return napari_axis_order(("space",) * nd)
 
 
 def _store_axes(
@@ -379,7 +361,7 @@ def _store_axes(
     if meta.get("axes") and len(meta["axes"]) == nd:
         units = meta.get("units") or [None] * nd
         return tuple(str(a) for a in meta["axes"]), tuple(u or None for u in units)
-    columns = _store_columns(attributes, nd)
+    columns = np.argsort(_napari_columns(attributes, nd))
     labels = [str(x) for x in (attributes.get("axis_labels") or [])][-nd:]
     if len(labels) == nd and not any(_DEFAULT_LABEL.match(x) for x in labels):
         names = tuple(labels[c] for c in columns)

@@ -1,4 +1,4 @@
-"""Store facts the layer builders need (:class:`.layers.StoreInfo`) and the layer scale.
+"""Store facts the layer builders need (:class:`~napari_zarr_vectors.napari.layerdata.build.StoreInfo`) and the layer scale.
 
 Shared by the reader, the level-of-detail loader and controller, and the widgets; it
 imports nothing of theirs, so every napari-side module can depend on it.
@@ -13,13 +13,10 @@ from typing import Any
 import numpy as np
 
 import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.geometry import PATH_TYPES
 from napari_zarr_vectors.format.world import affine_box
-from napari_zarr_vectors.napari.layerdata.build import (
-    StoreInfo,
-    napari_affine,
-    napari_axis_order,
-    placed_order,
-)
+from napari_zarr_vectors.napari.coords import napari_affine, napari_axis_order, placed_order
+from napari_zarr_vectors.napari.layerdata.build import StoreInfo
 
 
 def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = True) -> StoreInfo:
@@ -27,7 +24,7 @@ def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = Tru
 
     ``lod``: for level-of-detail layers, whose level changes with the view: names without
     the level, the Shapes-or-fast decision made once for the whole store (see
-    :attr:`.layers.StoreInfo.shapes_hint`), and the same feature columns at every level --
+    :attr:`~napari_zarr_vectors.napari.layerdata.build.StoreInfo.shapes_hint`), and the same feature columns at every level --
     a coarse level that keeps level-0 object ids but stores no object attributes or groups
     (groups live at level 0 in every known writer) gets level 0's. ``objects=False`` leaves
     object attributes and groups out (the bounds box needs none, and reading them decodes
@@ -91,7 +88,7 @@ def _shapes_hint(store: Any) -> int | None:
     if int(store.ndim) != 2:
         return None
     lv0 = min(store.levels, key=lambda lv: lv.index)
-    if store.geometry_type in ("line", "polyline", "streamline"):
+    if store.geometry_type in PATH_TYPES:
         try:
             ids = store.object_ids(lv0.index)
         except nzv.ZVError:
@@ -111,7 +108,8 @@ def _axis_types(store: Any) -> tuple[str, ...]:
 
 def napari_order(store: Any) -> np.ndarray:
     """The store column of each napari axis of the layer data
-    (:func:`.layers.napari_axis_order`, permuted by :func:`.layers.placed_order` when the
+    (:func:`~napari_zarr_vectors.napari.coords.napari_axis_order`, permuted by
+    :func:`~napari_zarr_vectors.napari.coords.placed_order` when the
     store's world placement permutes axes)."""
     return placed_order(napari_axis_order(_axis_types(store)), world_affine(store))
 

@@ -32,11 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from napari_zarr_vectors.napari.lod.settings import DEFAULT_VERTEX_BUDGET
 from napari_zarr_vectors.napari.lod.view_geometry import ladder_floor
-
-#: Default number of vertices a view may hold (see :mod:`.settings`, which owns the value
-#: users configure; this is the fallback of the pure functions).
-DEFAULT_VERTEX_BUDGET = 60_000
 
 #: A level is "fine enough" when its bin edge spans at most this many screen pixels.
 MAX_BIN_PIXELS = 4.0

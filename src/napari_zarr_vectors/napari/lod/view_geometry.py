@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from napari_zarr_vectors.format.geometry import Geometry, split_lengths
+from napari_zarr_vectors.format.geometry import GRAPH_TYPES, Geometry, GeometryType, split_lengths
 from napari_zarr_vectors.format.query import inside_box
 from napari_zarr_vectors.format.ranks import object_rank, position_rank
 
@@ -267,11 +267,13 @@ def resident_vertices(geometry: Geometry) -> int:
     levels share metavertices between paths, each path holds its own copy), two ends per
     segment for lines (Vectors), two segment ends per edge plus the nodes for graphs and
     skeletons, else the vertices."""
-    if geometry.paths and geometry.geometry_type == "line":  # Vectors: two ends a segment
+    if (
+        geometry.paths and geometry.geometry_type == GeometryType.LINE
+    ):  # Vectors: two ends a segment
         return int(sum(2 * max(len(p) - 1, 0) for p in geometry.paths))
     if geometry.paths:
         return int(sum(len(p) for p in geometry.paths))
-    if geometry.geometry_type in ("graph", "skeleton"):
+    if geometry.geometry_type in GRAPH_TYPES:
         return int(2 * len(geometry.edges) + geometry.vertex_count)
     return int(geometry.vertex_count)
 
@@ -301,17 +303,17 @@ def _items(geometry: Geometry) -> tuple[np.ndarray, np.ndarray, str]:
         rows, lengths = _flat_paths(geometry.paths)
         ids = np.repeat(np.asarray(geometry.path_object_ids, np.int64), lengths)
         weight = np.ones(len(ids))
-        if geometry.geometry_type == "line":  # a path of k vertices is 2 (k - 1) ends
+        if geometry.geometry_type == GeometryType.LINE:  # a path of k vertices is 2 (k - 1) ends
             first = np.cumsum(lengths) - lengths
             weight[:] = 2.0
             weight[first[lengths > 0]] = 0.0
         return ids, weight, "objects"
-    if geometry.vertex_object_ids is None or geometry.geometry_type == "point_cloud":
+    if geometry.vertex_object_ids is None or geometry.geometry_type == GeometryType.POINT_CLOUD:
         # points thin evenly by vertex, not by whole objects (clusters would vanish)
         return np.arange(geometry.vertex_count), np.ones(geometry.vertex_count), "vertices"
     vid = np.asarray(geometry.vertex_object_ids, dtype=np.int64)
     weight = np.ones(len(vid))
-    if geometry.geometry_type in ("graph", "skeleton") and len(geometry.edges):
+    if geometry.geometry_type in GRAPH_TYPES and len(geometry.edges):
         e = np.asarray(geometry.edges, np.int64).reshape(-1, 2)
         weight = weight + 2.0 * np.bincount(e[:, 0], minlength=len(vid))
     return vid, weight, "objects"
