@@ -312,3 +312,45 @@ def test_object_tables_shorter_than_the_ids_or_empty():
     assert np.isnan(take_by_id(np.empty(0), ids, as_float=True)).all()
     multi = take_by_id(np.ones((2, 3), np.uint8), ids, as_float=True)
     assert multi.shape == (3, 3) and np.isnan(multi[1:]).all() and (multi[0] == 1).all()
+
+
+# --------------------------------------------------------------------------------------------
+# the metadata block
+# --------------------------------------------------------------------------------------------
+
+
+def test_layer_metadata_reads_through_the_typed_view_and_round_trips():
+    from napari_zarr_vectors.napari.conventions import META, LayerMeta, meta_of
+
+    affine = np.diag([-1.0, 2.0, 1.0, 1.0])  # x mirrored and moved, y stretched
+    affine[0, 3] = 3.0
+    g = Geometry(
+        "point_cloud",
+        0,
+        np.array([[1.0, 2.0, 3.0], [9.0, 8.0, 7.0]]),
+        vertex_object_ids=np.array([4, 5]),
+    )
+    store = info(scale=np.array([0.5, 2.0, 4.0]), affine=affine)
+    (layer_data,) = data_layers(g, store)
+    block = layer_data[1]["metadata"][META]
+    meta = LayerMeta.from_layer(layer_data[1])
+    assert meta.path == "/data/demo.zarrvectors" and meta.geometry_type == "point_cloud"
+    assert meta.role == "points" and meta.level == 0 and meta.vertex_count == 2
+    assert meta.axes == ("x", "y", "z") and meta.axis_types == ("space",) * 3
+    assert meta.napari_order == (2, 1, 0) and meta.world_order == (2, 1, 0)
+    assert meta.scale == (0.5, 2.0, 4.0)
+    assert meta.bounds == ((0.0, 0.0, 0.0), (10.0, 10.0, 10.0))
+    assert meta.world_affine[0] == [-1.0, 0.0, 0.0, 3.0]
+    assert meta.object_columns == [] and meta.other == {}
+    assert meta.to_dict() == block and list(meta.to_dict()) == list(block)
+    layer = make(layer_data)
+    assert meta_of(layer) is layer.metadata[META]
+    assert LayerMeta.from_layer(layer) == LayerMeta.from_dict(layer.metadata[META])
+    # keys other modules add stay as they are, in order
+    block["session"] = 7
+    block["colour_by"] = None
+    again = LayerMeta.from_dict(block)
+    assert again.other == {"session": 7} and again.colour_by is None
+    assert again.to_dict() == block and list(again.to_dict()) == list(block)
+    assert meta_of(make(([[0.0, 0.0]], {}, "points"))) is None
+    assert LayerMeta.from_layer({"name": "plain"}) == LayerMeta(keys=())

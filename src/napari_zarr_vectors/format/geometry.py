@@ -54,7 +54,7 @@ class _Derivable:
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name
 
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+    def __get__(self, obj: Geometry | None, owner: type | None = None) -> Any:
         if obj is None:  # the dataclass's default (a hashable marker, made into a value)
             return None if self._empty is None else self
         try:
@@ -65,7 +65,7 @@ class _Derivable:
             value = obj.__dict__[self._name] = value.fn()
         return value
 
-    def __set__(self, obj: Any, value: Any) -> None:
+    def __set__(self, obj: Geometry, value: object) -> None:
         obj.__dict__[self._name] = self._empty() if value is self else value
 
 

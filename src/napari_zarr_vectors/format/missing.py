@@ -32,7 +32,7 @@ def missing_value(dtype: np.dtype) -> Any:
 
 
 def take_by_id(
-    values: np.ndarray, ids: np.ndarray, *, as_float: bool = False, fill: Any = None
+    values: np.ndarray, ids: np.ndarray, *, as_float: bool = False, fill: object = None
 ) -> np.ndarray:
     """``values[ids]`` (``values`` indexed by object id), with a missing marker where an id is
     outside ``values``.

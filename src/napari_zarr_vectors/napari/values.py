@@ -4,8 +4,6 @@ categorical) and compact text (missing values are the core's markers,
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 #: Attribute kinds: a range slider for "numeric", a multi-select for "categorical".
@@ -32,7 +30,7 @@ def attribute_kind(values: np.ndarray, n_unique: int | None = None) -> str:
     return NUMERIC
 
 
-def format_value(value: Any) -> str:
+def format_value(value: object) -> str:
     """Compact text for a value: ``1.5``, ``7``, ``"left"``, ``(1, 2)``."""
     if value is None:
         return "—"
@@ -56,6 +54,6 @@ def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(values, return_counts=True)
 
 
-def py_scalar(value: Any) -> Any:
+def py_scalar(value: object) -> object:
     """numpy scalar -> Python scalar (dict keys, JSON)."""
     return value.item() if isinstance(value, np.generic) else value

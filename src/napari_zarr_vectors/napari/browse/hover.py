@@ -30,8 +30,8 @@ Layers get the extension when they enter a viewer the plugin watches
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,24 +45,30 @@ from napari_zarr_vectors.napari.browse.targets import (
     pick_at,
     pick_slab,
     target_for,
-    zv_meta,
 )
-from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID
+from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID, meta_of
+from napari_zarr_vectors.napari.coords import world_to_store
 from napari_zarr_vectors.napari.values import format_value
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.viewer import Viewer
 
 #: feature columns hover and Pick never list: napari's own and the plugin's helpers
 HIDDEN_FEATURES = frozenset({"track_id", "index", "box", "zv_highlight"})
 
 
-def install(layer: Any) -> bool:
+def install(layer: Layer) -> bool:
     """Extend the status of ``layer`` when the plugin made it; returns whether it did."""
-    if zv_meta(layer) is None:
+    if meta_of(layer) is None:
         return False
     extend_status(layer, hover_status)
     return True
 
 
-def hover_status(layer: Any, status: dict, position: Any, query: Mapping[str, Any]) -> dict:
+def hover_status(
+    layer: Layer, status: dict, position: Sequence[float], query: Mapping[str, object]
+) -> dict:
     """``status`` (napari's dict for ``layer`` at ``position``) with the cursor in store
     coordinates and the object under it in ``coordinates``, and the level line after the
     layer name in ``layer_base``.
@@ -87,13 +93,13 @@ def hover_status(layer: Any, status: dict, position: Any, query: Mapping[str, An
     return status
 
 
-def store_position_text(layer: Any, world: Any) -> str | None:
+def store_position_text(layer: Layer, world: Sequence[float] | None) -> str | None:
     """``x 76.50, y 116.60, z 89.69 mm``: a world position of ``layer`` (napari axis order;
     its last axes are the layer's) in the store's axis order, with the store's axis names
     and the layer's units as napari's dims sliders write them (``mm``). Axes the store lacks
     (the time axis Tracks layers add) are left out.
     ``None`` for layers without the plugin's axis metadata."""
-    meta = zv_meta(layer) or {}
+    meta = meta_of(layer) or {}
     axes, order = meta.get("axes"), meta.get("napari_order")
     if world is None or not axes or order is None or len(order) != len(axes):
         return None
@@ -102,7 +108,7 @@ def store_position_text(layer: Any, world: Any) -> str | None:
         return None
     # the layer's store axes are the last ones; napari axis i is store column order[i]
     to_store = np.argsort(np.asarray(order, dtype=np.int64))
-    values = world[-len(axes) :][to_store]
+    values = world_to_store(world[None, -len(axes) :], order)[0]
     symbols = [_unit_symbol(u) for u in _layer_units(layer, len(axes))]
     symbols = [symbols[i] for i in to_store]
     parts = [f"{a} {v:.2f}" for a, v in zip(axes, values.tolist(), strict=True)]
@@ -111,14 +117,14 @@ def store_position_text(layer: Any, world: Any) -> str | None:
     return ", ".join(f"{p} {u}" if u else p for p, u in zip(parts, symbols, strict=True))
 
 
-def _layer_units(layer: Any, n: int) -> list[Any]:
+def _layer_units(layer: Layer, n: int) -> list[object]:
     """The units of the layer's last ``n`` axes (napari order; ``None`` where unknown)."""
     units = getattr(layer, "units", None)
     units = list(units) if units is not None else []
     return units[-n:] if len(units) >= n else [None] * n
 
 
-def _unit_symbol(unit: Any) -> str:
+def _unit_symbol(unit: object) -> str:
     """``mm`` for napari's pint unit ``millimeter`` (as the dims sliders write it), ``""``
     for pixels and unknown units."""
     if unit is None or str(unit) in ("pixel", "dimensionless", ""):
@@ -129,14 +135,16 @@ def _unit_symbol(unit: Any) -> str:
         return str(unit)
 
 
-def level_line(layer: Any) -> str:
+def level_line(layer: Layer) -> str:
     """The level line of the controller driving ``layer`` ("" for static layers, whose name
     carries their level)."""
     controller = controller_of(layer)
     return "" if controller is None else controller.summary(named=False)
 
 
-def pick_under_cursor(layer: Any, position: Any, query: Mapping[str, Any]) -> Pick | None:
+def pick_under_cursor(
+    layer: Layer, position: Sequence[float], query: Mapping[str, object]
+) -> Pick | None:
     """The row of ``layer`` nearest the cursor (world ``position``, viewer axis order), with
     the tolerance and 2-D slab the Pick widget uses; ``None`` when nothing is near."""
     viewer = viewer_of(layer)
@@ -160,7 +168,7 @@ def pick_under_cursor(layer: Any, position: Any, query: Mapping[str, Any]) -> Pi
     )
 
 
-def viewer_of(layer: Any) -> Any | None:
+def viewer_of(layer: Layer) -> Viewer | None:
     """The open viewer holding ``layer`` (its controller's viewer when it has one)."""
     controller = controller_of(layer)
     if controller is not None and controller.viewer is not None:
@@ -168,7 +176,7 @@ def viewer_of(layer: Any) -> Any | None:
     return next((v for v in open_viewers() if any(x is layer for x in v.layers)), None)
 
 
-def describe(layer: Any, pick: Pick) -> str:
+def describe(layer: Layer, pick: Pick) -> str:
     """``object 149 (hemisphere: right, length_mm: 37.5, group: left posterior inferior);
     fa: 0.41`` for a picked row (:func:`pick_fields`): the object id, the object's
     attributes and groups, then the row's own features. Rows without an object id list
@@ -195,7 +203,7 @@ def pick_fields(
     features (vertex / edge attributes). Text stored as codes (Tracks layers) is decoded,
     and napari's and the plugin's own columns (:func:`hidden_columns`, ``object_id``,
     ``group_id``, ``groups``) are left out."""
-    meta = zv_meta(pick.layer) or {}
+    meta = meta_of(pick.layer) or {}
     values = _decoded(pick.features, meta.get("categories") or {})
     hidden = hidden_columns(values) | {OBJECT_ID, GROUP_ID, GROUPS}
     object_columns = set(meta.get("object_columns") or ())
@@ -218,7 +226,7 @@ def pick_fields(
     return attrs, own
 
 
-def hidden_columns(features: Mapping[str, Any]) -> frozenset[str]:
+def hidden_columns(features: Mapping[str, object]) -> frozenset[str]:
     """Columns of ``features`` hover and Pick do not list: :data:`HIDDEN_FEATURES` and the
     plugin's computed direction colour (``direction``; ``zv_direction`` when a store
     attribute is called ``direction``, which is then listed)."""
@@ -226,7 +234,7 @@ def hidden_columns(features: Mapping[str, Any]) -> frozenset[str]:
     return HIDDEN_FEATURES | {computed}
 
 
-def object_table_of(layer: Any) -> ObjectTable | None:
+def object_table_of(layer: Layer) -> ObjectTable | None:
     """The level-0 object table of the store ``layer`` shows (cached per store), or
     ``None`` when there is no store to read it from."""
     viewer = viewer_of(layer)
@@ -238,7 +246,7 @@ def object_table_of(layer: Any) -> ObjectTable | None:
         return None
 
 
-def _decoded(features: Mapping[str, Any], categories: Mapping[str, list]) -> dict[str, Any]:
+def _decoded(features: Mapping[str, object], categories: Mapping[str, list]) -> dict[str, Any]:
     """Feature values with string columns of Tracks layers (stored as integer codes, their
     categories in the layer metadata) decoded back to their strings."""
     out: dict[str, Any] = {}

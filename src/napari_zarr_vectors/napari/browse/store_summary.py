@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from napari_zarr_vectors.napari.browse.groups import group_labels
 from napari_zarr_vectors.napari.browse.table import ObjectTable, safe_read
+from napari_zarr_vectors.napari.types import ZVStore
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class StoreSummary:
     placement: str = ""
 
 
-def store_summary(store: Any, counts: bool = True) -> StoreSummary:
+def store_summary(store: ZVStore, counts: bool = True) -> StoreSummary:
     """Metadata of ``store`` for the store panel. ``counts`` also reads each level's object
     index to count its objects (the panel does that off the UI thread)."""
     levels = []
@@ -115,7 +115,7 @@ _PLACEMENT_SOURCES = {
 }
 
 
-def _placement(store: Any) -> str:
+def _placement(store: ZVStore) -> str:
     """What ``store.placement`` does, in words ("" when positions are shown as stored)."""
     placement = safe_read(lambda _: store.placement, 0, None)
     if placement is None or placement.source == "identity":

@@ -10,13 +10,15 @@ tables; no napari, no Qt, no store I/O beyond building an :class:`ObjectTable` f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from napari_zarr_vectors.format.missing import missing_mask, take_by_id
+from napari_zarr_vectors.napari.conventions import split_channels
+from napari_zarr_vectors.napari.types import ZVStore
 from napari_zarr_vectors.napari.values import (
     CATEGORICAL,
     MAX_CATEGORIES,
@@ -32,6 +34,9 @@ HISTOGRAM_BINS = 24
 # --------------------------------------------------------------------------------------------
 # object table
 # --------------------------------------------------------------------------------------------
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ class ObjectTable:
     group_attributes: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
-    def from_store(cls, store: Any, level: int = 0) -> ObjectTable:
+    def from_store(cls, store: ZVStore, level: int = 0) -> ObjectTable:
         """The object table of ``store`` at ``level`` (default: level 0, every object).
 
         Tables the store cannot read are left empty (the widgets then say so) rather than
@@ -137,18 +142,6 @@ class ObjectTable:
         }
 
 
-def split_channels(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
-    """One column per channel: ``name`` or ``name[0]``, ``name[1]``, ... (the layer feature
-    naming of :mod:`napari_zarr_vectors.napari.layerdata.build`)."""
-    values = np.asarray(values)
-    if values.ndim <= 1:
-        return {name: values.reshape(-1)}
-    flat = values.reshape(len(values), -1)
-    if flat.shape[1] == 1:
-        return {name: flat[:, 0]}
-    return {f"{name}[{i}]": flat[:, i] for i in range(flat.shape[1])}
-
-
 # --------------------------------------------------------------------------------------------
 # attribute summaries
 # --------------------------------------------------------------------------------------------
@@ -226,7 +219,7 @@ def summarise(name: str, values: np.ndarray, present: np.ndarray | None = None) 
     return AttributeSummary(**common, lo=lo, hi=hi, histogram=hist, edges=edges)
 
 
-def safe_read(getter: Any, level: int, default: Any) -> Any:
+def safe_read(getter: Callable[[int], T | None], level: int, default: T) -> T:
     """``getter(level)``, or ``default`` when the store cannot answer (no table, bad table)."""
     try:
         out = getter(level)

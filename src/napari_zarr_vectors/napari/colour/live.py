@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,7 +53,18 @@ from napari_zarr_vectors.napari.colour.spec import (
     category_index,
     step_boundaries,
 )
-from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
+from napari_zarr_vectors.napari.conventions import (
+    DIRECTION,
+    GROUP_ID,
+    GROUPS,
+    META,
+    OBJECT_ID,
+    LayerMeta,
+    meta_of,
+)
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
 
 #: The one colour a layer is drawn in at a level without its colour-by attribute (the
 #: colour of missing values: grey).
@@ -65,15 +77,9 @@ FALLBACK_COLORMAP = "zv-fallback"
 PLUGIN_FEATURES = (OBJECT_ID, GROUP_ID, GROUPS, DIRECTION)
 
 
-def layer_kind(layer: Any) -> str:
+def layer_kind(layer: Layer) -> str:
     """``"points"``, ``"tracks"``, ``"vectors"``, ``"shapes"``, ``"surface"`` (or the class name)."""
     return type(layer).__name__.lower()
-
-
-def _meta(layer: Any) -> dict | None:
-    meta = getattr(layer, "metadata", None)
-    block = meta.get(META) if isinstance(meta, dict) else None
-    return block if isinstance(block, dict) else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,14 +87,14 @@ def _meta(layer: Any) -> dict | None:
 # --------------------------------------------------------------------------------------------
 
 
-def colour_spec_of(layer: Any) -> ColourSpec | None:
+def colour_spec_of(layer: Layer) -> ColourSpec | None:
     """The colour-by spec recorded on the layer by :func:`apply_colour` (``None``: none)."""
-    meta = _meta(layer)
+    meta = meta_of(layer)
     raw = None if meta is None else meta.get("colour")
     return None if not raw else ColourSpec.from_dict(raw)
 
 
-def colourable_features(layer: Any) -> list[str]:
+def colourable_features(layer: Layer) -> list[str]:
     """Feature columns a layer can be coloured by: the store's attributes first, then the
     plugin's own columns (object id, groups, direction). napari's Tracks ``track_id`` is not
     offered: it numbers path pieces (a path cut by the view is several tracks), not objects."""
@@ -99,23 +105,23 @@ def colourable_features(layer: Any) -> list[str]:
     return [n for n in names if n not in own] + own
 
 
-def feature_values(layer: Any, feature: str) -> np.ndarray:
+def feature_values(layer: Layer, feature: str) -> np.ndarray:
     """Values of ``feature`` per row, string categories of Tracks layers decoded."""
     values = layer.features[feature].to_numpy()
-    cats = (_meta(layer) or {}).get("categories", {}).get(feature)
+    cats = (LayerMeta.from_layer(layer).categories or {}).get(feature)
     if cats is not None and values.dtype.kind in "iu":
         values = np.asarray(cats, dtype=object)[values]
     return values
 
 
-def apply_colour(layer: Any, spec: ColourSpec) -> None:
+def apply_colour(layer: Layer, spec: ColourSpec) -> None:
     """Colour ``layer`` by ``spec`` through the layer's own colour properties, and record the
     spec in its metadata (``colour``; ``colour_by``: the feature drawn, ``None`` when this
     level lacks it and the layer is drawn in :data:`FALLBACK_COLOUR`). Idempotent; O(rows),
     vectorised."""
     kind = layer_kind(layer)
     missing = spec.feature not in colourable_features(layer)
-    meta = _meta(layer)
+    meta = meta_of(layer)
     if meta is not None:
         meta["colour"] = spec.to_dict()
         meta["colour_by"] = None if missing else spec.feature
@@ -174,7 +180,7 @@ def _numeric_categories(spec: ColourSpec) -> bool:
     )
 
 
-def _apply_colour_manager(layer: Any, prefix: str, spec: ColourSpec) -> None:
+def _apply_colour_manager(layer: Layer, prefix: str, spec: ColourSpec) -> None:
     values = layer.features[spec.feature].to_numpy()
     setattr(layer, f"{prefix}_color", "white")  # direct mode first: no stale mapping applies
     # booleans by cycle: napari's colormap mode takes numbers only
@@ -217,8 +223,8 @@ def _range_colormap_class():
 _RangeColormap = None
 
 
-def _apply_tracks(layer: Any, spec: ColourSpec) -> None:
-    cats = (_meta(layer) or {}).get("categories", {}).get(spec.feature)
+def _apply_tracks(layer: Layer, spec: ColourSpec) -> None:
+    cats = (LayerMeta.from_layer(layer).categories or {}).get(spec.feature)
     if spec.categorical and cats is not None:
         # string categories are stored as this layer's codes: map code -> category colour
         sub = spec.mapping()
@@ -241,7 +247,7 @@ def _apply_tracks(layer: Any, spec: ColourSpec) -> None:
     layer.color_by = spec.feature
 
 
-def _apply_surface(layer: Any, spec: ColourSpec) -> None:
+def _apply_surface(layer: Layer, spec: ColourSpec) -> None:
     values = layer.features[spec.feature].to_numpy()
     if spec.categorical and not (_numeric_categories(spec) and values.dtype.kind in "iufb"):
         index = category_index(spec, values).astype(np.float32)
@@ -265,7 +271,7 @@ def _fallback_colormap() -> Any:
     )
 
 
-def _apply_fallback(layer: Any) -> None:
+def _apply_fallback(layer: Layer) -> None:
     """Draw the whole layer in :data:`FALLBACK_COLOUR` (Tracks: a one-colour colormap on
     ``track_id``, the one column every Tracks layer has; Surface: a one-colour colormap)."""
     kind = layer_kind(layer)
@@ -281,7 +287,7 @@ def _apply_fallback(layer: Any) -> None:
         layer.colormap = _fallback_colormap()
 
 
-def _shows_fallback(layer: Any) -> bool:
+def _shows_fallback(layer: Layer) -> bool:
     kind = layer_kind(layer)
     if kind in ("points", "vectors", "shapes"):
         prefix = "face" if kind == "points" else "edge"
@@ -297,7 +303,7 @@ def _shows_fallback(layer: Any) -> bool:
     return True
 
 
-def colour_matches(layer: Any, spec: ColourSpec) -> bool:
+def colour_matches(layer: Layer, spec: ColourSpec) -> bool:
     """Whether ``layer`` is still coloured by ``spec`` (cheap: compares settings, not colours);
     at a level without the spec's attribute, whether it is drawn in :data:`FALLBACK_COLOUR`.
 
@@ -307,7 +313,7 @@ def colour_matches(layer: Any, spec: ColourSpec) -> bool:
     kind = layer_kind(layer)
     if spec.feature not in colourable_features(layer):
         return _shows_fallback(layer)
-    meta = _meta(layer) or {}
+    meta = meta_of(layer) or {}
     if meta.get("colour_by") != spec.feature:
         return False
     if kind in ("points", "vectors", "shapes"):
@@ -342,7 +348,7 @@ def colour_matches(layer: Any, spec: ColourSpec) -> bool:
     return True
 
 
-def reapply_colour(layer: Any) -> bool:
+def reapply_colour(layer: Layer) -> bool:
     """Re-apply the layer's recorded colour spec if a data swap lost it (the fallback colour
     where the level lacks its attribute); returns whether it did."""
     spec = colour_spec_of(layer)
@@ -352,7 +358,7 @@ def reapply_colour(layer: Any) -> bool:
     return True
 
 
-def layer_colours(layer: Any) -> np.ndarray:
+def layer_colours(layer: Layer) -> np.ndarray:
     """The ``(rows, 4)`` RGBA colours the layer currently draws per feature row (Tracks:
     per vertex; Surface: per vertex, from its colormap)."""
     kind = layer_kind(layer)
@@ -421,7 +427,7 @@ def _channel_attr(kind: str) -> str | None:
     return {"points": "face", "vectors": "edge", "shapes": "edge"}.get(kind)
 
 
-def capture(layer: Any) -> LayerColour:
+def capture(layer: Layer) -> LayerColour:
     """Read a layer's colouring (before a swap, and after it as the new baseline)."""
     kind = layer_kind(layer)
     attr = _channel_attr(kind)
@@ -440,7 +446,7 @@ def capture(layer: Any) -> LayerColour:
         return LayerColour(
             ChannelColour(
                 "colormap",
-                (_meta(layer) or {}).get("colour_by"),
+                LayerMeta.from_layer(layer).colour_by,
                 getattr(cmap, "name", str(cmap)),
                 tuple(float(v) for v in layer.contrast_limits),
                 None,
@@ -450,7 +456,7 @@ def capture(layer: Any) -> LayerColour:
     return LayerColour(None)
 
 
-def _capture_manager(layer: Any, attr: str) -> ChannelColour:
+def _capture_manager(layer: Layer, attr: str) -> ChannelColour:
     mode = str(getattr(layer, f"{attr}_color_mode"))
     feature = colour_feature(layer, attr)
     cmap = getattr(layer, f"{attr}_colormap", None)
@@ -472,7 +478,7 @@ def _capture_manager(layer: Any, attr: str) -> ChannelColour:
     )
 
 
-def release_colour(layer: Any, features: Any) -> None:
+def release_colour(layer: Layer, features: Collection[str]) -> None:
     """Before new data goes in: unlink a colour-by feature the new ``features`` lack (napari
     would warn that it was dropped, and recolour twice)."""
     kind = layer_kind(layer)
@@ -497,7 +503,7 @@ def surface_values(data: tuple, kwargs: dict, memory: ColourMemory) -> tuple:
     return vertices, faces, values
 
 
-def recolour(layer: Any, kwargs: dict, memory: ColourMemory) -> None:
+def recolour(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:
     """After a data swap (new data and features in): colour ``layer`` by its recorded spec
     (:func:`apply_colour`; the fallback colour where this level lacks the attribute), else as
     the user chose through napari (``memory.intent``) when that still applies to the new
@@ -550,7 +556,7 @@ def recolour(layer: Any, kwargs: dict, memory: ColourMemory) -> None:
         layer.metadata[META]["colour_by"] = new_meta["colour_by"] = name
 
 
-def _keep_point_size(layer: Any, kwargs: dict, memory: ColourMemory) -> None:
+def _keep_point_size(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:
     """The user's point size if they changed it, else the builder's size for this level."""
     size = memory.size if memory.size is not None else kwargs.get("size")
     if size is None:
@@ -576,7 +582,7 @@ def _builder_colour(attr: str, kwargs: dict, memory: ColourMemory) -> Any:
     return colour
 
 
-def _apply_colour(layer: Any, attr: str, target: Any) -> None:
+def _apply_colour(layer: Layer, attr: str, target: ChannelColour | str | np.ndarray | None) -> None:
     """Colour ``layer``'s ``attr`` channel: a :class:`ChannelColour` (feature or uniform), or
     direct colour(s) (a name or an ``(N, 4)`` array); changes only what differs."""
     if target is None:

@@ -19,7 +19,6 @@ import numpy as np
 
 from napari_zarr_vectors.format.geometry import Geometry, GeometryType
 from napari_zarr_vectors.format.missing import take_by_id
-from napari_zarr_vectors.napari.browse.table import split_channels
 from napari_zarr_vectors.napari.colour.defaults import (
     DEFAULT_COLORMAP,
     ID_COLORMAP,
@@ -33,7 +32,15 @@ from napari_zarr_vectors.napari.colour.defaults import (
     flat_colormap,
     n_unique,
 )
-from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
+from napari_zarr_vectors.napari.conventions import (
+    DIRECTION,
+    GROUP_ID,
+    GROUPS,
+    META,
+    OBJECT_ID,
+    LayerMeta,
+    split_channels,
+)
 from napari_zarr_vectors.napari.coords import (
     FLIP_WINDING,
     axis_reversal_is_mirror,
@@ -219,7 +226,7 @@ def layers_from_geometry(
     return out
 
 
-def object_columns(features: Mapping[str, Any], info: StoreInfo) -> list[str]:
+def object_columns(features: Mapping[str, np.ndarray], info: StoreInfo) -> list[str]:
     """The feature columns holding the object's attributes and groups (joined onto each row
     by :func:`_object_features`), as opposed to the row's own attributes: what hover lists
     with the object id (``metadata["zarr_vectors"]["object_columns"]``).
@@ -626,7 +633,7 @@ def _group_membership(groups: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.
     return first, listing
 
 
-def _columns_of(attrs: Mapping[str, np.ndarray], rows: Any) -> dict[str, np.ndarray]:
+def _columns_of(attrs: Mapping[str, np.ndarray], rows: np.ndarray | slice) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for name, values in attrs.items():
         out.update(split_channels(name, np.asarray(values)[rows]))
@@ -804,34 +811,32 @@ def _common_kwargs(
         scale = np.concatenate([[1.0], scale])
         labels = (_time_label(info.axes), *labels)
         units = ("pixel", *units) if units is not None else None
-    meta: dict[str, Any] = {
-        "path": info.path,
-        "name": info.name,
-        "geometry_type": info.geometry_type,
-        "level": info.level,
-        "role": role,
-        "axes": list(info.axes),
-        "units": list(info.units),
-        "axis_order": "reversed" if info.n_lead == 0 else "non-space first, space reversed",
-        "napari_order": info.order.tolist(),
-        "axis_types": list(info.axis_types) or ["space"] * len(info.axes),
-        "scale": info.world_scale.tolist(),
-        "bounds": [np.asarray(b, float).tolist() for b in info.bounds],
-    }
-    if geometry is not None:
-        meta["vertex_count"] = geometry.vertex_count
-        if geometry.chunks is not None:
-            meta["chunks"] = np.asarray(geometry.chunks).tolist()
-    if extra:
-        meta.update({k: v for k, v in extra.items() if v is not None and v != {}})
-    if info.affine is not None:
-        meta["world_affine"] = np.asarray(info.affine, float).tolist()
-        meta["world_order"] = info.world_order.tolist()
+    placed = info.affine is not None
+    chunks = None if geometry is None else geometry.chunks
+    meta = LayerMeta(
+        path=info.path,
+        name=info.name,
+        geometry_type=info.geometry_type,
+        level=info.level,
+        role=role,
+        axes=tuple(info.axes),
+        units=tuple(info.units),
+        axis_types=tuple(info.axis_types) or ("space",) * len(info.axes),
+        axis_order="reversed" if info.n_lead == 0 else "non-space first, space reversed",
+        napari_order=tuple(info.order.tolist()),
+        scale=tuple(info.world_scale.tolist()),
+        bounds=tuple(tuple(np.asarray(b, float).tolist()) for b in info.bounds),
+        vertex_count=None if geometry is None else geometry.vertex_count,
+        chunks=None if chunks is None else np.asarray(chunks).tolist(),
+        world_affine=np.asarray(info.affine, float).tolist() if placed else None,
+        world_order=tuple(info.world_order.tolist()) if placed else None,
+        **{k: v for k, v in (extra or {}).items() if v is not None and v != {}},
+    )
     kwargs: dict[str, Any] = {
         "name": layer_name(info, label),
         "scale": tuple(float(s) for s in scale),
         "axis_labels": labels,
-        "metadata": {META: meta},
+        "metadata": {META: meta.to_dict()},
     }
     if units is not None:
         kwargs["units"] = units

@@ -28,7 +28,15 @@ from typing import Any
 import numpy as np
 
 from napari_zarr_vectors.format.geometry import GRAPH_TYPES, PATH_TYPES, GeometryType
-from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
+from napari_zarr_vectors.napari.conventions import (
+    DIRECTION,
+    GROUP_ID,
+    GROUPS,
+    OBJECT_ID,
+    LayerMeta,
+    meta_of,
+    regroup_channels,
+)
 from napari_zarr_vectors.napari.coords import (
     FLIP_WINDING,
     axis_reversal_is_mirror,
@@ -37,15 +45,14 @@ from napari_zarr_vectors.napari.coords import (
     world_to_store,
 )
 from napari_zarr_vectors.napari.layerdata.store_info import affine_box
+from napari_zarr_vectors.napari.types import FullLayerData, LayerAttributes, LayerData
 from napari_zarr_vectors.write.engine import WriteError
 from napari_zarr_vectors.write.spec import WriteSpec
 
 #: Feature columns the reader derives (never store attributes).
 _DERIVED = (DIRECTION, f"zv_{DIRECTION}", "zv_highlight")
 
-FullLayerData = tuple[Any, Mapping[str, Any], str]
 
-_CHANNEL = re.compile(r"^(?P<name>.+)\[(?P<i>\d+)\]$")
 _DEFAULT_LABEL = re.compile(r"^(axis )?-?\d+$")
 
 
@@ -55,13 +62,13 @@ def spec_from_layers(layer_data: Sequence[FullLayerData]) -> tuple[WriteSpec, li
     A store holds one geometry: the layers must be one data layer (store bounds boxes are
     left out), or the edges and nodes layers of one graph / skeleton store.
     """
-    data_layers = [t for t in layer_data if _meta(t[1]).get("role") != "bounds"]
+    data_layers = [t for t in layer_data if _view(t[1]).role != "bounds"]
     if not data_layers:
         raise WriteError("only store bounds boxes were selected: select a data layer to save")
-    sources = sorted({str(_meta(t[1])["path"]) for t in layer_data if _meta(t[1]).get("path")})
+    sources = sorted({str(_view(t[1]).path) for t in layer_data if _view(t[1]).path})
     if len(data_layers) == 2:
-        roles = {_meta(t[1]).get("role"): t for t in data_layers}
-        paths = {_meta(t[1]).get("path") for t in data_layers}
+        roles = {_view(t[1]).role: t for t in data_layers}
+        paths = {_view(t[1]).path for t in data_layers}
         if set(roles) == {"edges", "nodes"} and len(paths) == 1:
             return graph_spec(roles["nodes"], roles["edges"]), sources
     if len(data_layers) > 1:
@@ -72,7 +79,7 @@ def spec_from_layers(layer_data: Sequence[FullLayerData]) -> tuple[WriteSpec, li
     return spec_from_layer(*data_layers[0]), sources
 
 
-def spec_from_layer(data: Any, attributes: Mapping[str, Any], layer_type: str) -> WriteSpec:
+def spec_from_layer(data: LayerData, attributes: LayerAttributes, layer_type: str) -> WriteSpec:
     """The :class:`WriteSpec` of one layer data tuple."""
     build = {
         "points": points_spec,
@@ -86,15 +93,15 @@ def spec_from_layer(data: Any, attributes: Mapping[str, Any], layer_type: str) -
             f"{attributes.get('name', layer_type)!r}: a {layer_type} layer cannot be saved as "
             "Zarr Vectors (Points, Tracks, Shapes paths/lines, Vectors and Surface can)"
         )
-    meta = _meta(attributes)
+    meta = _view(attributes)
     spec = build(data, attributes)
-    if spec.groups and meta.get("path"):
+    if spec.groups and meta.path:
         # group ids are kept, so the store's group attributes and names still describe them
-        spec.group_attributes, spec.group_names = _source_groups(meta["path"])
+        spec.group_attributes, spec.group_names = _source_groups(meta.path)
     return spec
 
 
-def points_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
+def points_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     """Points -> point_cloud; features -> vertex attributes (ids and groups when present)."""
     coords = np.asarray(data, dtype=np.float64)
     positions = _to_store(coords, attributes)
@@ -103,7 +110,7 @@ def points_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     )
 
 
-def tracks_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
+def tracks_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     """Tracks -> polyline (or the store's path type): one object per track id, vertices in
     time order; the time column becomes a leading ``t`` axis when it varies."""
     table = np.asarray(data, dtype=np.float64)
@@ -130,10 +137,10 @@ def tracks_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
         axes, units = (t_name, *axes), (t_unit, *units)
         axis_types = ("time", *axis_types)
         bounds = None
-    _decode_categories(features, _meta(attributes))
+    _decode_categories(features, _view(attributes).categories or {})
     groups = _groups(features, np.repeat(ids, lengths))
     vattrs, oattrs = _split(features, np.repeat(ids, lengths), attributes)
-    kind = _meta(attributes).get("geometry_type")
+    kind = _view(attributes).geometry_type
     return WriteSpec(
         kind if kind in (GeometryType.POLYLINE, GeometryType.STREAMLINE) else GeometryType.POLYLINE,
         positions,
@@ -150,7 +157,7 @@ def tracks_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     )
 
 
-def shapes_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
+def shapes_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     """Shapes ``path`` / ``line`` -> polyline / line, one object per shape."""
     types = list(attributes.get("shape_type") or [])
     bad = sorted({t for t in types if t not in ("path", "line")})
@@ -163,7 +170,7 @@ def shapes_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
         raise WriteError(f"{attributes.get('name')!r} holds no shapes")
     lengths = np.fromiter((len(s) for s in data), np.int64, len(data))
     coords = np.concatenate([np.asarray(s, dtype=np.float64) for s in data])
-    kind = _meta(attributes).get("geometry_type")
+    kind = _view(attributes).geometry_type
     if kind not in PATH_TYPES:
         lines = all(t == "line" for t in types)
         kind = GeometryType.LINE if lines else GeometryType.POLYLINE
@@ -172,7 +179,7 @@ def shapes_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     return _per_object_spec(kind, coords, lengths, attributes)
 
 
-def vectors_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
+def vectors_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     """Vectors -> line: segment ``start -> start + length * direction`` (napari's drawing)."""
     vectors = np.asarray(data, dtype=np.float64)
     if vectors.ndim != 3 or vectors.shape[1] != 2:
@@ -185,7 +192,7 @@ def vectors_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
     return _per_object_spec(GeometryType.LINE, coords, lengths, attributes)
 
 
-def surface_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
+def surface_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     """Surface -> mesh; vertex values -> vertex attribute ``values``; features -> vertex
     attributes (``object_id`` -> object ids)."""
     vertices = np.asarray(data[0], dtype=np.float64)
@@ -195,8 +202,7 @@ def surface_spec(data: Any, attributes: Mapping[str, Any]) -> WriteSpec:
         faces = faces[:, FLIP_WINDING]
     positions = _to_store(vertices, attributes)
     features = _features(attributes)
-    meta = _meta(attributes)
-    if len(data) > 2 and data[2] is not None and not meta:
+    if len(data) > 2 and data[2] is not None and meta_of(attributes) is None:
         values = np.asarray(data[2])
         values = values.T if values.ndim == 2 and values.shape[-1] == len(vertices) else values
         if len(values) == len(vertices) and np.ptp(values, axis=0).any():
@@ -209,7 +215,7 @@ def _per_vertex_spec(
     kind: str,
     positions: np.ndarray,
     features: dict[str, np.ndarray],
-    attributes: Mapping[str, Any],
+    attributes: LayerAttributes,
     nd: int,
     **extra: Any,
 ) -> WriteSpec:
@@ -254,12 +260,12 @@ def graph_spec(nodes: FullLayerData, edges: FullLayerData) -> WriteSpec:
             f"{edges[1].get('name')!r}: {int((edge_rows < 0).any(axis=1).sum())} edges end "
             f"away from every node of {node_attrs.get('name')!r}"
         )
-    kind = _meta(node_attrs).get("geometry_type")
-    edge_source = _meta(edges[1]).get("path")
+    kind = _view(node_attrs).geometry_type
+    edge_source = _view(edges[1]).path
     names = _store_names(edge_source)
     edge_attrs = {
         k: v
-        for k, v in _regroup(_features(edges[1])).items()
+        for k, v in regroup_channels(_features(edges[1]), skip=_DERIVED).items()
         if k not in (OBJECT_ID, GROUP_ID, GROUPS, *_DERIVED)
         and k not in node_spec.vertex_attributes
         and k not in node_spec.object_attributes
@@ -287,7 +293,7 @@ def graph_spec(nodes: FullLayerData, edges: FullLayerData) -> WriteSpec:
 
 
 def _per_object_spec(
-    kind: str, coords: np.ndarray, lengths: np.ndarray, attributes: Mapping[str, Any]
+    kind: str, coords: np.ndarray, lengths: np.ndarray, attributes: LayerAttributes
 ) -> WriteSpec:
     """Paths / lines whose features have one row per object (Shapes, Vectors)."""
     nd = coords.shape[1]
@@ -296,9 +302,9 @@ def _per_object_spec(
     features = _features(attributes)
     ids = _int_column(features.pop(OBJECT_ID, None))
     groups = _groups(features, ids)
-    oattrs = _regroup(features)
+    oattrs = regroup_channels(features, skip=_DERIVED)
     vattrs: dict[str, np.ndarray] = {}
-    names = _store_names(_meta(attributes).get("path"))
+    names = _store_names(_view(attributes).path)
     if names is not None:  # a store's vertex attributes joined per segment / path
         for k in [k for k in oattrs if k in names[1] and k not in names[0]]:
             vattrs[k] = np.repeat(oattrs.pop(k), lengths, axis=0)
@@ -317,12 +323,7 @@ def _per_object_spec(
     )
 
 
-def _meta(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    meta = (attributes.get("metadata") or {}).get(META)
-    return meta if isinstance(meta, dict) else {}
-
-
-def _to_world(coords: np.ndarray, attributes: Mapping[str, Any]) -> np.ndarray:
+def _to_world(coords: np.ndarray, attributes: LayerAttributes) -> np.ndarray:
     """Layer data -> world coordinates (napari axis order), as napari draws the layer."""
     return layer_to_world(
         coords,
@@ -334,33 +335,33 @@ def _to_world(coords: np.ndarray, attributes: Mapping[str, Any]) -> np.ndarray:
     )
 
 
-def _to_store(coords: np.ndarray, attributes: Mapping[str, Any]) -> np.ndarray:
+def _to_store(coords: np.ndarray, attributes: LayerAttributes) -> np.ndarray:
     """Layer data -> store coordinates (inverse of the reader): world, in store column
     order (a store layer's ``napari_order``, else the axes reversed)."""
     world = _to_world(coords, attributes)
     return world_to_store(world, _napari_columns(attributes, world.shape[1]))
 
 
-def _napari_columns(attributes: Mapping[str, Any], nd: int) -> np.ndarray:
+def _napari_columns(attributes: LayerAttributes, nd: int) -> np.ndarray:
     """The store column of each napari world axis for ``nd`` axes: the layer's
     ``metadata["zarr_vectors"]["napari_order"]`` (``world_order`` when placed: its data order
     may be permuted), else space axes only (:func:`~napari_zarr_vectors.napari.coords.
     napari_axis_order`)."""
-    meta = _meta(attributes)
-    order = meta.get("world_order") if "world_affine" in meta else meta.get("napari_order")
+    meta = _view(attributes)
+    order = meta.world_order if meta.world_affine is not None else meta.napari_order
     if order is not None and sorted(int(o) for o in order) == list(range(nd)):
         return np.asarray(order, dtype=np.int64)
     return napari_axis_order(("space",) * nd)
 
 
 def _store_axes(
-    attributes: Mapping[str, Any], nd: int
+    attributes: LayerAttributes, nd: int
 ) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
     """Store axis names and units (store order) for the last ``nd`` layer axes."""
-    meta = _meta(attributes)
-    if meta.get("axes") and len(meta["axes"]) == nd:
-        units = meta.get("units") or [None] * nd
-        return tuple(str(a) for a in meta["axes"]), tuple(u or None for u in units)
+    meta = _view(attributes)
+    if meta.axes and len(meta.axes) == nd:
+        units = meta.units or (None,) * nd
+        return tuple(str(a) for a in meta.axes), tuple(u or None for u in units)
     columns = np.argsort(_napari_columns(attributes, nd))
     labels = [str(x) for x in (attributes.get("axis_labels") or [])][-nd:]
     if len(labels) == nd and not any(_DEFAULT_LABEL.match(x) for x in labels):
@@ -371,15 +372,15 @@ def _store_axes(
     return names, tuple(units[c] for c in columns)
 
 
-def _axis_types(attributes: Mapping[str, Any], nd: int) -> tuple[str, ...]:
+def _axis_types(attributes: LayerAttributes, nd: int) -> tuple[str, ...]:
     """Store axis types (store order): a store layer's own, else every axis a space axis."""
-    types = _meta(attributes).get("axis_types")
+    types = _view(attributes).axis_types
     if types is not None and len(types) == nd:
         return tuple(str(t) for t in types)
     return ("space",) * nd
 
 
-def _unit_names(attributes: Mapping[str, Any], nd: int) -> list[str | None]:
+def _unit_names(attributes: LayerAttributes, nd: int) -> list[str | None]:
     """Units of the last ``nd`` layer axes, napari order (``None`` for pixel / unset)."""
     units = list(attributes.get("units") or [])[-nd:]
     out: list[str | None] = []
@@ -389,19 +390,19 @@ def _unit_names(attributes: Mapping[str, Any], nd: int) -> list[str | None]:
     return out if len(out) == nd else [None] * nd
 
 
-def _meta_bounds(attributes: Mapping[str, Any], nd: int) -> tuple[np.ndarray, np.ndarray] | None:
-    bounds = _meta(attributes).get("bounds")
+def _meta_bounds(attributes: LayerAttributes, nd: int) -> tuple[np.ndarray, np.ndarray] | None:
+    bounds = _view(attributes).bounds
     if not bounds or len(bounds) != 2 or len(bounds[0]) != nd:
         return None
     lo, hi = np.asarray(bounds[0], float), np.asarray(bounds[1], float)
-    affine = _meta(attributes).get("world_affine")
+    affine = _view(attributes).world_affine
     if affine is not None and np.shape(affine) == (nd + 1, nd + 1):
         # positions are saved where they are shown (the placement applied): so are bounds
         lo, hi = affine_box(np.asarray(affine, float), lo, hi)
     return lo, hi
 
 
-def _features(attributes: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def _features(attributes: LayerAttributes) -> dict[str, np.ndarray]:
     """The layer's features as ``{name: numpy array}`` (categoricals as ``str`` objects)."""
     table = attributes.get("features")
     if table is None:
@@ -451,37 +452,18 @@ def _groups(features: dict[str, np.ndarray], ids: np.ndarray | None) -> dict[int
     return {g: np.unique(np.concatenate(m)) for g, m in out.items()}
 
 
-def _regroup(features: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """``name[0]``, ``name[1]``, ... columns back into one ``(N, C)`` attribute ``name``;
-    derived columns (direction, highlight) dropped."""
-    out: dict[str, np.ndarray] = {}
-    channels: dict[str, dict[int, np.ndarray]] = {}
-    for name, values in features.items():
-        if name in _DERIVED:
-            continue
-        m = _CHANNEL.match(name)
-        if m:
-            channels.setdefault(m["name"], {})[int(m["i"])] = np.asarray(values)
-        else:
-            out[name] = np.asarray(values)
-    for name, cols in channels.items():
-        if sorted(cols) == list(range(len(cols))) and name not in out:
-            out[name] = np.column_stack([cols[i] for i in range(len(cols))])
-        else:
-            out.update({f"{name}[{i}]": v for i, v in cols.items()})
-    return out
-
-
-def _decode_categories(features: dict[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+def _decode_categories(
+    features: dict[str, np.ndarray], categories: Mapping[str, Sequence[str]]
+) -> None:
     """Tracks layers from a store hold string attributes as integer codes
     (``metadata["zarr_vectors"]["categories"]``): back to strings."""
-    for name, cats in (meta.get("categories") or {}).items():
+    for name, cats in categories.items():
         if name in features:
             codes = np.asarray(features[name]).astype(np.int64)
             features[name] = np.asarray(cats, dtype=object)[codes]
 
 
-def _store_names(path: Any) -> tuple[set[str], set[str]] | None:
+def _store_names(path: str | None) -> tuple[set[str], set[str]] | None:
     """``(object attribute names, vertex attribute names)`` of the store at ``path`` (level
     0), or ``None`` when it cannot be opened."""
     if not path:
@@ -495,7 +477,7 @@ def _store_names(path: Any) -> tuple[set[str], set[str]] | None:
         return None
 
 
-def _source_groups(path: Any) -> tuple[dict[str, np.ndarray], dict[int, str]]:
+def _source_groups(path: str) -> tuple[dict[str, np.ndarray], dict[int, str]]:
     """The group attributes and group names of the store at ``path`` (level 0); empty when
     it is gone."""
     try:
@@ -509,7 +491,7 @@ def _source_groups(path: Any) -> tuple[dict[str, np.ndarray], dict[int, str]]:
 
 
 def _split(
-    features: dict[str, np.ndarray], ids: np.ndarray | None, attributes: Mapping[str, Any]
+    features: dict[str, np.ndarray], ids: np.ndarray | None, attributes: LayerAttributes
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Per-row features -> (vertex attributes, object attributes by ascending object id).
 
@@ -517,8 +499,8 @@ def _split(
     store's own object attribute names decide (when it can be opened), else columns that
     are constant within every object. Other layers' features are vertex attributes.
     """
-    columns = _regroup(features)
-    meta = _meta(attributes)
+    columns = regroup_channels(features, skip=_DERIVED)
+    meta = meta_of(attributes)
     if ids is None or not meta:
         return columns, {}
     names = _store_names(meta.get("path"))
@@ -552,3 +534,8 @@ def _constant_per_object(values: np.ndarray, first: np.ndarray, inverse: np.ndar
     if values.dtype.kind == "f":
         same |= np.isnan(values) & np.isnan(ref)
     return bool(np.all(same))
+
+
+def _view(attributes: LayerAttributes) -> LayerMeta:
+    """The typed view of the layer's ``metadata["zarr_vectors"]``."""
+    return LayerMeta.from_layer(attributes)

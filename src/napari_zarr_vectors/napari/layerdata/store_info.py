@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -17,9 +16,10 @@ from napari_zarr_vectors.format.geometry import PATH_TYPES
 from napari_zarr_vectors.format.world import affine_box
 from napari_zarr_vectors.napari.coords import napari_affine, napari_axis_order, placed_order
 from napari_zarr_vectors.napari.layerdata.build import StoreInfo
+from napari_zarr_vectors.napari.types import ZVStore
 
 
-def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = True) -> StoreInfo:
+def store_info(store: ZVStore, level: int, *, lod: bool = False, objects: bool = True) -> StoreInfo:
     """The store facts the layer builders need (metadata, object attributes, groups).
 
     ``lod``: for level-of-detail layers, whose level changes with the view: names without
@@ -56,7 +56,7 @@ def store_info(store: Any, level: int, *, lod: bool = False, objects: bool = Tru
     )
 
 
-def _shared_vertex_attributes(store: Any) -> tuple[str, ...]:
+def _shared_vertex_attributes(store: ZVStore) -> tuple[str, ...]:
     """Vertex attribute names every level stores (in level 0's order)."""
     try:
         per_level = [list(store.vertex_attribute_names(lv.index)) for lv in store.levels]
@@ -67,7 +67,7 @@ def _shared_vertex_attributes(store: Any) -> tuple[str, ...]:
     return tuple(n for n in per_level[0] if all(n in names for names in per_level[1:]))
 
 
-def _level_vertex_count(store: Any, level: int) -> int | None:
+def _level_vertex_count(store: ZVStore, level: int) -> int | None:
     try:
         count = store.level(level).vertex_count
     except (KeyError, AttributeError):
@@ -75,14 +75,14 @@ def _level_vertex_count(store: Any, level: int) -> int | None:
     return int(count) if count else None
 
 
-def _keeps_object_ids(store: Any, level: int) -> bool:
+def _keeps_object_ids(store: ZVStore, level: int) -> bool:
     try:
         return bool(store.level(level).preserves_object_ids)
     except (KeyError, AttributeError):
         return False
 
 
-def _shapes_hint(store: Any) -> int | None:
+def _shapes_hint(store: ZVStore) -> int | None:
     """The most shapes a view of the store can hold: level-0 objects for paths and lines,
     level-0 vertices for graph and skeleton edges (2-D stores only; else ``None``)."""
     if int(store.ndim) != 2:
@@ -98,7 +98,7 @@ def _shapes_hint(store: Any) -> int | None:
     return int(lv0.vertex_count) if lv0.vertex_count is not None else None
 
 
-def _axis_types(store: Any) -> tuple[str, ...]:
+def _axis_types(store: ZVStore) -> tuple[str, ...]:
     """The store's axis types (every axis a space axis for stores that do not say)."""
     types = getattr(store, "axis_types", None)
     if types is None or len(types) != int(store.ndim):
@@ -106,7 +106,7 @@ def _axis_types(store: Any) -> tuple[str, ...]:
     return tuple(str(t) for t in types)
 
 
-def napari_order(store: Any) -> np.ndarray:
+def napari_order(store: ZVStore) -> np.ndarray:
     """The store column of each napari axis of the layer data
     (:func:`~napari_zarr_vectors.napari.coords.napari_axis_order`, permuted by
     :func:`~napari_zarr_vectors.napari.coords.placed_order` when the
@@ -114,7 +114,9 @@ def napari_order(store: Any) -> np.ndarray:
     return placed_order(napari_axis_order(_axis_types(store)), world_affine(store))
 
 
-def world_box_to_store(store: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def world_box_to_store(
+    store: ZVStore, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """A world box in napari axis order -> the box of the stored space holding it, store
     order (the inverse placement; exact for axis permutations, flips and scales)."""
     order = napari_order(store)
@@ -128,7 +130,9 @@ def world_box_to_store(store: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.n
     return lo[back], hi[back]
 
 
-def store_box_to_world(store: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def store_box_to_world(
+    store: ZVStore, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """A box of the stored space (store order) -> the world box holding it, napari axis
     order (what the layers show it as)."""
     lo, hi = affine_box(world_affine(store), lo, hi)
@@ -136,7 +140,7 @@ def store_box_to_world(store: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[np.n
     return lo[world_order], hi[world_order]
 
 
-def layer_scale(store: Any) -> np.ndarray:
+def layer_scale(store: ZVStore) -> np.ndarray:
     """World units per layer data unit, store order: for space axes the level-0 bin shape,
     else the chunk shape, else 1; 1 for non-space axes (a time slider steps one store
     time unit, a channel slider one channel)."""
@@ -169,7 +173,7 @@ def show_stored_space(path: str, on: bool) -> None:
         _STORED_SPACE.discard(str(path))
 
 
-def world_affine(store: Any, *, stored_space: bool | None = None) -> np.ndarray | None:
+def world_affine(store: ZVStore, *, stored_space: bool | None = None) -> np.ndarray | None:
     """The store -> world affine the layers carry as their napari ``affine`` (store column
     order, ``(ndim + 1, ndim + 1)``; the core's ``Store.placement``), or ``None`` when world
     coordinates are the stored ones: no ``crs``, positions baked, or the store is shown in

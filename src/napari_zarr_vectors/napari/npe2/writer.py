@@ -20,16 +20,20 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from napari_zarr_vectors.napari._napari_compat import open_viewers
 from napari_zarr_vectors.napari.browse.targets import is_data_meta, object_filter_of
-from napari_zarr_vectors.napari.conventions import META
-from napari_zarr_vectors.napari.layerdata.inverse import FullLayerData, _meta, spec_from_layers
+from napari_zarr_vectors.napari.conventions import meta_of
+from napari_zarr_vectors.napari.layerdata.inverse import spec_from_layers
+from napari_zarr_vectors.napari.types import FullLayerData, ZVStore
 from napari_zarr_vectors.write.engine import WriteError, write_store
 from napari_zarr_vectors.write.export import export_objects
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
 
 #: The store suffix napari's save dialog and ``layers.save`` use for this writer.
 SUFFIX = ".zarrvectors"
@@ -47,7 +51,7 @@ def write_layers(path: str, layer_data: list[FullLayerData]) -> list[str]:
 
 def save_layers(
     path: str | os.PathLike,
-    layer_data: Sequence[FullLayerData | Any],
+    layer_data: Sequence[FullLayerData | Layer],
     *,
     pyramid: bool = True,
     validate: bool = False,
@@ -119,7 +123,7 @@ class StoreSelection:
     geometry_type: str | None
     object_ids: np.ndarray | None
 
-    def open(self) -> tuple[Any, str]:
+    def open(self) -> tuple[ZVStore | None, str]:
         """``(store, "")``, or ``(None, why)`` when the store cannot be read any more."""
         from napari_zarr_vectors.format.errors import ZVError
         from napari_zarr_vectors.format.store import open_store
@@ -133,7 +137,7 @@ class StoreSelection:
 
 
 def store_selection(
-    layer_data: Sequence[FullLayerData], layers: Sequence[Any] = ()
+    layer_data: Sequence[FullLayerData], layers: Sequence[Layer] = ()
 ) -> StoreSelection | None:
     """The store objects that saving these layers writes, or ``None`` when they are not
     (only) layers opened from a store (store bounds boxes are left out; Pyramid QA overlays
@@ -145,7 +149,7 @@ def store_selection(
     the open viewers' layers (napari's writer hands over data tuples only).
     Layers of several stores are refused (:class:`WriteError`): a store holds one geometry.
     """
-    metas = [_meta(t[1]) for t in layer_data if _meta(t[1]).get("role") != "bounds"]
+    metas = [m for m in (meta_of(t[1]) or {} for t in layer_data) if m.get("role") != "bounds"]
     if not metas or not all(m.get("path") for m in metas):
         return None
     isolated = [m for m in metas if m.get("role") == "isolated" and m.get("object_id") is not None]
@@ -170,13 +174,13 @@ def store_selection(
     return StoreSelection(stores[0][0], stores[0][1], chosen)
 
 
-def _filter_of(meta: dict[str, Any], layers: Sequence[Any]) -> np.ndarray | None:
+def _filter_of(meta: dict[str, Any], layers: Sequence[Layer]) -> np.ndarray | None:
     """The object filter of the layer whose ``metadata["zarr_vectors"]`` is ``meta``."""
     candidates = list(layers)
     for viewer in open_viewers():
         candidates += list(viewer.layers)
     for layer in candidates:
-        if (getattr(layer, "metadata", None) or {}).get(META) is meta:
+        if meta_of(layer) is meta:
             return object_filter_of(layer)
     return None
 
@@ -188,7 +192,7 @@ def _notify_loaded(layer_data: Sequence[FullLayerData], reason: str) -> None:
 
     parts = []
     for _, attributes, _ in layer_data:
-        meta = _meta(attributes)
+        meta = meta_of(attributes) or {}
         if meta.get("path") and meta.get("role") != "bounds":
             count = meta.get("vertex_count")
             held = f"{int(count):,} vertices" if count is not None else "what it holds"

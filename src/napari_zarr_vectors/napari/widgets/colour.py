@@ -10,7 +10,8 @@ and the legend says so; the colour and its contrast limits return with the attri
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from magicgui.widgets import CheckBox, ComboBox, Container, FloatRangeSlider
@@ -34,6 +35,7 @@ from napari_zarr_vectors.napari.colour.spec import (
     finite_range,
     value_counts,
 )
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.build import GROUP_ID, GROUPS, OBJECT_ID
 from napari_zarr_vectors.napari.values import (
     CATEGORICAL,
@@ -42,6 +44,10 @@ from napari_zarr_vectors.napari.values import (
     format_value,
 )
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.viewer import Viewer
 
 AUTO, CONTINUOUS = "auto", "continuous"
 
@@ -63,7 +69,7 @@ SEVERAL_GROUPS = "Objects in several groups are drawn in the colour of the small
 class ColourByWidget(ZVBrowseWidget):
     """Dock widget: colour the selected store's layers by an attribute."""
 
-    def __init__(self, napari_viewer: Any) -> None:
+    def __init__(self, napari_viewer: Viewer) -> None:
         super().__init__(napari_viewer)
         # custom Qt for the two texts: word-wrapped rich text (the legend's colour swatches),
         # which magicgui's Label does not offer
@@ -154,7 +160,7 @@ class ColourByWidget(ZVBrowseWidget):
             return []
 
     def _level(self) -> int | None:
-        meta = self.layer.metadata.get("zarr_vectors", {}) if self.layer is not None else {}
+        meta = meta_of(self.layer) or {}
         return getattr(self.target, "level", meta.get("level"))
 
     def _describe(self, name: str) -> str:
@@ -178,7 +184,7 @@ class ColourByWidget(ZVBrowseWidget):
             return f"{name}  (computed from the geometry)"
         return name
 
-    def layers(self) -> list[Any]:
+    def layers(self) -> list[Layer]:
         """The layers a colour choice applies to: with "all layers", every layer of the store
         that has the feature at this level or is already coloured by it."""
         if self.layer is None:
@@ -366,12 +372,12 @@ class ColourByWidget(ZVBrowseWidget):
         return value_counts(values)
 
 
-def _rows_noun(layer: Any) -> str:
+def _rows_noun(layer: Layer) -> str:
     kind = layer_kind(layer) if layer is not None else ""
     return {"points": "points", "vectors": "segments", "shapes": "shapes"}.get(kind, "vertices")
 
 
-def _hex(rgba: Any) -> str:
+def _hex(rgba: Sequence[float]) -> str:
     return "#{:02x}{:02x}{:02x}".format(*(int(round(255 * c)) for c in rgba[:3]))
 
 

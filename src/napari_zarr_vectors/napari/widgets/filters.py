@@ -13,7 +13,8 @@ after every level-of-detail refresh.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
 
 import numpy as np
 from magicgui.widgets import ComboBox, Container, FloatRangeSlider, PushButton, RangeSlider, Select
@@ -40,6 +41,9 @@ from napari_zarr_vectors.napari.browse.table import AttributeSummary, summarise
 from napari_zarr_vectors.napari.values import CATEGORICAL, format_value
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, clear_layout
 
+if TYPE_CHECKING:
+    from napari.viewer import Viewer
+
 #: Slider changes are applied after this many milliseconds without a further change.
 APPLY_DELAY_MS = 150
 
@@ -55,7 +59,7 @@ NO_ATTRIBUTES = "This store has no object attributes."
 class GroupFilterWidget(ZVBrowseWidget):
     """Tick groups to show or hide their objects; "only these" keeps the highlighted ones."""
 
-    def __init__(self, napari_viewer: Any) -> None:
+    def __init__(self, napari_viewer: Viewer) -> None:
         super().__init__(napari_viewer)
         self.message = QLabel()
         self.message.setWordWrap(True)
@@ -185,7 +189,7 @@ class GroupFilterWidget(ZVBrowseWidget):
         if chosen:
             self.set_checked(chosen)
 
-    def _ticked(self, item: Any = None) -> None:
+    def _ticked(self, item: QListWidgetItem | None = None) -> None:
         if not self._updating:
             self._apply()
 
@@ -210,7 +214,7 @@ class AttributeFilterWidget(ZVBrowseWidget):
     """One control per chosen object attribute: a range slider (numeric) or a value list
     (categorical / integer codes). Filters combine (AND) with each other and the groups."""
 
-    def __init__(self, napari_viewer: Any) -> None:
+    def __init__(self, napari_viewer: Viewer) -> None:
         super().__init__(napari_viewer)
         self.message = QLabel()
         self.message.setWordWrap(True)
@@ -262,7 +266,9 @@ class AttributeFilterWidget(ZVBrowseWidget):
         self.controls.setVisible(controls)
         self.count.setVisible(controls)
 
-    def add_filter(self, name: str, existing: Any = None) -> _FilterRow | None:
+    def add_filter(
+        self, name: str, existing: RangeFilter | ValueFilter | None = None
+    ) -> _FilterRow | None:
         """Show the control for attribute ``name`` (its filter starts inactive)."""
         if self.session is None or name not in self.session.table.attributes:
             return None
@@ -293,7 +299,7 @@ class AttributeFilterWidget(ZVBrowseWidget):
             self.session.filters.attribute_filters.clear()
             self.session.apply()
 
-    def _row_changed(self, name: str, f: Any) -> None:
+    def _row_changed(self, name: str, f: RangeFilter | ValueFilter | None) -> None:
         if self.session is None:
             return
         if self.session.filters.attribute_filters.get(name) == f:
@@ -310,7 +316,12 @@ class _FilterRow(QGroupBox):
     """The control of one attribute filter: a range slider (numeric) or a value list
     (categorical), in a titled frame (custom Qt) with the histogram as a sparkline."""
 
-    def __init__(self, summary: AttributeSummary, changed: Any, remove: Any) -> None:
+    def __init__(
+        self,
+        summary: AttributeSummary,
+        changed: Callable[[str, RangeFilter | ValueFilter | None], None],
+        remove: Callable[[str], None],
+    ) -> None:
         super().__init__()
         self.summary = summary
         self._changed = changed
@@ -375,20 +386,20 @@ class _FilterRow(QGroupBox):
         self._emit_later.cancel()
         self.emit()
 
-    def set_values(self, values: list[Any]) -> None:
+    def set_values(self, values: Collection[object]) -> None:
         """Choose exactly ``values`` and apply."""
         if self.values is None:
             raise ValueError(f"{self.summary.name} is not a categorical filter")
         self._select(values)
         self.emit()
 
-    def _select(self, values: Any) -> None:
+    def _select(self, values: Collection[object]) -> None:
         if self.values is None:
             return
         with self.values.changed.blocked():
             self.values.value = [v for v in self.summary.categories if v in values]
 
-    def current(self) -> Any:
+    def current(self) -> RangeFilter | ValueFilter | None:
         """The filter this row stands for (``None`` while it lets everything through)."""
         s = self.summary
         if self.values is not None:
@@ -404,7 +415,7 @@ class _FilterRow(QGroupBox):
             return None
         return RangeFilter(s.name, lo, hi)
 
-    def restore(self, f: Any) -> None:
+    def restore(self, f: RangeFilter | ValueFilter) -> None:
         if isinstance(f, RangeFilter) and self.slider is not None:
             with self.slider.changed.blocked():
                 self.slider.value = (f.lo, f.hi)
