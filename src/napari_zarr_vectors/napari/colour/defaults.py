@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_zarr_vectors.napari.colour.spec import finite_range, golden_hues
 from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, OBJECT_ID
 
 #: Store attribute names treated as per-vertex colours when they have 3 or 4 channels.
@@ -77,7 +78,7 @@ def default_colour_by(features: Mapping[str, np.ndarray], name: str) -> DefaultC
     values = np.asarray(features[name])
     if name in (OBJECT_ID, GROUP_ID):
         return DefaultColour(direct=categorical_rgba(values), source=name)
-    limits = contrast_limits(values)
+    limits = finite_range(values)
     if values.dtype.kind == "f":
         return DefaultColour(feature=name, contrast_limits=limits, source=name)
     from napari.utils.colormaps import ensure_colormap
@@ -88,12 +89,7 @@ def default_colour_by(features: Mapping[str, np.ndarray], name: str) -> DefaultC
 
 def categorical_rgba(ids: np.ndarray) -> np.ndarray:
     """Distinct, stable colours per integer id (golden-ratio hue steps, HSV -> RGB)."""
-    ids = np.asarray(ids, dtype=np.float64)
-    hue = np.mod(np.nan_to_num(ids, nan=0.0) * 0.618033988749895 + 0.1, 1.0)
-    sat, val = 0.75, 1.0
-    k = np.mod(np.array([5.0, 3.0, 1.0])[None, :] + hue[:, None] * 6.0, 6.0)
-    rgb = val - val * sat * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
-    return np.column_stack([rgb, np.ones(len(ids))]).astype(np.float32)
+    return golden_hues(ids, offset=0.1, saturation=0.75)
 
 
 def edge_colour_kwargs(colour: DefaultColour) -> dict[str, Any]:
@@ -161,13 +157,3 @@ def flat_colormap(name: str, rgba: Sequence[float]):
     from napari.utils.colormaps import Colormap
 
     return Colormap([rgba, rgba], name=name)
-
-
-def contrast_limits(values: np.ndarray) -> tuple[float, float]:
-    """Finite min and max of ``values`` (a unit range when flat or empty)."""
-    finite = np.asarray(values, dtype=np.float64)
-    finite = finite[np.isfinite(finite)]
-    if not len(finite):
-        return 0.0, 1.0
-    lo, hi = float(finite.min()), float(finite.max())
-    return (lo, hi) if hi > lo else (lo, lo + 1.0)

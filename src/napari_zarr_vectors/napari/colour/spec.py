@@ -116,13 +116,19 @@ def palette(n: int) -> np.ndarray:
     base = np.array([_hex_rgba(h) for h in CATEGORY_PALETTE], dtype=np.float32)
     if n <= len(base):
         return base[:n]
-    extra = np.arange(n - len(base), dtype=np.float64)
-    hue = np.mod(extra * 0.618033988749895 + 0.05, 1.0)
-    sat, val = 0.65, 1.0
-    k = np.mod(np.array([5.0, 3.0, 1.0])[None, :] + hue[:, None] * 6.0, 6.0)
-    rgb = val - val * sat * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
-    more = np.column_stack([rgb, np.ones(len(extra))]).astype(np.float32)
+    more = golden_hues(np.arange(n - len(base)), offset=0.05, saturation=0.65)
     return np.concatenate([base, more])
+
+
+def golden_hues(keys: np.ndarray, offset: float, saturation: float) -> np.ndarray:
+    """``(N, 4)`` RGBA colours, one per number of ``keys``: hues a golden-ratio step apart
+    (``offset`` + key x 0.618..., so neighbouring keys differ most), full value, HSV -> RGB;
+    NaN keys count as 0."""
+    keys = np.nan_to_num(np.asarray(keys, dtype=np.float64), nan=0.0)
+    hue = np.mod(keys * 0.618033988749895 + offset, 1.0)
+    k = np.mod(np.array([5.0, 3.0, 1.0])[None, :] + hue[:, None] * 6.0, 6.0)
+    rgb = 1.0 - saturation * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
+    return np.column_stack([rgb, np.ones(len(keys))]).astype(np.float32)
 
 
 def categorical_colours(

@@ -23,7 +23,6 @@ from napari_zarr_vectors.napari.colour.defaults import (
     DEFAULT_COLORMAP,
     ID_COLORMAP,
     DefaultColour,
-    contrast_limits,
     default_colour_by,
     default_point_colour,
     direction_colour,
@@ -32,6 +31,7 @@ from napari_zarr_vectors.napari.colour.defaults import (
     flat_colormap,
     n_unique,
 )
+from napari_zarr_vectors.napari.colour.spec import finite_range
 from napari_zarr_vectors.napari.conventions import (
     DIRECTION,
     GROUP_ID,
@@ -338,7 +338,7 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
         projection_mode=SLAB_PROJECTION,
     )
     if name is not None:
-        kwargs["contrast_limits"] = contrast_limits(values)
+        kwargs["contrast_limits"] = finite_range(values)
     return [((_layer_coords(geometry.positions, info), faces, values), kwargs, "surface")]
 
 
