@@ -354,3 +354,16 @@ def test_layer_metadata_reads_through_the_typed_view_and_round_trips():
     assert again.to_dict() == block and list(again.to_dict()) == list(block)
     assert meta_of(make(([[0.0, 0.0]], {}, "points"))) is None
     assert LayerMeta.from_layer({"name": "plain"}) == LayerMeta(keys=())
+
+
+def test_keys_other_modules_pass_to_the_builders_land_in_the_block():
+    from napari_zarr_vectors.napari.conventions import META, LayerMeta
+
+    kwargs = zv_layers._common_kwargs(
+        info(), "qa_dropped", "dropped", None, extra={"qa_level": 1, "colour_by": None}
+    )
+    block = kwargs["metadata"][META]
+    assert block["qa_level"] == 1 and block["role"] == "qa_dropped"
+    assert "colour_by" not in block and "vertex_count" not in block
+    meta = LayerMeta.from_dict(block)
+    assert meta.other == {"qa_level": 1} and meta.to_dict() == block

@@ -94,13 +94,13 @@ class LayerMeta:
     @classmethod
     def from_dict(cls, block: Mapping[str, object]) -> LayerMeta:
         """The view of a ``metadata["zarr_vectors"]`` dict."""
-        known = {k: v for k, v in block.items() if k in _FIELDS}
+        known = {k: v for k, v in block.items() if k in META_FIELDS}
         for key in _TUPLES:
             if known.get(key) is not None:
                 known[key] = tuple(known[key])
         if known.get("bounds") is not None:
             known["bounds"] = tuple(tuple(b) for b in known["bounds"])
-        other = {k: v for k, v in block.items() if k not in _FIELDS}
+        other = {k: v for k, v in block.items() if k not in META_FIELDS}
         return cls(**known, other=other, keys=tuple(block))
 
     @classmethod
@@ -112,12 +112,12 @@ class LayerMeta:
     def to_dict(self) -> dict[str, Any]:
         """The on-layer dict: lists for sequences; keys as read (:meth:`from_dict`), else
         every field that is set, then ``other``."""
-        keys = self.keys or (*(k for k in _FIELDS if getattr(self, k) is not None), *self.other)
+        keys = self.keys or (*(k for k in META_FIELDS if getattr(self, k) is not None), *self.other)
         return {k: _stored(self.other[k] if k in self.other else getattr(self, k)) for k in keys}
 
 
-#: the keys :class:`LayerMeta` types, in field order
-_FIELDS = tuple(f.name for f in fields(LayerMeta) if f.name not in ("other", "keys"))
+#: the keys :class:`LayerMeta` types (the rest go to its ``other``), in field order
+META_FIELDS = tuple(f.name for f in fields(LayerMeta) if f.name not in ("other", "keys"))
 _TUPLES = ("axes", "units", "axis_types", "napari_order", "scale", "world_order")
 
 

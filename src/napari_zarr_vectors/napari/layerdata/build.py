@@ -37,6 +37,7 @@ from napari_zarr_vectors.napari.conventions import (
     GROUP_ID,
     GROUPS,
     META,
+    META_FIELDS,
     OBJECT_ID,
     LayerMeta,
     split_channels,
@@ -813,6 +814,8 @@ def _common_kwargs(
         units = ("pixel", *units) if units is not None else None
     placed = info.affine is not None
     chunks = None if geometry is None else geometry.chunks
+    extra = {k: v for k, v in (extra or {}).items() if v is not None and v != {}}
+    typed = {k: extra.pop(k) for k in [k for k in extra if k in META_FIELDS]}
     meta = LayerMeta(
         path=info.path,
         name=info.name,
@@ -830,7 +833,8 @@ def _common_kwargs(
         chunks=None if chunks is None else np.asarray(chunks).tolist(),
         world_affine=np.asarray(info.affine, float).tolist() if placed else None,
         world_order=tuple(info.world_order.tolist()) if placed else None,
-        **{k: v for k, v in (extra or {}).items() if v is not None and v != {}},
+        other=extra,
+        **typed,
     )
     kwargs: dict[str, Any] = {
         "name": layer_name(info, label),
