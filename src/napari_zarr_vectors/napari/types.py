@@ -3,14 +3,12 @@ attributes. Annotations only: napari and the stores are imported for type checke
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 import numpy as np
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from napari_zarr_vectors.format.composite import CompositeGeometryStore
     from napari_zarr_vectors.format.store import Store
 
@@ -27,7 +25,8 @@ class LayerAttributes(TypedDict, total=False):
 
     name: str
     metadata: dict[str, Any]
-    features: pd.DataFrame | Mapping[str, np.ndarray]
+    #: a pandas DataFrame, or ``{name: column}``
+    features: object
     scale: Sequence[float]
     translate: Sequence[float]
     rotate: np.ndarray
