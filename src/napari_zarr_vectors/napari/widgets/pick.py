@@ -32,6 +32,7 @@ from napari_zarr_vectors.napari.browse.targets import (
 )
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
+from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
 #: Hover picks at most this often (seconds).
@@ -89,7 +90,7 @@ class PickWidget(ZVBrowseWidget):
         self.layout().addWidget(self.controls)
         self.last_pick: Pick | None = None
         self._last_hover = 0.0
-        self._worker: Any = None
+        self._worker: LoadJob | None = None
         self.isolate_button.clicked.connect(lambda: self.isolate(self.object_id.value()))
         self.clear_button.clicked.connect(self.clear)
         self.export_button.clicked.connect(lambda: export_dialog(self))
@@ -204,24 +205,24 @@ class PickWidget(ZVBrowseWidget):
         return "<br>".join(rows)
 
     # -- isolate ---------------------------------------------------------------------------
-    def isolate(self, object_id: int, level: int = 0) -> Any:
-        """Read object ``object_id`` whole (level 0 by default) in a worker thread and add it
-        as highlighted layers. Returns the worker (``worker.finished`` fires when done)."""
-        from napari.qt.threading import create_worker
-
+    def isolate(self, object_id: int, level: int = 0) -> LoadJob | None:
+        """Read object ``object_id`` whole (level 0 by default) in the background
+        (:func:`.tasks.run_task`) and add it as highlighted layers. Returns the job (its
+        ``done`` is set when it is over)."""
         if self.store is None:
             return None
-        store = self.store
         self.object_id.setValue(int(object_id))
         self.status.setText(f"loading object {object_id} …")
-        worker = create_worker(
-            isolate_layer_data, store, int(object_id), level, _start_thread=False
+        oid = int(object_id)
+        self._worker = run_task(
+            isolate_layer_data,
+            self.store,
+            oid,
+            level,
+            on_result=lambda data: self._isolated(oid, data),
+            on_error=lambda e: self.status.setText(f"object {oid}: {e}"),
         )
-        worker.returned.connect(lambda data, oid=object_id: self._isolated(oid, data))
-        worker.errored.connect(lambda e, oid=object_id: self.status.setText(f"object {oid}: {e}"))
-        self._worker = worker
-        worker.start()
-        return worker
+        return self._worker
 
     def _isolated(self, object_id: int, layer_data: list[tuple]) -> None:
         path = str(self.store.path) if self.store is not None else None

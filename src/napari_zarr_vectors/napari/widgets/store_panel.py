@@ -10,6 +10,7 @@ per-level object counts need each level's object index and are read off the UI t
 from __future__ import annotations
 
 import html
+from functools import partial
 from typing import Any
 
 from qtpy.QtCore import Qt
@@ -19,6 +20,7 @@ from napari_zarr_vectors.napari.browse.table import StoreSummary, format_value, 
 from napari_zarr_vectors.napari.browse.targets import open_store_of, zv_meta
 from napari_zarr_vectors.napari.layerdata.store_info import show_stored_space, world_affine
 from napari_zarr_vectors.napari.npe2.opening import open_in_viewer
+from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 from napari_zarr_vectors.napari.widgets.view_controls import ViewControls
 
@@ -53,7 +55,7 @@ class StorePanel(ZVBrowseWidget):
         self.stored_space.toggled.connect(self._stored_space_toggled)
         self.layout().addWidget(self.stored_space)
         self.summary: StoreSummary | None = None
-        self._worker: Any = None
+        self._worker: LoadJob | None = None
         self._on_active()
 
     def _target_changed(self) -> None:
@@ -73,15 +75,13 @@ class StorePanel(ZVBrowseWidget):
         self._count(store, self.layer)
 
     def _count(self, store: Any, layer: Any) -> None:
-        """Read per-level object counts and groups in a worker thread, then show them."""
-        from napari.qt.threading import create_worker
-
+        """Read per-level object counts and groups in the background, then show them."""
         if self._worker is not None:
             self._worker.quit()
-        worker = create_worker(store_summary, store, counts=True, _start_thread=False)
-        worker.returned.connect(lambda s, lay=layer: self._counted(s, lay))
-        self._worker = worker
-        worker.start()
+        self._worker = run_task(
+            partial(store_summary, store, counts=True),
+            on_result=lambda s, lay=layer: self._counted(s, lay),
+        )
 
     def _counted(self, summary: StoreSummary, layer: Any) -> None:
         if layer is not self.layer:
