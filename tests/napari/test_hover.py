@@ -14,7 +14,7 @@ from napari_zarr_vectors.napari import open_in_viewer
 from napari_zarr_vectors.napari.browse.table import format_value
 from napari_zarr_vectors.napari.browse.targets import layer_world_positions, pick_at, pick_slab
 from napari_zarr_vectors.napari.layerdata.build import StoreInfo, layers_from_geometry
-from napari_zarr_vectors.napari.npe2.session import hook_viewer
+from napari_zarr_vectors.napari.npe2.attach import hook_viewer
 
 pytestmark = pytest.mark.gui
 

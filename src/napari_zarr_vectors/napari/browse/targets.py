@@ -21,12 +21,11 @@ Colouring layers (the Colour-by widget's choice, kept at every level) lives in
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -44,8 +43,18 @@ from napari_zarr_vectors.napari.colour.live import (
 )
 from napari_zarr_vectors.napari.layerdata.build import META, OBJECT_ID, layers_from_geometry
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
-from napari_zarr_vectors.napari.lod.controller import controller_for
+from napari_zarr_vectors.napari.lod.controller import (
+    ControllerEvents,
+    ZVLayerController,
+    controller_for,
+)
+from napari_zarr_vectors.napari.open_stores import OpenStore, open_store_for, register
 from napari_zarr_vectors.napari.qa.compute import QA_ROLES
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+
+    from napari_zarr_vectors.format.api import GeometryStore
 
 #: Layer roles that are not store data (the bounds box, isolated objects).
 NON_DATA_ROLES = ("bounds", "isolated")
@@ -97,74 +106,96 @@ def store_layers(viewer: Any, path: str) -> list[Any]:
     ]
 
 
-def controller_of(layer: Any) -> Any | None:
+def controller_of(layer: Any) -> ZVLayerController | None:
     """The level-of-detail controller driving ``layer`` (``None`` when there is none)."""
-    try:
-        return controller_for(layer)
-    except Exception:  # noqa: BLE001 - a layer the controller does not know
-        return None
+    return controller_for(layer)
 
 
-_static_targets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+class BrowseTarget(Protocol):
+    """What the browse widgets act on: the layers of one open store and their object filter.
+    :class:`~napari_zarr_vectors.napari.lod.controller.ZVLayerController` (level of detail)
+    and :class:`StaticTarget` (layers of one level) implement it; both announce their
+    changes through a :class:`~napari_zarr_vectors.napari.lod.controller.ControllerEvents`
+    (``refreshed``, ``level_changed``, ``loading``)."""
+
+    events: ControllerEvents
+    open_store: OpenStore
+
+    @property
+    def store(self) -> GeometryStore: ...
+    @property
+    def controller(self) -> ZVLayerController | None: ...
+    @property
+    def layers(self) -> list[Layer]: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def locked_level(self) -> int | None: ...
+    @property
+    def object_filter(self) -> np.ndarray | None: ...
+    def set_object_filter(self, allowed_ids: np.ndarray | None) -> None: ...
 
 
 def object_filter_of(layer: Any) -> np.ndarray | None:
-    """The object ids ``layer`` is filtered to (``None``: no filter): its controller's
-    filter, else that of the static browse target holding it."""
-    ctrl = controller_of(layer)
-    if ctrl is not None:
-        return ctrl.object_filter
-    path = (zv_meta(layer) or {}).get("path")
-    for per_viewer in list(_static_targets.values()):
-        target = per_viewer.get(path)
-        if target is not None and any(lay is layer for lay in target.layers):
-            return None if target.allowed is None else target.allowed.copy()
-    return None
+    """The object ids ``layer`` is filtered to (``None``: no filter): the filter of the
+    browse target showing it (its controller, or the static target of its store)."""
+    entry = open_store_for(layer)
+    if entry is None:
+        return None
+    target = entry.controller or entry.static_target
+    return target.object_filter if isinstance(target, ZVLayerController | StaticTarget) else None
 
 
-def target_for(viewer: Any, layer: Any) -> Any | None:
-    """The browse target of ``layer``: its controller, else a :class:`StaticTarget` over the
-    viewer's layers of the same store. The bounds box and isolated objects lead to their
-    store's target; ``None`` for other layers (or when the store has no data layers)."""
+def target_for(viewer: Any, layer: Any) -> BrowseTarget | None:
+    """The browse target of ``layer``: its controller, else the :class:`StaticTarget` of
+    its open store. The bounds box and isolated objects lead to their store's target;
+    ``None`` for other layers (or when the store has no data layers)."""
     meta = zv_meta(layer)
     if meta is None:
         return None
     path = meta.get("path")
     candidates = [layer] if is_data_layer(layer) else []
     candidates += [lay for lay in store_layers(viewer, path) if lay is not layer]
-    for candidate in candidates:
-        ctrl = controller_of(candidate)
-        if ctrl is not None:
-            return ctrl
-    layers = store_layers(viewer, path)
-    if not layers:
-        return None
-    per_viewer = _static_targets.setdefault(viewer, {})
-    target = per_viewer.get(path)
-    if target is None or not target.alive():
-        target = StaticTarget(path, layers)
-        per_viewer[path] = target
+    entry = next((e for e in map(open_store_for, candidates) if e is not None), None)
+    if entry is None:
+        entry = _adopt(store_layers(viewer, path))
+        if entry is None:
+            return None
+    if isinstance(entry.controller, ZVLayerController):
+        return entry.controller
+    layers = [lay for lay in store_layers(viewer, path) if open_store_for(lay) is entry]
+    target = entry.static_target
+    if not isinstance(target, StaticTarget) or not target.alive():
+        target = StaticTarget(entry, layers)
+        entry.static_target = target
     else:
         target.update_layers(layers)
     return target
 
 
-def open_store_of(layer: Any) -> Any:
+def _adopt(layers: list[Layer]) -> OpenStore | None:
+    """Layers the reader did not hand over (e.g. made from saved layer data): open their
+    store once, for the geometry they show, and register them with it."""
+    if not layers:
+        return None
     import napari_zarr_vectors as nzv
 
-    return nzv.open_store(zv_meta(layer)["path"])
+    meta = zv_meta(layers[0])
+    store = nzv.open_store(meta["path"])
+    kind = meta.get("geometry_type") or store.geometry_type
+    entry = OpenStore(store.geometry(kind))
+    for layer in layers:
+        if (zv_meta(layer) or {}).get("geometry_type", kind) == kind:
+            register(layer, entry)
+    return entry
 
 
-class _Events:
-    """``refreshed`` and ``level_changed`` emitters, like the controller's."""
-
-    def __init__(self, source: Any) -> None:
-        from napari.utils.events import EmitterGroup
-
-        self.group = EmitterGroup(source=source, refreshed=None, level_changed=None)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.group, name)
+def open_store_of(layer: Any) -> GeometryStore:
+    """The store ``layer`` shows: the store object its reader opened (the geometry the
+    layer shows, for a composite store)."""
+    entry = open_store_for(layer) or _adopt([layer])
+    assert entry is not None  # _adopt registers a layer of a store
+    return entry.store
 
 
 class StaticTarget:
@@ -175,24 +206,26 @@ class StaticTarget:
     and restored when the filter clears). Colour settings are re-applied after slicing.
     """
 
-    def __init__(self, path: str, layers: Sequence[Any]) -> None:
-        self.path = path
+    def __init__(self, entry: OpenStore, layers: Sequence[Layer]) -> None:
+        self.open_store = entry
         self._layers = [weakref.ref(layer) for layer in layers]
-        self._store = None
         self._full: dict[int, _LayerData] = {}
         self.allowed: np.ndarray | None = None
-        self.events = _Events(self)
+        self.events = ControllerEvents()
 
     @property
-    def store(self) -> Any:
-        if self._store is None:
-            import napari_zarr_vectors as nzv
-
-            self._store = nzv.open_store(self.path)
-        return self._store
+    def store(self) -> GeometryStore:
+        return self.open_store.store
 
     @property
-    def layers(self) -> list[Any]:
+    def path(self) -> str:
+        return self.store.path
+
+    controller = None
+    locked_level = None
+
+    @property
+    def layers(self) -> list[Layer]:
         return [lay for ref in self._layers if (lay := ref()) is not None]
 
     @property
@@ -200,12 +233,14 @@ class StaticTarget:
         layers = self.layers
         return int(zv_meta(layers[0]).get("level", 0)) if layers else 0
 
-    locked_level = None
+    @property
+    def object_filter(self) -> np.ndarray | None:
+        return None if self.allowed is None else self.allowed.copy()
 
     def alive(self) -> bool:
         return bool(self.layers)
 
-    def update_layers(self, layers: Sequence[Any]) -> None:
+    def update_layers(self, layers: Sequence[Layer]) -> None:
         if [id(a) for a in layers] != [id(b) for b in self.layers]:
             self._layers = [weakref.ref(layer) for layer in layers]
             if self.allowed is not None:
@@ -218,7 +253,7 @@ class StaticTarget:
         self.allowed = None if allowed_ids is None else np.asarray(allowed_ids, np.int64)
         for layer in self.layers:
             _filter_layer(layer, self.allowed, self._full)
-        self.events.refreshed()
+        self.events.refreshed.emit()
 
 
 @dataclass
@@ -560,47 +595,37 @@ def _highlight_kwargs(kind: str, kwargs: dict, n_rows: int) -> dict:
     return {}
 
 
-def object_table(store: Any) -> ObjectTable:
-    """The store's level-0 object table (cached per store object)."""
-    try:
-        return _tables[store]
-    except (KeyError, TypeError):
-        pass
-    table = ObjectTable.from_store(store, 0)
-    with contextlib.suppress(TypeError):
-        _tables[store] = table
-    return table
-
-
-_tables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def object_table(target: BrowseTarget) -> ObjectTable:
+    """The level-0 object table of the target's open store (read once per open store)."""
+    entry = target.open_store
+    if entry.objects is None:
+        entry.objects = ObjectTable.from_store(entry.store, 0)
+    return entry.objects
 
 
 # --------------------------------------------------------------------------------------------
-# sessions: the filters of one target, shared by the widgets
+# browse state: the filters of one target, shared by the widgets
 # --------------------------------------------------------------------------------------------
 
 
-class BrowseSession:
+class BrowseState:
     """The browse state of one target (one open store): its object table, the user's
     filters, its store-wide colour choice, and who to tell when they change. Widgets share it
-    through :func:`session_for`, so the group filter and the attribute filters combine (AND)."""
+    through :func:`browse_state_of`, so the group filter and the attribute filters combine (AND)."""
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: BrowseTarget) -> None:
         self._target = weakref.ref(target)
         self.store = target.store
-        self.table = object_table(self.store)
+        self.table = object_table(target)
         self.filters = FilterState(self.table)
         #: the colour chosen for every layer of the store (``None``: per layer, or none)
         self.colour: ColourSpec | None = None
         self._coloured: set[int] = set()  # ids of the layers there when it was chosen
         self._listeners: list[Any] = []
-        events = getattr(target, "events", None)
-        refreshed = getattr(events, "refreshed", None)
-        if refreshed is not None:
-            refreshed.connect(self._on_refreshed)
+        target.events.refreshed.connect(self._on_refreshed)
 
     @property
-    def target(self) -> Any:
+    def target(self) -> BrowseTarget | None:
         return self._target()
 
     def connect(self, callback: Any) -> None:
@@ -671,15 +696,13 @@ def _strip_note(name: str) -> str:
     return name
 
 
-_sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def session_for(target: Any) -> BrowseSession | None:
-    """The shared :class:`BrowseSession` of ``target`` (created on first use)."""
+def browse_state_of(target: BrowseTarget | None) -> BrowseState | None:
+    """The shared :class:`BrowseState` of ``target`` (created on first use, kept with its
+    open store)."""
     if target is None:
         return None
-    session = _sessions.get(target)
-    if session is None:
-        session = BrowseSession(target)
-        _sessions[target] = session
-    return session
+    entry = target.open_store
+    state = entry.browse
+    if not isinstance(state, BrowseState) or state.target is not target:
+        state = entry.browse = BrowseState(target)
+    return state

@@ -3,7 +3,7 @@
 Each widget acts on the *target* of the active layer (its level-of-detail controller, or a
 :class:`~napari_zarr_vectors.napari.browse.targets.StaticTarget`; one resolution for every
 widget, :func:`~napari_zarr_vectors.napari.browse.targets.target_for`) and on the target's
-shared :class:`~napari_zarr_vectors.napari.browse.targets.BrowseSession` (object table +
+shared :class:`~napari_zarr_vectors.napari.browse.targets.BrowseState` (object table +
 filters). A layer derived from a store (an isolated object, a QA overlay, a level added side
 by side) leads to that store's data layers. When the active layer is not a Zarr Vectors layer
 the widget says so and waits.
@@ -18,7 +18,7 @@ from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from napari_zarr_vectors.napari.browse.targets import (
     is_data_layer,
-    session_for,
+    browse_state_of,
     target_for,
     zv_meta,
 )
@@ -79,7 +79,7 @@ class ZVBrowseWidget(QWidget):
             self.session.disconnect(self._filters_changed)
         self._watch_level(self.target, False)
         self.layer, self.target = layer, target
-        self.session = session_for(target) if target is not None else None
+        self.session = browse_state_of(target) if target is not None else None
         if self.session is not None:
             self.session.connect(self._filters_changed)
         self._watch_level(target, True)
