@@ -39,8 +39,8 @@ from __future__ import annotations
 import inspect
 import threading
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from qtpy.QtCore import QObject, QThreadPool
@@ -48,6 +48,10 @@ if TYPE_CHECKING:
 #: worker threads: a load, a cancelled load finishing its batch, a side read (an object
 #: table) and a widget's job (counts, isolate, export, a QA action) run side by side
 POOL_THREADS = 4
+
+#: what a job returns, and what it reports as progress
+R = TypeVar("R")
+P = TypeVar("P")
 
 _POOL: QThreadPool | None = None
 _RELAY: QObject | None = None
@@ -99,7 +103,7 @@ def _relay() -> QObject:
     return _RELAY
 
 
-def _deliver(item: tuple[LoadJob, Any], method: str) -> None:
+def _deliver(item: tuple[LoadJob, object], method: str) -> None:
     job, value = item
     owner = job.owner()
     if owner is not None and not job.cancelled:
@@ -128,7 +132,11 @@ class LoadJob:
     :class:`JobOwner`, held weakly) on the UI thread. See the module docstring."""
 
     def __init__(
-        self, owner: JobOwner, fn: Callable[..., Any], *args: Any, report_progress: bool = False
+        self,
+        owner: JobOwner,
+        fn: Callable[..., object],
+        *args: object,
+        report_progress: bool = False,
     ) -> None:
         self.owner = weakref.ref(owner)
         self._fn = fn
@@ -154,7 +162,7 @@ class LoadJob:
         progress, result and errors are dropped."""
         self.cancel_event.set()
 
-    def report(self, *value: Any) -> None:
+    def report(self, *value: object) -> None:
         """Report progress from the worker thread (``value``: the arguments, a tuple when
         there are several); the owner's ``_on_progress`` gets it on the UI thread."""
         self._emit(_relay(), "progress", (self, value[0] if len(value) == 1 else value))
@@ -171,7 +179,7 @@ class LoadJob:
         finally:
             self._emit(relay, "finished", self)
 
-    def _drive(self, gen: Any, relay: QObject) -> Any:
+    def _drive(self, gen: Generator[object, None, object], relay: QObject) -> object:
         while True:
             if self.cancelled:
                 gen.close()
@@ -198,14 +206,14 @@ def report_error(exc: BaseException) -> None:
     notification_manager.receive_error(type(exc), exc, exc.__traceback__)
 
 
-class _Callbacks:
+class _Callbacks(Generic[R, P]):
     """The :class:`JobOwner` of a :func:`run_task` job: its callbacks."""
 
     def __init__(
         self,
-        on_result: Callable[[Any], None] | None,
+        on_result: Callable[[R], None] | None,
         on_error: Callable[[Exception], None] | None,
-        on_progress: Callable[[Any], None] | None,
+        on_progress: Callable[[P], None] | None,
         on_finished: Callable[[LoadJob], None] | None,
     ) -> None:
         self.on_result = on_result
@@ -213,11 +221,11 @@ class _Callbacks:
         self.on_progress = on_progress
         self.on_finished = on_finished
 
-    def _on_progress(self, value: Any) -> None:
+    def _on_progress(self, value: P) -> None:
         if self.on_progress is not None:
             self.on_progress(value)
 
-    def _on_result(self, value: Any) -> None:
+    def _on_result(self, value: R) -> None:
         if self.on_result is not None:
             self.on_result(value)
 
@@ -233,15 +241,15 @@ class _Callbacks:
 
 
 #: the callback owners of running :func:`run_task` jobs (a job holds its owner weakly)
-_RUNNING: set[_Callbacks] = set()
+_RUNNING: set[_Callbacks[Any, Any]] = set()
 
 
 def run_task(
-    fn: Callable[..., Any],
-    *args: Any,
-    on_result: Callable[[Any], None] | None = None,
+    fn: Callable[..., R | Generator[P, None, R]],
+    *args: object,
+    on_result: Callable[[R], None] | None = None,
     on_error: Callable[[Exception], None] | None = None,
-    on_progress: Callable[[Any], None] | None = None,
+    on_progress: Callable[[P], None] | None = None,
     on_finished: Callable[[LoadJob], None] | None = None,
     report_progress: bool = False,
     start: bool = True,
@@ -254,7 +262,7 @@ def run_task(
     return job.start() if start else job
 
 
-def run_aside(fn: Callable[..., Any], *args: Any) -> None:
+def run_aside(fn: Callable[..., object], *args: object) -> None:
     """Run ``fn(*args)`` on the pool with nothing to report (its errors are the caller's:
     ``fn`` catches what it expects)."""
     _start(lambda: fn(*args))

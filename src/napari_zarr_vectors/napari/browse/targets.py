@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -53,8 +53,11 @@ from napari_zarr_vectors.napari.qa.compute import QA_ROLES
 
 if TYPE_CHECKING:
     from napari.layers import Layer
+    from napari.utils.events import Event
 
+    from napari import Viewer
     from napari_zarr_vectors.format.api import GeometryStore
+    from napari_zarr_vectors.format.geometry import Geometry
 
 #: Layer roles that are not store data (the bounds box, isolated objects).
 NON_DATA_ROLES = ("bounds", "isolated")
@@ -71,7 +74,7 @@ PICK_PIXELS = 8.0
 # --------------------------------------------------------------------------------------------
 
 
-def zv_meta(layer: Any) -> dict | None:
+def zv_meta(layer: Layer) -> dict | None:
     """The layer's ``metadata["zarr_vectors"]`` block, or ``None`` for other layers."""
     if layer is None:
         return None
@@ -82,7 +85,7 @@ def zv_meta(layer: Any) -> dict | None:
     return block if isinstance(block, dict) else None
 
 
-def is_data_layer(layer: Any) -> bool:
+def is_data_layer(layer: Layer) -> bool:
     """A layer holding its store's data (not the bounds box, an isolated object, a Pyramid
     QA overlay or a level added side by side)."""
     return is_data_meta(zv_meta(layer))
@@ -97,7 +100,7 @@ def is_data_meta(meta: dict | None) -> bool:
     )
 
 
-def store_layers(viewer: Any, path: str) -> list[Any]:
+def store_layers(viewer: Viewer, path: str) -> list[Layer]:
     """The viewer's data layers of the store at ``path``, in layer-list order."""
     return [
         layer
@@ -106,7 +109,7 @@ def store_layers(viewer: Any, path: str) -> list[Any]:
     ]
 
 
-def controller_of(layer: Any) -> ZVLayerController | None:
+def controller_of(layer: Layer) -> ZVLayerController | None:
     """The level-of-detail controller driving ``layer`` (``None`` when there is none)."""
     return controller_for(layer)
 
@@ -136,7 +139,7 @@ class BrowseTarget(Protocol):
     def set_object_filter(self, allowed_ids: np.ndarray | None) -> None: ...
 
 
-def object_filter_of(layer: Any) -> np.ndarray | None:
+def object_filter_of(layer: Layer) -> np.ndarray | None:
     """The object ids ``layer`` is filtered to (``None``: no filter): the filter of the
     browse target showing it (its controller, or the static target of its store)."""
     entry = open_store_for(layer)
@@ -146,7 +149,7 @@ def object_filter_of(layer: Any) -> np.ndarray | None:
     return target.object_filter if isinstance(target, ZVLayerController | StaticTarget) else None
 
 
-def target_for(viewer: Any, layer: Any) -> BrowseTarget | None:
+def target_for(viewer: Viewer, layer: Layer) -> BrowseTarget | None:
     """The browse target of ``layer``: its controller, else the :class:`StaticTarget` of
     its open store. The bounds box and isolated objects lead to their store's target;
     ``None`` for other layers (or when the store has no data layers)."""
@@ -190,7 +193,7 @@ def _adopt(layers: list[Layer]) -> OpenStore | None:
     return entry
 
 
-def open_store_of(layer: Any) -> GeometryStore:
+def open_store_of(layer: Layer) -> GeometryStore:
     """The store ``layer`` shows: the store object its reader opened (the geometry the
     layer shows, for a composite store)."""
     entry = open_store_for(layer) or _adopt([layer])
@@ -263,7 +266,7 @@ class _LayerData:
     extra: dict
 
 
-def _filter_layer(layer: Any, allowed: np.ndarray | None, full: dict[int, _LayerData]) -> None:
+def _filter_layer(layer: Layer, allowed: np.ndarray | None, full: dict[int, _LayerData]) -> None:
     kind = layer_kind(layer)
     if kind == "points":
         ids = layer_object_ids(layer)
@@ -289,7 +292,7 @@ def _filter_layer(layer: Any, allowed: np.ndarray | None, full: dict[int, _Layer
         apply_colour(layer, spec)
 
 
-def _snapshot(layer: Any, kind: str) -> _LayerData:
+def _snapshot(layer: Layer, kind: str) -> _LayerData:
     features = layer.features.copy()
     extra: dict[str, Any] = {}
     if kind == "tracks":
@@ -313,7 +316,7 @@ def _row_object_ids(kind: str, snap: _LayerData) -> np.ndarray | None:
     return snap.features[OBJECT_ID].to_numpy()
 
 
-def _restore(layer: Any, kind: str, snap: _LayerData, keep: np.ndarray) -> None:
+def _restore(layer: Layer, kind: str, snap: _LayerData, keep: np.ndarray) -> None:
     features = snap.features[keep].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -347,7 +350,7 @@ def _restore(layer: Any, kind: str, snap: _LayerData, keep: np.ndarray) -> None:
                 layer.edge_color = snap.extra["edge_color"][keep]
 
 
-def _colour_by_feature(layer: Any, prefix: str) -> bool:
+def _colour_by_feature(layer: Layer, prefix: str) -> bool:
     mode = str(getattr(layer, f"{prefix}_color_mode", "direct"))
     return mode.lower().endswith(("colormap", "cycle"))
 
@@ -357,7 +360,7 @@ def _colour_by_feature(layer: Any, prefix: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def layer_object_ids(layer: Any) -> np.ndarray | None:
+def layer_object_ids(layer: Layer) -> np.ndarray | None:
     """Object id of every feature row (``None`` when the layer has no ``object_id``)."""
     features = getattr(layer, "features", None)
     if features is None or OBJECT_ID not in features:
@@ -365,7 +368,7 @@ def layer_object_ids(layer: Any) -> np.ndarray | None:
     return features[OBJECT_ID].to_numpy()
 
 
-def layer_world_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
+def layer_world_positions(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     """World coordinates (napari order, spatial axes only) of every drawable vertex, and the
     feature row of each: Points rows, Tracks vertices, Vectors start and end, Shapes vertices,
     Surface vertices. Hidden Points (``shown`` False) are left out. A layer ``affine`` (a
@@ -380,7 +383,7 @@ def layer_world_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
     return pts @ linear.T + shift, rows
 
 
-def _physical_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
+def _physical_positions(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     """:func:`layer_world_positions` before the layer's ``affine`` (data x scale + translate)."""
     kind = layer_kind(layer)
     scale = np.asarray(layer.scale, dtype=np.float64)
@@ -415,7 +418,7 @@ def _physical_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
 class Pick:
     """What is under the cursor: a layer, the feature row, and the object id (if any)."""
 
-    layer: Any
+    layer: Layer
     row: int
     object_id: int | None
     #: the row's feature values, each of its column's own type
@@ -424,7 +427,7 @@ class Pick:
     position: np.ndarray | None = None
 
 
-def pick_slab(viewer: Any, layers: list[Any]) -> np.ndarray:
+def pick_slab(viewer: Viewer, layers: list[Layer]) -> np.ndarray:
     """Half-thickness per world axis of what a 2-D slice shows: half the dims thickness, at
     least half a data unit of the coarsest of ``layers`` (right-aligned to the viewer's axes)."""
     thickness = np.asarray(viewer.dims.thickness, np.float64)
@@ -437,7 +440,7 @@ def pick_slab(viewer: Any, layers: list[Any]) -> np.ndarray:
 
 
 def pick_at(
-    layers: Sequence[Any],
+    layers: Sequence[Layer],
     position: Sequence[float],
     *,
     displayed: Sequence[int],
@@ -488,7 +491,7 @@ def pick_at(
 # --------------------------------------------------------------------------------------------
 
 
-def only_object(geometry: Any, object_id: int) -> Any:
+def only_object(geometry: Geometry, object_id: int) -> Geometry:
     """The rows of ``geometry`` that belong to ``object_id`` (edges/faces remapped, paths of
     other objects dropped). Meshes whose objects share chunk fragments cannot be separated by
     vertex (the core labels a shared vertex with one object): they are returned unchanged."""
@@ -532,7 +535,7 @@ def only_object(geometry: Any, object_id: int) -> Any:
     )
 
 
-def isolate_layer_data(store: Any, object_id: int, level: int = 0) -> list[tuple]:
+def isolate_layer_data(store: GeometryStore, object_id: int, level: int = 0) -> list[tuple]:
     """Layer data tuples of one whole object at ``level`` (default full resolution), read
     through its manifest (every chunk it names, whatever the view), highlighted.
 
@@ -621,19 +624,19 @@ class BrowseState:
         #: the colour chosen for every layer of the store (``None``: per layer, or none)
         self.colour: ColourSpec | None = None
         self._coloured: set[int] = set()  # ids of the layers there when it was chosen
-        self._listeners: list[Any] = []
+        self._listeners: list[Callable[[], None]] = []
         target.events.refreshed.connect(self._on_refreshed)
 
     @property
     def target(self) -> BrowseTarget | None:
         return self._target()
 
-    def connect(self, callback: Any) -> None:
+    def connect(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` when the filters change and after every data refresh."""
         if callback not in self._listeners:
             self._listeners.append(callback)
 
-    def disconnect(self, callback: Any) -> None:
+    def disconnect(self, callback: Callable[[], None]) -> None:
         if callback in self._listeners:
             self._listeners.remove(callback)
 
@@ -656,7 +659,7 @@ class BrowseState:
         self.colour = spec
         self._coloured = {id(layer) for layer in getattr(self.target, "layers", [])}
 
-    def _on_refreshed(self, event: Any = None) -> None:
+    def _on_refreshed(self, event: Event | None = None) -> None:
         target = self.target
         for layer in list(getattr(target, "layers", [])):
             if self.colour is not None and id(layer) not in self._coloured:

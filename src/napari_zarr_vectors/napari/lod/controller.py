@@ -29,7 +29,7 @@ import uuid
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from psygnal import Signal, SignalGroup
@@ -56,6 +56,13 @@ from napari_zarr_vectors.napari.open_stores import (
     register,
 )
 from napari_zarr_vectors.napari.tasks import LoadJob, report_error
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.utils.events import Event
+
+    from napari import Viewer
+    from napari_zarr_vectors.format.api import GeometryStore
 
 
 #: layer metadata key of this plugin
@@ -121,11 +128,11 @@ class ZVLayerController:
 
     def __init__(
         self,
-        viewer: Any,
-        store: Any,
-        layers: Sequence[Any] = (),
+        viewer: Viewer,
+        store: GeometryStore,
+        layers: Sequence[Layer] = (),
         *,
-        bounds_layer: Any = None,
+        bounds_layer: Layer = None,
         loader: Loader | None = None,
         vertex_budget: int | None = None,
         held: tuple[int, np.ndarray, tuple | None] | None = None,
@@ -187,7 +194,7 @@ class ZVLayerController:
         return self._viewer_ref()
 
     @property
-    def layers(self) -> list[Any]:
+    def layers(self) -> list[Layer]:
         """The store's data layers (not the bounds box), in the order they were added."""
         out = [r() for r in self._layer_refs.values()]
         return [layer for layer in out if layer is not None]
@@ -306,7 +313,7 @@ class ZVLayerController:
             self._disconnect(viewer)
 
     # -- layers --------------------------------------------------------------------------
-    def add_layer(self, layer: Any) -> None:
+    def add_layer(self, layer: Layer) -> None:
         """Manage ``layer`` (its ``metadata["zarr_vectors"]["role"]`` names its part)."""
         meta = layer.metadata.setdefault(META, {})
         role = meta.get("role", f"layer{len(self._layer_refs)}")
@@ -319,7 +326,7 @@ class ZVLayerController:
         self.vertex_count = max(self.vertex_count, int(meta.get("vertex_count", 0) or 0))
         self._write_metadata(layer)
 
-    def _add_bounds(self, layer: Any) -> None:
+    def _add_bounds(self, layer: Layer) -> None:
         self._bounds_ref = weakref.ref(layer)
         register(layer, self.open_store)
 
@@ -328,7 +335,7 @@ class ZVLayerController:
         return None if ref is None else ref()
 
     # -- viewer events -------------------------------------------------------------------
-    def _connect(self, viewer: Any) -> None:
+    def _connect(self, viewer: Viewer) -> None:
         cam = viewer.scene.camera.events
         dims = viewer.dims.events
         self._sources = [
@@ -348,15 +355,15 @@ class ZVLayerController:
         viewer.layers.events.removed.connect(self._on_layer_removed)
         gc_pauses.thaw_on_close(viewer)
 
-    def _disconnect(self, viewer: Any) -> None:
+    def _disconnect(self, viewer: Viewer) -> None:
         for emitter in getattr(self, "_sources", []):
             emitter.disconnect(self._on_view_event)
         viewer.layers.events.removed.disconnect(self._on_layer_removed)
 
-    def _on_view_event(self, event: Any = None) -> None:
+    def _on_view_event(self, event: Event | None = None) -> None:
         self.schedule()
 
-    def _on_layer_removed(self, event: Any = None) -> None:
+    def _on_layer_removed(self, event: Event | None = None) -> None:
         gc_pauses.layer_removed(getattr(event, "value", None))
         viewer = self.viewer
         if viewer is None:
@@ -581,7 +588,7 @@ class ZVLayerController:
         if viewer is not None:
             viewer.status = text
 
-    def _write_metadata(self, layer: Any) -> None:
+    def _write_metadata(self, layer: Layer) -> None:
         meta = layer.metadata.setdefault(META, {})
         meta["level"] = int(self._held.level)
         meta["chunks"] = np.asarray(self._held.chunks, dtype=np.int64).tolist()
@@ -593,7 +600,7 @@ class ZVLayerController:
         meta["chunks_not_read"] = int(self.trimmed)
         meta["chunks_left_out"] = list(self.left_out)
 
-    def _update_layer(self, role: str, layer: Any, item: LayerData) -> None:
+    def _update_layer(self, role: str, layer: Layer, item: LayerData) -> None:
         data, kwargs, kind = item
         memory = self._colour[role]
         memory.observe(capture(layer))
@@ -606,7 +613,7 @@ class ZVLayerController:
             if key in new_meta:
                 meta[key] = new_meta[key]
 
-    def _empty_layer(self, role: str, layer: Any) -> None:
+    def _empty_layer(self, role: str, layer: Layer) -> None:
         memory = self._colour[role]
         memory.observe(capture(layer))
         with batched(layer):

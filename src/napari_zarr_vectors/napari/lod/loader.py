@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,6 +48,9 @@ from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod import view_geometry
 from napari_zarr_vectors.napari.lod.cache import StoreCacheView, shared_cache
 from napari_zarr_vectors.napari.tasks import run_aside
+
+if TYPE_CHECKING:
+    from napari_zarr_vectors.format.api import GeometryStore
 
 #: errors that concern the whole store, not one chunk: raised, not skipped
 _FATAL = (nzv.MissingDependencyError, nzv.UnsupportedVersionError)
@@ -74,7 +77,7 @@ READ_AHEAD = 2
 class _LevelChunks:
     """``store.chunks`` of each of ``store.levels`` (in that order), listed on access."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: GeometryStore) -> None:
         self._store = store
 
     def __len__(self) -> int:
@@ -208,7 +211,7 @@ class Loader:
 
     def __init__(
         self,
-        store: Any,
+        store: GeometryStore,
         cache: ChunkCache | None = None,
         *,
         info_for_level: Callable[[int], StoreInfo] | None = None,

@@ -15,7 +15,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +30,10 @@ from napari_zarr_vectors.napari.npe2.slider_units import install as install_slid
 from napari_zarr_vectors.napari.open_stores import OpenStore, register
 
 if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.utils.events import Event
+
+    from napari import Viewer
     from napari_zarr_vectors.format.api import GeometryStore
 
 
@@ -107,7 +111,7 @@ def install_viewer_hooks() -> int:
     return len(viewers)
 
 
-def hook_viewer(viewer: Any) -> None:
+def hook_viewer(viewer: Viewer) -> None:
     """Watch one viewer's layer insertions (idempotent): the plugin's layers get their hover
     status (:func:`.hover.install`) and, when a reader made them, their controller."""
     if viewer in _HOOKED:
@@ -116,7 +120,7 @@ def hook_viewer(viewer: Any) -> None:
     install_slider_units(viewer)
     ref = weakref.ref(viewer)
 
-    def on_inserted(event: Any) -> None:
+    def on_inserted(event: Event) -> None:
         v = ref()
         if v is not None:
             install_hover(event.value)
@@ -125,7 +129,7 @@ def hook_viewer(viewer: Any) -> None:
     viewer.layers.events.inserted.connect(on_inserted)
 
 
-def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
+def _attach(viewer: Viewer, layer: Layer) -> ZVLayerController | None:
     meta = getattr(layer, "metadata", {}).get(META)
     token = meta.get("session") if isinstance(meta, dict) else None
     if not token:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from napari_zarr_vectors.napari.layerdata.build import META
 from napari_zarr_vectors.napari.lod.controller import ZVLayerController, controller_for
 from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
-from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 from napari_zarr_vectors.napari.npe2.attach import hook_viewer, keep_view
+from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
+
+if TYPE_CHECKING:
+    from napari import Viewer
 
 
-def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
+def open_in_viewer(viewer: Viewer, path: Any, **options: Any) -> ZVLayerController:
     """Open a ZV store in ``viewer`` with level of detail; returns its controller.
 
     ``options``: ``vertex_budget`` (this store's budget), ``lock_level`` (start locked),

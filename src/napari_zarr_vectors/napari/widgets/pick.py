@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import (
@@ -35,6 +35,12 @@ from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, 
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.utils.events import Event
+
+    from napari import Viewer
+
 #: Hover picks at most this often (seconds).
 HOVER_INTERVAL = 0.08
 
@@ -47,7 +53,7 @@ NO_OBJECTS = (
 class PickWidget(ZVBrowseWidget):
     """Dock widget: what is under the cursor, and isolating whole objects."""
 
-    def __init__(self, napari_viewer: Any) -> None:
+    def __init__(self, napari_viewer: Viewer) -> None:
         super().__init__(napari_viewer)
         self.on_click = QCheckBox("pick on click")
         self.on_click.setChecked(True)
@@ -99,7 +105,7 @@ class PickWidget(ZVBrowseWidget):
         self.destroyed.connect(lambda *_: self._disconnect(napari_viewer))
         self._on_active()
 
-    def _disconnect(self, viewer: Any) -> None:
+    def _disconnect(self, viewer: Viewer) -> None:
         for callbacks, cb in (
             (viewer.mouse_drag_callbacks, self._on_drag),
             (viewer.mouse_move_callbacks, self._on_move),
@@ -126,7 +132,7 @@ class PickWidget(ZVBrowseWidget):
             self.status.setText(NO_OBJECTS)
 
     # -- mouse -----------------------------------------------------------------------------
-    def _on_drag(self, viewer: Any, event: Any):
+    def _on_drag(self, viewer: Viewer, event: Event):
         if self.layer is None or not self.on_click.isChecked():
             return
         dragged = False
@@ -137,7 +143,7 @@ class PickWidget(ZVBrowseWidget):
         if not dragged:
             self.pick_event(event)
 
-    def _on_move(self, viewer: Any, event: Any) -> None:
+    def _on_move(self, viewer: Viewer, event: Event) -> None:
         if self.layer is None or not self.on_hover.isChecked():
             return
         now = time.monotonic()
@@ -146,7 +152,7 @@ class PickWidget(ZVBrowseWidget):
         self._last_hover = now
         self.pick_event(event)
 
-    def pick_event(self, event: Any) -> Pick | None:
+    def pick_event(self, event: Event) -> Pick | None:
         ndisplay = len(event.dims_displayed)
         view = event.view_direction if ndisplay == 3 else None
         return self.pick(event.position, list(event.dims_displayed), view_direction=view)
@@ -241,7 +247,7 @@ class PickWidget(ZVBrowseWidget):
         n = max((_vertex_count(layer) for layer in added), default=0)
         self.status.setText(f"object {object_id}: {n:,} vertices at full resolution")
 
-    def isolated_layers(self) -> list[Any]:
+    def isolated_layers(self) -> list[Layer]:
         """The isolated-object layers of the current store."""
         path = str(self.store.path) if self.store is not None else None
         return [
@@ -256,6 +262,6 @@ class PickWidget(ZVBrowseWidget):
         self.status.setText("")
 
 
-def _vertex_count(layer: Any) -> int:
+def _vertex_count(layer: Layer) -> int:
     meta = layer.metadata.get(META, {})
     return int(meta.get("vertex_count", 0))

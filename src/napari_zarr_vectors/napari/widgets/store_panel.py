@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QCheckBox, QLabel, QScrollArea
@@ -24,13 +24,19 @@ from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 from napari_zarr_vectors.napari.widgets.view_controls import ViewControls
 
+if TYPE_CHECKING:
+    from napari.layers import Layer
+
+    from napari import Viewer
+    from napari_zarr_vectors.format.api import GeometryStore
+
 
 class StorePanel(ZVBrowseWidget):
     """Dock widget: a summary of the selected layer's store."""
 
     accept_isolated = True
 
-    def __init__(self, napari_viewer: Any) -> None:
+    def __init__(self, napari_viewer: Viewer) -> None:
         super().__init__(napari_viewer)
         # custom Qt: the panel has no controls, only a scrollable rich-text table, which
         # magicgui has no widget for
@@ -74,7 +80,7 @@ class StorePanel(ZVBrowseWidget):
         self.body.setText(summary_html(self.summary, counting=True))
         self._count(store, self.layer)
 
-    def _count(self, store: Any, layer: Any) -> None:
+    def _count(self, store: GeometryStore, layer: Layer) -> None:
         """Read per-level object counts and groups in the background, then show them."""
         if self._worker is not None:
             self._worker.quit()
@@ -83,7 +89,7 @@ class StorePanel(ZVBrowseWidget):
             on_result=lambda s, lay=layer: self._counted(s, lay),
         )
 
-    def _counted(self, summary: StoreSummary, layer: Any) -> None:
+    def _counted(self, summary: StoreSummary, layer: Layer) -> None:
         if layer is not self.layer:
             return
         self.summary = summary
@@ -180,6 +186,6 @@ def _attrs(pairs: tuple[tuple[str, str], ...], empty: str) -> str:
     return ", ".join(f"{html.escape(n)} <i>({html.escape(d)})</i>" for n, d in pairs)
 
 
-def store_panel_widget(napari_viewer: Any) -> StorePanel:
+def store_panel_widget(napari_viewer: Viewer) -> StorePanel:
     """npe2 widget factory."""
     return StorePanel(napari_viewer)
