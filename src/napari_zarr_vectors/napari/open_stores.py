@@ -12,7 +12,7 @@ The registry holds layers weakly: an entry lives as long as one of its layers.
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,20 +22,39 @@ if TYPE_CHECKING:
     from napari_zarr_vectors.napari.browse.table import ObjectTable
 
 
-@dataclass(eq=False)
 class OpenStore:
-    """One open store (one geometry of it) and what is attached to it."""
+    """One open store (one geometry of it) and what is attached to it.
 
-    store: GeometryStore
-    #: the level-of-detail controller showing it (``lod.controller.ZVLayerController``;
-    #: ``None``: static layers)
-    controller: object | None = None
-    #: the browse target of static layers (``browse.targets.StaticTarget``), made on use
-    static_target: object | None = None
-    #: the widgets' shared browse state (``browse.targets.BrowseState``), made on use
-    browse: object | None = None
-    #: the level-0 object table, read on first use
-    objects: ObjectTable | None = None
+    ``store`` is the store object its reader opened; layers the reader did not hand over
+    (made from saved layer data) get an ``opener`` instead, called once, on first use."""
+
+    def __init__(
+        self,
+        store: GeometryStore | None = None,
+        *,
+        controller: object | None = None,
+        opener: Callable[[], GeometryStore] | None = None,
+    ) -> None:
+        if store is None and opener is None:
+            raise ValueError("an open store needs its store or an opener")
+        self._store = store
+        self._opener = opener
+        #: the level-of-detail controller showing it (``lod.controller.ZVLayerController``;
+        #: ``None``: static layers)
+        self.controller = controller
+        #: the browse target of static layers (``browse.targets.StaticTarget``), made on use
+        self.static_target: object | None = None
+        #: the widgets' shared browse state (``browse.targets.BrowseState``), made on use
+        self.browse: object | None = None
+        #: the level-0 object table, read on first use
+        self.objects: ObjectTable | None = None
+
+    @property
+    def store(self) -> GeometryStore:
+        if self._store is None:
+            assert self._opener is not None
+            self._store = self._opener()
+        return self._store
 
 
 _OPEN: weakref.WeakKeyDictionary[Layer, OpenStore] = weakref.WeakKeyDictionary()

@@ -177,18 +177,22 @@ def target_for(viewer: Viewer, layer: Layer) -> BrowseTarget | None:
 
 
 def _adopt(layers: list[Layer]) -> OpenStore | None:
-    """Layers the reader did not hand over (e.g. made from saved layer data): open their
-    store once, for the geometry they show, and register them with it."""
+    """Layers the reader did not hand over (e.g. made from saved layer data): one open
+    store for them, for the geometry they show, opened from their path on first use."""
     if not layers:
         return None
     import napari_zarr_vectors as nzv
 
     meta = zv_meta(layers[0])
-    store = nzv.open_store(meta["path"])
-    kind = meta.get("geometry_type") or store.geometry_type
-    entry = OpenStore(store.geometry(kind))
+    path, kind = meta["path"], meta.get("geometry_type")
+
+    def open_geometry() -> GeometryStore:
+        store = nzv.open_store(path)
+        return store.geometry(kind or store.geometry_type)
+
+    entry = OpenStore(opener=open_geometry)
     for layer in layers:
-        if (zv_meta(layer) or {}).get("geometry_type", kind) == kind:
+        if (zv_meta(layer) or {}).get("geometry_type") == kind:
             register(layer, entry)
     return entry
 
