@@ -20,8 +20,8 @@ from _zv_napari import DATA, f32
 from napari_zarr_vectors.napari.browse import table as b
 from napari_zarr_vectors.napari.browse.targets import (
     StaticTarget,
-    layer_object_ids,
     browse_state_of,
+    layer_object_ids,
     target_for,
 )
 from napari_zarr_vectors.napari.colour.live import layer_colours
