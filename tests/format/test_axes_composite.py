@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.api import GeometryStore
 
 zv = pytest.importorskip("zarr_vectors")
 composite = pytest.importorskip("zarr_vectors.composite")
 from zarr_vectors import Axis, Layout, Schema  # noqa: E402
 
-NODES = np.array([[10, 10, 10], [20, 20, 20], [30, 30, 30], [70, 70, 70]], np.float32)
-EDGES = np.array([[0, 1], [1, 2], [2, 3]])
+from composite_stores import EDGES, NODES, write_composite  # noqa: E402
 
 
 def _rows(a) -> set[tuple[float, ...]]:
@@ -40,24 +40,6 @@ def write_points_t(path, positions, bounds, cell):
             ),
         )
         ds.add_points(positions)
-
-
-def write_composite(path, points, extra=()):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds = zv.create(
-            str(path),
-            schema=Schema(
-                3,
-                ((0, 0, 0), (100, 100, 100)),
-                layout=Layout(cell_size=(50, 50, 50)),
-                kind="point_cloud",
-            ),
-        )
-        ds.add_points(points)
-        composite.add_geometry(str(path), "graph", positions=NODES, edges=EDGES)
-        for kind, kwargs in extra:
-            composite.add_geometry(str(path), kind, **kwargs)
 
 
 def test_axis_types_of_a_time_lapse_and_every_vertex_with_its_time(tmp_path):
@@ -155,3 +137,23 @@ def test_pyramid_statistics_of_an_added_geometry(tmp_path):
     assert row["level"] == 0 and row["chunks"] == len(graph.chunks(0)) > 0
     assert row["stored_bytes"] is None  # not listed for an added geometry
     assert pyramid.cross_level_deltas(graph, 0) == []
+
+
+def test_a_store_and_its_added_geometry_implement_the_geometry_store_api(tmp_path):
+    path = tmp_path / "c.zarrvectors"
+    write_composite(path, np.array([[5.0, 5.0, 5.0]], np.float32))
+    s = nzv.open_store(path)
+    view = s.geometry("graph")
+    assert isinstance(s, GeometryStore) and isinstance(view, GeometryStore)
+    assert s.geometry("point_cloud") is s
+    # the metadata is the parent's own
+    assert (view.path, view.name, view.ndim, view.generation) == (s.path, s.name, 3, "0.9")
+    assert view.axes == s.axes and view.units == s.units
+    assert np.array_equal(view.chunk_shape, s.chunk_shape)
+    # path pieces: neither geometry is a path type, both refuse alike
+    for reader in (s, view):
+        with pytest.raises(ValueError, match="read_pieces reads polylines and streamlines"):
+            reader.read_pieces(0, reader.chunks(0))
+    # the read scope of the view is the parent's: a read inside it reads the same data
+    with view.reading(None):
+        assert _rows(view.read().positions) == _rows(NODES)

@@ -20,8 +20,8 @@ from _zv_napari import DATA, f32
 from napari_zarr_vectors.napari.browse.filters import RangeFilter
 from napari_zarr_vectors.napari.browse.targets import (
     StaticTarget,
+    browse_state_of,
     layer_object_ids,
-    session_for,
     target_for,
 )
 from napari_zarr_vectors.napari.colour.live import layer_colours
@@ -656,7 +656,7 @@ def test_session_is_shared_between_widgets(make_napari_viewer, qtbot):
     target = open_zv(viewer, qtbot, "v09", "points")
     g = dock(viewer, GroupFilterWidget)
     a = dock(viewer, AttributeFilterWidget)
-    assert g.session is a.session is session_for(target)
+    assert g.session is a.session is browse_state_of(target)
 
 
 def test_layers_without_a_controller_are_filtered_and_coloured_directly(make_napari_viewer, qtbot):

@@ -83,7 +83,7 @@ def test_a_view_over_budget_thins_its_level_and_zooming_in_loads_exactly_the_chu
     store = c.store
     # the slab at level 0 holds more than 20 points: the level stays (the screen resolves
     # its bins) and a stable part of its points is shown instead of a coarser level
-    assert c.level == 0 and 0 < c.vertex_count <= 20 and c.shown.fraction < 1
+    assert c.level == 0 and 0 < c.vertex_count <= 20 and c.view_share.fraction < 1
     assert keys(c.chunks) == expected_2d_chunks(viewer, store, 0)
     layer = c.layers[0]
     overview = {tuple(p) for p in np.asarray(layer.data) * np.asarray(layer.scale)}
@@ -166,7 +166,7 @@ def test_3d_views_load_what_the_camera_sees(make_napari_viewer, qtbot):
     to_3d(viewer, qtbot, c)
     # all of it, at the level the screen resolves, thinned to the budget
     assert c.level == 0 and keys(c.chunks) == keys(c.store.chunks(0))
-    assert 0 < c.vertex_count <= 100 and c.shown.fraction < 1
+    assert 0 < c.vertex_count <= 100 and c.view_share.fraction < 1
     viewer.scene.camera.zoom *= 6
     settle(qtbot, c)
     assert c.level == 0

@@ -160,7 +160,7 @@ def _open(viewer, qtbot, path):
 def test_widget_exports_filtered_then_isolated_objects(
     make_napari_viewer, qtbot, tmp_path, monkeypatch
 ):
-    from napari_zarr_vectors.napari.browse.targets import session_for
+    from napari_zarr_vectors.napari.browse.targets import browse_state_of
     from napari_zarr_vectors.napari.widgets.pick import PickWidget
 
     viewer = make_napari_viewer()
@@ -170,7 +170,7 @@ def test_widget_exports_filtered_then_isolated_objects(
     viewer.window.add_dock_widget(widget, area="right")
     assert widget.export_button.text().startswith("Export")
 
-    session = session_for(target)
+    session = browse_state_of(target)
     session.filters.group_filter = GroupFilter((1,))
     session.apply()
     ids, why = widget_selection(widget)
@@ -198,9 +198,8 @@ def test_widget_exports_filtered_then_isolated_objects(
         call(self, step, n_steps, description)
 
     monkeypatch.setattr(_Activity, "__call__", record)
-    worker = export_selection(widget, tmp_path / "filtered", start=False)
-    with qtbot.waitSignal(worker.finished, timeout=20_000):  # armed before the work starts
-        worker.start()
+    job = export_selection(widget, tmp_path / "filtered")
+    qtbot.waitUntil(lambda: job.done, timeout=20_000)
     qtbot.waitUntil(lambda: any("move into place" in d for _, d, _ in steps), timeout=5_000)
     # the activity panel is updated on the UI thread, step by step
     assert [s for s, _, _ in steps] == sorted(s for s, _, _ in steps)
@@ -218,9 +217,8 @@ def test_widget_exports_filtered_then_isolated_objects(
     qtbot.waitUntil(lambda: len(widget.isolated_layers()) == 1, timeout=15_000)
     ids2, why2 = widget_selection(widget)
     assert why2 == ISOLATED and ids2.tolist() == [int(ids[-1])]
-    worker = export_selection(widget, tmp_path / "one.zarrvectors", start=False)
-    with qtbot.waitSignal(worker.finished, timeout=20_000):
-        worker.start()
+    job = export_selection(widget, tmp_path / "one.zarrvectors")
+    qtbot.waitUntil(lambda: job.done, timeout=20_000)
     one = nzv.open_store(tmp_path / "one.zarrvectors")
     assert list(paths_by_id(one, [0]).values()) == list(paths_by_id(store, ids2).values())
 

@@ -71,11 +71,11 @@ def test_tracks300_opens_whole_in_3d_and_stays_whole(make_napari_viewer, qtbot, 
     ids = c.store.object_ids(0)
     assert track_ids(lines) == set(range(len(ids))) or len(track_ids(lines)) == 300
     # the camera is fitted to the data: every vertex is inside the visible box
-    assert c.shown.fraction == 1.0 and c.shown.items_in_view == 300
-    key = c._shown.key
+    assert c.view_share.fraction == 1.0 and c.view_share.items_in_view == 300
+    key = c._held.key
     for _ in move_camera(viewer, qtbot, c):
         assert len(lines.data) == 14_576  # never thinned, never cropped
-        assert c._shown.key == key  # nothing reloaded while the camera moved
+        assert c._held.key == key  # nothing reloaded while the camera moved
     assert "showing" not in viewer.status  # nothing left out to report
 
 
@@ -109,7 +109,7 @@ def test_every_fixture_first_picture_is_not_empty(make_napari_viewer, qtbot, nam
     held = sum(len(layer.data) for layer in c.layers)
     assert held > 0
     # small stores are shown whole: every object of level 0
-    assert c.shown.fraction == 1.0
+    assert c.view_share.fraction == 1.0
     assert viewer.dims.ndisplay == (3 if len(c.store.axes) >= 3 else 2)
 
 
@@ -195,7 +195,7 @@ def test_the_five_navis_neurons_are_all_drawn_through_rotations(
 
     n_edges = sum(len(e) for e in truth.edges)
     assert drawn() == (truth.vertex_count, n_edges, {0, 1, 2, 3, 4})
-    assert c.shown.fraction == 1.0 and c.shown.items_in_view == 5
+    assert c.view_share.fraction == 1.0 and c.view_share.items_in_view == 5
     for _ in move_camera(viewer, qtbot, c):
         assert drawn() == (truth.vertex_count, n_edges, {0, 1, 2, 3, 4})
     assert "showing" not in viewer.status

@@ -13,7 +13,7 @@ from napari_zarr_vectors.format.geometry import Geometry
 from napari_zarr_vectors.napari import open_in_viewer
 from napari_zarr_vectors.napari.browse.targets import layer_world_positions, pick_at, pick_slab
 from napari_zarr_vectors.napari.layerdata.build import StoreInfo, layers_from_geometry
-from napari_zarr_vectors.napari.npe2.session import hook_viewer
+from napari_zarr_vectors.napari.npe2.attach import hook_viewer
 from napari_zarr_vectors.napari.values import format_value
 
 pytestmark = pytest.mark.gui

@@ -78,10 +78,10 @@ def test_the_napari_side_has_no_import_cycle():
             break
     assert not cycle, " -> ".join(cycle)
     # the layering the docs describe
-    assert "npe2.reader" in edges["npe2.opening"] and "npe2.session" in edges["npe2.reader"]
-    assert "lod.controller" in edges["npe2.session"]
+    assert "npe2.reader" in edges["npe2.opening"] and "npe2.attach" in edges["npe2.reader"]
+    assert "lod.controller" in edges["npe2.attach"]
     assert "lod.loader" in edges["lod.controller"]
-    high = {"npe2.reader", "lod.controller", "npe2.session", "npe2.opening"}
+    high = {"npe2.reader", "lod.controller", "npe2.attach", "npe2.opening"}
     for low in ("lod.loader", "lod.plan", "layerdata.store_info", "lod.view_geometry"):
         assert not edges[low] & high, low
 

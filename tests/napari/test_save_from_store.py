@@ -22,7 +22,7 @@ from napari.utils.notifications import notification_manager
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari.browse.filters import GroupFilter, ValueFilter
-from napari_zarr_vectors.napari.browse.targets import session_for, target_for
+from napari_zarr_vectors.napari.browse.targets import browse_state_of, target_for
 from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 from napari_zarr_vectors.napari.npe2.writer import save_layers, store_selection
 from napari_zarr_vectors.write import SOURCE_OBJECT_ID, WriteError, export_objects
@@ -151,7 +151,7 @@ def test_saving_tracks300_at_the_default_view_saves_every_streamline_whole(
 def test_saving_a_filtered_layer_saves_the_passing_objects_whole(tracks300_open, qtbot, tmp_path):
     viewer, layers, controller, truth = tracks300_open
     data = [la for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds"]
-    session = session_for(target_for(viewer, data[0]))
+    session = browse_state_of(target_for(viewer, data[0]))
     session.filters.group_filter = GroupFilter((2, 5))
     session.filters.set_attribute_filter("hemisphere", ValueFilter("hemisphere", ("right",)))
     session.apply()
@@ -191,7 +191,7 @@ def test_a_static_layer_filtered_by_the_browse_widgets_saves_the_passing_objects
     data = [la for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds"]
     assert data and all(la.metadata["zarr_vectors"]["level"] == 1 for la in data)
     target = target_for(viewer, data[0])
-    session = session_for(target)
+    session = browse_state_of(target)
     session.filters.group_filter = GroupFilter((0,))
     session.apply()
     assert target.allowed.tolist() == truth.groups[0]

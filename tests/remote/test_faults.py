@@ -221,3 +221,27 @@ def test_retry_policy_is_bounded():
     with pytest.raises(nzv.ZVFetchError):
         sync(policy.run(forbidden, "k", "s"))
     assert len(calls) == 1
+
+
+def test_cancel_stops_reads_of_an_added_geometry(tmp_path):
+    pytest.importorskip("zarr_vectors")
+    from composite_stores import NODES, write_composite
+
+    write_composite(tmp_path / "c.zarrvectors", np.array([[60.0, 60.0, 60.0]], np.float32))
+    with ZVHTTPServer(tmp_path, index=True) as server:
+        remote = nzv.open_store(f"{server.url}/c.zarrvectors")
+        graph = remote.geometry("graph")
+        chunks = graph.chunks(0)
+        assert len(chunks) == 2  # the nodes lie in two of the 50-unit cells
+        cancel = threading.Event()
+        cancel.set()
+        server.reset_log()
+        with pytest.raises(nzv.ZVCancelledError):
+            graph.read(0, cancel=cancel)
+        with pytest.raises(nzv.ZVCancelledError):
+            remote.read(0, geometry_type="graph", cancel=cancel)
+        assert not [p for _, p, _ in server.requests if "vertices_graph/c/" in p]
+        # without a cancel, the same read fetches the chunks and reads every node
+        g = graph.read(0)
+        assert sum("vertices_graph/c/" in p for _, p, _ in server.requests) == 2
+        assert sorted(map(tuple, g.positions.tolist())) == sorted(map(tuple, NODES.tolist()))

@@ -25,8 +25,9 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from threading import Event, Lock
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
@@ -38,7 +39,10 @@ from .geometry import Geometry
 from .query import chunks_in_bbox, normalise_bbox
 
 if TYPE_CHECKING:
+    from .metadata import LevelInfo
     from .store import Store
+
+T = TypeVar("T")
 
 #: Added geometry types whose namespaced arrays hold everything the type needs.
 READABLE = ("point_cloud", "graph", "skeleton", "mesh")
@@ -46,7 +50,7 @@ READABLE = ("point_cloud", "graph", "skeleton", "mesh")
 
 def geometry_index(store: Store, level: int) -> dict[str, dict[str, Any]]:
     """``{geometry type: entry}`` of a level's ``geometry_index`` (empty when none)."""
-    doc = store._io.get_json(f"{level}/geometry_index/zarr.json")
+    doc = store.layout.io.get_json(f"{level}/geometry_index/zarr.json")
     attrs = (doc or {}).get("attributes")
     if not isinstance(attrs, dict):
         return {}
@@ -58,10 +62,22 @@ def _count(entry: dict[str, Any]) -> int:
     return int(value) if isinstance(value, int) and value >= 0 else 0
 
 
+class _FromParent(Generic[T]):
+    """A read-only attribute of a :class:`CompositeGeometryStore` that is its parent
+    store's attribute of the same name (axes, bounds, path ...)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, view: CompositeGeometryStore, owner: type | None = None) -> T:
+        return getattr(view._parent, self._name)
+
+
 class CompositeGeometryStore:
-    """One added geometry of a composite store, read through the :class:`~.store.Store`
-    API (``read``, ``chunks``, ``prefetch``, levels, bounds, axes ...); no objects,
-    groups or attributes (the writer stores none for added geometries).
+    """One added geometry of a composite store, read through the
+    :class:`~.api.GeometryStore` API (``read``, ``read_pieces``, ``chunks``, ``prefetch``,
+    levels, bounds, axes ...); no objects, groups or attributes (the writer stores none for
+    added geometries). Every read takes ``cancel`` as the parent store's reads do.
 
     Raises :class:`ZVFormatError` when the geometry cannot be read (a type whose
     arrays keep no path boundaries, a store generation without namespaced arrays, no
@@ -106,20 +122,24 @@ class CompositeGeometryStore:
         # the parent's layout, private: its attribute listings are the store's own geometry's
         self._layout = parent.layout
 
-    # -- the Store metadata API, from the parent -----------------------------------------
-    path = property(lambda self: self._parent.path, doc="The store's location.")
-    name = property(lambda self: self._parent.name, doc="The store's display name.")
-    remote = property(lambda self: self._parent.remote, doc="Reached over a network.")
-    listable = property(lambda self: self._parent.listable, doc="The store lists its keys.")
-    zv_version = property(lambda self: self._parent.zv_version, doc="Format version.")
-    generation = property(lambda self: self._parent.generation, doc="Container layout.")
-    ndim = property(lambda self: self._parent.ndim, doc="Number of axes.")
-    axes = property(lambda self: self._parent.axes, doc="Axis names, column order.")
-    axis_types = property(lambda self: self._parent.axis_types, doc="Axis types.")
-    units = property(lambda self: self._parent.units, doc="Axis units.")
-    bounds = property(lambda self: self._parent.bounds, doc="The store's bounds.")
-    chunk_shape = property(lambda self: self._parent.chunk_shape, doc="Level-0 chunk edge.")
-    base_bin_shape = property(lambda self: self._parent.base_bin_shape, doc="Level-0 bin.")
+    # -- the store's metadata, from the parent ------------------------------------------
+    path = _FromParent[str]()
+    name = _FromParent[str]()
+    remote = _FromParent[bool]()
+    listable = _FromParent[bool]()
+    zv_version = _FromParent[str]()
+    generation = _FromParent[str]()
+    ndim = _FromParent[int]()
+    axes = _FromParent["list[str]"]()
+    axis_types = _FromParent["list[str]"]()
+    units = _FromParent["list[str | None]"]()
+    bounds = _FromParent["tuple[np.ndarray, np.ndarray]"]()
+    chunk_shape = _FromParent[np.ndarray]()
+    base_bin_shape = _FromParent[np.ndarray]()
+
+    def reading(self, cancel: Event | None) -> AbstractContextManager[None]:
+        """The parent store's read scope: reads stop once ``cancel`` is set."""
+        return self._parent.reading(cancel)
 
     @property
     def geometry_type(self) -> str:
@@ -129,7 +149,7 @@ class CompositeGeometryStore:
     def geometry_types(self) -> list[str]:
         return [self._geometry_type]
 
-    def level(self, level: int) -> Any:
+    def level(self, level: int) -> LevelInfo:
         for lv in self.levels:
             if lv.index == level:
                 return lv
@@ -192,7 +212,8 @@ class CompositeGeometryStore:
     ) -> int:
         """Nothing is cached for added geometries (their reads are whole-level small
         arrays); returns how many of ``chunks`` hold vertices."""
-        listed = {tuple(c) for c in self.chunks(level).tolist()}
+        with self.reading(cancel):
+            listed = {tuple(c) for c in self.chunks(level).tolist()}
         return sum(tuple(c) in listed for c in np.asarray(chunks).tolist())
 
     def read(
@@ -212,7 +233,40 @@ class CompositeGeometryStore:
         for graphs, skeletons and meshes the links whose every vertex is kept. Object and
         group selections select nothing (added geometries have no objects). A chunk that
         cannot be decoded is left out with a :class:`ZVChunkWarning` (``strict``: raised);
-        links then index the vertices that were read."""
+        links then index the vertices that were read. ``cancel`` stops the read as it stops
+        the parent store's (:class:`~.errors.ZVCancelledError`)."""
+        with self.reading(cancel):
+            return self._read(level, bbox, object_ids, group_ids, chunks, strict)
+
+    def read_pieces(
+        self,
+        level: int,
+        chunks: np.ndarray,
+        *,
+        fraction: float = 1.0,
+        bbox: Sequence[Sequence[float]] | None = None,
+        max_vertices: int | None = None,
+        attributes: bool = True,
+        strict: bool = False,
+        cache: ChunkCache | None = None,
+        cancel: Event | None = None,
+    ) -> Geometry:
+        """Path pieces are read from polylines and streamlines only, and an added geometry
+        is never one (they keep no path boundaries): raises :class:`ValueError`, as
+        :meth:`.store.Store.read_pieces` does for these geometry types."""
+        raise ValueError(
+            f"{self.path}: read_pieces reads polylines and streamlines, not {self._geometry_type}"
+        )
+
+    def _read(
+        self,
+        level: int,
+        bbox: Sequence[Sequence[float]] | None,
+        object_ids: Sequence[int] | np.ndarray | None,
+        group_ids: Sequence[int] | np.ndarray | None,
+        chunks: np.ndarray | None,
+        strict: bool,
+    ) -> Geometry:
         info = self.level(level)
         ndim = self._parent.ndim
         listed = self.chunks(level)
@@ -268,7 +322,7 @@ class CompositeGeometryStore:
                 )
                 if strict:
                     raise where from None
-                warnings.warn(f"{where}; left out", ZVChunkWarning, stacklevel=3)
+                warnings.warn(f"{where}; left out", ZVChunkWarning, stacklevel=4)
                 continue
             parts.append(rows.astype(np.float64))
             owner.append(np.full(len(rows), i, np.int64))

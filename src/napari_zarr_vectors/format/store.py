@@ -6,7 +6,7 @@ import contextlib
 import functools
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import PurePosixPath
 from threading import Event, Lock
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from zarr.abc.store import Store as ZarrStore
 
+from .api import GeometryStore
 from .assembly import PATH_TYPES, Selection, assemble, assemble_pieces
 from .cache import ChunkCache
 from .chunks import ChunkTable, LoadedChunks, unique_rows
@@ -84,7 +85,7 @@ def _cancellable(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def wrapper(self: Store, *args: Any, cancel: Event | None = None, **kwargs: Any) -> Any:
-        with self._io.cancellable(cancel), self._io.read_budget():
+        with self.reading(cancel):
             if self._io.remote:
                 level = kwargs.get("level", args[0] if args else 0)
                 self._prefetch_metadata(level)
@@ -114,6 +115,14 @@ class Store:
         self._chain_chunks: dict[int, np.ndarray] = {}
         self._warm: set[int] = set()
         self._geometries: dict[str, CompositeGeometryStore] = {}
+
+    @contextlib.contextmanager
+    def reading(self, cancel: Event | None) -> Iterator[None]:
+        """Within this block, the reads of the calling thread share one read budget (remote
+        stores) and stop once ``cancel`` is set: fetches not started yet are dropped and
+        the read raises :class:`~napari_zarr_vectors.format.errors.ZVCancelledError`."""
+        with self._io.cancellable(cancel), self._io.read_budget():
+            yield
 
     def _prefetch_metadata(self, level: int) -> None:
         """Remote stores: the metadata documents of a level in one batch, once."""
@@ -187,9 +196,10 @@ class Store:
         ``composite.add_geometry``) lists the geometries added to it after it."""
         return list(self.root.geometry_types or (self.root.geometry_type,))
 
-    def geometry(self, geometry_type: str) -> Store | CompositeGeometryStore:
-        """A store-like reader of one of :attr:`geometry_types`: this store for its own
-        geometry, else a :class:`~.composite.CompositeGeometryStore` (same reading API).
+    def geometry(self, geometry_type: str) -> GeometryStore:
+        """The reader of one of :attr:`geometry_types`: this store for its own geometry, else
+        a :class:`~.composite.CompositeGeometryStore` (both implement
+        :class:`~.api.GeometryStore`).
 
         Raises ``KeyError`` naming the store's geometries for one it does not hold, and
         :class:`ZVFormatError` for an added geometry this reader cannot read.
@@ -506,6 +516,7 @@ class Store:
                 attributes=attributes,
                 strict=strict,
                 cache=cache,
+                cancel=cancel,
             )
         chain = self.refinement_chain(level)
         if len(chain) > 1 and not own_level_only:

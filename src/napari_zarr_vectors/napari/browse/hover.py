@@ -235,13 +235,12 @@ def hidden_columns(features: Mapping[str, object]) -> frozenset[str]:
 
 
 def object_table_of(layer: Layer) -> ObjectTable | None:
-    """The level-0 object table of the store ``layer`` shows (cached per store), or
+    """The level-0 object table of the store ``layer`` shows (read once per open store), or
     ``None`` when there is no store to read it from."""
     viewer = viewer_of(layer)
     target = target_for(viewer, layer) if viewer is not None else None
     try:
-        store = getattr(target, "store", None)
-        return None if store is None else object_table(store)
+        return None if target is None else object_table(target)
     except Exception:  # noqa: BLE001 - no readable store (e.g. a layer built in memory)
         return None
 

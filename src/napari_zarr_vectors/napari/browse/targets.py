@@ -21,12 +21,11 @@ Colouring layers (the Colour-by widget's choice, kept at every level) lives in
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -42,8 +41,21 @@ from napari_zarr_vectors.napari.colour.live import (
 from napari_zarr_vectors.napari.colour.spec import ColourSpec
 from napari_zarr_vectors.napari.layerdata.build import META, OBJECT_ID, layers_from_geometry
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
-from napari_zarr_vectors.napari.lod.controller import controller_for
+from napari_zarr_vectors.napari.lod.controller import (
+    ControllerEvents,
+    ZVLayerController,
+    controller_for,
+)
+from napari_zarr_vectors.napari.open_stores import OpenStore, open_store_for, register
 from napari_zarr_vectors.napari.qa.compute import QA_ROLES
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.utils.events import Event
+
+    from napari import Viewer
+    from napari_zarr_vectors.format.api import GeometryStore
+    from napari_zarr_vectors.format.geometry import Geometry
 
 #: Layer roles that are not store data (the bounds box, isolated objects).
 NON_DATA_ROLES = ("bounds", "isolated")
@@ -60,7 +72,7 @@ PICK_PIXELS = 8.0
 # --------------------------------------------------------------------------------------------
 
 
-def zv_meta(layer: Any) -> dict | None:
+def zv_meta(layer: Layer) -> dict | None:
     """The layer's ``metadata["zarr_vectors"]`` block, or ``None`` for other layers."""
     if layer is None:
         return None
@@ -71,7 +83,7 @@ def zv_meta(layer: Any) -> dict | None:
     return block if isinstance(block, dict) else None
 
 
-def is_data_layer(layer: Any) -> bool:
+def is_data_layer(layer: Layer) -> bool:
     """A layer holding its store's data (not the bounds box, an isolated object, a Pyramid
     QA overlay or a level added side by side)."""
     return is_data_meta(zv_meta(layer))
@@ -86,7 +98,7 @@ def is_data_meta(meta: dict | None) -> bool:
     )
 
 
-def store_layers(viewer: Any, path: str) -> list[Any]:
+def store_layers(viewer: Viewer, path: str) -> list[Layer]:
     """The viewer's data layers of the store at ``path``, in layer-list order."""
     return [
         layer
@@ -95,74 +107,100 @@ def store_layers(viewer: Any, path: str) -> list[Any]:
     ]
 
 
-def controller_of(layer: Any) -> Any | None:
+def controller_of(layer: Layer) -> ZVLayerController | None:
     """The level-of-detail controller driving ``layer`` (``None`` when there is none)."""
-    try:
-        return controller_for(layer)
-    except Exception:  # noqa: BLE001 - a layer the controller does not know
+    return controller_for(layer)
+
+
+class BrowseTarget(Protocol):
+    """What the browse widgets act on: the layers of one open store and their object filter.
+    :class:`~napari_zarr_vectors.napari.lod.controller.ZVLayerController` (level of detail)
+    and :class:`StaticTarget` (layers of one level) implement it; both announce their
+    changes through a :class:`~napari_zarr_vectors.napari.lod.controller.ControllerEvents`
+    (``refreshed``, ``level_changed``, ``loading``)."""
+
+    events: ControllerEvents
+    open_store: OpenStore
+
+    @property
+    def store(self) -> GeometryStore: ...
+    @property
+    def controller(self) -> ZVLayerController | None: ...
+    @property
+    def layers(self) -> list[Layer]: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def locked_level(self) -> int | None: ...
+    @property
+    def object_filter(self) -> np.ndarray | None: ...
+    def set_object_filter(self, allowed_ids: np.ndarray | None) -> None: ...
+
+
+def object_filter_of(layer: Layer) -> np.ndarray | None:
+    """The object ids ``layer`` is filtered to (``None``: no filter): the filter of the
+    browse target showing it (its controller, or the static target of its store)."""
+    entry = open_store_for(layer)
+    if entry is None:
         return None
+    target = entry.controller or entry.static_target
+    return target.object_filter if isinstance(target, ZVLayerController | StaticTarget) else None
 
 
-_static_targets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def object_filter_of(layer: Any) -> np.ndarray | None:
-    """The object ids ``layer`` is filtered to (``None``: no filter): its controller's
-    filter, else that of the static browse target holding it."""
-    ctrl = controller_of(layer)
-    if ctrl is not None:
-        return ctrl.object_filter
-    path = (zv_meta(layer) or {}).get("path")
-    for per_viewer in list(_static_targets.values()):
-        target = per_viewer.get(path)
-        if target is not None and any(lay is layer for lay in target.layers):
-            return None if target.allowed is None else target.allowed.copy()
-    return None
-
-
-def target_for(viewer: Any, layer: Any) -> Any | None:
-    """The browse target of ``layer``: its controller, else a :class:`StaticTarget` over the
-    viewer's layers of the same store. The bounds box and isolated objects lead to their
-    store's target; ``None`` for other layers (or when the store has no data layers)."""
+def target_for(viewer: Viewer, layer: Layer) -> BrowseTarget | None:
+    """The browse target of ``layer``: its controller, else the :class:`StaticTarget` of
+    its open store. The bounds box and isolated objects lead to their store's target;
+    ``None`` for other layers (or when the store has no data layers)."""
     meta = zv_meta(layer)
     if meta is None:
         return None
     path = meta.get("path")
     candidates = [layer] if is_data_layer(layer) else []
     candidates += [lay for lay in store_layers(viewer, path) if lay is not layer]
-    for candidate in candidates:
-        ctrl = controller_of(candidate)
-        if ctrl is not None:
-            return ctrl
-    layers = store_layers(viewer, path)
-    if not layers:
-        return None
-    per_viewer = _static_targets.setdefault(viewer, {})
-    target = per_viewer.get(path)
-    if target is None or not target.alive():
-        target = StaticTarget(path, layers)
-        per_viewer[path] = target
+    entry = next((e for e in map(open_store_for, candidates) if e is not None), None)
+    if entry is None:
+        entry = _adopt(store_layers(viewer, path))
+        if entry is None:
+            return None
+    if isinstance(entry.controller, ZVLayerController):
+        return entry.controller
+    layers = [lay for lay in store_layers(viewer, path) if open_store_for(lay) is entry]
+    target = entry.static_target
+    if not isinstance(target, StaticTarget) or not target.alive():
+        target = StaticTarget(entry, layers)
+        entry.static_target = target
     else:
         target.update_layers(layers)
     return target
 
 
-def open_store_of(layer: Any) -> Any:
+def _adopt(layers: list[Layer]) -> OpenStore | None:
+    """Layers the reader did not hand over (e.g. made from saved layer data): one open
+    store for them, for the geometry they show, opened from their path on first use."""
+    if not layers:
+        return None
     import napari_zarr_vectors as nzv
 
-    return nzv.open_store(zv_meta(layer)["path"])
+    meta = zv_meta(layers[0])
+    path, kind = meta["path"], meta.get("geometry_type")
+
+    def open_geometry() -> GeometryStore:
+        store = nzv.open_store(path)
+        return store.geometry(kind or store.geometry_type)
+
+    entry = OpenStore(opener=open_geometry)
+    for layer in layers:
+        if (zv_meta(layer) or {}).get("geometry_type") == kind:
+            register(layer, entry)
+    return entry
 
 
-class _Events:
-    """``refreshed`` and ``level_changed`` emitters, like the controller's."""
-
-    def __init__(self, source: Any) -> None:
-        from napari.utils.events import EmitterGroup
-
-        self.group = EmitterGroup(source=source, refreshed=None, level_changed=None)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.group, name)
+def open_store_of(layer: Layer) -> GeometryStore:
+    """The store ``layer`` shows: the store object its reader opened (the geometry the
+    layer shows, for a composite store)."""
+    entry = open_store_for(layer) or _adopt([layer])
+    assert entry is not None  # _adopt registers a layer of a store
+    return entry.store
 
 
 class StaticTarget:
@@ -173,24 +211,26 @@ class StaticTarget:
     and restored when the filter clears). Colour settings are re-applied after slicing.
     """
 
-    def __init__(self, path: str, layers: Sequence[Any]) -> None:
-        self.path = path
+    def __init__(self, entry: OpenStore, layers: Sequence[Layer]) -> None:
+        self.open_store = entry
         self._layers = [weakref.ref(layer) for layer in layers]
-        self._store = None
         self._full: dict[int, _LayerData] = {}
         self.allowed: np.ndarray | None = None
-        self.events = _Events(self)
+        self.events = ControllerEvents()
 
     @property
-    def store(self) -> Any:
-        if self._store is None:
-            import napari_zarr_vectors as nzv
-
-            self._store = nzv.open_store(self.path)
-        return self._store
+    def store(self) -> GeometryStore:
+        return self.open_store.store
 
     @property
-    def layers(self) -> list[Any]:
+    def path(self) -> str:
+        return self.store.path
+
+    controller = None
+    locked_level = None
+
+    @property
+    def layers(self) -> list[Layer]:
         return [lay for ref in self._layers if (lay := ref()) is not None]
 
     @property
@@ -198,12 +238,14 @@ class StaticTarget:
         layers = self.layers
         return int(zv_meta(layers[0]).get("level", 0)) if layers else 0
 
-    locked_level = None
+    @property
+    def object_filter(self) -> np.ndarray | None:
+        return None if self.allowed is None else self.allowed.copy()
 
     def alive(self) -> bool:
         return bool(self.layers)
 
-    def update_layers(self, layers: Sequence[Any]) -> None:
+    def update_layers(self, layers: Sequence[Layer]) -> None:
         if [id(a) for a in layers] != [id(b) for b in self.layers]:
             self._layers = [weakref.ref(layer) for layer in layers]
             if self.allowed is not None:
@@ -216,7 +258,7 @@ class StaticTarget:
         self.allowed = None if allowed_ids is None else np.asarray(allowed_ids, np.int64)
         for layer in self.layers:
             _filter_layer(layer, self.allowed, self._full)
-        self.events.refreshed()
+        self.events.refreshed.emit()
 
 
 @dataclass
@@ -226,7 +268,7 @@ class _LayerData:
     extra: dict
 
 
-def _filter_layer(layer: Any, allowed: np.ndarray | None, full: dict[int, _LayerData]) -> None:
+def _filter_layer(layer: Layer, allowed: np.ndarray | None, full: dict[int, _LayerData]) -> None:
     kind = layer_kind(layer)
     if kind == "points":
         ids = layer_object_ids(layer)
@@ -252,7 +294,7 @@ def _filter_layer(layer: Any, allowed: np.ndarray | None, full: dict[int, _Layer
         apply_colour(layer, spec)
 
 
-def _snapshot(layer: Any, kind: str) -> _LayerData:
+def _snapshot(layer: Layer, kind: str) -> _LayerData:
     features = layer.features.copy()
     extra: dict[str, Any] = {}
     if kind == "tracks":
@@ -276,7 +318,7 @@ def _row_object_ids(kind: str, snap: _LayerData) -> np.ndarray | None:
     return snap.features[OBJECT_ID].to_numpy()
 
 
-def _restore(layer: Any, kind: str, snap: _LayerData, keep: np.ndarray) -> None:
+def _restore(layer: Layer, kind: str, snap: _LayerData, keep: np.ndarray) -> None:
     features = snap.features[keep].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -310,7 +352,7 @@ def _restore(layer: Any, kind: str, snap: _LayerData, keep: np.ndarray) -> None:
                 layer.edge_color = snap.extra["edge_color"][keep]
 
 
-def _colour_by_feature(layer: Any, prefix: str) -> bool:
+def _colour_by_feature(layer: Layer, prefix: str) -> bool:
     mode = str(getattr(layer, f"{prefix}_color_mode", "direct"))
     return mode.lower().endswith(("colormap", "cycle"))
 
@@ -320,7 +362,7 @@ def _colour_by_feature(layer: Any, prefix: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def layer_object_ids(layer: Any) -> np.ndarray | None:
+def layer_object_ids(layer: Layer) -> np.ndarray | None:
     """Object id of every feature row (``None`` when the layer has no ``object_id``)."""
     features = getattr(layer, "features", None)
     if features is None or OBJECT_ID not in features:
@@ -328,7 +370,7 @@ def layer_object_ids(layer: Any) -> np.ndarray | None:
     return features[OBJECT_ID].to_numpy()
 
 
-def layer_world_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
+def layer_world_positions(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     """World coordinates (napari order, spatial axes only) of every drawable vertex, and the
     feature row of each: Points rows, Tracks vertices, Vectors start and end, Shapes vertices,
     Surface vertices. Hidden Points (``shown`` False) are left out. A layer ``affine`` (a
@@ -343,7 +385,7 @@ def layer_world_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
     return pts @ linear.T + shift, rows
 
 
-def _physical_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
+def _physical_positions(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     """:func:`layer_world_positions` before the layer's ``affine`` (data x scale + translate)."""
     kind = layer_kind(layer)
     scale = np.asarray(layer.scale, dtype=np.float64)
@@ -378,7 +420,7 @@ def _physical_positions(layer: Any) -> tuple[np.ndarray, np.ndarray]:
 class Pick:
     """What is under the cursor: a layer, the feature row, and the object id (if any)."""
 
-    layer: Any
+    layer: Layer
     row: int
     object_id: int | None
     #: the row's feature values, each of its column's own type
@@ -387,7 +429,7 @@ class Pick:
     position: np.ndarray | None = None
 
 
-def pick_slab(viewer: Any, layers: list[Any]) -> np.ndarray:
+def pick_slab(viewer: Viewer, layers: list[Layer]) -> np.ndarray:
     """Half-thickness per world axis of what a 2-D slice shows: half the dims thickness, at
     least half a data unit of the coarsest of ``layers`` (right-aligned to the viewer's axes)."""
     thickness = np.asarray(viewer.dims.thickness, np.float64)
@@ -400,7 +442,7 @@ def pick_slab(viewer: Any, layers: list[Any]) -> np.ndarray:
 
 
 def pick_at(
-    layers: Sequence[Any],
+    layers: Sequence[Layer],
     position: Sequence[float],
     *,
     displayed: Sequence[int],
@@ -451,7 +493,7 @@ def pick_at(
 # --------------------------------------------------------------------------------------------
 
 
-def only_object(geometry: Any, object_id: int) -> Any:
+def only_object(geometry: Geometry, object_id: int) -> Geometry:
     """The rows of ``geometry`` that belong to ``object_id`` (edges/faces remapped, paths of
     other objects dropped). Meshes whose objects share chunk fragments cannot be separated by
     vertex (the core labels a shared vertex with one object): they are returned unchanged."""
@@ -495,7 +537,7 @@ def only_object(geometry: Any, object_id: int) -> Any:
     )
 
 
-def isolate_layer_data(store: Any, object_id: int, level: int = 0) -> list[tuple]:
+def isolate_layer_data(store: GeometryStore, object_id: int, level: int = 0) -> list[tuple]:
     """Layer data tuples of one whole object at ``level`` (default full resolution), read
     through its manifest (every chunk it names, whatever the view), highlighted.
 
@@ -558,55 +600,45 @@ def _highlight_kwargs(kind: str, kwargs: dict, n_rows: int) -> dict:
     return {}
 
 
-def object_table(store: Any) -> ObjectTable:
-    """The store's level-0 object table (cached per store object)."""
-    try:
-        return _tables[store]
-    except (KeyError, TypeError):
-        pass
-    table = ObjectTable.from_store(store, 0)
-    with contextlib.suppress(TypeError):
-        _tables[store] = table
-    return table
-
-
-_tables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def object_table(target: BrowseTarget) -> ObjectTable:
+    """The level-0 object table of the target's open store (read once per open store)."""
+    entry = target.open_store
+    if entry.objects is None:
+        entry.objects = ObjectTable.from_store(entry.store, 0)
+    return entry.objects
 
 
 # --------------------------------------------------------------------------------------------
-# sessions: the filters of one target, shared by the widgets
+# browse state: the filters of one target, shared by the widgets
 # --------------------------------------------------------------------------------------------
 
 
-class BrowseSession:
+class BrowseState:
     """The browse state of one target (one open store): its object table, the user's
     filters, its store-wide colour choice, and who to tell when they change. Widgets share it
-    through :func:`session_for`, so the group filter and the attribute filters combine (AND)."""
+    through :func:`browse_state_of`, so the group filter and the attribute filters combine (AND)."""
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: BrowseTarget) -> None:
         self._target = weakref.ref(target)
         self.store = target.store
-        self.table = object_table(self.store)
+        self.table = object_table(target)
         self.filters = FilterState(self.table)
         #: the colour chosen for every layer of the store (``None``: per layer, or none)
         self.colour: ColourSpec | None = None
         self._coloured: set[int] = set()  # ids of the layers there when it was chosen
-        self._listeners: list[Any] = []
-        events = getattr(target, "events", None)
-        refreshed = getattr(events, "refreshed", None)
-        if refreshed is not None:
-            refreshed.connect(self._on_refreshed)
+        self._listeners: list[Callable[[], None]] = []
+        target.events.refreshed.connect(self._on_refreshed)
 
     @property
-    def target(self) -> Any:
+    def target(self) -> BrowseTarget | None:
         return self._target()
 
-    def connect(self, callback: Any) -> None:
+    def connect(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` when the filters change and after every data refresh."""
         if callback not in self._listeners:
             self._listeners.append(callback)
 
-    def disconnect(self, callback: Any) -> None:
+    def disconnect(self, callback: Callable[[], None]) -> None:
         if callback in self._listeners:
             self._listeners.remove(callback)
 
@@ -629,7 +661,7 @@ class BrowseSession:
         self.colour = spec
         self._coloured = {id(layer) for layer in getattr(self.target, "layers", [])}
 
-    def _on_refreshed(self, event: Any = None) -> None:
+    def _on_refreshed(self, event: Event | None = None) -> None:
         target = self.target
         for layer in list(getattr(target, "layers", [])):
             if self.colour is not None and id(layer) not in self._coloured:
@@ -669,15 +701,13 @@ def _strip_note(name: str) -> str:
     return name
 
 
-_sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def session_for(target: Any) -> BrowseSession | None:
-    """The shared :class:`BrowseSession` of ``target`` (created on first use)."""
+def browse_state_of(target: BrowseTarget | None) -> BrowseState | None:
+    """The shared :class:`BrowseState` of ``target`` (created on first use, kept with its
+    open store)."""
     if target is None:
         return None
-    session = _sessions.get(target)
-    if session is None:
-        session = BrowseSession(target)
-        _sessions[target] = session
-    return session
+    entry = target.open_store
+    state = entry.browse
+    if not isinstance(state, BrowseState) or state.target is not target:
+        state = entry.browse = BrowseState(target)
+    return state

@@ -2,8 +2,8 @@
 objects passing its filters, else the whole store, into a new store.
 
 The objects are read whole at level 0 through their manifests (every chunk they touch, not
-only the loaded ones) by :func:`napari_zarr_vectors.write.export_objects`, on a worker
-thread, with progress in napari's activity panel. The *Export…* button of the *Pick and
+only the loaded ones) by :func:`napari_zarr_vectors.write.export_objects`, in the
+background (:mod:`napari_zarr_vectors.napari.tasks`), with progress in napari's activity panel. The *Export…* button of the *Pick and
 isolate* widget calls :func:`export_dialog`.
 """
 
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from napari_zarr_vectors.napari.npe2.writer import SUFFIX, _Activity, with_suffix
+from napari_zarr_vectors.napari.tasks import run_task
 from napari_zarr_vectors.write.engine import WriteError, check_target
 from napari_zarr_vectors.write.export import export_objects
 
@@ -73,10 +75,9 @@ def widget_selection(widget: Any) -> tuple[np.ndarray | None, str]:
 def export_selection(
     widget: Any, path: str | os.PathLike, *, pyramid: bool = True, start: bool = True
 ) -> Any:
-    """Export the widget's selection (:func:`widget_selection`) of its store to ``path`` on
-    a worker thread; returns the worker (``returned`` gives the new store's path)."""
-    from napari.qt.threading import create_worker
-
+    """Export the widget's selection (:func:`widget_selection`) of its store to ``path`` in
+    the background (:func:`.tasks.run_task`, its steps shown as an activity); returns the
+    job (started unless ``start`` is false; its ``done`` is set when it is over)."""
     store = widget.store
     if store is None:
         raise WriteError("select a Zarr Vectors layer first")
@@ -84,31 +85,30 @@ def export_selection(
     n_objects = widget.session.table.n_objects if widget.session is not None else 0
     what = describe_selection(ids, why, n_objects)
     target = check_target(with_suffix(path), [store.path])  # refuse before any work
-    # progress: the worker emits steps through a Qt signal, the bar lives on the UI thread
     activity = _Activity(f"Exporting {target.name}")
-    relay = _relay(activity)
-    worker = create_worker(
-        export_objects,
+    status = getattr(widget, "status", None)
+
+    def say(text: str) -> None:
+        if status is not None:
+            status.setText(text)
+
+    def exported(new_path: object) -> None:
+        activity.finish()
+        say(f"exported {what} to {new_path}")
+
+    say(f"exporting {what} to {target.name} …")
+    return run_task(
+        partial(export_objects, pyramid=pyramid),
         store,
         target,
         ids,
-        pyramid=pyramid,
-        progress=relay.step.emit,
-        _start_thread=False,
-        _progress=False,
-        _ignore_errors=True,  # reported in the widget's status line
+        report_progress=True,
+        on_progress=lambda step: activity(*step),
+        on_result=exported,
+        on_error=lambda e: say(f"export failed: {e}"),
+        on_finished=lambda _: activity.close(),
+        start=start,
     )
-    worker._zv_relay = relay  # keep it alive as long as the worker
-    worker.returned.connect(lambda _: activity.finish())
-    worker.finished.connect(activity.close)
-    status = getattr(widget, "status", None)
-    if status is not None:
-        status.setText(f"exporting {what} to {target.name} …")
-        worker.returned.connect(lambda p: status.setText(f"exported {what} to {p}"))
-        worker.errored.connect(lambda e: status.setText(f"export failed: {e}"))
-    if start:
-        worker.start()
-    return worker
 
 
 def export_dialog(widget: Any) -> Any:
@@ -138,20 +138,3 @@ def export_dialog(widget: Any) -> Any:
             status.setText(f"export refused: {e}")
         show_error(str(e))
         return None
-
-
-def _relay(activity: _Activity) -> Any:
-    """A QObject living on the UI thread whose ``step(int, int, str)`` signal, emitted from
-    the worker thread, reaches ``activity`` on the UI thread (a queued connection)."""
-    from qtpy.QtCore import QObject, Qt, Signal, Slot
-
-    class _Relay(QObject):
-        step = Signal(int, int, str)
-
-        @Slot(int, int, str)
-        def on_step(self, step: int, n_steps: int, description: str) -> None:
-            activity(step, n_steps, description)
-
-    relay = _Relay()
-    relay.step.connect(relay.on_step, Qt.ConnectionType.QueuedConnection)
-    return relay

@@ -4,7 +4,7 @@
 Every pan, zoom, rotation, slice move, ``ndisplay`` switch or canvas resize restarts a
 debounce timer (:func:`.settings.get_settings` ``debounce_ms``); when it fires, the
 controller snapshots the view (:class:`.lod.ViewState`) on the UI thread and hands it to a
-worker thread (a ``QThreadPool`` job, :class:`.worker.LoadJob`) running :meth:`.loader.Loader.run`:
+worker thread (a :class:`~napari_zarr_vectors.napari.tasks.LoadJob`) running :meth:`.loader.Loader.run`:
 plan a level and chunk set, fetch chunk batches into the shared cache (progress after each
 batch, cancellation between batches), assemble and build the layer data. Only the final
 swap of arrays into the existing layers runs on the UI thread, with the layers' events held
@@ -29,7 +29,7 @@ import uuid
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from psygnal import Signal, SignalGroup
@@ -49,27 +49,35 @@ from napari_zarr_vectors.napari.lod.loader import (
 from napari_zarr_vectors.napari.lod.settings import get_settings, store_budget
 from napari_zarr_vectors.napari.lod.swap import batched, swap, swap_empty
 from napari_zarr_vectors.napari.lod.viewer_layers import hold_paint, make_layer
-from napari_zarr_vectors.napari.tasks import LoadJob
+from napari_zarr_vectors.napari.open_stores import (
+    OpenStore,
+    open_entries,
+    open_store_for,
+    register,
+)
+from napari_zarr_vectors.napari.tasks import LoadJob, report_error
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.utils.events import Event
+
+    from napari import Viewer
+    from napari_zarr_vectors.format.api import GeometryStore
+
 
 #: layer metadata key of this plugin
-_REGISTRY: weakref.WeakKeyDictionary[Any, ZVLayerController] = weakref.WeakKeyDictionary()
-
-
-def controller_for(layer: Any) -> ZVLayerController | None:
-    """The controller managing ``layer`` (a data layer or the bounds box), else ``None``."""
-    try:
-        return _REGISTRY.get(layer)
-    except TypeError:  # unhashable / not weak-referenceable
-        return None
+def controller_for(layer: object) -> ZVLayerController | None:
+    """The controller managing ``layer`` (a data layer or the bounds box), else ``None``
+    (the :mod:`..open_stores` registry)."""
+    entry = open_store_for(layer)
+    controller = None if entry is None else entry.controller
+    return controller if isinstance(controller, ZVLayerController) else None
 
 
 def open_controllers() -> list[ZVLayerController]:
     """Every controller still showing a store, oldest first."""
-    seen: dict[int, ZVLayerController] = {}
-    for c in list(_REGISTRY.values()):
-        if not c.closed:
-            seen.setdefault(id(c), c)
-    return list(seen.values())
+    controllers = (e.controller for e in open_entries())
+    return [c for c in controllers if isinstance(c, ZVLayerController) and not c.closed]
 
 
 class ControllerEvents(SignalGroup):
@@ -84,7 +92,9 @@ class ControllerEvents(SignalGroup):
 
 
 @dataclass(frozen=True)
-class _Shown:
+class _Held:
+    """What the layers hold: the level, its chunks and the plan key they were loaded for."""
+
     level: int
     chunks: np.ndarray
     key: tuple | None
@@ -110,25 +120,29 @@ class ZVLayerController:
         A :class:`.loader.Loader` for ``store`` (created when omitted).
     vertex_budget
         Vertices the view may hold (default: the plugin setting).
-    shown
+    held
         What the layers hold now (``level``, ``chunks``, plan ``key``).
+    share
+        What part of the view they show (:attr:`view_share`).
     """
 
     def __init__(
         self,
-        viewer: Any,
-        store: Any,
-        layers: Sequence[Any] = (),
+        viewer: Viewer,
+        store: GeometryStore,
+        layers: Sequence[Layer] = (),
         *,
-        bounds_layer: Any = None,
+        bounds_layer: Layer = None,
         loader: Loader | None = None,
         vertex_budget: int | None = None,
-        shown: tuple[int, np.ndarray, tuple | None] | None = None,
+        held: tuple[int, np.ndarray, tuple | None] | None = None,
         share: ViewShare | None = None,
         autostart: bool = True,
     ) -> None:
         self.events = ControllerEvents()
         self.store = store
+        #: what the layers share about the store (:mod:`..open_stores`)
+        self.open_store = OpenStore(store, controller=self)
         self.loader = loader if loader is not None else Loader(store, shared_cache())
         self._viewer_ref = weakref.ref(viewer)
         self._layer_refs: dict[str, weakref.ref] = {}
@@ -152,13 +166,13 @@ class ZVLayerController:
         self._unreadable: list[str] = []
         self._not_fetched: list[str] = []
         #: what part of the view the layers show (the object subset, what was left out)
-        self.shown = share if share is not None else ViewShare()
+        self.view_share = share if share is not None else ViewShare()
         #: what the layers hold, counted as the budget counts (the reader's first read)
-        self.vertex_count = int(self.shown.vertices_shown)
-        if shown is None:
+        self.vertex_count = int(self.view_share.vertices_shown)
+        if held is None:
             level = lod.initial_level(store.levels, self.vertex_budget)
-            shown = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
-        self._shown = _Shown(int(shown[0]), np.array(shown[1], dtype=np.int64), shown[2])
+            held = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
+        self._held = _Held(int(held[0]), np.array(held[1], dtype=np.int64), held[2])
 
         from superqt.utils import qdebounced
 
@@ -180,7 +194,7 @@ class ZVLayerController:
         return self._viewer_ref()
 
     @property
-    def layers(self) -> list[Any]:
+    def layers(self) -> list[Layer]:
         """The store's data layers (not the bounds box), in the order they were added."""
         out = [r() for r in self._layer_refs.values()]
         return [layer for layer in out if layer is not None]
@@ -192,12 +206,17 @@ class ZVLayerController:
     @property
     def level(self) -> int:
         """The level on screen."""
-        return self._shown.level
+        return self._held.level
 
     @property
     def chunks(self) -> np.ndarray:
         """``(K, key_ndim)`` chunk coordinates on screen (read-only)."""
-        return self._shown.chunks
+        return self._held.chunks
+
+    @property
+    def controller(self) -> ZVLayerController:
+        """The controller itself (a browse target's controller, when it has one)."""
+        return self
 
     @property
     def locked_level(self) -> int | None:
@@ -206,13 +225,25 @@ class ZVLayerController:
     def lock_level(self, level: int | None) -> None:
         """Show ``level`` whatever the zoom (still only the visible chunks, still within the
         budget); ``None`` unlocks. Reloads at once."""
-        if level is not None:
-            self.store.level(int(level))  # KeyError naming the levels
-            level = int(level)
+        level = self._checked_level(level)
         if level == self._locked:
             return
         self._locked = level
         self.refresh()
+
+    def set_view(
+        self, *, lock_level: int | None, object_filter: np.ndarray | Sequence[int] | None
+    ) -> None:
+        """:meth:`lock_level` and :meth:`set_object_filter` with one reload."""
+        self._locked = self._checked_level(lock_level)
+        self._allowed = _unique_ids(object_filter)
+        self.refresh()
+
+    def _checked_level(self, level: int | None) -> int | None:
+        if level is None:
+            return None
+        self.store.level(int(level))  # KeyError naming the levels
+        return int(level)
 
     @property
     def vertex_budget(self) -> int:
@@ -236,10 +267,7 @@ class ZVLayerController:
     def set_object_filter(self, allowed_ids: np.ndarray | Sequence[int] | None) -> None:
         """Show only these object ids (at every level, through every refresh); ``None``
         shows all. Stores without objects ignore the filter."""
-        if allowed_ids is None:
-            self._allowed = None
-        else:
-            self._allowed = np.unique(np.asarray(allowed_ids, dtype=np.int64).ravel())
+        self._allowed = _unique_ids(allowed_ids)
         self.refresh()
 
     @property
@@ -267,7 +295,7 @@ class ZVLayerController:
         self._pending = True
         # nothing on screen yet (a store opened in the background): load on the next turn
         # of the event loop, once the viewer has placed the new layers
-        empty = self.vertex_count == 0 and self._shown.key is None
+        empty = self.vertex_count == 0 and self._held.key is None
         self._debounced.setTimeout(0 if empty else int(get_settings().debounce_ms))
         self._debounced()
 
@@ -285,7 +313,7 @@ class ZVLayerController:
             self._disconnect(viewer)
 
     # -- layers --------------------------------------------------------------------------
-    def add_layer(self, layer: Any) -> None:
+    def add_layer(self, layer: Layer) -> None:
         """Manage ``layer`` (its ``metadata["zarr_vectors"]["role"]`` names its part)."""
         meta = layer.metadata.setdefault(META, {})
         role = meta.get("role", f"layer{len(self._layer_refs)}")
@@ -293,21 +321,21 @@ class ZVLayerController:
             self._add_bounds(layer)
             return
         self._layer_refs[role] = weakref.ref(layer)
-        _REGISTRY[layer] = self
+        register(layer, self.open_store)
         self._colour[role] = ColourMemory(applied=capture(layer))
         self.vertex_count = max(self.vertex_count, int(meta.get("vertex_count", 0) or 0))
         self._write_metadata(layer)
 
-    def _add_bounds(self, layer: Any) -> None:
+    def _add_bounds(self, layer: Layer) -> None:
         self._bounds_ref = weakref.ref(layer)
-        _REGISTRY[layer] = self
+        register(layer, self.open_store)
 
     def _layer(self, role: str) -> Any:
         ref = self._layer_refs.get(role)
         return None if ref is None else ref()
 
     # -- viewer events -------------------------------------------------------------------
-    def _connect(self, viewer: Any) -> None:
+    def _connect(self, viewer: Viewer) -> None:
         cam = viewer.scene.camera.events
         dims = viewer.dims.events
         self._sources = [
@@ -327,15 +355,15 @@ class ZVLayerController:
         viewer.layers.events.removed.connect(self._on_layer_removed)
         gc_pauses.thaw_on_close(viewer)
 
-    def _disconnect(self, viewer: Any) -> None:
+    def _disconnect(self, viewer: Viewer) -> None:
         for emitter in getattr(self, "_sources", []):
             emitter.disconnect(self._on_view_event)
         viewer.layers.events.removed.disconnect(self._on_layer_removed)
 
-    def _on_view_event(self, event: Any = None) -> None:
+    def _on_view_event(self, event: Event | None = None) -> None:
         self.schedule()
 
-    def _on_layer_removed(self, event: Any = None) -> None:
+    def _on_layer_removed(self, event: Event | None = None) -> None:
         gc_pauses.layer_removed(getattr(event, "value", None))
         viewer = self.viewer
         if viewer is None:
@@ -369,7 +397,7 @@ class ZVLayerController:
             budget=self.vertex_budget,
             locked=self._locked,
             allowed_ids=self._allowed,
-            current_key=self._shown.key,
+            current_key=self._held.key,
             force=force,
             progressive=self.vertex_count == 0,
         )
@@ -413,12 +441,11 @@ class ZVLayerController:
                 gc_pauses.freeze_long_lived(viewer.layers)  # settled: see gc_pauses
 
     def _on_error(self, exc: Exception) -> None:
-        """A load failed as a whole: the layers keep what they show, napari shows the error."""
-        from napari.utils.notifications import notification_manager
-
+        """A load failed as a whole: the layers keep what they show, napari shows the error
+        (:func:`.tasks.report_error`, as for every background job)."""
         self._close_progress()
         self._status(f"{self.store.name}: loading failed ({type(exc).__name__}: {exc})")
-        notification_manager.receive_error(type(exc), exc, exc.__traceback__)
+        report_error(exc)
 
     def _on_progress(self, p: Progress) -> None:
         if p.generation != self._generation or self._closed:
@@ -480,7 +507,7 @@ class ZVLayerController:
     def apply(self, result: LoadResult) -> None:
         """Put a finished load on screen (UI thread): swap data into the layers, restore
         their colouring, update metadata and status, emit signals."""
-        old_level = self._shown.level
+        old_level = self._held.level
         new = {
             kw["metadata"][META]["role"]: (data, kw, kind) for data, kw, kind in result.layer_data
         }
@@ -504,12 +531,12 @@ class ZVLayerController:
             layer = make_layer(data, kwargs, kind)
             self.add_layer(layer)
             viewer.layers.append(layer)
-        self._shown = _Shown(result.level, np.array(result.chunks, np.int64), result.key)
+        self._held = _Held(result.level, np.array(result.chunks, np.int64), result.key)
         self.vertex_count = int(result.vertex_count)
         self.trimmed = int(result.trimmed)
         self._unreadable = [f for _, f in result.unreadable]
         self._not_fetched = [".".join(map(str, c)) for c, _ in result.failed]
-        self.shown = result.share
+        self.view_share = result.share
         for layer in self.layers:
             self._write_metadata(layer)
         if result.failed:
@@ -539,7 +566,7 @@ class ZVLayerController:
             f"{' (locked)' if self._locked is not None else ''}, "
             f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices"
         )
-        part = self.shown.describe(item_label(self.store.geometry_type))
+        part = self.view_share.describe(item_label(self.store.geometry_type))
         if part:
             text += f"; {part}"
         if self.trimmed:
@@ -561,19 +588,19 @@ class ZVLayerController:
         if viewer is not None:
             viewer.status = text
 
-    def _write_metadata(self, layer: Any) -> None:
+    def _write_metadata(self, layer: Layer) -> None:
         meta = layer.metadata.setdefault(META, {})
-        meta["level"] = int(self._shown.level)
-        meta["chunks"] = np.asarray(self._shown.chunks, dtype=np.int64).tolist()
+        meta["level"] = int(self._held.level)
+        meta["chunks"] = np.asarray(self._held.chunks, dtype=np.int64).tolist()
         meta["locked_level"] = self._locked
         meta["vertex_budget"] = int(self.vertex_budget)
         meta["vertices_shown"] = int(self.vertex_count)
         # incl. the budget what is on screen was cut to (an adaptive budget moves)
-        meta.update(self.shown.as_metadata())
+        meta.update(self.view_share.as_metadata())
         meta["chunks_not_read"] = int(self.trimmed)
         meta["chunks_left_out"] = list(self.left_out)
 
-    def _update_layer(self, role: str, layer: Any, item: LayerData) -> None:
+    def _update_layer(self, role: str, layer: Layer, item: LayerData) -> None:
         data, kwargs, kind = item
         memory = self._colour[role]
         memory.observe(capture(layer))
@@ -586,7 +613,7 @@ class ZVLayerController:
             if key in new_meta:
                 meta[key] = new_meta[key]
 
-    def _empty_layer(self, role: str, layer: Any) -> None:
+    def _empty_layer(self, role: str, layer: Layer) -> None:
         memory = self._colour[role]
         memory.observe(capture(layer))
         with batched(layer):
@@ -600,6 +627,10 @@ class ZVLayerController:
             f"chunks={len(self.chunks)} vertices={self.vertex_count} "
             f"locked={self._locked} budget={self.vertex_budget}>"
         )
+
+
+def _unique_ids(ids: np.ndarray | Sequence[int] | None) -> np.ndarray | None:
+    return None if ids is None else np.unique(np.asarray(ids, dtype=np.int64).ravel())
 
 
 def item_label(geometry_type: str) -> str:

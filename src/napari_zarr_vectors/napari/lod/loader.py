@@ -1,6 +1,6 @@
 """The worker side of level-of-detail loading: plan -> fetch chunk batches -> assemble ->
 layer data. No Qt and no viewer: :class:`Loader.run` is a generator that
-:mod:`.controller` runs on a worker thread (napari's ``thread_worker``), and that tests and
+:mod:`.controller` runs on the plugin's worker pool (:mod:`napari_zarr_vectors.napari.tasks`), and that tests and
 the reader drive synchronously (:meth:`Loader.load`).
 
 One run, for one :class:`LoadRequest`:
@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +47,10 @@ from napari_zarr_vectors.napari.layerdata.store_info import (
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod import view_geometry
 from napari_zarr_vectors.napari.lod.cache import StoreCacheView, shared_cache
+from napari_zarr_vectors.napari.tasks import run_aside
+
+if TYPE_CHECKING:
+    from napari_zarr_vectors.format.api import GeometryStore
 
 #: errors that concern the whole store, not one chunk: raised, not skipped
 _FATAL = (nzv.MissingDependencyError, nzv.UnsupportedVersionError)
@@ -73,7 +77,7 @@ READ_AHEAD = 2
 class _LevelChunks:
     """``store.chunks`` of each of ``store.levels`` (in that order), listed on access."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: GeometryStore) -> None:
         self._store = store
 
     def __len__(self) -> int:
@@ -207,7 +211,7 @@ class Loader:
 
     def __init__(
         self,
-        store: Any,
+        store: GeometryStore,
         cache: ChunkCache | None = None,
         *,
         info_for_level: Callable[[int], StoreInfo] | None = None,
@@ -590,10 +594,10 @@ class Loader:
         return geometry
 
     def _read_table_aside(self, level: int) -> None:
-        """Read the level's object table on a side thread (a later :meth:`_level_ids`
-        waits for it instead of reading it again)."""
+        """Read the level's object table aside, on the plugin's pool (a later
+        :meth:`_level_ids` waits for it instead of reading it again)."""
         if self.store.geometry_type != "point_cloud":
-            threading.Thread(target=self._level_ids, args=(level,), daemon=True).start()
+            run_aside(self._level_ids, level)
 
     def load(self, request: LoadRequest) -> LoadResult | None:
         """Run synchronously, fetching every chunk in one batch (nothing to report between

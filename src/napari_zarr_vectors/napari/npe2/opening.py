@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from napari_zarr_vectors.napari.layerdata.build import META
 from napari_zarr_vectors.napari.lod.controller import ZVLayerController, controller_for
 from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
+from napari_zarr_vectors.napari.npe2.attach import hook_viewer, keep_view
 from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
-from napari_zarr_vectors.napari.npe2.session import hook_viewer, keep_view
+
+if TYPE_CHECKING:
+    from napari import Viewer
 
 
-def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
+def open_in_viewer(viewer: Viewer, path: Any, **options: Any) -> ZVLayerController:
     """Open a ZV store in ``viewer`` with level of detail; returns its controller.
 
     ``options``: ``vertex_budget`` (this store's budget), ``lock_level`` (start locked),
@@ -40,10 +41,6 @@ def open_in_viewer(viewer: Any, path: Any, **options: Any) -> ZVLayerController:
     controller = next((c for c in map(controller_for, added) if c is not None), None)
     if controller is None:
         raise RuntimeError(f"no layers to manage for {path}")
-    if locked is not None:
-        controller._locked = int(locked)
-    if allowed is not None:
-        controller._allowed = np.unique(np.asarray(allowed, dtype=np.int64).ravel())
     if locked is not None or allowed is not None:
-        controller.refresh()
+        controller.set_view(lock_level=locked, object_filter=allowed)
     return controller

@@ -41,7 +41,7 @@ from napari_zarr_vectors.napari.lod.cache import shared_cache
 from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest
 from napari_zarr_vectors.napari.lod.plan import initial_level
 from napari_zarr_vectors.napari.lod.settings import store_budget
-from napari_zarr_vectors.napari.npe2.session import install_viewer_hooks, register_pending
+from napari_zarr_vectors.napari.npe2.attach import install_viewer_hooks, register_pending
 
 #: npe2 plugin name (must match ``napari.yaml``).
 PLUGIN_NAME = "napari-zarr-vectors"
@@ -193,7 +193,11 @@ def _read_static(store: Any, level: int, with_bounds: bool = True) -> list[Layer
         warnings.warn(view_geometry.nonfinite_message(store.name, level, dropped), stacklevel=2)
     if not geometry.vertex_count:
         _notify_info(f"{store.name}: level {level} holds no vertices; showing its bounds only.")
-    return layers_from_geometry(geometry, info, bounds_layer=with_bounds)
+    out = layers_from_geometry(geometry, info, bounds_layer=with_bounds)
+    token = register_pending(store, None, len(out), None)  # the layers find this store
+    for _, kwargs, _ in out:
+        kwargs["metadata"]["zarr_vectors"]["session"] = token
+    return out
 
 
 def _read_lod(store: Any, vertex_budget: int | None, with_bounds: bool = True) -> list[LayerData]:

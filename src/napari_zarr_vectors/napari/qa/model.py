@@ -38,10 +38,10 @@ from napari.utils.events import EmitterGroup, Event
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.napari.browse.filters import IdFilter
 from napari_zarr_vectors.napari.browse.targets import (
-    BrowseSession,
+    BrowseState,
+    browse_state_of,
     controller_of,
     is_data_layer,
-    session_for,
     target_for,
     zv_meta,
 )
@@ -249,15 +249,15 @@ class PyramidQA:
         return None if target is None else target.store
 
     @property
-    def session(self) -> BrowseSession | None:
+    def session(self) -> BrowseState | None:
         """The filter state the browse widgets share for this store."""
-        return session_for(self.target)
+        return browse_state_of(self.target)
 
     @property
     def controller(self) -> ZVLayerController | None:
         """The level-of-detail controller (``None``: a fixed-level layer)."""
         target = self.target
-        return target if hasattr(target, "lock_level") else None
+        return None if target is None else target.controller
 
     @property
     def levels(self) -> list[int]:

@@ -3,7 +3,7 @@
 Each widget acts on the *target* of the active layer (its level-of-detail controller, or a
 :class:`~napari_zarr_vectors.napari.browse.targets.StaticTarget`; one resolution for every
 widget, :func:`~napari_zarr_vectors.napari.browse.targets.target_for`) and on the target's
-shared :class:`~napari_zarr_vectors.napari.browse.targets.BrowseSession` (object table +
+shared :class:`~napari_zarr_vectors.napari.browse.targets.BrowseState` (object table +
 filters). A layer derived from a store (an isolated object, a QA overlay, a level added side
 by side) leads to that store's data layers. When the active layer is not a Zarr Vectors layer
 the widget says so and waits.
@@ -11,17 +11,25 @@ the widget says so and waits.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from napari_zarr_vectors.napari.browse.targets import (
+    BrowseTarget,
+    browse_state_of,
     is_data_layer,
-    session_for,
     target_for,
     zv_meta,
 )
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.utils.events import Event
+
+    from napari import Viewer
+    from napari_zarr_vectors.format.api import GeometryStore
 
 NO_LAYER = "Select a Zarr Vectors layer (opened by napari-zarr-vectors) to browse it."
 
@@ -34,13 +42,13 @@ class ZVBrowseWidget(QWidget):
     #: otherwise the widget acts on the data layers of the isolated object's store
     accept_isolated = False
 
-    def __init__(self, napari_viewer: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, napari_viewer: Viewer, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         # napari hands plugin widgets a PublicOnlyProxy of the viewer, whose layers are
         # proxies too: controllers are registered by the real layer objects, so unwrap
         self.viewer = unwrap(napari_viewer)
-        self.layer: Any = None
-        self.target: Any = None
+        self.layer: Layer = None
+        self.target: BrowseTarget | None = None
         self.session: Any = None
         self.setLayout(QVBoxLayout())
         self.layout().setAlignment(Qt.AlignmentFlag.AlignTop)
@@ -52,14 +60,14 @@ class ZVBrowseWidget(QWidget):
         napari_viewer.layers.events.removed.connect(self._on_removed)
 
     # -- following the selection -------------------------------------------------------
-    def _on_active(self, event: Any = None) -> None:
+    def _on_active(self, event: Event | None = None) -> None:
         self.follow(self.viewer.layers.selection.active)
 
-    def _on_removed(self, event: Any = None) -> None:
+    def _on_removed(self, event: Event | None = None) -> None:
         if self.layer is not None and self.layer not in self.viewer.layers:
             self.follow(self.viewer.layers.selection.active)
 
-    def follow(self, layer: Any) -> None:
+    def follow(self, layer: Layer) -> None:
         """Act on ``layer`` (``None`` or a non-ZV layer: nothing)."""
         meta = zv_meta(layer)
         target = None if meta is None else target_for(self.viewer, layer)
@@ -79,30 +87,29 @@ class ZVBrowseWidget(QWidget):
             self.session.disconnect(self._filters_changed)
         self._watch_level(self.target, False)
         self.layer, self.target = layer, target
-        self.session = session_for(target) if target is not None else None
+        self.session = browse_state_of(target) if target is not None else None
         if self.session is not None:
             self.session.connect(self._filters_changed)
         self._watch_level(target, True)
         self._update_header()
         self._target_changed()
 
-    def _watch_level(self, target: Any, on: bool) -> None:
-        """Follow a level-of-detail target's level changes (the header names the level)."""
-        signal = getattr(getattr(target, "events", None), "level_changed", None)
-        if signal is None:
+    def _watch_level(self, target: BrowseTarget | None, on: bool) -> None:
+        """Follow the target's level changes (the header names the level)."""
+        if target is None:
             return
         if on:
-            signal.connect(self._update_header)
+            target.events.level_changed.connect(self._update_header)
         else:
-            signal.disconnect(self._update_header)
+            target.events.level_changed.disconnect(self._update_header)
 
-    def _update_header(self, *_: Any) -> None:
+    def _update_header(self, *_: int) -> None:
         meta = zv_meta(self.layer)
         if self.layer is None or meta is None:
             self.header.setText(NO_LAYER)
             return
         target = self.target
-        level = getattr(target, "level", meta.get("level", 0)) if target else meta.get("level")
+        level = target.level if target is not None else meta.get("level")
         self.header.setText(f"<b>{meta.get('name', self.layer.name)}</b> · level {level}")
 
     # -- hooks ---------------------------------------------------------------------------
@@ -113,7 +120,7 @@ class ZVBrowseWidget(QWidget):
         """Another widget changed the session's filters."""
 
     @property
-    def store(self) -> Any:
+    def store(self) -> GeometryStore | None:
         if self.session is not None:
             return self.session.store
         if self.target is not None:
@@ -121,7 +128,7 @@ class ZVBrowseWidget(QWidget):
         return None
 
 
-def _derived(layer: Any, meta: dict) -> bool:
+def _derived(layer: Layer, meta: dict) -> bool:
     """A layer made from its store's data (isolated object, QA overlay, side-by-side level),
     not the store's own layers or bounds box."""
     return meta.get("role") != "bounds" and not is_data_layer(layer)

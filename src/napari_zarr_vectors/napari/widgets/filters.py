@@ -5,7 +5,7 @@ remains for the texts (word-wrapped labels), the group list (ticked *and* highli
 magicgui's ``Select`` has one state only) and the titled frame of a filter with its
 histogram sparkline.
 
-Both edit the shared :class:`~napari_zarr_vectors.napari.browse.targets.BrowseSession` of the
+Both edit the shared :class:`~napari_zarr_vectors.napari.browse.targets.BrowseState` of the
 selected store: its filters are ANDed on the level-0 object table (vectorised) and sent to
 the target with ``set_object_filter(allowed_ids)``, which applies them at every level and
 after every level-of-detail refresh.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import (
@@ -31,8 +31,15 @@ from napari_zarr_vectors.napari.browse.targets import (
 )
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
+from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.values import format_value
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.utils.events import Event
+
+    from napari import Viewer
 
 #: Hover picks at most this often (seconds).
 HOVER_INTERVAL = 0.08
@@ -46,7 +53,7 @@ NO_OBJECTS = (
 class PickWidget(ZVBrowseWidget):
     """Dock widget: what is under the cursor, and isolating whole objects."""
 
-    def __init__(self, napari_viewer: Any) -> None:
+    def __init__(self, napari_viewer: Viewer) -> None:
         super().__init__(napari_viewer)
         self.on_click = QCheckBox("pick on click")
         self.on_click.setChecked(True)
@@ -89,7 +96,7 @@ class PickWidget(ZVBrowseWidget):
         self.layout().addWidget(self.controls)
         self.last_pick: Pick | None = None
         self._last_hover = 0.0
-        self._worker: Any = None
+        self._worker: LoadJob | None = None
         self.isolate_button.clicked.connect(lambda: self.isolate(self.object_id.value()))
         self.clear_button.clicked.connect(self.clear)
         self.export_button.clicked.connect(lambda: export_dialog(self))
@@ -98,7 +105,7 @@ class PickWidget(ZVBrowseWidget):
         self.destroyed.connect(lambda *_: self._disconnect(napari_viewer))
         self._on_active()
 
-    def _disconnect(self, viewer: Any) -> None:
+    def _disconnect(self, viewer: Viewer) -> None:
         for callbacks, cb in (
             (viewer.mouse_drag_callbacks, self._on_drag),
             (viewer.mouse_move_callbacks, self._on_move),
@@ -125,7 +132,7 @@ class PickWidget(ZVBrowseWidget):
             self.status.setText(NO_OBJECTS)
 
     # -- mouse -----------------------------------------------------------------------------
-    def _on_drag(self, viewer: Any, event: Any):
+    def _on_drag(self, viewer: Viewer, event: Event):
         if self.layer is None or not self.on_click.isChecked():
             return
         dragged = False
@@ -136,7 +143,7 @@ class PickWidget(ZVBrowseWidget):
         if not dragged:
             self.pick_event(event)
 
-    def _on_move(self, viewer: Any, event: Any) -> None:
+    def _on_move(self, viewer: Viewer, event: Event) -> None:
         if self.layer is None or not self.on_hover.isChecked():
             return
         now = time.monotonic()
@@ -145,7 +152,7 @@ class PickWidget(ZVBrowseWidget):
         self._last_hover = now
         self.pick_event(event)
 
-    def pick_event(self, event: Any) -> Pick | None:
+    def pick_event(self, event: Event) -> Pick | None:
         ndisplay = len(event.dims_displayed)
         view = event.view_direction if ndisplay == 3 else None
         return self.pick(event.position, list(event.dims_displayed), view_direction=view)
@@ -204,24 +211,24 @@ class PickWidget(ZVBrowseWidget):
         return "<br>".join(rows)
 
     # -- isolate ---------------------------------------------------------------------------
-    def isolate(self, object_id: int, level: int = 0) -> Any:
-        """Read object ``object_id`` whole (level 0 by default) in a worker thread and add it
-        as highlighted layers. Returns the worker (``worker.finished`` fires when done)."""
-        from napari.qt.threading import create_worker
-
+    def isolate(self, object_id: int, level: int = 0) -> LoadJob | None:
+        """Read object ``object_id`` whole (level 0 by default) in the background
+        (:func:`.tasks.run_task`) and add it as highlighted layers. Returns the job (its
+        ``done`` is set when it is over)."""
         if self.store is None:
             return None
-        store = self.store
         self.object_id.setValue(int(object_id))
         self.status.setText(f"loading object {object_id} …")
-        worker = create_worker(
-            isolate_layer_data, store, int(object_id), level, _start_thread=False
+        oid = int(object_id)
+        self._worker = run_task(
+            isolate_layer_data,
+            self.store,
+            oid,
+            level,
+            on_result=lambda data: self._isolated(oid, data),
+            on_error=lambda e: self.status.setText(f"object {oid}: {e}"),
         )
-        worker.returned.connect(lambda data, oid=object_id: self._isolated(oid, data))
-        worker.errored.connect(lambda e, oid=object_id: self.status.setText(f"object {oid}: {e}"))
-        self._worker = worker
-        worker.start()
-        return worker
+        return self._worker
 
     def _isolated(self, object_id: int, layer_data: list[tuple]) -> None:
         path = str(self.store.path) if self.store is not None else None
@@ -240,7 +247,7 @@ class PickWidget(ZVBrowseWidget):
         n = max((_vertex_count(layer) for layer in added), default=0)
         self.status.setText(f"object {object_id}: {n:,} vertices at full resolution")
 
-    def isolated_layers(self) -> list[Any]:
+    def isolated_layers(self) -> list[Layer]:
         """The isolated-object layers of the current store."""
         path = str(self.store.path) if self.store is not None else None
         return [
@@ -255,6 +262,6 @@ class PickWidget(ZVBrowseWidget):
         self.status.setText("")
 
 
-def _vertex_count(layer: Any) -> int:
+def _vertex_count(layer: Layer) -> int:
     meta = layer.metadata.get(META, {})
     return int(meta.get("vertex_count", 0))

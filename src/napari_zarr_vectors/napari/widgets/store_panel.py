@@ -10,7 +10,8 @@ per-level object counts need each level's object index and are read off the UI t
 from __future__ import annotations
 
 import html
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING
 
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QCheckBox, QLabel, QScrollArea
@@ -19,9 +20,16 @@ from napari_zarr_vectors.napari.browse.store_summary import StoreSummary, store_
 from napari_zarr_vectors.napari.browse.targets import open_store_of, zv_meta
 from napari_zarr_vectors.napari.layerdata.store_info import show_stored_space, world_affine
 from napari_zarr_vectors.napari.npe2.opening import open_in_viewer
+from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.values import format_value
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 from napari_zarr_vectors.napari.widgets.view_controls import ViewControls
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+
+    from napari import Viewer
+    from napari_zarr_vectors.format.api import GeometryStore
 
 
 class StorePanel(ZVBrowseWidget):
@@ -29,7 +37,7 @@ class StorePanel(ZVBrowseWidget):
 
     accept_isolated = True
 
-    def __init__(self, napari_viewer: Any) -> None:
+    def __init__(self, napari_viewer: Viewer) -> None:
         super().__init__(napari_viewer)
         # custom Qt: the panel has no controls, only a scrollable rich-text table, which
         # magicgui has no widget for
@@ -54,7 +62,7 @@ class StorePanel(ZVBrowseWidget):
         self.stored_space.toggled.connect(self._stored_space_toggled)
         self.layout().addWidget(self.stored_space)
         self.summary: StoreSummary | None = None
-        self._worker: Any = None
+        self._worker: LoadJob | None = None
         self._on_active()
 
     def _target_changed(self) -> None:
@@ -73,18 +81,16 @@ class StorePanel(ZVBrowseWidget):
         self.body.setText(summary_html(self.summary, counting=True))
         self._count(store, self.layer)
 
-    def _count(self, store: Any, layer: Any) -> None:
-        """Read per-level object counts and groups in a worker thread, then show them."""
-        from napari.qt.threading import create_worker
-
+    def _count(self, store: GeometryStore, layer: Layer) -> None:
+        """Read per-level object counts and groups in the background, then show them."""
         if self._worker is not None:
             self._worker.quit()
-        worker = create_worker(store_summary, store, counts=True, _start_thread=False)
-        worker.returned.connect(lambda s, lay=layer: self._counted(s, lay))
-        self._worker = worker
-        worker.start()
+        self._worker = run_task(
+            partial(store_summary, store, counts=True),
+            on_result=lambda s, lay=layer: self._counted(s, lay),
+        )
 
-    def _counted(self, summary: StoreSummary, layer: Any) -> None:
+    def _counted(self, summary: StoreSummary, layer: Layer) -> None:
         if layer is not self.layer:
             return
         self.summary = summary
@@ -181,6 +187,6 @@ def _attrs(pairs: tuple[tuple[str, str], ...], empty: str) -> str:
     return ", ".join(f"{html.escape(n)} <i>({html.escape(d)})</i>" for n, d in pairs)
 
 
-def store_panel_widget(napari_viewer: Any) -> StorePanel:
+def store_panel_widget(napari_viewer: Viewer) -> StorePanel:
     """npe2 widget factory."""
     return StorePanel(napari_viewer)

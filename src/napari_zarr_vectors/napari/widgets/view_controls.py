@@ -172,7 +172,7 @@ class ViewControls(QWidget):
 
 def shown_text(target: Any) -> str:
     """ "all 5 skeletons", "1 of 5 skeletons in view (...)" -- what the layers hold."""
-    share = getattr(target, "shown", None)
+    share = getattr(target, "view_share", None)
     if share is None:
         return ""
 

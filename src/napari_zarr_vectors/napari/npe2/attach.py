@@ -15,7 +15,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,19 +27,33 @@ from napari_zarr_vectors.napari.lod.loader import Loader, ViewShare
 from napari_zarr_vectors.napari.lod.viewer_layers import next_turn
 from napari_zarr_vectors.napari.npe2.first_view import show_whole_store
 from napari_zarr_vectors.napari.npe2.slider_units import install as install_slider_units
+from napari_zarr_vectors.napari.open_stores import OpenStore, register
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.utils.events import Event
+
+    from napari import Viewer
+    from napari_zarr_vectors.format.api import GeometryStore
 
 
 @dataclass
 class _Pending:
-    """A store the reader opened; its layers are on their way into a viewer."""
+    """A store the reader opened; its layers are on their way into a viewer. Level-of-detail
+    layers (``loader`` set) get a controller; static layers (a read of one level) share an
+    :class:`~..open_stores.OpenStore` without one."""
 
-    store: Any
-    loader: Loader
+    store: GeometryStore
+    loader: Loader | None
     n_layers: int
-    shown: tuple[int, np.ndarray, tuple | None]
+    held: tuple[int, np.ndarray, tuple | None] | None
     vertex_budget: int | None
     share: ViewShare | None = None
     arrived: int = 0
+    #: the controller made when the first layer arrived (level of detail)
+    controller: ZVLayerController | None = None
+    #: the open store of static layers, made when the first layer arrived
+    static: OpenStore | None = None
     #: the viewer held nothing else when the first layer arrived (set then)
     empty_viewer: bool = False
     #: show the whole store first when the viewer was empty (:mod:`.first_view`); scripts
@@ -50,24 +64,24 @@ class _Pending:
 #: session token -> pending open (bounded: reads never added to a viewer are dropped)
 _PENDING: OrderedDict[str, _Pending] = OrderedDict()
 _MAX_PENDING = 32
-#: session token -> controller (weak: the layers keep controllers alive)
-_SESSIONS: weakref.WeakValueDictionary[str, ZVLayerController] = weakref.WeakValueDictionary()
 _HOOKED: weakref.WeakSet = weakref.WeakSet()
 _counter = itertools.count()
 
 
 def register_pending(
-    store: Any,
-    loader: Loader,
+    store: GeometryStore,
+    loader: Loader | None,
     n_layers: int,
-    shown: tuple[int, np.ndarray, tuple | None],
+    held: tuple[int, np.ndarray, tuple | None] | None,
     vertex_budget: int | None = None,
     share: ViewShare | None = None,
 ) -> str:
     """Remember an opened store until its ``n_layers`` layers reach a viewer; returns the
-    session token the reader writes into each layer's ``metadata["zarr_vectors"]["session"]``."""
+    session token the reader writes into each layer's ``metadata["zarr_vectors"]["session"]``.
+    ``loader`` ``None``: static layers (no level of detail), which still reach the store
+    the reader opened through :func:`~..open_stores.open_store_for`."""
     token = f"{uuid.uuid4().hex}-{next(_counter)}"
-    _PENDING[token] = _Pending(store, loader, int(n_layers), shown, vertex_budget, share)
+    _PENDING[token] = _Pending(store, loader, int(n_layers), held, vertex_budget, share)
     while len(_PENDING) > _MAX_PENDING:
         _PENDING.popitem(last=False)
     install_viewer_hooks()
@@ -97,7 +111,7 @@ def install_viewer_hooks() -> int:
     return len(viewers)
 
 
-def hook_viewer(viewer: Any) -> None:
+def hook_viewer(viewer: Viewer) -> None:
     """Watch one viewer's layer insertions (idempotent): the plugin's layers get their hover
     status (:func:`.hover.install`) and, when a reader made them, their controller."""
     if viewer in _HOOKED:
@@ -106,7 +120,7 @@ def hook_viewer(viewer: Any) -> None:
     install_slider_units(viewer)
     ref = weakref.ref(viewer)
 
-    def on_inserted(event: Any) -> None:
+    def on_inserted(event: Event) -> None:
         v = ref()
         if v is not None:
             install_hover(event.value)
@@ -115,17 +129,23 @@ def hook_viewer(viewer: Any) -> None:
     viewer.layers.events.inserted.connect(on_inserted)
 
 
-def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
+def _attach(viewer: Viewer, layer: Layer) -> ZVLayerController | None:
     meta = getattr(layer, "metadata", {}).get(META)
     token = meta.get("session") if isinstance(meta, dict) else None
     if not token:
         return None
     pending = _PENDING.get(token)
-    controller = _SESSIONS.get(token)
     if pending is None:
         return None  # complete already (e.g. a duplicated layer): not managed
+    if pending.loader is None:
+        if pending.static is None:
+            pending.static = OpenStore(pending.store)
+        register(layer, pending.static)
+        _arrived(token, pending)
+        return None
     if pending.arrived == 0:
         pending.empty_viewer = pending.fit_view and len(viewer.layers) == 1
+    controller = pending.controller
     if controller is None:
         controller = ZVLayerController(
             viewer,
@@ -133,17 +153,23 @@ def _attach(viewer: Any, layer: Any) -> ZVLayerController | None:
             (),
             loader=pending.loader,
             vertex_budget=pending.vertex_budget,
-            shown=pending.shown,
+            held=pending.held,
             share=pending.share,
             autostart=False,
         )
-        _SESSIONS[token] = controller
+        pending.controller = controller
     controller.add_layer(layer)
-    pending.arrived += 1
-    if pending.arrived >= pending.n_layers:
-        _PENDING.pop(token, None)
-        if pending.empty_viewer:  # the first picture shows the whole store
-            store = pending.store
-            next_turn(lambda: None if controller.closed else show_whole_store(viewer, store))
+    if _arrived(token, pending) and pending.empty_viewer:  # the first picture shows the whole store
+        store = pending.store
+        next_turn(lambda: None if controller.closed else show_whole_store(viewer, store))
     controller.schedule()
     return controller
+
+
+def _arrived(token: str, pending: _Pending) -> bool:
+    """Count a layer in; ``True`` when it was the last (the pending open is over)."""
+    pending.arrived += 1
+    if pending.arrived < pending.n_layers:
+        return False
+    _PENDING.pop(token, None)
+    return True
