@@ -281,3 +281,48 @@ def test_the_checks_see_the_imports_they_check():
     assert any(i.local and i.name.startswith("napari.") for i in compat)
     assert entry_of("napari/widgets/actions.py")[1].qt
     assert not entry_of("format/store.py")[1].qt
+
+
+@cache
+def defined_names() -> frozenset[str]:
+    """Every dotted name a docstring may point at: modules, their top-level names, and
+    ``Class.member`` of their classes."""
+    out = set()
+    for rel, path in modules().items():
+        mod = dotted(rel)
+        out.add(mod)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for b in node.body:
+                    if isinstance(b, ast.FunctionDef | ast.AsyncFunctionDef):
+                        out.add(f"{mod}.{node.name}.{b.name}")
+                    elif isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name):
+                        out.add(f"{mod}.{node.name}.{b.target.id}")
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                out.add(f"{mod}.{node.name}")
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                out |= {f"{mod}.{t.id}" for t in targets if isinstance(t, ast.Name)}
+            elif isinstance(node, ast.ImportFrom | ast.Import):
+                out |= {f"{mod}.{(a.asname or a.name).split('.')[0]}" for a in node.names}
+    return frozenset(out)
+
+
+def test_cross_references_in_docstrings_name_what_exists():
+    """``:mod:`` / ``:class:`` / ``:func:`` / ... references of the package resolve: a full
+    name exactly, a ``.relative`` one as a suffix of some name (Sphinx's rule)."""
+    names = defined_names()
+    suffixes = {"." + n.split(".", i)[-1] for n in names for i in range(n.count(".") + 1)}
+    broken = []
+    for rel, path in modules().items():
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for ref in re.findall(r":(?:mod|class|func|data|meth|attr|exc):`~?([^`]+)`", line):
+                if ref.startswith("."):
+                    ok = "." + ref.lstrip(".") in suffixes
+                elif ref.startswith(PACKAGE):
+                    ok = ref in names
+                else:
+                    continue  # another package's name
+                if not ok:
+                    broken.append(f"{rel}:{i}: {ref}")
+    assert broken == []

@@ -39,7 +39,6 @@ from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod import view_geometry
 from napari_zarr_vectors.napari.lod.cache import shared_cache
 from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest
-from napari_zarr_vectors.napari.lod.plan import initial_level
 from napari_zarr_vectors.napari.lod.settings import store_budget
 from napari_zarr_vectors.napari.npe2.session import install_viewer_hooks, register_pending
 
@@ -59,10 +58,6 @@ STORE_SUFFIXES = (".zarrvectors", ".zv")
 #: A camera-less overview that reads more vertices than this (whole chunks) is loaded in the
 #: background by the controller when a viewer will show it: the reader returns the bounds.
 BACKGROUND_READ_VERTICES = 2_000_000
-
-#: Budget of :func:`choose_level` when called without one. The level-of-detail reader uses
-#: :func:`.settings.vertex_budget` instead (``NZV_VERTEX_BUDGET``).
-VERTEX_BUDGET = 200_000
 
 PathLike = str | os.PathLike
 
@@ -254,13 +249,6 @@ def _missing_dependency(store: Any, e: Exception) -> list[LayerData]:
     hint = "" if "pip install" in str(e) else " (pip install 'napari-zarr-vectors[draco]')"
     _notify_error(f"Cannot open {store.name}: {e}{hint}")
     return [(None,)]  # npe2's "read, but no layers" sentinel
-
-
-def choose_level(levels: Sequence[Any], budget: int | None = None) -> int:
-    """The finest level whose whole vertex count fits ``budget`` (default
-    :data:`VERTEX_BUDGET`; :func:`.lod.initial_level`): the level to read whole, e.g. with
-    ``read_zarr_vectors(path, level=...)``, within a budget."""
-    return initial_level(levels, VERTEX_BUDGET if budget is None else budget)
 
 
 def register_reader_preference() -> bool:
