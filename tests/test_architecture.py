@@ -5,7 +5,9 @@
   above it nor another entry of its own row; only the entries the table marks ``Qt`` import Qt.
 * The format core (``format/``, ``write/``, the package root) imports no napari, Qt, magicgui or
   vispy, not even inside a function or for type checkers.
-* The package has no runtime import cycle (imports for type checkers alone are not run).
+* The package has no runtime import cycle (imports for type checkers alone are not run); the
+  napari side imports absolutely and never imports its own modules inside a function.
+* Every napari internal the plugin relies on is used in ``napari/_napari_compat.py`` alone.
 
 The imports are read with :mod:`ast`, function-local and ``TYPE_CHECKING`` ones included, so
 nothing here imports the package.
@@ -15,9 +17,13 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "napari_zarr_vectors"
@@ -326,3 +332,75 @@ def test_cross_references_in_docstrings_name_what_exists():
                 if not ok:
                     broken.append(f"{rel}:{i}: {ref}")
     assert broken == []
+
+
+def test_the_napari_side_imports_absolutely_and_not_inside_functions():
+    """Imports inside the napari side are absolute, and none of its own modules is imported
+    inside a function (a function-local import hides a cycle); the package ``__init__`` files
+    that load their names lazily are the exception."""
+    napari_side = [rel for rel in modules() if rel.startswith("napari/")]
+    relative = []
+    for rel in napari_side:
+        tree = ast.parse(modules()[rel].read_text(encoding="utf-8"))
+        relative += [rel for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+    assert relative == []
+    lazy = {"napari/__init__.py", "napari/widgets/__init__.py"}
+    local = [
+        f"{rel} -> {target_module(imp.name)}"
+        for rel in napari_side
+        if rel not in lazy
+        for imp in imports(rel)
+        if imp.local and (target_module(imp.name) or "").startswith("napari/")
+    ]
+    assert local == []
+
+
+def test_napari_internals_are_used_only_in_the_compat_module():
+    """Every napari internal the plugin relies on lives in ``_napari_compat.py``, with a note
+    on why no public API serves."""
+    internals = (
+        "._set_data",
+        "._color_by",
+        "_block_refresh",
+        "_instances",
+        "coerce_symbols",
+        "_validate_track_data",
+        "_base_constants",
+        "_max_vectors_thumbnail",
+        "_activate_on_insert",
+        "._qt_viewer",
+        "._qt_window",
+        'getattr(layer, f"_',
+    )
+    offenders = [
+        f"{rel}: {name}"
+        for rel, path in modules().items()
+        if rel.startswith("napari/") and rel != "napari/_napari_compat.py"
+        for name in internals
+        if name in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []
+    compat = modules()["napari/_napari_compat.py"].read_text(encoding="utf-8")
+    assert all(name in compat for name in internals[:-1])
+
+
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        (f"{PACKAGE}.format", NOT_IN_THE_CORE),
+        (f"{PACKAGE}.write", NOT_IN_THE_CORE),
+        # napari itself loads vispy's colour module: at run time only the Qt side counts
+        (f"{PACKAGE}.napari.qa.model", QT - {"vispy"}),
+    ],
+)
+def test_importing_loads_none_of(module, forbidden):
+    """At run time too: importing the format core loads no napari and no Qt, and importing
+    the Pyramid QA model loads no Qt (checked in a fresh interpreter)."""
+    code = (
+        "import sys\n"
+        f"import {module}\n"
+        f"found = sorted({{m for m in sys.modules if m.split('.')[0] in {sorted(forbidden)!r}}})\n"
+        "assert found == [], found\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
