@@ -16,6 +16,7 @@ nothing here imports the package.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -402,5 +403,7 @@ def test_importing_loads_none_of(module, forbidden):
         f"found = sorted({{m for m in sys.modules if m.split('.')[0] in {sorted(forbidden)!r}}})\n"
         "assert found == [], found\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    path = os.pathsep.join(filter(None, [str(SRC.parent), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}  # the tree under test, wherever it is installed
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
