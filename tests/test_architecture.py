@@ -407,3 +407,20 @@ def test_importing_loads_none_of(module, forbidden):
     env = {**os.environ, "PYTHONPATH": path}  # the tree under test, wherever it is installed
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_docs_name_code_that_exists():
+    """Every ``napari_zarr_vectors.…`` name in the README and ``docs/`` (and every name a
+    ``from napari_zarr_vectors… import`` line of their examples takes) is defined."""
+    names = defined_names()
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    broken = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        found = set(re.findall(rf"\b{PACKAGE}(?:\.\w+)*", text))
+        for module, taken in re.findall(
+            rf"^\s*from ({PACKAGE}[\w.]*) import ([\w, ]+)$", text, re.M
+        ):
+            found |= {f"{module}.{name.strip()}" for name in taken.split(",") if name.strip()}
+        broken += [f"{page.name}: {n}" for n in sorted(found) if n not in names]
+    assert broken == []
