@@ -1,4 +1,4 @@
-"""Format-core benchmark (issue 2): bbox selectivity and decode overhead, as ratios.
+"""Format-core benchmark: bbox selectivity and decode overhead, as ratios.
 
 Run: ``python benchmarks/bench_core.py`` (writes ``benchmarks/results/bench_core.json``).
 

@@ -1,4 +1,4 @@
-"""A scientist's first minutes (issue 23): dropping real stores into a shown napari window.
+"""A scientist's first minutes: dropping real stores into a shown napari window.
 
     xvfb-run -a -s "-screen 0 1280x1024x24" python benchmarks/bench_first_sight.py [--big]
 

@@ -1,4 +1,4 @@
-"""Level-of-detail benchmark (issue 4): UI stalls, time to first frame, resident vertices,
+"""Level-of-detail benchmark: UI stalls, time to first frame, resident vertices,
 peak memory of a 10x larger store.
 
     xvfb-run -a -s "-screen 0 1280x1024x24" python benchmarks/bench_lod.py

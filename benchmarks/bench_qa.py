@@ -1,4 +1,4 @@
-"""Pyramid QA: the longest UI stall of each action on the bench store (issue 16 item 8).
+"""Pyramid QA: the longest UI stall of each action on the bench store.
 
     xvfb-run -a python benchmarks/bench_qa.py
 

@@ -1,4 +1,4 @@
-"""Remote vs local reads with 20 ms injected latency per request (issue 7), as time ratios.
+"""Remote vs local reads with 20 ms injected latency per request, as time ratios.
 
 Run: ``python benchmarks/bench_remote.py`` (writes ``benchmarks/results/bench_remote.json``;
 the 0.9 case needs ``zarr-vectors==0.9.2``).

@@ -1,4 +1,4 @@
-"""Level of detail at real scale (issue 15): a 10M-vertex, 200k-streamline store written by
+"""Level of detail at real scale: a 10M-vertex, 200k-streamline store written by
 zarr-vectors 0.9.2, viewed in 3-D and 2-D at zoom x1, x4, x16 and x64.
 
     xvfb-run -a -s "-screen 0 1280x1024x24" python benchmarks/bench_scale.py

@@ -1,4 +1,4 @@
-"""0.9 read path vs zarr-vectors 0.9.2's own reader (issue 6), as time ratios ours / theirs.
+"""0.9 read path vs zarr-vectors 0.9.2's own reader, as time ratios ours / theirs.
 
 Run: ``python benchmarks/bench_v09_vs_reference.py`` (needs ``zarr-vectors==0.9.2``; writes
 ``benchmarks/results/bench_v09_vs_reference.json``).

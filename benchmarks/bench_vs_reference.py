@@ -1,4 +1,4 @@
-"""Reads against zarr-vectors 0.9.2's own reader and against the bytes (issue 27).
+"""Reads against zarr-vectors 0.9.2's own reader and against the bytes.
 
     python benchmarks/bench_vs_reference.py            # 10M-vertex stores (the issue's table)
     python benchmarks/bench_vs_reference.py --quick    # 1M-vertex stores, about a minute

@@ -1,4 +1,4 @@
-"""Mutation fuzz campaign over real ZV stores (issue 11, point 3).
+"""Mutation fuzz campaign over real ZV stores.
 
 Run: ``python benchmarks/fuzz_stores.py --cases N --seed S [--jobs J] [--out report.json]``.
 

@@ -1,4 +1,4 @@
-"""The declared dependencies equal the imports (issue 14).
+"""The declared dependencies equal the imports.
 
 Scans ``src/`` for absolute imports (``ast``), maps each import name to the distribution that
 provides it (``importlib.metadata.packages_distributions()`` of this environment) and compares
@@ -6,7 +6,7 @@ with ``pyproject.toml``:
 
 * every import the code needs is a ``[project] dependencies`` entry. A module the code treats
   as optional may instead come from an optional extra: the code checks for it somewhere
-  (``try: import X`` / ``except ImportError``, e.g. ``draco_available``, ``require_writer``)
+  (``try: import X`` / ``except ImportError``, e.g. ``decode_draco``, ``require_writer``)
   and imports it nowhere at module level, so importing the package never needs it;
 * every ``[project] dependencies`` entry is imported somewhere, and every entry of a runtime
   extra is imported (guarded) or is a backend the code reaches without importing it

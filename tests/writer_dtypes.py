@@ -1,6 +1,6 @@
 """Small stores written by zarr-vectors 0.9.2 with every attribute dtype its writers take:
 text (``<U``), booleans and multi-channel vertex attributes, text and multi-channel object
-attributes, for each geometry type (issue 23 item 1). Shared by the format and napari
+attributes, for each geometry type. Shared by the format and napari
 tests."""
 
 from __future__ import annotations

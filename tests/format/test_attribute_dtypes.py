@@ -1,4 +1,4 @@
-"""Every attribute dtype the writers produce is read (issue 23 item 1): text, booleans and
+"""Every attribute dtype the writers produce is read: text, booleans and
 multi-channel values, in the 0.9 layout (written here by zarr-vectors 0.9.2) and the 0.7
 layout (a 0.7 fixture whose attribute bytes are rewritten); an attribute that cannot be read
 (``object``: the writer stored memory addresses) is left out with a warning naming it, its

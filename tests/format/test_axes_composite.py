@@ -1,4 +1,4 @@
-"""Axis types and composite stores written by zarr-vectors 0.9.2 (issue 17)."""
+"""Axis types and composite stores written by zarr-vectors 0.9.2."""
 
 from __future__ import annotations
 

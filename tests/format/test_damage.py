@@ -1,4 +1,4 @@
-"""Damaged, missing and hostile input (issue 28): every read either returns exact data, or
+"""Damaged, missing and hostile input: every read either returns exact data, or
 warns naming store, level, array and chunk while leaving a gap that costs only what is damaged,
 or (``strict=True``) raises a ``ZVError``. Never an invented edge, a moved vertex, or a silently
 missing chunk the store says holds data.

@@ -1,4 +1,4 @@
-"""The linear-time read paths of issue 27 give exactly what the general ones gave: per-vertex
+"""The linear-time read paths give exactly what the general ones gave: per-vertex
 object ids by fragment owner, range expansion, the dense chunk lookup, path edges from the
 flat rows, and derived (lazy) geometry fields."""
 
@@ -74,7 +74,7 @@ def _index(rng: np.random.Generator, loaded: LoadedChunks) -> ObjectIndex:
 
 
 def _reference_ids(loaded, index, object_rows, keep):
-    """The general algorithm (before issue 27): every row of every named fragment, the first
+    """The general algorithm: every row of every named fragment, the first
     entry naming a row owns it."""
     entries = (
         np.arange(index.frags.size) if object_rows is None else index.entries_of_rows(object_rows)

@@ -1,4 +1,4 @@
-"""Every value read from metadata is validated (issue 11, point 2).
+"""Every value read from metadata is validated.
 
 A corrupted ``zarr.json`` value raises :class:`ZVFormatError` naming the file and the field;
 hostile sizes are refused before anything is allocated; corruption inside a chunk leaves a

@@ -1,4 +1,4 @@
-"""Point reads are exact in the box for every selection (issue 11, point 1).
+"""Point reads are exact in the box for every selection.
 
 The matrix: store (0.7 layout, 0.9 layout, the 0.9 input written in the 0.7 layout, a
 generated 0.9 store) x level x bbox (none, middle, chunk-aligned, one vertex, outside) x

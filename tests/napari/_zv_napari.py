@@ -8,6 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from napari_zarr_vectors.napari.colour.live import layer_kind
+from napari_zarr_vectors.napari.colour.spec import MISSING_COLOUR, ColourSpec, category_index
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 #: fixture store name -> geometry type (the v07 stores the reader tests run on)
@@ -45,3 +48,33 @@ def v07_expected(name: str) -> dict:
 def f32(values) -> np.ndarray:
     """Ground-truth floats are exact float32 values: compare after casting."""
     return np.asarray(values, dtype=np.float32)
+
+
+def layer_colours(layer) -> np.ndarray:
+    """The ``(rows, 4)`` RGBA colours the layer currently draws per feature row (Tracks:
+    per vertex; Surface: per vertex, from its colormap)."""
+    kind = layer_kind(layer)
+    if kind == "points":
+        return np.asarray(layer.face_color)
+    if kind in ("vectors", "shapes"):
+        return np.asarray(layer.edge_color)
+    if kind == "tracks":
+        return np.asarray(layer.track_colors)
+    if kind == "surface":
+        lo, hi = layer.contrast_limits
+        v = (np.asarray(layer.vertex_values, np.float64) - lo) / max(hi - lo, 1e-300)
+        return np.asarray(layer.colormap.map(v))
+    return np.empty((0, 4))
+
+
+def map_categories(spec: ColourSpec, values: np.ndarray) -> np.ndarray:
+    """``(N, 4)`` colours of ``values`` under a categorical spec (vectorised lookup)."""
+    values = np.asarray(values)
+    out = np.tile(np.asarray(MISSING_COLOUR, np.float32), (len(values), 1))
+    if not spec.categories:
+        return out
+    cols = np.asarray(spec.colours, dtype=np.float32)
+    index = category_index(spec, values)
+    hit = index >= 0
+    out[hit] = cols[index[hit]]
+    return out

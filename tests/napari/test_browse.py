@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _zv_napari import DATA, f32
+from _zv_napari import DATA, f32, layer_colours, map_categories
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari.browse.filters import (
@@ -27,13 +27,12 @@ from napari_zarr_vectors.napari.browse.pick import nearest_row
 from napari_zarr_vectors.napari.browse.store_summary import store_summary
 from napari_zarr_vectors.napari.browse.table import HISTOGRAM_BINS, ObjectTable, summarise
 from napari_zarr_vectors.napari.browse.targets import isolate_layer_data, only_object
-from napari_zarr_vectors.napari.colour.live import apply_colour, layer_colours, napari_colormap
+from napari_zarr_vectors.napari.colour.live import apply_colour, napari_colormap
 from napari_zarr_vectors.napari.colour.spec import (
     MISSING_COLOUR,
     ColourSpec,
     categorical_colours,
     continuous_colours,
-    map_categories,
     palette,
     value_counts,
 )

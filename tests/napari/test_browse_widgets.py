@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _zv_napari import DATA, f32
+from _zv_napari import DATA, f32, layer_colours
 
 from napari_zarr_vectors.napari.browse.filters import RangeFilter
 from napari_zarr_vectors.napari.browse.targets import (
@@ -24,7 +24,6 @@ from napari_zarr_vectors.napari.browse.targets import (
     layer_object_ids,
     target_for,
 )
-from napari_zarr_vectors.napari.colour.live import layer_colours
 from napari_zarr_vectors.napari.values import NUMERIC
 
 pytestmark = pytest.mark.gui

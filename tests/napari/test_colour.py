@@ -1,4 +1,4 @@
-"""Colour state a user can trust (issue 16 item 4), in a real viewer.
+"""Colour state a user can trust, in a real viewer.
 
 * Colour by a vertex attribute, then show a level that does not store it: the layer is drawn
   in the one fallback grey and the legend says the attribute is missing there; back at a

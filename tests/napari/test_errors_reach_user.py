@@ -1,4 +1,4 @@
-"""Errors reach the user (issue 16 item 6): a store the reader claims but cannot open shows
+"""Errors reach the user: a store the reader claims but cannot open shows
 the core's message in napari; a corrupt chunk's warning names its file; the data a corrupt
 chunk leaves out is counted in the status on every load, not only the first."""
 

@@ -1,4 +1,4 @@
-"""Hover (issue 16 item 5): napari's status names the store's object id and object attributes
+"""Hover: napari's status names the store's object id and object attributes
 on every layer kind the plugin makes, agrees with Pick, and keeps the level line."""
 
 from __future__ import annotations

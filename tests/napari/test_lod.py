@@ -264,3 +264,4 @@ def test_initial_level_is_the_finest_whole_level_within_budget():
     ]
     assert lod.initial_level(unknown, 10) == 1
     assert lod.initial_level(unknown[:1], 10) == 0
+    assert lod.initial_level([], 10) == 0

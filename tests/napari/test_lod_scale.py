@@ -1,4 +1,4 @@
-"""Level of detail at scale (issue 15), on small stores written by zarr-vectors 0.9.2: the
+"""Level of detail at scale, on small stores written by zarr-vectors 0.9.2: the
 budget bounds what the layers hold, geometry is cropped to the view, the object subset is
 stable across pans, grows when zooming in and respects filters, a locked level stays, and
 graphs and skeletons follow the same rules. Driven through the loader (no Qt)."""

@@ -7,7 +7,6 @@ import shutil
 import sys
 import warnings
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -20,7 +19,6 @@ from napari_zarr_vectors.napari.npe2.reader import (
     PLUGIN_NAME,
     READER_PATTERN,
     READER_PATTERNS,
-    choose_level,
     napari_get_reader,
     register_reader_preference,
 )
@@ -334,20 +332,6 @@ def test_v09_vertex_counts_match_the_ground_truth(name):
 # --------------------------------------------------------------------------------------------
 # levels
 # --------------------------------------------------------------------------------------------
-
-
-def level(index, count):
-    return SimpleNamespace(index=index, vertex_count=count)
-
-
-def test_choose_level_finest_within_budget_else_coarsest():
-    levels = [level(0, 1_000_000), level(1, 150_000), level(2, 20_000)]
-    assert choose_level(levels) == 1
-    assert choose_level(levels, budget=10_000_000) == 0
-    assert choose_level(levels, budget=1_000) == 2
-    assert choose_level([level(0, None), level(1, 50)]) == 1
-    assert choose_level([level(0, None)]) == 0
-    assert choose_level([]) == 0
 
 
 def test_reader_opens_the_resolution_level_within_the_budget(monkeypatch):

@@ -1,4 +1,4 @@
-"""Stores with vertices at NaN or infinite coordinates open in napari (issue 28, item 8): the
+"""Stores with vertices at NaN or infinite coordinates open in napari: the
 core reads them as stored, the napari side drops those vertices with one warning."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pyramid QA actions in a real viewer (issue 16): every action in 2-D and 3-D leaves exactly
+"""Pyramid QA actions in a real viewer: every action in 2-D and 3-D leaves exactly
 the layers it should; actions mean what they say; one filter state with the browse widgets;
 questions before reading most of a store; cancelling.
 

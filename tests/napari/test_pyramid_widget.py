@@ -147,7 +147,7 @@ def test_segments_layer_is_in_napari_order_and_data_units():
 
 
 @pytest.mark.gui
-@pytest.mark.skipif(not has_controller(), reason="the level-of-detail controller (issue 4)")
+@pytest.mark.skipif(not has_controller(), reason="needs the level-of-detail controller")
 def test_lock_level_2_shows_level_2_at_every_zoom_and_unlock_returns_to_automatic(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
     controller = widget.model.controller

@@ -1,4 +1,4 @@
-"""Save means the data, not the screen (issue 23, item 4).
+"""Save means the data, not the screen.
 
 A layer opened from a store holds what the view loaded (a 2-D slice, a coarse level, a
 budgeted subset). Saving it writes every object passing its filters, whole and at full
@@ -290,12 +290,12 @@ def test_a_skeleton_layer_saves_the_skeleton(make_napari_viewer, qtbot, tmp_path
 def test_saving_the_navis_neurons_edges_layer_gives_the_five_skeletons(tmp_path, request, store):
     """navis' neurons as the reference writer stores them (``node_type`` as an object array,
     whose text it loses, or as a string array). Needs stores with a text vertex attribute
-    to open (issue 23, item 1): skipped until then."""
+    to open: skipped until then."""
     try:
         src, truth = request.getfixturevalue(store)
         tuples = read_zarr_vectors(str(src), level=0)
     except pytest.FixtureLookupError:
-        pytest.skip(f"no {store} fixture yet (issue 23, item 1)")
+        pytest.skip(f"no {store} fixture yet")
     except Exception as e:  # noqa: BLE001
         if "dtype 'object'" in str(e):
             pytest.skip(f"the neurons store does not open yet: {e}")

@@ -1,4 +1,4 @@
-"""Real data in napari speaks the store's language (issue 23 items 1 and 5): text attributes
+"""Real data in napari speaks the store's language: text attributes
 flow into features, filters and colour-by; hover and Pick show decoded text, group names,
 store-order coordinates with units, and none of napari's or the plugin's own columns.
 

@@ -1,4 +1,4 @@
-"""Time and channel axes, and composite stores, in napari (issue 17).
+"""Time and channel axes, and composite stores, in napari.
 
 Stores are written by zarr-vectors 0.9.2 in each test: 3-D + t detections, 2-D + t cell
 tracks, a channel axis, a composite store (points + an added graph).

@@ -1,4 +1,4 @@
-"""The writer's failures (issue 28): a store opened as a ``file://`` URL is never written into,
+"""The writer's failures: a store opened as a ``file://`` URL is never written into,
 a failing disk is a ``WriteError`` naming the target, and the hidden ``.partial-*`` folder a
 killed write leaves behind is recognised when opened and removed by the next write beside it.
 """

@@ -1,4 +1,4 @@
-"""Damaged and hostile remote stores (issue 28): a 404 for a chunk the store says holds data
+"""Damaged and hostile remote stores: a 404 for a chunk the store says holds data
 is reported, not read as empty; a server that never answers or sends endless bodies cannot
 stretch a read past its deadline or its memory past what the metadata allows.
 """

@@ -660,12 +660,3 @@ class StoreIO:
             return self._list(prefix)
         except (ZVError, OSError):
             return None
-
-    def exists_many(self, keys: Iterable[str]) -> list[bool]:
-        """Whether each key exists (one concurrent round of ``exists`` calls)."""
-        keys = list(keys)
-
-        async def run() -> list[bool]:
-            return list(await asyncio.gather(*(self.store.exists(k) for k in keys)))
-
-        return sync(run()) if keys else []

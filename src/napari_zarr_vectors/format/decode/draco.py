@@ -9,15 +9,6 @@ from ..errors import MissingDependencyError, ZVFormatError
 INSTALL_HINT = "pip install 'napari-zarr-vectors[draco]'"
 
 
-def draco_available() -> bool:
-    """Whether DracoPy can be imported."""
-    try:
-        import DracoPy  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def decode_draco(raw: bytes, ndim: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Decode one Draco bitstream into ``(points (n, ndim) float32, faces (m, 3) int64 | None)``."""
     try:

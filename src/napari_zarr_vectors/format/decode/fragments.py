@@ -49,35 +49,6 @@ class FragmentIndex:
         e = self.explicit_number[f]
         return self.explicit_rows[self.explicit_offsets[e] : self.explicit_offsets[e + 1]]
 
-    def rows_of(self, frags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rows of several fragments, concatenated, and the row count of each fragment."""
-        frags = np.asarray(frags, dtype=np.int64)
-        if self.all_ranges:
-            counts = self.count[frags]
-            return expand_ranges(self.start[frags], counts), counts
-        parts = [self.rows(int(f)) for f in frags]
-        counts = np.array([p.size for p in parts], dtype=np.int64)
-        rows = np.concatenate(parts) if parts else np.empty(0, np.int64)
-        return rows, counts
-
-    def fragment_of_rows(self, n_rows: int) -> np.ndarray:
-        """``(n_rows,)`` fragment number of every row (the first fragment when shared, -1 if none)."""
-        owner = np.full(n_rows, -1, dtype=np.int64)
-        for f in range(self.num_fragments - 1, -1, -1):
-            owner[self.rows(f)] = f
-        return owner
-
-    def first_rows(self) -> np.ndarray:
-        """Row index of the first row of every non-empty fragment."""
-        out = [int(self.rows(f)[0]) for f in range(self.num_fragments) if self._size(f)]
-        return np.array(out, dtype=np.int64)
-
-    def _size(self, f: int) -> int:
-        if self.is_range[f]:
-            return int(self.count[f])
-        e = self.explicit_number[f]
-        return int(self.explicit_offsets[e + 1] - self.explicit_offsets[e])
-
 
 def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Concatenate ``arange(s, s + c)`` for every pair, vectorised."""

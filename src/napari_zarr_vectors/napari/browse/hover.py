@@ -15,7 +15,7 @@ the status of every layer carrying ``metadata["zarr_vectors"]`` (through
   the object id, the object's attributes and group names, then the rest of that row's
   features (vertex / edge attributes), all decoded as the store holds them (text, not the
   codes Tracks layers keep). The row is found exactly as the Pick widget finds it
-  (:func:`.browse_layers.pick_at`) and described by the same :func:`pick_fields`, so hover
+  (:func:`.targets.pick_at`) and described by the same :func:`pick_fields`, so hover
   and Pick name the same object with the same values on Points, Tracks, Vectors, Shapes and
   Surface alike. napari's own columns (``track_id``) and the plugin's computed ones
   (``direction``, :func:`hidden_columns`) are left out.
@@ -25,7 +25,7 @@ the status of every layer carrying ``metadata["zarr_vectors"]`` (through
   mouse move replaces by the layer status: the line now stays in that status instead.
 
 Layers get the extension when they enter a viewer the plugin watches
-(:func:`.session.hook_viewer`).
+(:func:`.attach.hook_viewer`).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def pick_fields(
 
     Object fields: the object's attributes (from ``table``, the store's object table, when
     it knows the object; else the layer's object columns) and its groups by name
-    (``group`` / ``groups``: :func:`.browse.group_labels`). Row fields: the row's own
+    (``group`` / ``groups``: :func:`.groups.group_labels`). Row fields: the row's own
     features (vertex / edge attributes). Text stored as codes (Tracks layers) is decoded,
     and napari's and the plugin's own columns (:func:`hidden_columns`, ``object_id``,
     ``group_id``, ``groups``) are left out."""

@@ -358,23 +358,6 @@ def reapply_colour(layer: Layer) -> bool:
     return True
 
 
-def layer_colours(layer: Layer) -> np.ndarray:
-    """The ``(rows, 4)`` RGBA colours the layer currently draws per feature row (Tracks:
-    per vertex; Surface: per vertex, from its colormap)."""
-    kind = layer_kind(layer)
-    if kind == "points":
-        return np.asarray(layer.face_color)
-    if kind in ("vectors", "shapes"):
-        return np.asarray(layer.edge_color)
-    if kind == "tracks":
-        return np.asarray(layer.track_colors)
-    if kind == "surface":
-        lo, hi = layer.contrast_limits
-        v = (np.asarray(layer.vertex_values, np.float64) - lo) / max(hi - lo, 1e-300)
-        return np.asarray(layer.colormap.map(v))
-    return np.empty((0, 4))
-
-
 # --------------------------------------------------------------------------------------------
 # colour kept across data swaps
 # --------------------------------------------------------------------------------------------

@@ -153,19 +153,6 @@ def continuous_colours(values: np.ndarray, feature: str, colormap: str = "viridi
     return ColourSpec(feature=feature, colormap=colormap, contrast_limits=finite_range(values))
 
 
-def map_categories(spec: ColourSpec, values: np.ndarray) -> np.ndarray:
-    """``(N, 4)`` colours of ``values`` under a categorical spec (vectorised lookup)."""
-    values = np.asarray(values)
-    out = np.tile(np.asarray(MISSING_COLOUR, np.float32), (len(values), 1))
-    if not spec.categories:
-        return out
-    cols = np.asarray(spec.colours, dtype=np.float32)
-    index = category_index(spec, values)
-    hit = index >= 0
-    out[hit] = cols[index[hit]]
-    return out
-
-
 def category_index(spec: ColourSpec, values: np.ndarray) -> np.ndarray:
     """Index of each value in ``spec.categories`` (``-1`` when not a category)."""
     values = np.asarray(values)

@@ -60,7 +60,7 @@ LayerData = tuple[Any, dict[str, Any], str]
 #: slice, whatever the slab: a thin, often empty slice of 3-D data)
 SLAB_PROJECTION = "all"
 #: Shapes layers are slow beyond about a thousand shapes (0.5 s to build 1,000 paths, 5 s for
-#: 10,000; see NAPARI-FACTS.md). A Shapes layer is never created with more shapes than this.
+#: 10,000). A Shapes layer is never created with more shapes than this.
 SHAPES_MAX_OBJECTS = 1_000
 
 

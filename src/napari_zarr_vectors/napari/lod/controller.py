@@ -3,7 +3,7 @@
 :class:`ZVLayerController` watches the camera and dims of the viewer its layers live in.
 Every pan, zoom, rotation, slice move, ``ndisplay`` switch or canvas resize restarts a
 debounce timer (:func:`.settings.get_settings` ``debounce_ms``); when it fires, the
-controller snapshots the view (:class:`.lod.ViewState`) on the UI thread and hands it to a
+controller snapshots the view (:class:`.plan.ViewState`) on the UI thread and hands it to a
 worker thread (a :class:`~napari_zarr_vectors.napari.tasks.LoadJob`) running :meth:`.loader.Loader.run`:
 plan a level and chunk set, fetch chunk batches into the shared cache (progress after each
 batch, cancellation between batches), assemble and build the layer data. Only the final

@@ -5,7 +5,7 @@ the reader drive synchronously (:meth:`Loader.load`).
 
 One run, for one :class:`LoadRequest`:
 
-1. **plan** (:mod:`.lod`): the visible box of the view, grown by :data:`.lod.MARGIN` on
+1. **plan** (:mod:`.plan`): the visible box of the view, grown by :data:`.plan.MARGIN` on
    the displayed axes -> a level and the chunks intersecting the box, within the vertex
    budget. A 2-D view of a point cloud keeps only the vertices inside the slab (napari
    draws no others), so its estimate counts that part of each chunk.
@@ -17,7 +17,7 @@ One run, for one :class:`LoadRequest`:
 3. **assemble** with ``Store.read(level, chunks=..., cache=...)`` (no I/O left), check the
    real vertex count against the budget (coarser level or fewer chunks when the estimate
    was low), apply the object filter, and build the layer data tuples
-   (:func:`.layers.layers_from_geometry`) -- all on the worker, so the UI thread only swaps
+   (:func:`.build.layers_from_geometry`) -- all on the worker, so the UI thread only swaps
    arrays into existing layers.
 """
 

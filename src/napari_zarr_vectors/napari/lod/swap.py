@@ -34,7 +34,7 @@ from napari_zarr_vectors.napari.layerdata.store_info import napari_order
 
 def swap(layer: Any, data: Any, kwargs: dict, memory: ColourMemory) -> None:
     """Replace ``layer``'s data and features with a builder's output, then colour it
-    (:func:`.colour.recolour`: the user's choice where it still applies, else the builder's).
+    (:func:`.live.recolour`: the user's choice where it still applies, else the builder's).
     Point sizes stay what they were."""
     kind = _kind(layer)
     features = kwargs.get("features", {})

@@ -39,7 +39,6 @@ from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod import view_geometry
 from napari_zarr_vectors.napari.lod.cache import shared_cache
 from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest
-from napari_zarr_vectors.napari.lod.plan import initial_level
 from napari_zarr_vectors.napari.lod.settings import store_budget
 from napari_zarr_vectors.napari.npe2.attach import install_viewer_hooks, register_pending
 
@@ -59,10 +58,6 @@ STORE_SUFFIXES = (".zarrvectors", ".zv")
 #: A camera-less overview that reads more vertices than this (whole chunks) is loaded in the
 #: background by the controller when a viewer will show it: the reader returns the bounds.
 BACKGROUND_READ_VERTICES = 2_000_000
-
-#: Budget of :func:`choose_level` when called without one. The level-of-detail reader uses
-#: :func:`.settings.vertex_budget` instead (``NZV_VERTEX_BUDGET``).
-VERTEX_BUDGET = 200_000
 
 PathLike = str | os.PathLike
 
@@ -143,7 +138,7 @@ def read_zarr_vectors(
 
     Without ``level`` (what napari calls), the layers are **level-of-detail** layers: the
     first read is the overview a 1000-pixel view of the whole store would show (the level
-    whose bins that view resolves, :func:`.lod.plan_level`, and a stable part of its objects
+    whose bins that view resolves, :func:`.plan.plan_level`, and a stable part of its objects
     within ``vertex_budget``, default :func:`.settings.vertex_budget`), and once the layers
     are inserted into a
     ``napari.Viewer`` a :class:`.controller.ZVLayerController` takes over and loads what
@@ -258,13 +253,6 @@ def _missing_dependency(store: Any, e: Exception) -> list[LayerData]:
     hint = "" if "pip install" in str(e) else " (pip install 'napari-zarr-vectors[draco]')"
     _notify_error(f"Cannot open {store.name}: {e}{hint}")
     return [(None,)]  # npe2's "read, but no layers" sentinel
-
-
-def choose_level(levels: Sequence[Any], budget: int | None = None) -> int:
-    """The finest level whose whole vertex count fits ``budget`` (default
-    :data:`VERTEX_BUDGET`; :func:`.lod.initial_level`): the level to read whole, e.g. with
-    ``read_zarr_vectors(path, level=...)``, within a budget."""
-    return initial_level(levels, VERTEX_BUDGET if budget is None else budget)
 
 
 def register_reader_preference() -> bool:

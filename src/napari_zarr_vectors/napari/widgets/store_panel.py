@@ -185,8 +185,3 @@ def _attrs(pairs: tuple[tuple[str, str], ...], empty: str) -> str:
     if not pairs:
         return empty
     return ", ".join(f"{html.escape(n)} <i>({html.escape(d)})</i>" for n, d in pairs)
-
-
-def store_panel_widget(napari_viewer: Viewer) -> StorePanel:
-    """npe2 widget factory."""
-    return StorePanel(napari_viewer)
