@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _zv_napari import layer_colours
 from test_browse_widgets import dock, expected, open_zv, settle
 
 from napari_zarr_vectors.napari.colour.live import (
@@ -18,7 +19,6 @@ from napari_zarr_vectors.napari.colour.live import (
     colour_spec_of,
     colourable_features,
     feature_values,
-    layer_colours,
 )
 
 pytestmark = pytest.mark.gui
