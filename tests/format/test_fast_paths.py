@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import store as store_module
-from napari_zarr_vectors.format.assembly import _object_ids_per_row, _path_edges, _renumbered
+from napari_zarr_vectors.format.assembly import (
+    _object_ids_per_row,
+    _path_edges,
+    _path_object_ids,
+    _paths,
+    _renumbered,
+)
 from napari_zarr_vectors.format.chunks import ChunkData, ChunkTable, LoadedChunks
 from napari_zarr_vectors.format.decode.fragments import FragmentIndex, expand_ranges
 from napari_zarr_vectors.format.geometry import Derived, Geometry
@@ -132,6 +138,60 @@ def test_object_ids_by_fragment_owner_equal_the_general_algorithm(seed, shape, s
     # the derived ids are computed from a copy without the vertex data
     slim = loaded.fragments_only()
     np.testing.assert_array_equal(_object_ids_per_row(slim, index, rows, keep), want)
+
+
+def _reference_paths(loaded, index, object_rows):
+    """Paths entry by entry: a run of one object's consecutive loaded entries is one path."""
+    flat, lengths, ids = [], [], []
+    for r in object_rows.tolist():
+        run: list[int] = []
+        for e in range(index.offsets[r], index.offsets[r + 1]):
+            k = int(loaded.table.index_of(index.chunks[e : e + 1])[0])
+            if k < 0:  # an entry outside the loaded chunks ends the run
+                if run:
+                    flat += run
+                    lengths.append(len(run))
+                    ids.append(index.ids[r])
+                run = []
+                continue
+            fi, f = loaded.chunks[k].fragments, int(index.frags[e])
+            if 0 <= f < fi.num_fragments:
+                run += (
+                    np.arange(fi.start[f], fi.start[f] + fi.count[f]) + loaded.start[k]
+                ).tolist()
+        if run:
+            flat += run
+            lengths.append(len(run))
+            ids.append(index.ids[r])
+    return flat, lengths, ids
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shape=st.sampled_from(["tiling", "gaps", "shuffled", "overlap"]),
+    select=st.booleans(),
+    subset=st.booleans(),
+)
+def test_paths_and_their_object_ids_equal_the_entry_by_entry_algorithm(seed, shape, select, subset):
+    rng = np.random.default_rng(seed)
+    loaded = _loaded(rng, shape)
+    index = _index(rng, loaded)
+    rows = None
+    if select:
+        rows = np.sort(rng.choice(index.num_objects, int(rng.integers(0, index.num_objects + 1)), replace=False))  # fmt: skip
+    flat, lengths, ids = _paths(loaded, index, rows)
+    want = _reference_paths(loaded, index, np.arange(index.num_objects) if rows is None else rows)
+    assert (flat.tolist(), lengths.tolist(), ids.tolist()) == want
+    assert flat.dtype == np.int32  # a few rows: numbered in int32
+    keep = None
+    if subset:
+        keep = np.sort(rng.choice(loaded.n_rows + 1, int(rng.integers(0, loaded.n_rows + 1)), replace=False))  # fmt: skip
+        keep = keep[keep < loaded.n_rows]
+    np.testing.assert_array_equal(
+        _path_object_ids(flat, lengths, ids, loaded.n_rows, keep),
+        _reference_ids(loaded, index, rows, keep),
+    )
 
 
 @SETTINGS
