@@ -1,23 +1,36 @@
-"""The linear-time read paths give exactly what the general ones gave: per-vertex
-object ids by fragment owner, range expansion, the dense chunk lookup, path edges from the
-flat rows, and derived (lazy) geometry fields."""
+"""The linear-time read paths give exactly what the general ones gave: per-vertex object ids
+by fragment owner, range expansion, the dense chunk lookup, path edges from the flat rows,
+derived (lazy) geometry fields, and reads by object id that fetch only the object-index
+chunks holding the ids."""
 
 from __future__ import annotations
 
 import dataclasses
 import pickle
+import warnings
+from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from napari_zarr_vectors.format.assembly import _object_ids_per_row, _path_edges, _renumbered
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format import store as store_module
+from napari_zarr_vectors.format.assembly import (
+    _object_ids_per_row,
+    _path_edges,
+    _path_object_ids,
+    _paths,
+    _renumbered,
+)
 from napari_zarr_vectors.format.chunks import ChunkData, ChunkTable, LoadedChunks
 from napari_zarr_vectors.format.decode.fragments import FragmentIndex, expand_ranges
 from napari_zarr_vectors.format.geometry import Derived, Geometry
 from napari_zarr_vectors.format.objects import ObjectIndex
 
 SETTINGS = settings(max_examples=300, deadline=None)
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _ranges(rng: np.random.Generator, n: int, shape: str) -> tuple[np.ndarray, np.ndarray]:
@@ -127,6 +140,60 @@ def test_object_ids_by_fragment_owner_equal_the_general_algorithm(seed, shape, s
     np.testing.assert_array_equal(_object_ids_per_row(slim, index, rows, keep), want)
 
 
+def _reference_paths(loaded, index, object_rows):
+    """Paths entry by entry: a run of one object's consecutive loaded entries is one path."""
+    flat, lengths, ids = [], [], []
+    for r in object_rows.tolist():
+        run: list[int] = []
+        for e in range(index.offsets[r], index.offsets[r + 1]):
+            k = int(loaded.table.index_of(index.chunks[e : e + 1])[0])
+            if k < 0:  # an entry outside the loaded chunks ends the run
+                if run:
+                    flat += run
+                    lengths.append(len(run))
+                    ids.append(index.ids[r])
+                run = []
+                continue
+            fi, f = loaded.chunks[k].fragments, int(index.frags[e])
+            if 0 <= f < fi.num_fragments:
+                run += (
+                    np.arange(fi.start[f], fi.start[f] + fi.count[f]) + loaded.start[k]
+                ).tolist()
+        if run:
+            flat += run
+            lengths.append(len(run))
+            ids.append(index.ids[r])
+    return flat, lengths, ids
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shape=st.sampled_from(["tiling", "gaps", "shuffled", "overlap"]),
+    select=st.booleans(),
+    subset=st.booleans(),
+)
+def test_paths_and_their_object_ids_equal_the_entry_by_entry_algorithm(seed, shape, select, subset):
+    rng = np.random.default_rng(seed)
+    loaded = _loaded(rng, shape)
+    index = _index(rng, loaded)
+    rows = None
+    if select:
+        rows = np.sort(rng.choice(index.num_objects, int(rng.integers(0, index.num_objects + 1)), replace=False))  # fmt: skip
+    flat, lengths, ids = _paths(loaded, index, rows)
+    want = _reference_paths(loaded, index, np.arange(index.num_objects) if rows is None else rows)
+    assert (flat.tolist(), lengths.tolist(), ids.tolist()) == want
+    assert flat.dtype == np.int32  # a few rows: numbered in int32
+    keep = None
+    if subset:
+        keep = np.sort(rng.choice(loaded.n_rows + 1, int(rng.integers(0, loaded.n_rows + 1)), replace=False))  # fmt: skip
+        keep = keep[keep < loaded.n_rows]
+    np.testing.assert_array_equal(
+        _path_object_ids(flat, lengths, ids, loaded.n_rows, keep),
+        _reference_ids(loaded, index, rows, keep),
+    )
+
+
 @SETTINGS
 @given(
     starts=st.lists(st.integers(-(2**40), 2**40), min_size=0, max_size=30),
@@ -190,3 +257,125 @@ def test_derived_fields_are_computed_once_and_survive_copies():
     assert dataclasses.replace(g, level=1).edges.tolist() == [[0, 1]]
     assert g.vertex_object_ids.tolist() == [0, 1, 2]
     assert len(calls) == 1
+
+
+# -- reads by object id through the object-index chunks of the selected rows ----------------
+
+#: objects of the store written by zarr-vectors 0.9.2 below: more than two manifest chunks
+#: (its writer puts 16,384 manifests in a chunk)
+MANY_OBJECTS = 40_000
+MANIFESTS_PER_CHUNK = 16_384
+
+
+@pytest.fixture(scope="module")
+def many_objects(tmp_path_factory) -> Path:
+    """40,000 polylines of 4 vertices written by zarr-vectors 0.9.2."""
+    from zarr_vectors.types.polylines import write_polylines
+
+    rng = np.random.default_rng(5)
+    start = rng.uniform(0, 90, (MANY_OBJECTS, 1, 3))
+    pts = np.clip(start + rng.normal(0, 3, (MANY_OBJECTS, 4, 3)).cumsum(axis=1), 0, 99.9)
+    path = tmp_path_factory.mktemp("many") / "many.zarrvectors"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr's warning about the vlen-bytes data type
+        write_polylines(
+            str(path), list(pts.astype(np.float32)), chunk_shape=(25.0,) * 3,
+            bounds=([0.0] * 3, [100.0] * 3),
+        )  # fmt: skip
+    return path
+
+
+def _same_geometry(a, b) -> None:
+    np.testing.assert_array_equal(a.positions, b.positions)
+    np.testing.assert_array_equal(a.vertex_object_ids, b.vertex_object_ids)
+    assert [p.tolist() for p in a.paths] == [p.tolist() for p in b.paths]
+    np.testing.assert_array_equal(a.path_object_ids, b.path_object_ids)
+    np.testing.assert_array_equal(np.asarray(a.edges), np.asarray(b.edges))
+    np.testing.assert_array_equal(a.faces, b.faces)
+    assert a.vertex_attributes.keys() == b.vertex_attributes.keys()
+    for name, values in a.vertex_attributes.items():
+        np.testing.assert_array_equal(values, b.vertex_attributes[name])
+
+
+def _whole_index_store(path: Path):
+    """A store whose whole object index is decoded before it reads by id."""
+    store = nzv.open_store(path)
+    store.object_index(0)
+    return store
+
+
+STORES_WITH_OBJECTS = [
+    f"{gen}/{name}"
+    for gen in ("v07", "v09", "dense")
+    for name in ("polylines", "streamlines", "skeleton", "mesh", "graph")
+    if (DATA / gen / f"{name}.zarrvectors").is_dir()
+]
+
+
+@pytest.mark.parametrize("name", STORES_WITH_OBJECTS)
+def test_a_read_by_id_before_the_index_is_read_equals_one_through_the_whole_index(
+    name, monkeypatch
+):
+    monkeypatch.setattr(store_module, "PARTIAL_INDEX_SHARE", 1)  # always a partial read
+    path = DATA / f"{name}.zarrvectors"
+    whole = _whole_index_store(path)
+    index = whole.object_index(0)
+    ids = index.ids[index.present]
+    assert ids.size
+    lo, hi = (np.asarray(b, np.float64) for b in whole.bounds)
+    for pick in (ids[:1], ids[-1:], ids[: max(1, ids.size // 8)]):
+        fresh = nzv.open_store(path)
+        got = fresh.read(0, object_ids=pick)
+        assert 0 not in fresh._object_index  # noqa: SLF001 - the whole index stays unread
+        want = whole.read(0, object_ids=pick)
+        assert want.vertex_count > 0
+        assert set(np.unique(want.vertex_object_ids)) <= {*pick.tolist(), -1}
+        _same_geometry(got, want)
+        box = (lo, lo + (hi - lo) * 0.6)
+        _same_geometry(
+            nzv.open_store(path).read(0, bbox=box, object_ids=pick),
+            whole.read(0, bbox=box, object_ids=pick),
+        )
+
+
+def _fetched_keys(store, monkeypatch) -> list[str]:
+    """Every key the store fetches from now on through its IO layer."""
+    keys: list[str] = []
+    io = store._io  # noqa: SLF001 - counting the fetches
+    real = io.fetch_many
+
+    def counting(wanted):
+        keys.extend(wanted)
+        return real(wanted)
+
+    monkeypatch.setattr(io, "fetch_many", counting)
+    return keys
+
+
+def test_a_read_by_id_fetches_only_the_manifest_chunks_holding_the_ids(many_objects, monkeypatch):
+    whole = _whole_index_store(many_objects)
+    ids = whole.object_ids(0)
+    assert ids.size == MANY_OBJECTS
+    for rows, chunks in (([5], {0}), ([MANY_OBJECTS - 3], {2}), ([7, 20_000, 20_001], {0, 1})):
+        store = nzv.open_store(many_objects)
+        keys = _fetched_keys(store, monkeypatch)
+        pick = ids[rows]
+        got = store.read(0, object_ids=pick)
+        manifests = sorted(k for k in keys if k.startswith("0/object_index/manifests/c/"))
+        assert manifests == sorted(f"0/object_index/manifests/c/{c}" for c in chunks)
+        assert all(r // MANIFESTS_PER_CHUNK in chunks for r in rows)
+        want = whole.read(0, object_ids=pick)
+        assert sorted(np.unique(got.path_object_ids).tolist()) == sorted(pick.tolist())
+        assert got.vertex_count == 4 * len(rows)
+        _same_geometry(got, want)
+
+
+def test_a_large_selection_of_many_objects_equals_the_whole_index_read(many_objects):
+    whole = _whole_index_store(many_objects)
+    ids = whole.object_ids(0)
+    pick = ids[MANIFESTS_PER_CHUNK - 50 : MANIFESTS_PER_CHUNK + 50]  # across a chunk boundary
+    fresh = nzv.open_store(many_objects)
+    got = fresh.read(0, object_ids=pick)
+    _same_geometry(got, whole.read(0, object_ids=pick))
+    assert got.vertex_count == 4 * pick.size
+    np.testing.assert_array_equal(np.unique(got.vertex_object_ids), np.sort(pick))

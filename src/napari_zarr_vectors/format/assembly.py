@@ -106,26 +106,38 @@ def _object_ids_by_fragment(
     return loaded.per_row(owner, -1, keep)
 
 
-def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray):
-    """Ordered global rows per object, as ``(rows of every path one after another, length
-    of each path, object id of each path)``; an object whose manifest leaves the loaded
-    chunks is split into one path per contiguous run of loaded entries."""
-    entries = index.entries_of_rows(object_rows)
-    if entries.size == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, dtype=np.int64)
-    entry_obj = np.repeat(object_rows, index.offsets[object_rows + 1] - index.offsets[object_rows])
-    cidx = _entries_in_loaded(loaded, index, entries)
-    ok = cidx >= 0
-    rows, ok_counts = loaded.fragment_rows(cidx[ok], index.frags[entries][ok])
-    counts = np.zeros(entries.size, dtype=np.int64)
-    counts[ok] = ok_counts
-    # a run breaks at every new object and after every skipped entry
-    new_obj = np.r_[True, entry_obj[1:] != entry_obj[:-1]]
-    after_gap = np.r_[False, ~ok[:-1]]
-    run = np.cumsum(new_obj | after_gap) - 1
+def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray | None):
+    """Ordered global rows per object (of the index rows ``object_rows``, ``None``: every
+    object), as ``(rows of every path one after another, in
+    :attr:`LoadedChunks.row_dtype`, length of each path, object id of each path)``; an
+    object whose manifest leaves the loaded chunks is split into one path per contiguous
+    run of loaded entries."""
+    if object_rows is None:  # every entry: no entry numbers, no gathered copies
+        cidx = loaded.table.index_of(index.chunks)
+        frags = index.frags
+    else:
+        entries = index.entries_of_rows(object_rows)
+        cidx = _entries_in_loaded(loaded, index, entries)
+        frags = index.frags[entries]
+    at = np.flatnonzero(cidx >= 0)  # the entries in loaded chunks (a box: a few of them)
+    if at.size == 0:
+        return np.empty(0, loaded.row_dtype), np.empty(0, np.int64), np.empty(0, np.int64)
+    rows, counts = loaded.fragment_rows(cidx[at], frags[at], loaded.row_dtype)
+    del cidx, frags
+    if object_rows is None:
+        obj = np.searchsorted(index.offsets, at, side="right") - 1  # index row of each
+    else:
+        ends = np.cumsum(index.offsets[object_rows + 1] - index.offsets[object_rows])
+        obj = object_rows[np.searchsorted(ends, at, side="right")]
+    # a run breaks at every new object and after every entry left out
+    breaks = np.empty(at.size, dtype=bool)
+    breaks[0] = True
+    np.not_equal(obj[1:], obj[:-1], out=breaks[1:])
+    breaks[1:] |= at[1:] != at[:-1] + 1
+    run = np.cumsum(breaks)
+    run -= 1
     run_rows = np.bincount(run, weights=counts).astype(np.int64)
-    run_obj = np.zeros(run_rows.size, dtype=np.int64)
-    run_obj[run] = entry_obj
+    run_obj = obj[breaks]
     keep = run_rows > 0  # runs without loaded rows contribute nothing to ``rows``
     return rows, run_rows[keep], index.ids[run_obj[keep]]
 
@@ -208,7 +220,8 @@ def assemble(
         table = np.asarray(values, dtype=object)
         attrs[name] = table[np.clip(bins, 0, len(table) - 1)] if len(table) else bins
     vid = None
-    if index is not None:  # derived on first use (a callable ``index`` is read then too)
+    if index is not None and geometry_type not in PATH_TYPES:
+        # derived on first use (a callable ``index`` is read then too)
         vid = Derived(
             partial(
                 _derived_object_ids, loaded.fragments_only(), index, selection.object_rows,
@@ -226,14 +239,11 @@ def assemble(
     if geometry_type in PATH_TYPES and callable(index):  # paths need the index now
         index = index()
     if geometry_type in PATH_TYPES and index is not None:
-        rows = (
-            selection.object_rows
-            if selection.object_rows is not None
-            else np.arange(index.num_objects)
-        )
-        flat, lengths, path_ids = _paths(loaded, index, rows)
+        flat, lengths, path_ids = _paths(loaded, index, selection.object_rows)
         geom.paths, geom.path_object_ids = split_lengths(flat, lengths), path_ids.astype(np.int64)
         geom.edges = Derived(partial(_path_edges, flat, lengths))
+        # from the paths: the result holds neither the object index nor the chunks
+        vid = Derived(partial(_path_object_ids, flat, lengths, path_ids, loaded.n_rows, keep_rows))
     elif geometry_type == "skeleton" and links is not None:
         geom.edges, geom.edge_attributes = _skeleton_edges(loaded, links)
     elif geometry_type in ("graph", "mesh") and links is not None and len(links):
@@ -256,6 +266,29 @@ def assemble(
     if keep_rows is not None:
         _renumber(geom, keep_rows)
     return geom
+
+
+def _path_object_ids(
+    flat: np.ndarray,
+    lengths: np.ndarray,
+    path_ids: np.ndarray,
+    n_rows: int,
+    keep: np.ndarray | None,
+) -> np.ndarray:
+    """Object id of every loaded row (of the rows ``keep`` only, when given) from the
+    paths (rows ``flat`` cut by ``lengths``, object ``path_ids``): the object of the
+    first path through the row, as :func:`_object_ids_per_row` gives (the paths follow
+    the selected objects' manifest entries in order), -1 where none passes."""
+    owner = np.repeat(np.asarray(path_ids, np.int64), lengths)
+    out = np.full(n_rows, -1, dtype=np.int64)
+    seen = np.zeros(n_rows, dtype=bool)
+    seen[flat] = True
+    if int(np.count_nonzero(seen)) == flat.size:  # no row on two paths (what writers emit)
+        out[flat] = owner
+    else:
+        uniq, first = np.unique(flat, return_index=True)
+        out[uniq] = owner[first]
+    return out if keep is None else out[keep]
 
 
 def _path_edges(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -441,8 +474,7 @@ def _vertex_attributes(
         if rows is not None:
             values = loaded.take_values(parts, rows, (0, *parts[0].shape[1:]))
         else:
-            values = np.concatenate(parts) if parts else np.empty(0)
-            loaded.joined(parts, values, spec.name)
+            values = loaded.concatenated(parts, spec.name)
         if spec.categories is not None:
             values = _decode_categories(values, spec)
         out[spec.name] = values

@@ -120,26 +120,43 @@ class LoadedChunks:
         cls, chunks: list[ChunkData], ndim: int, key_ndim: int, owned: bool = False
     ) -> LoadedChunks:
         """``owned``: the chunks are this read's alone (not shared with a cache), so that
-        their arrays may be replaced by views of the concatenated ones (see :meth:`joined`)."""
+        their arrays may be replaced by views of the concatenated ones (see
+        :meth:`concatenated`)."""
         coords = np.array([c.coords for c in chunks], dtype=np.int64).reshape(-1, key_ndim)
         sizes = np.array([c.n_rows for c in chunks], dtype=np.int64)
         start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return cls(chunks, ChunkTable(coords), start, ndim, owned)
 
-    def joined(self, parts: list[np.ndarray], whole: np.ndarray, name: str | None) -> None:
-        """Once ``parts`` (one row-aligned array per chunk: ``positions`` when ``name`` is
-        ``None``, else attribute ``name``) are concatenated into ``whole``, let the chunks
-        hold views of it, so that their fetched buffers are freed while the read goes on
-        (the peak memory of a whole read stays near the size of its result)."""
-        if not self._owned or any(p.dtype != whole.dtype for p in parts):
-            return
+    def concatenated(self, parts: list[np.ndarray], name: str | None) -> np.ndarray:
+        """``parts`` (one row-aligned array per chunk: ``positions`` when ``name`` is
+        ``None``, else attribute ``name``) concatenated. When the chunks are this read's own
+        and every part has the result's dtype and width and its chunk's rows, the parts are
+        copied one by one into the result and each chunk holds a view of it from then on,
+        so that its fetched buffer is freed before the next is copied (the peak memory of a
+        whole read stays near the size of its result, not twice it): ``parts`` is emptied
+        then, so that it does not keep the buffers alive."""
+        empty = (0, self._ndim) if name is None else (0,)
+        if not parts:
+            return _concat(parts, empty)
+        dtype = np.result_type(*[p.dtype for p in parts])
+        tail = parts[0].shape[1:]
         bounds = self.start.tolist()
+        if not self._owned or not all(
+            p.dtype == dtype and p.shape[1:] == tail and p.shape[0] == b - a
+            for p, a, b in zip(parts, bounds[:-1], bounds[1:], strict=True)
+        ):
+            return _concat(parts, empty)
+        parts.clear()
+        out = np.empty((bounds[-1], *tail), dtype=dtype)
         for k, c in enumerate(self.chunks):
-            view = whole[bounds[k] : bounds[k + 1]]
+            view = out[bounds[k] : bounds[k + 1]]
             if name is None:
+                view[...] = c.positions
                 c.positions = view
             else:
+                view[...] = c.attributes[name]
                 c.attributes[name] = view
+        return out
 
     def fragments_only(self) -> LoadedChunks:
         """These chunks without their vertex data (fragment indexes, chunk table and row
@@ -155,10 +172,7 @@ class LoadedChunks:
     @cached_property
     def positions(self) -> np.ndarray:
         """``(N, ndim)`` positions of every loaded row."""
-        parts = [c.positions for c in self.chunks]
-        out = _concat(parts, (0, self._ndim))
-        self.joined(parts, out, None)
-        return out
+        return self.concatenated([c.positions for c in self.chunks], None)
 
     @property
     def n_rows(self) -> int:
@@ -289,11 +303,17 @@ class LoadedChunks:
         ok &= (rows >= 0) & (rows < (sizes[safe] if len(sizes) else 0))
         return np.where(ok, self.start[safe] + rows, -1)
 
+    @property
+    def row_dtype(self) -> type[np.signedinteger]:
+        """The smallest of int32 and int64 that numbers every loaded row."""
+        return np.int32 if self.n_rows < 2**31 else np.int64
+
     def fragment_rows(
-        self, chunk_idx: np.ndarray, frags: np.ndarray
+        self, chunk_idx: np.ndarray, frags: np.ndarray, dtype: type[np.signedinteger] = np.int64
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Global rows of fragment references ``(chunk index, fragment)``, concatenated,
-        and the row count of each reference (0 for invalid references)."""
+        """Global rows of fragment references ``(chunk index, fragment)``, concatenated (in
+        ``dtype``: int64, or :attr:`row_dtype`), and the row count of each reference (0 for
+        invalid references)."""
         chunk_idx = np.asarray(chunk_idx, dtype=np.int64)
         frags = np.asarray(frags, dtype=np.int64)
         if self._range_table is not None:
@@ -303,10 +323,16 @@ class LoadedChunks:
                 if len(nfrag)
                 else np.zeros(len(frags), bool)
             )
-            gf = np.where(valid, base[chunk_idx] + frags, 0)
-            counts = np.where(valid, g_count[gf] if len(g_count) else 0, 0)
-            starts = g_start[gf] if len(g_start) else np.zeros(len(gf), np.int64)
-            return expand_ranges(starts, counts), counts
+            if not len(g_count):
+                return np.empty(0, dtype), np.zeros(len(frags), np.int64)
+            gf = base[chunk_idx]  # (in place: a whole level names a million fragments)
+            gf += frags
+            gf[~valid] = 0
+            counts = g_count[gf]
+            counts[~valid] = 0
+            starts = g_start[gf]
+            del gf, valid
+            return expand_ranges(starts, counts, dtype), counts
         parts, counts = [], np.zeros(len(frags), dtype=np.int64)
         for e, (k, f) in enumerate(zip(chunk_idx.tolist(), frags.tolist(), strict=True)):
             fi = self.chunks[k].fragments
@@ -314,7 +340,8 @@ class LoadedChunks:
                 rows = fi.rows(f) + self.start[k]
                 parts.append(rows)
                 counts[e] = rows.size
-        return (np.concatenate(parts) if parts else np.empty(0, np.int64)), counts
+        rows = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        return rows.astype(dtype, copy=False), counts
 
 
 def _concat(parts: list[np.ndarray], empty: tuple[int, ...]) -> np.ndarray:

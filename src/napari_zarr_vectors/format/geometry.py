@@ -98,7 +98,8 @@ class Geometry:
         ``(F, 3)`` int64 rows into ``positions`` (mesh), winding preserved.
     paths
         Ordered vertex row indices per object (line, polyline, streamline): ``paths[i]`` is an
-        int64 array of rows into ``positions``.
+        integer array of rows into ``positions`` (int32 when a read's rows fit in it, else
+        int64; the paths of one read are views of one array).
     path_object_ids
         ``(len(paths),)`` int64 object id of each path.
     chunks

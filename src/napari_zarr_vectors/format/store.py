@@ -23,7 +23,7 @@ from .composite import CompositeGeometryStore
 from .errors import ZVChunkWarning, ZVError, ZVFormatError, chunk_key
 from .geometry import Geometry
 from .io import StoreIO
-from .layout import Layout, LinkSet, ObjectTable, detect_layout
+from .layout import Layout, LinkSet, ObjectRows, ObjectTable, detect_layout
 from .layout.keys import sort_chunks
 from .loading import attribute_specs, load_chunks
 from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
@@ -111,6 +111,9 @@ class Store:
         #: raw object tables of levels whose full index is not decoded yet (reads of a few
         #: objects decode only their manifests)
         self._object_tables: dict[int, ObjectTable | None] = {}
+        #: object ids of levels read by id before any whole read, with a reader of a few
+        #: rows' manifests (:meth:`Layout.read_object_rows`)
+        self._object_rows: dict[int, ObjectRows | ObjectTable | None] = {}
         self._chunk_lists: dict[int, np.ndarray] = {}
         self._chain_chunks: dict[int, np.ndarray] = {}
         self._warm: set[int] = set()
@@ -349,11 +352,13 @@ class Store:
         self.level(level)
         with self._objects_lock:
             if level not in self._object_index:
-                table = (
-                    self._object_tables.pop(level)
-                    if level in self._object_tables
-                    else self.layout.read_object_table(level)
-                )
+                held = self._object_rows.pop(level, None)
+                if level in self._object_tables:
+                    table = self._object_tables.pop(level)
+                elif isinstance(held, ObjectTable):
+                    table = held
+                else:
+                    table = self.layout.read_object_table(level)
                 self._object_index[level] = (
                     None
                     if table is None
@@ -374,12 +379,27 @@ class Store:
             if level in self._object_index:
                 return self._object_index[level]
             if level not in self._object_tables:
-                self._object_tables[level] = self.layout.read_object_table(level)
+                held = self._object_rows.pop(level, None)
+                self._object_tables[level] = (
+                    held if isinstance(held, ObjectTable) else self.layout.read_object_table(level)
+                )
             return self._object_tables[level]
+
+    def _object_ids_only(self, level: int) -> ObjectIndex | ObjectTable | ObjectRows | None:
+        """What the level already holds of its object index, else its object ids with a
+        reader of a few rows' manifests (read once and kept until the full table is read)."""
+        self.level(level)
+        with self._objects_lock:
+            for held in (self._object_index, self._object_tables):
+                if level in held:
+                    return held[level]
+            if level not in self._object_rows:
+                self._object_rows[level] = self.layout.read_object_rows(level)
+            return self._object_rows[level]
 
     def object_ids(self, level: int = 0) -> np.ndarray:
         """Ids of every object of the level's object index (empty when none)."""
-        found = self._object_table(level)
+        found = self._object_ids_only(level)
         return np.empty(0, np.int64) if found is None else np.asarray(found.ids, np.int64)
 
     def object_presence(self, level: int = 0) -> np.ndarray:
@@ -747,7 +767,7 @@ class Store:
             groups = self.groups(0)
             wanted += [groups.get(int(g), wanted[0]) for g in np.asarray(group_ids).ravel()]
         ids = np.unique(np.concatenate(wanted))
-        found = self._object_table(level)
+        found = self._object_ids_only(level)
         if found is None:
             return None, np.empty(0, np.int64)
         rows = np.flatnonzero(np.isin(found.ids, ids))
@@ -756,7 +776,10 @@ class Store:
         if rows.size * PARTIAL_INDEX_SHARE > found.ids.size:
             index = self.object_index(level, strict=strict)
             return index, rows
-        part = ObjectTable(found.ids[rows], [found.manifests[r] for r in rows.tolist()])
+        if isinstance(found, ObjectRows):  # only the manifest chunks holding these rows
+            part = found.manifests(rows)
+        else:
+            part = ObjectTable(found.ids[rows], [found.manifests[r] for r in rows.tolist()])
         where = {"store": self.path, "level": level}
         index = decode_object_index(part, self.level(level).key_ndim, where, strict)
         return index, np.arange(rows.size, dtype=np.int64)

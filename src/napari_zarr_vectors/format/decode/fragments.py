@@ -50,21 +50,33 @@ class FragmentIndex:
         return self.explicit_rows[self.explicit_offsets[e] : self.explicit_offsets[e + 1]]
 
 
-def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenate ``arange(s, s + c)`` for every pair, vectorised."""
+def expand_ranges(
+    starts: np.ndarray, counts: np.ndarray, dtype: type[np.signedinteger] = np.int64
+) -> np.ndarray:
+    """Concatenate ``arange(s, s + c)`` for every pair, vectorised, in ``dtype`` (the
+    caller makes sure every value fits)."""
     counts = np.asarray(counts, dtype=np.int64)
     total = int(counts.sum())
     if total == 0:
-        return np.empty(0, dtype=np.int64)
+        return np.empty(0, dtype=dtype)
     if counts.min() < 0:
         raise ValueError("expand_ranges: negative count")
     # one array of steps, summed in place: 1 inside a range, the jump to the next range's
-    # start at its first element (one allocation and two passes, no repeat)
-    nz = counts > 0
-    s = np.asarray(starts, dtype=np.int64)[nz]
-    c = counts[nz]
-    out = np.ones(total, dtype=np.int64)
-    out[(np.cumsum(c) - c)[1:]] = s[1:] - (s[:-1] + c[:-1] - 1)
+    # start at its first element (one allocation of the result and two of one value per
+    # range, no repeat)
+    s = np.asarray(starts, dtype=np.int64)
+    c = counts
+    if not np.all(c > 0):
+        nz = c > 0
+        s, c = s[nz], c[nz]
+    out = np.ones(total, dtype=dtype)
+    at = np.cumsum(c)
+    at -= c
+    jump = s[1:] - s[:-1]
+    jump -= c[:-1]
+    jump += 1
+    out[at[1:]] = jump
+    del at, jump
     out[0] = s[0]
     return np.cumsum(out, out=out)
 

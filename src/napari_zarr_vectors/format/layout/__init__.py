@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..errors import UnsupportedVersionError
 from ..io import StoreIO
 from ..metadata import LevelInfo, RootMetadata
-from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
+from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectRows, ObjectTable
 from .dense import DenseLayout, is_dense_vertices
 from .v07 import V07Layout
 
@@ -15,6 +15,7 @@ __all__ = [
     "Layout",
     "LinkSet",
     "ObjectAttribute",
+    "ObjectRows",
     "ObjectTable",
     "detect_layout",
 ]

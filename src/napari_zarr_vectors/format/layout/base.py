@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +131,16 @@ class ObjectTable:
 
     ids: np.ndarray  # (O,) int64
     manifests: list[bytes]
+
+
+@dataclass
+class ObjectRows:
+    """The object ids of a level's index rows, read without the manifests:
+    ``manifests(rows)`` reads the manifests of index rows ``rows`` (ascending) alone, as
+    the :class:`ObjectTable` of those rows."""
+
+    ids: np.ndarray  # (O,) int64
+    manifests: Callable[[np.ndarray], ObjectTable]
 
 
 @dataclass
@@ -327,6 +337,12 @@ class Layout(ABC):
     @abstractmethod
     def read_object_table(self, level: int) -> ObjectTable | None:
         """The level's object index, or ``None`` when it has none."""
+
+    def read_object_rows(self, level: int) -> ObjectRows | ObjectTable | None:
+        """The level's object ids with a reader of a few rows' manifests, where the
+        layout stores manifests in chunks of rows; else the whole table
+        (:meth:`read_object_table`)."""
+        return self.read_object_table(level)
 
     @abstractmethod
     def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:

@@ -67,6 +67,7 @@ from .base import (
     Layout,
     LinkSet,
     ObjectAttribute,
+    ObjectRows,
     ObjectTable,
     decoded_chunk_shape,
 )
@@ -748,15 +749,8 @@ class V09Layout(Layout):
         A 1-D vlen-bytes array (e.g. the object manifests) is decoded here from the checked
         chunks and returned (an object array), so its chunks are fetched and decompressed
         once; ``None``: let zarr read the array."""
-        doc = self._doc(f"{level}/{path}") or {}
-        codecs = doc.get("codecs") or []
-        if not isinstance(codecs, list) or not codecs:
-            return None
-        meta = arr.metadata
-        chunk_shape = getattr(meta.chunk_grid, "chunk_shape", None)
-        if chunk_shape is None or any(
-            c.get("name") == "sharding_indexed" for c in codecs if isinstance(c, dict)
-        ):
+        chunk_shape = self._plain_chunking(level, path, arr)
+        if chunk_shape is None:
             return None
         grid = [-(-int(n) // int(c)) for n, c in zip(arr.shape, chunk_shape, strict=True)]
         count = int(np.prod(grid, dtype=object)) if grid else 1
@@ -769,13 +763,60 @@ class V09Layout(Layout):
             if grid
             else np.zeros((1, 0), np.int64)
         )
-        encode = meta.encode_chunk_key
+        whole = self._vlen_rows_direct(level, path, arr) is not None
+        pieces = self._checked_chunks(level, path, arr, chunk_shape, cells, whole)
+        if not whole or not len(cells) or pieces is None:
+            return None  # (a failed fetch: zarr reads the array and reports it)
+        return np.concatenate(pieces)[: int(arr.shape[0])]
+
+    def _plain_chunking(self, level: int, path: str, arr: AsyncArray) -> tuple[int, ...] | None:
+        """The chunk shape of a plain array whose chunks :meth:`_checked_chunks` can read
+        (a regular grid, not sharded); ``None`` otherwise."""
+        codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
+        if not isinstance(codecs, list) or not codecs:
+            return None
+        chunk_shape = getattr(arr.metadata.chunk_grid, "chunk_shape", None)
+        if chunk_shape is None or any(
+            c.get("name") == "sharding_indexed" for c in codecs if isinstance(c, dict)
+        ):
+            return None
+        return tuple(int(c) for c in chunk_shape)
+
+    def _vlen_rows_direct(self, level: int, path: str, arr: AsyncArray) -> int | None:
+        """Rows per chunk of a 1-D vlen-bytes plain array decoded here, chunk by chunk
+        (:meth:`_checked_chunks`); ``None`` when zarr must read it."""
+        chunk_shape = self._plain_chunking(level, path, arr)
+        codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
+        if (
+            chunk_shape is None
+            or len(chunk_shape) != 1
+            or arr.dtype.kind in "biuf"
+            or not isinstance(codecs[0], dict)
+            or codecs[0].get("name") != "vlen-bytes"
+        ):
+            return None
+        return chunk_shape[0]
+
+    def _checked_chunks(
+        self,
+        level: int,
+        path: str,
+        arr: AsyncArray,
+        chunk_shape: tuple[int, ...],
+        cells: np.ndarray,
+        items_out: bool,
+    ) -> list[np.ndarray] | None:
+        """Fetch the chunks ``cells`` (``(K, ndim)`` chunk coordinates) of plain array
+        ``path`` and refuse any whose frame declares more than the chunk can hold; with
+        ``items_out`` (1-D vlen-bytes arrays), their items, one object array per cell (a
+        chunk not stored: the fill value, empty items). ``None`` when a fetch failed."""
+        codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
+        encode = arr.metadata.encode_chunk_key
         keys = [f"{level}/{path}/{encode(tuple(int(x) for x in c))}" for c in cells]
         items = int(np.prod(chunk_shape, dtype=object)) if chunk_shape else 1
         fixed = arr.dtype.kind in "biuf"
         max_bytes = items * arr.dtype.itemsize if fixed else None
         vlen = not fixed and isinstance(codecs[0], dict) and codecs[0].get("name") == "vlen-bytes"
-        whole = vlen and len(grid) == 1  # decoded here, not by zarr
 
         def check(key: str, raw: bytes) -> np.ndarray | None:
             try:
@@ -787,7 +828,7 @@ class V09Layout(Layout):
                 n = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else -1
                 if n != items:
                     raise ZVFormatError(f"vlen chunk declares {n} items, not {items}")
-                return _vlen_items(payload) if whole else None
+                return _vlen_items(payload) if items_out else None
             except ZVFormatError as exc:
                 raise self.error(f"{key}: {exc.reason}", level, path) from None
 
@@ -797,12 +838,11 @@ class V09Layout(Layout):
         ]
         # decompression releases the GIL: a large index's chunks decode in parallel
         checked = map_parallel(check, [keys[i] for i in stored], [raws[i] for i in stored])
+        if len(stored) + raws.count(None) < len(raws):
+            return None
         decoded = dict(zip(stored, checked, strict=True))
-        if not whole or not keys or len(stored) + raws.count(None) < len(raws):
-            return None  # (a failed fetch: zarr reads the array and reports it)
         fill = np.full(items, b"", dtype=object)  # a chunk not stored: the fill value
-        pieces = [fill if r is None else decoded[i] for i, r in enumerate(raws)]
-        return np.concatenate(pieces)[: int(arr.shape[0])]
+        return [fill if r is None else decoded[i] for i, r in enumerate(raws)]
 
     @staticmethod
     async def _zarr_cells(grid: _Grid, cells: np.ndarray) -> list[bytes | BaseException | None]:
@@ -1098,24 +1138,58 @@ class V09Layout(Layout):
         )
         if manifests is None:
             raise self.error("the object index has no manifests array", level, "object_index")
-        if manifests.ndim != 1:
-            raise self.error(
-                f"manifests array has shape {list(manifests.shape)}",
-                level,
-                "object_index/manifests",
-            )
-        src = self.src(f"{level}/object_index", level, "object_index")
-        n = int_field(attrs, "num_objects", src, manifests.shape[0])
-        if manifests.shape[0] < n:
-            raise self.error(
-                f"object index holds {manifests.shape[0]} manifests, expected {n}",
-                level,
-                "object_index/manifests",
-            )
+        n = self._manifest_count(level, attrs, manifests.shape)
         blobs = manifests[:n].tolist()
         if set(map(type, blobs)) - {bytes}:  # zarr gives bytes; anything else: fix
             blobs = [_cell_value(b) or b"" for b in blobs]
         return ObjectTable(self._row_ids(level, ids, n), blobs)
+
+    def read_object_rows(self, level: int) -> ObjectRows | ObjectTable | None:
+        """A vlen index read in chunks of rows (what 0.9 writers produce): ``object_ids``
+        whole (checked as the whole table's are), the manifests chunk by chunk later."""
+        attrs = self._attrs(f"{level}/object_index")
+        if attrs is None or self._dense_index(level, attrs):
+            return self.read_object_table(level)
+        path = "object_index/manifests"
+        arr = self._open_plain(f"{level}/{path}", level)
+        if arr is None:
+            raise self.error("the object index has no manifests array", level, "object_index")
+        n = self._manifest_count(level, attrs, arr.shape)
+        per_chunk = self._vlen_rows_direct(level, path, arr)
+        if per_chunk is None or per_chunk < 1:
+            return self.read_object_table(level)
+        (ids,) = self._read_whole(level, ["object_index/object_ids"])
+        row_ids = self._row_ids(level, ids, n)
+
+        def manifests(rows: np.ndarray) -> ObjectTable:
+            rows = np.asarray(rows, np.int64)
+            cells = np.unique(rows // per_chunk)
+            pieces = self._checked_chunks(level, path, arr, (per_chunk,), cells[:, None], True)
+            if pieces is None:  # a fetch that kept failing: reported as a whole read does
+                whole = self.read_object_table(level)
+                return ObjectTable(row_ids[rows], [whole.manifests[r] for r in rows.tolist()])
+            at = np.searchsorted(cells, rows // per_chunk).tolist()
+            local = (rows % per_chunk).tolist()
+            blobs = [_cell_value(pieces[c][r]) or b"" for c, r in zip(at, local, strict=True)]
+            return ObjectTable(row_ids[rows], blobs)
+
+        return ObjectRows(row_ids, manifests)
+
+    def _manifest_count(self, level: int, attrs: dict[str, Any], shape: Sequence[int]) -> int:
+        """``num_objects`` of a vlen index, checked against its manifests array's shape."""
+        if len(shape) != 1:
+            raise self.error(
+                f"manifests array has shape {list(shape)}", level, "object_index/manifests"
+            )
+        src = self.src(f"{level}/object_index", level, "object_index")
+        n = int_field(attrs, "num_objects", src, shape[0])
+        if shape[0] < n:
+            raise self.error(
+                f"object index holds {shape[0]} manifests, expected {n}",
+                level,
+                "object_index/manifests",
+            )
+        return n
 
     def _row_ids(self, level: int, ids: np.ndarray | None, n: int) -> np.ndarray:
         """Object id of each of ``n`` index rows: the ``object_ids`` array whenever it
