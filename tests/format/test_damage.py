@@ -377,3 +377,134 @@ def test_an_inflated_dense_attribute_costs_that_attribute(tmp_path):
     assert "intensity" in clean.vertex_attributes and "intensity" not in geom.vertex_attributes
     np.testing.assert_array_equal(geom.positions, clean.positions)
     assert any("'intensity' left out" in m and "spans" in m for m in caught), caught[:2]
+
+
+# -- what the wrong-data oracle of the fuzz campaign found -------------------------------------
+@pytest.mark.parametrize(
+    "rel, move",
+    [
+        ("v07/points.zarrvectors", "zero"),  # all-zero bytes: every vertex at the origin
+        ("v07/points.zarrvectors", "swap"),  # another chunk's vertices
+        ("v09/graph.zarrvectors", "swap"),
+    ],
+)
+def test_vertices_outside_their_chunk_are_reported(tmp_path, rel, move):
+    path = copy_store(rel, tmp_path)
+    s = nzv.open_store(path)
+    clean = s.read(0)
+    if rel.startswith("v07"):  # two blobs of one length: their sizes agree with metadata
+        by_size: dict[int, list[Path]] = {}
+        for f in sorted((path / "0/vertices").glob("*/c/0")):
+            by_size.setdefault(f.stat().st_size, []).append(f)
+        a, b = next(fs for fs in by_size.values() if len(fs) > 1)[:2]
+    else:
+        grid = s.layout._grid(0, "vertices")
+        a, b = (path / grid.files((c - grid.origin)[None])[0] for c in s.chunks(0)[[0, -1]])
+    first, second = a.read_bytes(), b.read_bytes()
+    if move == "zero":  # away from the origin (zeros are that chunk's vertices otherwise)
+        a = path / "0/vertices/-1.-2.0/c/0"
+        a.write_bytes(bytes(len(a.read_bytes())))
+    else:
+        a.write_bytes(second)
+        b.write_bytes(first)
+    geom, caught = read_quietly(path)
+    assert geom.vertex_count < clean.vertex_count
+    assert any("lie outside the chunk" in m for m in caught), caught
+
+
+def test_a_v07_blob_whose_zarr_json_is_gone_is_reported(tmp_path):
+    path = copy_store("v07/graph_interleaved.zarrvectors", tmp_path)
+    (path / "0/vertex_fragments/0.0.0/zarr.json").unlink()
+    geom, caught = read_quietly(path)
+    assert any("zarr.json is missing beside its chunk file" in m for m in caught), caught
+
+
+def test_a_v07_cross_chunk_blob_without_its_bytes_is_reported(tmp_path):
+    path = copy_store("v07/graph.zarrvectors", tmp_path)
+    (path / "0/cross_chunk_links/0/data/c/0").unlink()
+    geom, caught = read_quietly(path)
+    assert any("links left out" in m and "file is missing" in m for m in caught), caught
+
+
+def test_a_manifest_naming_a_fragment_its_chunk_lacks_is_reported(tmp_path):
+    path = copy_store("v09/polylines.zarrvectors", tmp_path)
+    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
+    items = arr[:]
+    raw = bytearray(items[0])  # mode 0: u32 entry count, then (key_ndim int64 chunk, int64 frag)
+    raw[-8:] = np.int64(999).tobytes()
+    items[0] = bytes(raw)
+    arr[:] = items
+    geom, caught = read_quietly(path)
+    assert any("name fragments their chunks do not hold" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match="fragment 999"):
+        nzv.open_store(path).read(0, strict=True)
+
+
+def test_groups_naming_unknown_objects_are_reported(tmp_path):
+    path = copy_store("v07/polylines.zarrvectors", tmp_path)
+    f = path / "0/groups/data/c/0"
+    ids = np.frombuffer(f.read_bytes(), "<i8").copy()
+    ids[0] = 10_000
+    f.write_bytes(ids.tobytes())
+    with pytest.warns(ZVChunkWarning, match="groups name 1 object ids the level does not hold"):
+        nzv.open_store(path).groups(0)
+
+
+def test_a_dense_chunk_without_its_fragment_index_is_reported(tmp_path):
+    path = copy_store("dense/lines.zarrvectors", tmp_path)
+    s = nzv.open_store(path)
+    chunk = s.chunks(0)[0]
+    (path / ("0/vertex_fragments/c/" + "/".join(map(str, chunk.tolist())) + "/0")).unlink()
+    geom, caught = read_quietly(path)
+    assert any("no fragment index" in m for m in caught), caught
+
+
+@pytest.mark.parametrize("rel", ["v09/polylines.zarrvectors", "v07/skeleton.zarrvectors"])
+def test_a_listed_object_attribute_without_its_array_is_reported(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    folder = next((path / "0/object_attributes").iterdir())
+    for f in folder.rglob("zarr.json"):
+        f.unlink()
+    for f in folder.rglob("c"):
+        shutil.rmtree(f)
+    with pytest.warns(ZVChunkWarning, match="listed but holds no array"):
+        nzv.open_store(path).object_attributes(0)
+
+
+def test_a_listed_link_segment_without_its_array_is_reported(tmp_path):
+    path = copy_store("v09/graph.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    (path / "0/links/0/+1.0.0/zarr.json").unlink()
+    geom, caught = read_quietly(path)
+    assert len(geom.edges) < len(clean.edges)
+    assert any("links/0/+1.0.0" in m and "holds no array" in m for m in caught), caught
+
+
+def test_a_record_toward_a_chunk_the_level_lacks_is_reported(tmp_path):
+    path = copy_store("v07/skeleton.zarrvectors", tmp_path)
+    clean = edge_set(nzv.open_store(path).read(0))
+    f = path / "0/cross_chunk_links/0/data/c/0"  # (chunk, row) pairs, int64 (zstd or raw)
+    meta = json.loads((f.parents[1] / "zarr.json").read_text())
+    import numcodecs
+
+    zstd = len(meta["codecs"]) > 1
+    raw = numcodecs.Zstd().decode(f.read_bytes()) if zstd else f.read_bytes()
+    values = np.frombuffer(raw, "<i8").copy()
+    values[0] = 77  # the first record's child now lies in chunk (77, ., .)
+    data = values.tobytes()
+    f.write_bytes(numcodecs.Zstd().encode(data) if zstd else data)
+    geom, caught = read_quietly(path)
+    assert edge_set(geom) <= clean
+    assert any("which the level does not list" in m for m in caught), caught
+
+
+def test_a_manifest_naming_a_chunk_the_level_lacks_is_reported(tmp_path):
+    path = copy_store("v09/polylines.zarrvectors", tmp_path)
+    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
+    items = arr[:]
+    raw = bytearray(items[0])  # u32 count, then per entry key_ndim int64 coordinates + frag
+    raw[4:12] = np.int64(77).tobytes()
+    items[0] = bytes(raw)
+    arr[:] = items
+    geom, caught = read_quietly(path)
+    assert any("name chunks the level does not list" in m for m in caught), caught

@@ -446,6 +446,13 @@ def cross_level_segments(
     ids = None
     if index is not None:
         ids = _owners(fine, index)[g_f]
+    if missing:
+        warnings.warn(
+            f"{store.path}: {missing} cross-level links of level {level} toward level "
+            f"{level + delta} point at vertices the levels do not hold; they are left out",
+            ZVChunkWarning,
+            stacklevel=2,
+        )
     return CrossLevelSegments(
         fine.positions[g_f].astype(np.float64),
         coarse.positions[g_c].astype(np.float64),

@@ -407,6 +407,12 @@ class DenseLayout(Layout):
         fill = self._array(level, "vertices").metadata.fill_value
         pad = np.all(_is_fill(verts, fill), axis=1)
         used = np.flatnonzero(~pad)
+        if used.size and frags is not None:  # the index of a chunk with vertices is gone
+            return self.error(
+                f"the chunk holds {int(used[-1]) + 1} vertex rows and no fragment index",
+                level,
+                "vertex_fragments",
+            )
         return int(used[-1]) + 1 if used.size else None
 
     def list_attributes(self, level: int, kind: str) -> list[str]:

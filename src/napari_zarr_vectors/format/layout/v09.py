@@ -409,6 +409,7 @@ class V09Layout(Layout):
         self._listings: dict[str, np.ndarray] = {}
         self._segments: dict[tuple[int, int], list[_Segment]] = {}
         self._listed: dict[str, ChunkTable] = {}  # nonempty_chunks lookups
+        self._lost_segments: dict[tuple[int, int], list[str]] = {}  # listed, without array
 
     # -- metadata ----------------------------------------------------------------------
     def _open(self, path: str, level: int | None) -> AsyncArray | None:
@@ -891,10 +892,12 @@ class V09Layout(Layout):
             + [f"{level}/link_attributes/{a}/{d}/{n}" for a in attr_names for n in names]
         )
         segments = []
+        lost = []
         for name in names:
             array = f"links/{d}/{name}"
             grid = self._grid(level, array)
-            if grid is None:
+            if grid is None:  # listed, but no array: its records are gone
+                lost.append(array)
                 continue
             raw = grid.attrs.get("offsets")
             offsets = raw if isinstance(raw, list) else _parse_offsets(name)
@@ -918,6 +921,7 @@ class V09Layout(Layout):
             segments.append(_Segment(name, grid, off, has_perm, intra))
         with self._lock:
             self._segments[(level, delta)] = segments
+            self._lost_segments[(level, delta)] = lost
         return segments
 
     def _anchor(self, level: int, delta: int) -> tuple[np.ndarray, np.ndarray]:
@@ -986,7 +990,10 @@ class V09Layout(Layout):
         parts_c: list[np.ndarray] = []
         parts_r: list[np.ndarray] = []
         attr_parts: dict[str, list[np.ndarray]] = {n: [] for n in attr_names}
-        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
+        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = [  # each costs its own cell
+            (self.error("the segment is listed but holds no array", level, lost), None)
+            for lost in self._lost_segments.get((level, delta), ())
+        ]
         for s, (seg, src) in enumerate(zip(segments, sources, strict=True)):
             array = requests[s][0]
             # a lost cell's records own its chunk, or (reordered by the perm column) any
@@ -1197,6 +1204,7 @@ class V09Layout(Layout):
         out: dict[str, ObjectAttribute] = {}
         for name, path, vals in zip(names, paths, values, strict=True):
             if vals is None:
+                self._warn_missing(level, path)
                 continue
             check(vals.shape, path)
             arr = self._open_plain(f"{level}/{path}", level)
@@ -1252,6 +1260,9 @@ class V09Layout(Layout):
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
         names = self.list_attributes(level, "group")
         values = self._read_whole(level, [f"group_attributes/{n}" for n in names])
+        for n, v in zip(names, values, strict=True):
+            if v is None:
+                self._warn_missing(level, f"group_attributes/{n}")
         return {n: text_values(v) for n, v in zip(names, values, strict=True) if v is not None}
 
 
