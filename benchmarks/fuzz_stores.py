@@ -661,11 +661,34 @@ class Report:
             "escaped_cases": [
                 {"case": r.case, "outcome": r.outcome, "error": r.error} for r in self.escaped[:50]
             ],
+            "silent_by_array": dict(
+                Counter(_array_kind(r.case) for r in self.silent).most_common()
+            ),
             "silent_cases": [{"case": r.case, "reads": r.error} for r in self.silent[:100]],
             "slow_cases": [
                 {"case": r.case, "seconds": round(r.seconds, 2)} for r in self.slow[:50]
             ],
         }
+
+
+def _array_kind(case: str) -> str:
+    """What a case's mutated file holds, for the report (attribute values carry no redundancy:
+    a changed value that stays valid cannot be told from the writer's)."""
+    file = case.split(": ", 1)[-1].split(" ")[0]
+    if "attributes/" in file and "zarr.json" not in file:
+        return "attribute values"
+    if "zarr.json" in file:
+        return "metadata"
+    for key, kind in (
+        ("links/", "link records"),
+        ("object_index", "object index"),
+        ("group", "group table"),
+        ("vertex_fragments", "fragment index"),
+        ("vertices", "vertices"),
+    ):
+        if key in file:
+            return kind
+    return "other"
 
 
 def _peak_rss_mb() -> float:
