@@ -1,4 +1,4 @@
-"""Damaged, missing and hostile input (issue 28): every read either returns exact data, or
+"""Damaged, missing and hostile input: every read either returns exact data, or
 warns naming store, level, array and chunk while leaving a gap that costs only what is damaged,
 or (``strict=True``) raises a ``ZVError``. Never an invented edge, a moved vertex, or a silently
 missing chunk the store says holds data.
@@ -508,3 +508,114 @@ def test_a_manifest_naming_a_chunk_the_level_lacks_is_reported(tmp_path):
     arr[:] = items
     geom, caught = read_quietly(path)
     assert any("name chunks the level does not list" in m for m in caught), caught
+
+
+def test_lazily_derived_object_ids_report_a_manifest_naming_a_missing_fragment(tmp_path):
+    path = copy_store("v09/graph.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0).vertex_object_ids
+    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
+    items = arr[:]
+    raw = bytearray(items[0])
+    raw[-8:] = np.int64(999).tobytes()
+    items[0] = bytes(raw)
+    arr[:] = items
+    geom = nzv.open_store(path).read(0)  # object ids derived (and checked) on first use
+    with pytest.warns(ZVChunkWarning, match="fragment 999"):
+        ids = geom.vertex_object_ids
+    assert ids.shape == clean.shape and (ids != clean).any()
+
+
+def test_a_damaged_cell_of_an_array_without_a_listing_is_reported(tmp_path):
+    path = copy_store("next/points_deferred.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 1)
+    f = path / "0/links/+1/0.0.0/c/1/2/3"  # the array lists no non-empty cells: scanned
+    f.write_bytes(f.read_bytes() + bytes(8))
+    with pytest.warns(ZVChunkWarning, match=r"links/\+1/0.0.0.*chunk -1.0.1"):
+        links = nzv.open_store(path).links(0, 1)
+    lost = ~np.all(clean.chunks[:, 0] == [-1, 0, 1], axis=1)
+    assert len(links) == int(lost.sum()) < len(clean)
+    np.testing.assert_array_equal(links.rows, clean.rows[lost])
+
+
+def test_a_level_without_its_vertices_array_is_an_error(tmp_path):
+    path = copy_store("v09/edge-cases/explicit_demo.zarrvectors", tmp_path)
+    (path / "0/vertices/zarr.json").unlink()
+    with pytest.raises(ZVFormatError, match="declares 5 vertices and has no vertices array"):
+        nzv.open_store(path).read(0)
+
+
+def test_a_link_attribute_segment_without_its_array_is_reported(tmp_path):
+    path = copy_store("next/graph_deferred_sharded.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 0)
+    (path / "0/link_attributes/weight/0/0.+1.0/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"link_attributes/weight/0/0.\+1.0"):
+        links = nzv.open_store(path).links(0, 0)
+    np.testing.assert_array_equal(links.rows, clean.rows)  # the records stand
+    weight, lost = links.attributes["weight"], np.isnan(links.attributes["weight"])
+    assert 0 < lost.sum() < len(links)
+    np.testing.assert_array_equal(weight[~lost], clean.attributes["weight"][~lost])
+
+
+def test_a_listed_link_family_without_its_group_is_reported(tmp_path):
+    path = copy_store("next/streamlines_dense.zarrvectors", tmp_path)
+    assert len(nzv.open_store(path).links(0, 0)) == 61
+    (path / "0/links/0/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"links left out.*array links/0\)"):
+        assert len(nzv.open_store(path).links(0, 0)) == 0
+
+
+def test_a_dense_attribute_without_its_zarr_json_is_reported(tmp_path):
+    path = copy_store("dense/skeleton.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).object_attributes(0)
+    (path / "0/object_attributes/label/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match="object_attributes/label"):
+        attrs = nzv.open_store(path).object_attributes(0)
+    assert "label" in clean and set(attrs) == set(clean) - {"label"}
+
+
+def test_a_listed_object_index_without_its_group_is_reported(tmp_path):
+    path = copy_store("next/points_categorical.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    assert (clean.vertex_object_ids >= 0).any()
+    (path / "0/object_index/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"object index left out.*array object_index\)"):
+        geom = nzv.open_store(path).read(0)
+        assert geom.vertex_object_ids is None
+    np.testing.assert_array_equal(geom.positions, clean.positions)
+
+
+@pytest.mark.parametrize("rel", ["v07/graph.zarrvectors", "dense/skeleton.zarrvectors"])
+def test_zeroed_cross_chunk_records_are_reported_not_read_as_self_loops(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    clean = nzv.open_store(path).read(0)
+    f = path / "0/cross_chunk_links/0/data/c/0"
+    raw = f.read_bytes()
+    meta = json.loads((f.parents[1] / "zarr.json").read_text())
+    import numcodecs
+
+    zstd = any(c.get("name") == "zstd" for c in meta["codecs"])
+    size = len(numcodecs.Zstd().decode(raw)) if zstd else len(raw)
+    f.write_bytes(numcodecs.Zstd().encode(bytes(size)) if zstd else bytes(size))
+    geom, caught = read_quietly(path)
+    assert any("cross-chunk records join rows of one chunk" in m for m in caught), caught
+    assert edge_set(geom) < edge_set(clean)  # the cross-chunk edges are gone, no new one
+    assert not any(p[: geom.ndim] == p[geom.ndim :] for p in edge_set(geom))
+
+
+def test_cross_chunk_records_without_their_zarr_json_are_reported(tmp_path):
+    path = copy_store("v07/mesh.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    (path / "0/cross_chunk_links/0/zarr.json").unlink()
+    geom, caught = read_quietly(path)
+    assert 0 < len(geom.faces) < len(clean.faces)
+    assert any("cross_chunk_links/0" in m and "zarr.json is gone" in m for m in caught), caught
+
+
+@pytest.mark.parametrize("array", ["names", "object_attributes/weight"])
+def test_a_listed_parametric_array_without_its_zarr_json_is_reported(tmp_path, array):
+    path = copy_store("next/parametric.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).parametric_objects
+    (path / "parametric" / array / "zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=f"array parametric/{array}"):
+        objects = nzv.open_store(path).parametric_objects
+    assert [o.coefficients for o in objects] == [o.coefficients for o in clean]

@@ -224,11 +224,11 @@ class Layout(ABC):
         """A :class:`ZVFormatError` located in this store."""
         return ZVFormatError(message, store=self.io.name, level=level, array=array, chunk=chunk)
 
-    def _warn_missing(self, level: int, path: str) -> None:
-        """Warn that a listed attribute folder holds no array (its data or ``zarr.json`` is
-        gone): the attribute is left out."""
+    def _warn_missing(self, level: int, path: str, what: str = "attribute") -> None:
+        """Warn that a listed folder holds no array or group (its data or ``zarr.json`` is
+        gone): ``what`` it holds (an attribute, links) is left out."""
         error = self.error("the folder is listed but holds no array", level, path)
-        warnings.warn(f"attribute left out: {error}", ZVChunkWarning, stacklevel=3)
+        warnings.warn(f"{what} left out: {error}", ZVChunkWarning, stacklevel=3)
 
     def key_ndim(self, level: int) -> int:
         return self.levels[level].key_ndim

@@ -421,7 +421,14 @@ class DenseLayout(Layout):
         for folder in folders:
             listed = self.io.list_dir_known(f"{level}/{folder}", all_nodes=True) or []
             names += [n for n in listed if n != "zarr.json" and n not in names]
-        return sorted(n for n in names if self._doc(f"{level}/{_folder(kind, n, self, level)}"))
+        out = []
+        for name in sorted(names):
+            folder = _folder(kind, name, self, level)
+            if self._doc(f"{level}/{folder}"):
+                out.append(name)
+            else:
+                self._warn_missing(level, folder)
+        return out
 
     # -- links -------------------------------------------------------------------------
     def link_deltas(self, level: int) -> list[int]:
@@ -503,7 +510,7 @@ class DenseLayout(Layout):
         knd = int_field(self._attrs(prefix) or {}, "sid_ndim", self.src(prefix, level), None, 1, 16)
         try:
             cc, cr = decode_cross_chunk_records(
-                np.ascontiguousarray(blob).tobytes(), width, knd or self.key_ndim(level)
+                np.ascontiguousarray(blob).tobytes(), width, knd or self.key_ndim(level), delta
             )
         except ZVFormatError as exc:
             raise exc.located(

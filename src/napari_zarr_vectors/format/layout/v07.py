@@ -340,6 +340,12 @@ class V07Layout(Layout):
         prefix = f"{level}/cross_chunk_links/{d}"
         attrs = self._attrs(prefix)
         if not attrs:
+            if self._doc(f"{prefix}/data") is not None:
+                raise self.error(
+                    "the records are stored but their zarr.json is gone",
+                    level,
+                    f"cross_chunk_links/{d}",
+                )
             return None
         src = self.src(prefix, level, f"cross_chunk_links/{d}")
         width = int_field(attrs, "link_width", src, 2, 1, MAX_LINK_WIDTH)
@@ -349,7 +355,7 @@ class V07Layout(Layout):
         if blob is None:
             return None
         try:
-            cc, cr = decode_cross_chunk_records(blob, width, knd)
+            cc, cr = decode_cross_chunk_records(blob, width, knd, delta)
         except ZVFormatError as exc:
             raise exc.located(
                 store=self.io.name, level=level, array=f"cross_chunk_links/{d}"
