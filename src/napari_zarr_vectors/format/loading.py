@@ -121,13 +121,20 @@ def _check_in_chunk(positions: np.ndarray, coords: np.ndarray, info: LevelInfo) 
     lo = info.chunk_origin + np.asarray(coords[len(coords) - ndim :], np.float64) * edge
     hi = lo + edge
     slack = 1e-6 * (np.abs(lo) + np.abs(hi)) + 1e-5 * edge
-    p = positions.astype(np.float64, copy=False)
+    below, above = lo - slack, hi + slack
+    # per-column extremes (a column reduces ~10x faster than an (N, ndim) comparison); a NaN
+    # extreme fails these tests and takes the vertex-by-vertex way
+    low = np.array([positions[:, k].min() for k in range(ndim)], np.float64)
+    high = np.array([positions[:, k].max() for k in range(ndim)], np.float64)
     with np.errstate(invalid="ignore"):
-        outside = np.any(np.isfinite(p) & ((p < lo - slack) | (p > hi + slack)), axis=1)
+        if np.all(low >= below) and np.all(high <= above):
+            return
+        beyond = (positions < below) | (positions > above)
+        outside = np.any(beyond & np.isfinite(positions), axis=1)
     if outside.any():
-        first = p[np.flatnonzero(outside)[0]]
+        first = positions[np.flatnonzero(outside)[0]].astype(np.float64)
         raise ZVFormatError(
-            f"{int(outside.sum())} of {len(p)} vertices lie outside the chunk (e.g. "
+            f"{int(outside.sum())} of {len(positions)} vertices lie outside the chunk (e.g. "
             f"{first.tolist()}, the chunk spans {lo.tolist()} .. {hi.tolist()}): these bytes "
             "are not this chunk's"
         )
