@@ -619,3 +619,17 @@ def test_a_listed_parametric_array_without_its_zarr_json_is_reported(tmp_path, a
     with pytest.warns(ZVChunkWarning, match=f"array parametric/{array}"):
         objects = nzv.open_store(path).parametric_objects
     assert [o.coefficients for o in objects] == [o.coefficients for o in clean]
+
+
+def test_a_chunk_file_larger_than_an_object_may_be_is_refused_unread(tmp_path, monkeypatch):
+    from napari_zarr_vectors.format import io as io_module
+
+    path = copy_store("v07/points.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    f = path / "0/vertices/-1.-2.0/c/0"
+    monkeypatch.setattr(io_module, "MAX_OBJECT_BYTES", 1 << 16)
+    with open(f, "ab") as out:
+        out.truncate((1 << 16) + 1)  # one byte past the cap (sparse: nothing is written)
+    geom, caught = read_quietly(path)
+    assert any("more than the 65536" in m and "chunk -1.-2.0" in m for m in caught), caught
+    assert 0 < geom.vertex_count < clean.vertex_count
