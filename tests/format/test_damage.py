@@ -633,3 +633,39 @@ def test_a_chunk_file_larger_than_an_object_may_be_is_refused_unread(tmp_path, m
     geom, caught = read_quietly(path)
     assert any("more than the 65536" in m and "chunk -1.-2.0" in m for m in caught), caught
     assert 0 < geom.vertex_count < clean.vertex_count
+
+
+def test_a_link_segment_whose_attributes_are_gone_costs_its_records(tmp_path):
+    path = copy_store("v09/skeleton.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 0)
+    doc = path / "0/links/0/+1.+1.+1/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["attributes"] = None
+    doc.write_text(json.dumps(meta))
+    with pytest.warns(ZVChunkWarning, match=r"links/0/\+1.\+1.\+1"):
+        links = nzv.open_store(path).links(0, 0)
+    assert 0 < len(links) < len(clean)
+    assert all(len(v) == len(links) for v in links.attributes.values())
+
+
+def test_links_toward_a_level_the_store_lacks_are_a_format_error(tmp_path):
+    from napari_zarr_vectors.format import cross_level_segments
+
+    path = copy_store("next/mesh_flg.zarrvectors", tmp_path)
+    (path / "0/zarr.json").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = nzv.open_store(path)
+    assert [lv.index for lv in store.levels] == [1]
+    with pytest.raises(ZVFormatError, match="links toward level 0, which the store does not"):
+        cross_level_segments(store, 1, -1)
+
+
+def test_an_inflated_parametric_shape_is_refused_before_reading(tmp_path):
+    path = copy_store("next/parametric.zarrvectors", tmp_path)
+    doc = path / "parametric/groups/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["shape"] = [n * 1_000_000 for n in meta["shape"]]
+    doc.write_text(json.dumps(meta))
+    with pytest.raises(ZVFormatError, match="chunks to read"):
+        nzv.open_store(path).parametric  # noqa: B018 - the read is the point

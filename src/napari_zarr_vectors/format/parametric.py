@@ -12,6 +12,7 @@ from .decode.arrays import parse_dtype
 from .decode.groups import decode_csr_groups
 from .errors import ZVChunkWarning, ZVFormatError
 from .io import StoreIO
+from .layout.base import decoded_chunk_shape
 from .validate import (
     Source,
     as_mapping,
@@ -66,7 +67,7 @@ def _array(io: StoreIO, path: str) -> np.ndarray | None:
     check_zarr_array_doc(doc, src)
     try:
         arr = AsyncArray(metadata=doc, store_path=StorePath(io.store, path))
-        check_whole_read(arr.shape, arr.dtype.itemsize or 8, src)
+        check_whole_read(arr.shape, arr.dtype.itemsize or 8, src, decoded_chunk_shape(arr))
         return np.asarray(sync(arr.getitem(tuple(slice(None) for _ in arr.shape))))
     except ZVFormatError:
         raise

@@ -27,7 +27,7 @@ import numpy as np
 
 from .chunks import LoadedChunks, unique_rows
 from .decode.arrays import parse_dtype
-from .errors import ZVChunkWarning, ZVError
+from .errors import ZVChunkWarning, ZVError, ZVFormatError
 from .loading import load_chunks
 from .query import chunks_in_bbox, normalise_bbox
 
@@ -365,7 +365,12 @@ def cross_level_segments(
     fine_level, coarse_level = sorted((level, level + delta))
     fe, ce = (0, 1) if delta > 0 else (1, 0)
     store.level(level)
-    store.level(level + delta)
+    if level + delta not in {lv.index for lv in store.levels}:
+        raise ZVFormatError(
+            f"links toward level {level + delta}, which the store does not hold",
+            store=store.path,
+            level=level,
+        )
 
     def empty(missing: int = 0) -> CrossLevelSegments:
         z = np.empty((0, ndim), np.float64)

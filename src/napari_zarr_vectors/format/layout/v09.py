@@ -1059,6 +1059,8 @@ class V09Layout(Layout):
         """One link attribute for the rows of several cells (NaN where a cell has none).
         Raises :class:`ZVFormatError` when a cell's values cannot be read, or when the
         attribute has no array for this segment of records."""
+        if not blobs:
+            return _missing(0)
         if counts.sum() and self._grid(level, array) is None:
             raise self.error("the attribute has no array for these link records", level, array)
         meta = self.array_attributes(level, array) or {}
