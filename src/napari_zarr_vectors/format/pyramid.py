@@ -366,6 +366,8 @@ def cross_level_segments(
     fe, ce = (0, 1) if delta > 0 else (1, 0)
     store.level(level)
     if level + delta not in {lv.index for lv in store.levels}:
+        if delta not in cross_level_deltas(store, level):
+            store.level(level + delta)  # a level the caller asked for: KeyError
         raise ZVFormatError(
             f"links toward level {level + delta}, which the store does not hold",
             store=store.path,
