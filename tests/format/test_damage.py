@@ -377,3 +377,295 @@ def test_an_inflated_dense_attribute_costs_that_attribute(tmp_path):
     assert "intensity" in clean.vertex_attributes and "intensity" not in geom.vertex_attributes
     np.testing.assert_array_equal(geom.positions, clean.positions)
     assert any("'intensity' left out" in m and "spans" in m for m in caught), caught[:2]
+
+
+# -- what the wrong-data oracle of the fuzz campaign found -------------------------------------
+@pytest.mark.parametrize(
+    "rel, move",
+    [
+        ("v07/points.zarrvectors", "zero"),  # all-zero bytes: every vertex at the origin
+        ("v07/points.zarrvectors", "swap"),  # another chunk's vertices
+        ("v09/graph.zarrvectors", "swap"),
+    ],
+)
+def test_vertices_outside_their_chunk_are_reported(tmp_path, rel, move):
+    path = copy_store(rel, tmp_path)
+    s = nzv.open_store(path)
+    clean = s.read(0)
+    if rel.startswith("v07"):  # two blobs of one length: their sizes agree with metadata
+        by_size: dict[int, list[Path]] = {}
+        for f in sorted((path / "0/vertices").glob("*/c/0")):
+            by_size.setdefault(f.stat().st_size, []).append(f)
+        a, b = next(fs for fs in by_size.values() if len(fs) > 1)[:2]
+    else:
+        grid = s.layout._grid(0, "vertices")
+        a, b = (path / grid.files((c - grid.origin)[None])[0] for c in s.chunks(0)[[0, -1]])
+    first, second = a.read_bytes(), b.read_bytes()
+    if move == "zero":  # away from the origin (zeros are that chunk's vertices otherwise)
+        a = path / "0/vertices/-1.-2.0/c/0"
+        a.write_bytes(bytes(len(a.read_bytes())))
+    else:
+        a.write_bytes(second)
+        b.write_bytes(first)
+    geom, caught = read_quietly(path)
+    assert geom.vertex_count < clean.vertex_count
+    assert any("lie outside the chunk" in m for m in caught), caught
+
+
+def test_a_v07_blob_whose_zarr_json_is_gone_is_reported(tmp_path):
+    path = copy_store("v07/graph_interleaved.zarrvectors", tmp_path)
+    (path / "0/vertex_fragments/0.0.0/zarr.json").unlink()
+    geom, caught = read_quietly(path)
+    assert any("zarr.json is missing beside its chunk file" in m for m in caught), caught
+
+
+def test_a_v07_cross_chunk_blob_without_its_bytes_is_reported(tmp_path):
+    path = copy_store("v07/graph.zarrvectors", tmp_path)
+    (path / "0/cross_chunk_links/0/data/c/0").unlink()
+    geom, caught = read_quietly(path)
+    assert any("links left out" in m and "file is missing" in m for m in caught), caught
+
+
+def test_a_manifest_naming_a_fragment_its_chunk_lacks_is_reported(tmp_path):
+    path = copy_store("v09/polylines.zarrvectors", tmp_path)
+    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
+    items = arr[:]
+    raw = bytearray(items[0])  # mode 0: u32 entry count, then (key_ndim int64 chunk, int64 frag)
+    raw[-8:] = np.int64(999).tobytes()
+    items[0] = bytes(raw)
+    arr[:] = items
+    geom, caught = read_quietly(path)
+    assert any("name fragments their chunks do not hold" in m for m in caught), caught
+    with pytest.raises(ZVFormatError, match="fragment 999"):
+        nzv.open_store(path).read(0, strict=True)
+
+
+def test_groups_naming_unknown_objects_are_reported(tmp_path):
+    path = copy_store("v07/polylines.zarrvectors", tmp_path)
+    f = path / "0/groups/data/c/0"
+    ids = np.frombuffer(f.read_bytes(), "<i8").copy()
+    ids[0] = 10_000
+    f.write_bytes(ids.tobytes())
+    with pytest.warns(ZVChunkWarning, match="groups name 1 object ids the level does not hold"):
+        nzv.open_store(path).groups(0)
+
+
+def test_a_dense_chunk_without_its_fragment_index_is_reported(tmp_path):
+    path = copy_store("dense/lines.zarrvectors", tmp_path)
+    s = nzv.open_store(path)
+    chunk = s.chunks(0)[0]
+    (path / ("0/vertex_fragments/c/" + "/".join(map(str, chunk.tolist())) + "/0")).unlink()
+    geom, caught = read_quietly(path)
+    assert any("no fragment index" in m for m in caught), caught
+
+
+@pytest.mark.parametrize("rel", ["v09/polylines.zarrvectors", "v07/skeleton.zarrvectors"])
+def test_a_listed_object_attribute_without_its_array_is_reported(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    folder = next((path / "0/object_attributes").iterdir())
+    for f in folder.rglob("zarr.json"):
+        f.unlink()
+    for f in folder.rglob("c"):
+        shutil.rmtree(f)
+    with pytest.warns(ZVChunkWarning, match="listed but holds no array"):
+        nzv.open_store(path).object_attributes(0)
+
+
+def test_a_listed_link_segment_without_its_array_is_reported(tmp_path):
+    path = copy_store("v09/graph.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    (path / "0/links/0/+1.0.0/zarr.json").unlink()
+    geom, caught = read_quietly(path)
+    assert len(geom.edges) < len(clean.edges)
+    assert any("links/0/+1.0.0" in m and "holds no array" in m for m in caught), caught
+
+
+def test_a_record_toward_a_chunk_the_level_lacks_is_reported(tmp_path):
+    path = copy_store("v07/skeleton.zarrvectors", tmp_path)
+    clean = edge_set(nzv.open_store(path).read(0))
+    f = path / "0/cross_chunk_links/0/data/c/0"  # (chunk, row) pairs, int64 (zstd or raw)
+    meta = json.loads((f.parents[1] / "zarr.json").read_text())
+    import numcodecs
+
+    zstd = len(meta["codecs"]) > 1
+    raw = numcodecs.Zstd().decode(f.read_bytes()) if zstd else f.read_bytes()
+    values = np.frombuffer(raw, "<i8").copy()
+    values[0] = 77  # the first record's child now lies in chunk (77, ., .)
+    data = values.tobytes()
+    f.write_bytes(numcodecs.Zstd().encode(data) if zstd else data)
+    geom, caught = read_quietly(path)
+    assert edge_set(geom) <= clean
+    assert any("which the level does not list" in m for m in caught), caught
+
+
+def test_a_manifest_naming_a_chunk_the_level_lacks_is_reported(tmp_path):
+    path = copy_store("v09/polylines.zarrvectors", tmp_path)
+    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
+    items = arr[:]
+    raw = bytearray(items[0])  # u32 count, then per entry key_ndim int64 coordinates + frag
+    raw[4:12] = np.int64(77).tobytes()
+    items[0] = bytes(raw)
+    arr[:] = items
+    geom, caught = read_quietly(path)
+    assert any("name chunks the level does not list" in m for m in caught), caught
+
+
+def test_lazily_derived_object_ids_report_a_manifest_naming_a_missing_fragment(tmp_path):
+    path = copy_store("v09/graph.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0).vertex_object_ids
+    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
+    items = arr[:]
+    raw = bytearray(items[0])
+    raw[-8:] = np.int64(999).tobytes()
+    items[0] = bytes(raw)
+    arr[:] = items
+    geom = nzv.open_store(path).read(0)  # object ids derived (and checked) on first use
+    with pytest.warns(ZVChunkWarning, match="fragment 999"):
+        ids = geom.vertex_object_ids
+    assert ids.shape == clean.shape and (ids != clean).any()
+
+
+def test_a_damaged_cell_of_an_array_without_a_listing_is_reported(tmp_path):
+    path = copy_store("next/points_deferred.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 1)
+    f = path / "0/links/+1/0.0.0/c/1/2/3"  # the array lists no non-empty cells: scanned
+    f.write_bytes(f.read_bytes() + bytes(8))
+    with pytest.warns(ZVChunkWarning, match=r"links/\+1/0.0.0.*chunk -1.0.1"):
+        links = nzv.open_store(path).links(0, 1)
+    lost = ~np.all(clean.chunks[:, 0] == [-1, 0, 1], axis=1)
+    assert len(links) == int(lost.sum()) < len(clean)
+    np.testing.assert_array_equal(links.rows, clean.rows[lost])
+
+
+def test_a_level_without_its_vertices_array_is_an_error(tmp_path):
+    path = copy_store("v09/edge-cases/explicit_demo.zarrvectors", tmp_path)
+    (path / "0/vertices/zarr.json").unlink()
+    with pytest.raises(ZVFormatError, match="declares 5 vertices and has no vertices array"):
+        nzv.open_store(path).read(0)
+
+
+def test_a_link_attribute_segment_without_its_array_is_reported(tmp_path):
+    path = copy_store("next/graph_deferred_sharded.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 0)
+    (path / "0/link_attributes/weight/0/0.+1.0/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"link_attributes/weight/0/0.\+1.0"):
+        links = nzv.open_store(path).links(0, 0)
+    np.testing.assert_array_equal(links.rows, clean.rows)  # the records stand
+    weight, lost = links.attributes["weight"], np.isnan(links.attributes["weight"])
+    assert 0 < lost.sum() < len(links)
+    np.testing.assert_array_equal(weight[~lost], clean.attributes["weight"][~lost])
+
+
+def test_a_listed_link_family_without_its_group_is_reported(tmp_path):
+    path = copy_store("next/streamlines_dense.zarrvectors", tmp_path)
+    assert len(nzv.open_store(path).links(0, 0)) == 61
+    (path / "0/links/0/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"links left out.*array links/0\)"):
+        assert len(nzv.open_store(path).links(0, 0)) == 0
+
+
+def test_a_dense_attribute_without_its_zarr_json_is_reported(tmp_path):
+    path = copy_store("dense/skeleton.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).object_attributes(0)
+    (path / "0/object_attributes/label/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match="object_attributes/label"):
+        attrs = nzv.open_store(path).object_attributes(0)
+    assert "label" in clean and set(attrs) == set(clean) - {"label"}
+
+
+def test_a_listed_object_index_without_its_group_is_reported(tmp_path):
+    path = copy_store("next/points_categorical.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    assert (clean.vertex_object_ids >= 0).any()
+    (path / "0/object_index/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"object index left out.*array object_index\)"):
+        geom = nzv.open_store(path).read(0)
+        assert geom.vertex_object_ids is None
+    np.testing.assert_array_equal(geom.positions, clean.positions)
+
+
+@pytest.mark.parametrize("rel", ["v07/graph.zarrvectors", "dense/skeleton.zarrvectors"])
+def test_zeroed_cross_chunk_records_are_reported_not_read_as_self_loops(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
+    clean = nzv.open_store(path).read(0)
+    f = path / "0/cross_chunk_links/0/data/c/0"
+    raw = f.read_bytes()
+    meta = json.loads((f.parents[1] / "zarr.json").read_text())
+    import numcodecs
+
+    zstd = any(c.get("name") == "zstd" for c in meta["codecs"])
+    size = len(numcodecs.Zstd().decode(raw)) if zstd else len(raw)
+    f.write_bytes(numcodecs.Zstd().encode(bytes(size)) if zstd else bytes(size))
+    geom, caught = read_quietly(path)
+    assert any("cross-chunk records join rows of one chunk" in m for m in caught), caught
+    assert edge_set(geom) < edge_set(clean)  # the cross-chunk edges are gone, no new one
+    assert not any(p[: geom.ndim] == p[geom.ndim :] for p in edge_set(geom))
+
+
+def test_cross_chunk_records_without_their_zarr_json_are_reported(tmp_path):
+    path = copy_store("v07/mesh.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    (path / "0/cross_chunk_links/0/zarr.json").unlink()
+    geom, caught = read_quietly(path)
+    assert 0 < len(geom.faces) < len(clean.faces)
+    assert any("cross_chunk_links/0" in m and "zarr.json is gone" in m for m in caught), caught
+
+
+@pytest.mark.parametrize("array", ["names", "object_attributes/weight"])
+def test_a_listed_parametric_array_without_its_zarr_json_is_reported(tmp_path, array):
+    path = copy_store("next/parametric.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).parametric_objects
+    (path / "parametric" / array / "zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=f"array parametric/{array}"):
+        objects = nzv.open_store(path).parametric_objects
+    assert [o.coefficients for o in objects] == [o.coefficients for o in clean]
+
+
+def test_a_chunk_file_larger_than_an_object_may_be_is_refused_unread(tmp_path, monkeypatch):
+    from napari_zarr_vectors.format import io as io_module
+
+    path = copy_store("v07/points.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    f = path / "0/vertices/-1.-2.0/c/0"
+    monkeypatch.setattr(io_module, "MAX_OBJECT_BYTES", 1 << 16)
+    with open(f, "ab") as out:
+        out.truncate((1 << 16) + 1)  # one byte past the cap (sparse: nothing is written)
+    geom, caught = read_quietly(path)
+    assert any("more than the 65536" in m and "chunk -1.-2.0" in m for m in caught), caught
+    assert 0 < geom.vertex_count < clean.vertex_count
+
+
+def test_a_link_segment_whose_attributes_are_gone_costs_its_records(tmp_path):
+    path = copy_store("v09/skeleton.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 0)
+    doc = path / "0/links/0/+1.+1.+1/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["attributes"] = None
+    doc.write_text(json.dumps(meta))
+    with pytest.warns(ZVChunkWarning, match=r"links/0/\+1.\+1.\+1"):
+        links = nzv.open_store(path).links(0, 0)
+    assert 0 < len(links) < len(clean)
+    assert all(len(v) == len(links) for v in links.attributes.values())
+
+
+def test_links_toward_a_level_the_store_lacks_are_a_format_error(tmp_path):
+    from napari_zarr_vectors.format import cross_level_segments
+
+    path = copy_store("next/mesh_flg.zarrvectors", tmp_path)
+    (path / "0/zarr.json").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = nzv.open_store(path)
+    assert [lv.index for lv in store.levels] == [1]
+    with pytest.raises(ZVFormatError, match="links toward level 0, which the store does not"):
+        cross_level_segments(store, 1, -1)
+
+
+def test_an_inflated_parametric_shape_is_refused_before_reading(tmp_path):
+    path = copy_store("next/parametric.zarrvectors", tmp_path)
+    doc = path / "parametric/groups/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["shape"] = [n * 1_000_000 for n in meta["shape"]]
+    doc.write_text(json.dumps(meta))
+    with pytest.raises(ZVFormatError, match="chunks to read"):
+        nzv.open_store(path).parametric  # noqa: B018 - the read is the point

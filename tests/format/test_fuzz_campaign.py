@@ -62,7 +62,7 @@ def test_cases_are_deterministic_and_cover_every_store() -> None:
     assert [(c.store, c.file, c.kind) for c in draws] == [(c.store, c.file, c.kind) for c in again]
     assert {c.store for c in draws} == set(range(len(stores)))
     kinds = Counter(c.kind for c in draws)
-    assert set(kinds) == set(fz.CHUNK_MUTATIONS) | set(fz.JSON_MUTATIONS)
+    assert set(kinds) == set(fz.CHUNK_MUTATIONS) | set(fz.JSON_MUTATIONS) | set(fz.STRUCT_MUTATIONS)
     layouts = {p.parent.name for p in fz.default_stores()}
     assert {"v07", "v09", "dense"} <= layouts
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from napari_zarr_vectors import open_store
+from napari_zarr_vectors import ZVChunkWarning, open_store
 from napari_zarr_vectors.format import pyramid
 from napari_zarr_vectors.format.layout.base import LinkSet
 from napari_zarr_vectors.format.pyramid import (
@@ -371,7 +371,8 @@ def test_unresolvable_records_are_dropped_and_counted(monkeypatch):
         np.concatenate([real.chunks, extra_chunks]), np.concatenate([real.rows, extra_rows])
     )
     monkeypatch.setattr(store, "links", lambda level, delta=0, chunks=None: fake)
-    seg = cross_level_segments(store, 0, +1)
+    with pytest.warns(ZVChunkWarning, match="2 cross-level links of level 0 toward level 1"):
+        seg = cross_level_segments(store, 0, +1)
     assert seg.n_missing == 2
     assert len(seg) == len(real)
     assert seg.n_records == len(real) + 2

@@ -22,7 +22,8 @@ clients that run the server in another process (``python _zv_http.py ROOT ...``)
 ``always_fail`` names paths (substrings) that fail every time with a 500; ``hang`` matches
 paths (regular expressions) whose requests are accepted and never answered (until the
 server stops); ``endless`` matches paths answered with a body that never ends (no
-``Content-Length``, zeros until the client hangs up or the server stops).
+``Content-Length``, zeros until the client hangs up or the server stops; ``endless_sent``
+counts the bytes written).
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class _Handler(SimpleHTTPRequestHandler):
             try:
                 while not srv.stopping.is_set():
                     self.wfile.write(block)
+                    with srv._lock:
+                        srv.endless_sent += len(block)
             except OSError:
                 pass
             return
@@ -204,6 +207,8 @@ class ZVHTTPServer(ThreadingHTTPServer):
         self.always_fail = tuple(always_fail)
         self.hang = tuple(hang)
         self.endless = tuple(endless)
+        #: bytes of endless bodies the client took (written into the connection)
+        self.endless_sent = 0
         self.stopping = threading.Event()
         self.seed = seed
         self.max_lifetime = max_lifetime

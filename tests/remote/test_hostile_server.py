@@ -9,12 +9,13 @@ import shutil
 import time
 import warnings
 
+import numpy as np
 import pytest
 from _compare import DATA
 from _zv_http import ZVHTTPServer
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.format import ZVChunkWarning, ZVFormatError
+from napari_zarr_vectors.format import ZVChunkWarning, ZVFetchError, ZVFormatError
 from napari_zarr_vectors.format import io as io_module
 from napari_zarr_vectors.format.remote import RetryPolicy
 
@@ -94,4 +95,50 @@ def test_an_endless_body_is_refused_at_the_size_cap(monkeypatch):
         store = nzv.open_store(f"{server.url}/{rel}", retry=POLICY)
         with pytest.warns(ZVChunkWarning, match="more than the 1048576 bytes"):
             geom = store.read(0)
+        with pytest.raises(ZVFetchError, match=f"{server.url}.*more than the 1048576 bytes"):
+            store.read(0, strict=True)
+        sent = server.endless_sent
     assert 0 < geom.vertex_count < nzv.open_store(DATA / rel).read(0).vertex_count
+    # two reads took the cap and what the sockets buffered, never the endless rest
+    assert sent < 2 * (1 << 20) + 2 * SOCKET_SLACK, sent
+
+
+#: bytes an endless body may still pass into loopback socket buffers after the client stops
+SOCKET_SLACK = 16 << 20
+
+
+def test_a_read_of_hundreds_of_chunks_from_a_silent_server_ends_at_its_deadline(
+    tmp_path, monkeypatch
+):
+    """Every chunk request of a level of 500 chunks is accepted and never answered: the whole
+    read ends ``total_timeout`` after the server last answered (its metadata), not once per
+    batch of 32 requests (16 batches x the deadline), with a typed error naming the store."""
+    pytest.importorskip("zarr_vectors")
+    from napari_zarr_vectors.write import WriteSpec, engine, write_store
+
+    monkeypatch.setattr(engine, "VERTICES_PER_CHUNK", 10)  # ~ 500 chunks of 4,000 points
+    root = tmp_path / "served"
+    root.mkdir()
+    positions = np.random.default_rng(0).uniform(0, 100, (4000, 3))
+    spec = WriteSpec("point_cloud", positions, ("z", "y", "x"), (None, None, None))
+    write_store(root / "many.zarrvectors", spec, pyramid=False)
+    chunks = len(nzv.open_store(root / "many.zarrvectors").chunks(0))
+    assert chunks >= 300
+    # one request alone may wait 30 s: only the read's deadline can end it sooner
+    policy = RetryPolicy(max_attempts=2, request_timeout=30.0, total_timeout=2.0)
+    with ZVHTTPServer(root, index=True, hang=[r"/0/(vertices|vertex_fragments)/c/"]) as server:
+        url = f"{server.url}/many.zarrvectors"
+        store = nzv.open_store(url, retry=policy)
+        said, took_whole = _read(store)
+        t0 = time.perf_counter()
+        with pytest.raises(ZVFetchError, match="could not fetch") as err:
+            store.read(0, strict=True)
+        took_strict = time.perf_counter() - t0
+    batches = -(-chunks // 32)
+    assert took_whole < 2 * policy.total_timeout < batches * policy.total_timeout, took_whole
+    assert took_strict < 2 * policy.total_timeout, took_strict
+    assert f"store {url}" in str(err.value)
+    # every chunk is a named gap: the first batch timed out, the rest were never sent
+    skipped = [m for m in said if m.startswith("skipping chunk") and f"store {url}" in m]
+    assert len(skipped) == chunks, (len(skipped), said[:2])
+    assert sum("answered none of the read's requests for 2 s" in m for m in said) > chunks - 64

@@ -11,7 +11,7 @@ import numpy as np
 
 from .chunks import LoadedChunks
 from .decode.fragments import expand_ranges
-from .errors import ZVChunkWarning
+from .errors import ZVChunkWarning, ZVFormatError
 from .geometry import PATH_TYPES, Derived, Geometry, split_lengths
 from .layout.base import LinkSet
 from .loading import AttributeSpec
@@ -26,6 +26,11 @@ class Selection:
 
     object_rows: np.ndarray | None = None
     bbox: tuple[np.ndarray, np.ndarray] | None = None
+    #: where the read is (errors name it) and whether damage raises instead of warning
+    store: str | None = None
+    strict: bool = False
+    #: the read loaded every chunk the level lists (a reference to another is damage)
+    whole: bool = False
 
 
 def _entries_in_loaded(loaded: LoadedChunks, index: ObjectIndex, entries: np.ndarray):
@@ -53,16 +58,11 @@ def _object_ids_per_row(
     With ``object_rows`` (a selection), only those objects' manifests are looked at: the
     rows a selective read keeps are theirs, and a store of many objects is not scanned
     whole for a few of them."""
-    entries = (
-        np.arange(index.frags.size) if object_rows is None else index.entries_of_rows(object_rows)
-    )
-    cidx = _entries_in_loaded(loaded, index, entries)
-    ok = cidx >= 0
-    entries = entries[ok]
-    fast = _object_ids_by_fragment(loaded, index, entries, cidx[ok], keep)
+    entries, cidx = _loaded_entries(loaded, index, object_rows)
+    fast = _object_ids_by_fragment(loaded, index, entries, cidx, keep)
     if fast is not None:
         return fast
-    rows, counts = loaded.fragment_rows(cidx[ok], index.frags[entries])
+    rows, counts = loaded.fragment_rows(cidx, index.frags[entries])
     owner = np.repeat(index.ids[index.entry_rows[entries]], counts)
     out = np.full(loaded.n_rows if keep is None else keep.size, -1, dtype=np.int64)
     if rows.size:
@@ -72,16 +72,81 @@ def _object_ids_per_row(
     return out
 
 
+def _loaded_entries(
+    loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The manifest entries of the objects ``object_rows`` (``None``: all) that name a
+    loaded chunk, and the index of that chunk in ``loaded``."""
+    entries = (
+        np.arange(index.frags.size) if object_rows is None else index.entries_of_rows(object_rows)
+    )
+    cidx = _entries_in_loaded(loaded, index, entries)
+    ok = cidx >= 0
+    return entries[ok], cidx[ok]
+
+
 def _derived_object_ids(
     loaded: LoadedChunks,
     index: ObjectIndex | Callable[[], ObjectIndex | None],
-    object_rows: np.ndarray | None,
+    selection: Selection,
+    level: int,
     keep: np.ndarray | None,
 ) -> np.ndarray | None:
     """:func:`_object_ids_per_row`, when asked for (``None`` when the level has no object
-    index after all)."""
-    index = index() if callable(index) else index
-    return None if index is None else _object_ids_per_row(loaded, index, object_rows, keep)
+    index after all); an index read only now is checked now (:func:`_check_fragment_refs`)."""
+    if callable(index):
+        index = index()
+        if index is not None:
+            _check_fragment_refs(loaded, index, selection, level)
+    return (
+        None if index is None else _object_ids_per_row(loaded, index, selection.object_rows, keep)
+    )
+
+
+def _check_fragment_refs(
+    loaded: LoadedChunks, index: ObjectIndex, selection: Selection, level: int
+) -> None:
+    """Report the manifest entries of the selected objects that name a fragment their
+    loaded chunk does not hold or, when the read loaded the whole level, a chunk it does
+    not list: the pieces they name are left out (``selection.strict``: raise)."""
+    entries, cidx = _loaded_entries(loaded, index, selection.object_rows)
+    if selection.whole and entries.size < len(index.frags) and loaded.n_rows:
+        _report(
+            ZVFormatError(
+                f"{len(index.frags) - entries.size} manifest entries name chunks the level "
+                "does not list (or that could not be read); those pieces are left out",
+                store=selection.store,
+                level=level,
+                array="object_index/manifests",
+            ),
+            selection.strict,
+        )
+    if not entries.size:
+        return
+    nfrag = np.fromiter(
+        (c.fragments.num_fragments for c in loaded.chunks), np.int64, len(loaded.chunks)
+    )
+    frags = index.frags[entries]
+    bad = np.flatnonzero((frags < 0) | (frags >= nfrag[cidx]))
+    if not bad.size:
+        return
+    e, k = entries[bad[0]], cidx[bad[0]]
+    obj = int(index.ids[np.searchsorted(index.offsets, e, side="right") - 1])
+    error = ZVFormatError(
+        f"{bad.size} manifest entries name fragments their chunks do not hold (object {obj}: "
+        f"fragment {int(frags[bad[0]])} of a chunk of {int(nfrag[k])}); those pieces are left out",
+        store=selection.store,
+        level=level,
+        array="object_index/manifests",
+        chunk=loaded.table.chunks[k],
+    )
+    _report(error, selection.strict)
+
+
+def _report(error: ZVFormatError, strict: bool) -> None:
+    if strict:
+        raise error
+    warnings.warn(str(error), ZVChunkWarning, stacklevel=4)
 
 
 def _object_ids_by_fragment(
@@ -219,15 +284,18 @@ def assemble(
         bins = bins if keep_rows is None else bins[keep_rows]
         table = np.asarray(values, dtype=object)
         attrs[name] = table[np.clip(bins, 0, len(table) - 1)] if len(table) else bins
+    if geometry_type in PATH_TYPES and callable(index):  # paths need the index now
+        index = index()
+    if index is not None and not callable(index):  # read already: checked with the read
+        _check_fragment_refs(loaded, index, selection, level)
     vid = None
     if index is not None and geometry_type not in PATH_TYPES:
         # derived on first use (a callable ``index`` is read then too)
         vid = Derived(
             partial(
-                _derived_object_ids, loaded.fragments_only(), index, selection.object_rows,
-                keep_rows,
+                _derived_object_ids, loaded.fragments_only(), index, selection, level, keep_rows
             )
-        )  # fmt: skip
+        )
 
     geom = Geometry(
         geometry_type=geometry_type,
@@ -236,8 +304,6 @@ def assemble(
         chunks=loaded.table.chunks,
     )
 
-    if geometry_type in PATH_TYPES and callable(index):  # paths need the index now
-        index = index()
     if geometry_type in PATH_TYPES and index is not None:
         flat, lengths, path_ids = _paths(loaded, index, selection.object_rows)
         geom.paths, geom.path_object_ids = split_lengths(flat, lengths), path_ids.astype(np.int64)

@@ -20,6 +20,7 @@ from .errors import (
     ZVUnsupportedDtypeError,
 )
 from .layout.base import Layout
+from .metadata import LevelInfo
 from .validate import Source, int_field, int_list, list_field, str_field
 
 #: Most values per row a vertex attribute may declare.
@@ -105,6 +106,40 @@ def _single_fragment(n_rows: int) -> FragmentIndex:
     )
 
 
+def _check_in_chunk(positions: np.ndarray, coords: np.ndarray, info: LevelInfo) -> None:
+    """Raise :class:`ZVFormatError` when a vertex lies outside its chunk: every writer puts a
+    vertex in the chunk ``floor((p - origin) / chunk_shape)``, so such a chunk holds bytes
+    that are not its own (another chunk's, zeros, a damaged exponent). Non-finite
+    coordinates are left to the caller; a slack of a millionth of the coordinates' magnitude
+    (and 1e-5 of a chunk) absorbs rounding at chunk edges."""
+    if not len(positions):
+        return
+    ndim = positions.shape[1]
+    edge = np.asarray(info.chunk_shape, np.float64)
+    if edge.size != ndim or len(coords) < ndim:
+        return
+    lo = info.chunk_origin + np.asarray(coords[len(coords) - ndim :], np.float64) * edge
+    hi = lo + edge
+    slack = 1e-6 * (np.abs(lo) + np.abs(hi)) + 1e-5 * edge
+    below, above = lo - slack, hi + slack
+    # per-column extremes (a column reduces ~10x faster than an (N, ndim) comparison); a NaN
+    # extreme fails these tests and takes the vertex-by-vertex way
+    low = np.array([positions[:, k].min() for k in range(ndim)], np.float64)
+    high = np.array([positions[:, k].max() for k in range(ndim)], np.float64)
+    with np.errstate(invalid="ignore"):
+        if np.all(low >= below) and np.all(high <= above):
+            return
+        beyond = (positions < below) | (positions > above)
+        outside = np.any(beyond & np.isfinite(positions), axis=1)
+    if outside.any():
+        first = positions[np.flatnonzero(outside)[0]].astype(np.float64)
+        raise ZVFormatError(
+            f"{int(outside.sum())} of {len(positions)} vertices lie outside the chunk (e.g. "
+            f"{first.tolist()}, the chunk spans {lo.tolist()} .. {hi.tolist()}): these bytes "
+            "are not this chunk's"
+        )
+
+
 def _attribute(
     raw: bytes | ZVFormatError | None, spec: AttributeSpec, n: int
 ) -> np.ndarray | ZVFormatError | None:
@@ -186,6 +221,7 @@ def _fetch_and_decode(
                 positions = decode_rows(raw, vdtype, ndim)
             else:
                 raise ZVFormatError(f"unsupported vertex encoding {encoding!r}")
+            _check_in_chunk(positions, coords, layout.levels[level])
             n = positions.shape[0]
             array = "vertex_fragments"
             fraw = cells["vertex_fragments"][i]

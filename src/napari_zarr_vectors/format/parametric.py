@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -9,8 +10,9 @@ import numpy as np
 from .codecs import decode_blob
 from .decode.arrays import parse_dtype
 from .decode.groups import decode_csr_groups
-from .errors import ZVFormatError
+from .errors import ZVChunkWarning, ZVFormatError
 from .io import StoreIO
+from .layout.base import decoded_chunk_shape
 from .validate import (
     Source,
     as_mapping,
@@ -65,7 +67,7 @@ def _array(io: StoreIO, path: str) -> np.ndarray | None:
     check_zarr_array_doc(doc, src)
     try:
         arr = AsyncArray(metadata=doc, store_path=StorePath(io.store, path))
-        check_whole_read(arr.shape, arr.dtype.itemsize or 8, src)
+        check_whole_read(arr.shape, arr.dtype.itemsize or 8, src, decoded_chunk_shape(arr))
         return np.asarray(sync(arr.getitem(tuple(slice(None) for _ in arr.shape))))
     except ZVFormatError:
         raise
@@ -88,16 +90,16 @@ def _read_v09(io: StoreIO, types: dict, rsrc: Source) -> Parametric:
             store=io.name,
             array="parametric/objects",
         )
-    raw_names = _array(io, "parametric/names")
+    raw_names = _listed_array(io, "parametric/names")
     names = [] if raw_names is None else [_text(v) for v in raw_names.reshape(-1).tolist()]
     attrs = {
         name: values
         for name in io.list_dir("parametric/object_attributes")
         if name != "zarr.json"
-        and (values := _array(io, f"parametric/object_attributes/{name}")) is not None
+        and (values := _listed_array(io, f"parametric/object_attributes/{name}")) is not None
     }
     groups: dict[int, np.ndarray] = {}
-    members = _array(io, "parametric/groups")
+    members = _listed_array(io, "parametric/groups")
     if members is not None:
         for g, raw in enumerate(members.reshape(-1).tolist()):
             raw = raw if isinstance(raw, bytes) else b""
@@ -112,9 +114,20 @@ def _read_v09(io: StoreIO, types: dict, rsrc: Source) -> Parametric:
         name: values
         for name in io.list_dir("parametric/group_attributes")
         if name != "zarr.json"
-        and (values := _array(io, f"parametric/group_attributes/{name}")) is not None
+        and (values := _listed_array(io, f"parametric/group_attributes/{name}")) is not None
     }
     return Parametric(_objects(io, rows, names, attrs, types, rsrc), groups, group_attrs)
+
+
+def _listed_array(io: StoreIO, path: str) -> np.ndarray | None:
+    """:func:`_array`, warning (:class:`ZVChunkWarning`) when its folder is listed but holds
+    no array (its ``zarr.json`` is gone): what it held is left out."""
+    values = _array(io, path)
+    folder, name = path.rsplit("/", 1)
+    if values is None and name in io.list_dir(folder):
+        error = ZVFormatError("the folder is listed but holds no array", store=io.name, array=path)
+        warnings.warn(f"left out: {error}", ZVChunkWarning, stacklevel=3)
+    return values
 
 
 def _text(value: object) -> str:

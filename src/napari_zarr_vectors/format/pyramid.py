@@ -27,7 +27,7 @@ import numpy as np
 
 from .chunks import LoadedChunks, unique_rows
 from .decode.arrays import parse_dtype
-from .errors import ZVChunkWarning, ZVError
+from .errors import ZVChunkWarning, ZVError, ZVFormatError
 from .loading import load_chunks
 from .query import chunks_in_bbox, normalise_bbox
 
@@ -365,7 +365,14 @@ def cross_level_segments(
     fine_level, coarse_level = sorted((level, level + delta))
     fe, ce = (0, 1) if delta > 0 else (1, 0)
     store.level(level)
-    store.level(level + delta)
+    if level + delta not in {lv.index for lv in store.levels}:
+        if delta not in cross_level_deltas(store, level):
+            store.level(level + delta)  # a level the caller asked for: KeyError
+        raise ZVFormatError(
+            f"links toward level {level + delta}, which the store does not hold",
+            store=store.path,
+            level=level,
+        )
 
     def empty(missing: int = 0) -> CrossLevelSegments:
         z = np.empty((0, ndim), np.float64)
@@ -446,6 +453,13 @@ def cross_level_segments(
     ids = None
     if index is not None:
         ids = _owners(fine, index)[g_f]
+    if missing:
+        warnings.warn(
+            f"{store.path}: {missing} cross-level links of level {level} toward level "
+            f"{level + delta} point at vertices the levels do not hold; they are left out",
+            ZVChunkWarning,
+            stacklevel=2,
+        )
     return CrossLevelSegments(
         fine.positions[g_f].astype(np.float64),
         coarse.positions[g_c].astype(np.float64),

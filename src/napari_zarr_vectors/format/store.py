@@ -449,7 +449,20 @@ class Store:
     def groups(self, level: int = 0) -> dict[int, np.ndarray]:
         """``{group id: int64 object ids}`` (groups live at level 0 in every known writer)."""
         table = self.layout.read_groups(level)
-        return {} if table is None else dict(table.members)
+        if table is None:
+            return {}
+        ids = self.object_ids(level)
+        if len(ids) and table.members:
+            members = np.concatenate(list(table.members.values()))
+            unknown = members[~np.isin(members, ids)]
+            if unknown.size:
+                warnings.warn(
+                    f"{self.path} level {level}: groups name {unknown.size} object ids the "
+                    f"level does not hold (e.g. {int(unknown[0])}); they select nothing",
+                    ZVChunkWarning,
+                    stacklevel=2,
+                )
+        return dict(table.members)
 
     def group_names(self, level: int = 0) -> dict[int, str]:
         """``{group id: name}`` for stores that name their groups (0.9 ``group_names``)."""
@@ -556,7 +569,7 @@ class Store:
         info = self.level(level)
         knd = info.key_ndim
         box = None if bbox is None else normalise_bbox(bbox, self.ndim)
-        selection = Selection(bbox=box)
+        selection = Selection(bbox=box, store=self.path, strict=strict)
         if object_ids is not None or group_ids is not None:
             index, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
         elif strict or self.geometry_type in PATH_TYPES:
@@ -585,6 +598,7 @@ class Store:
                 target = self._own_chunks(level)
         else:
             target = self._own_chunks(level)
+            selection.whole = box is None
         if box is not None:
             target = chunks_in_bbox(target, info, *box)
 
@@ -601,7 +615,7 @@ class Store:
             specs = []
         decoded = load_chunks(self.layout, level, target, specs, strict=strict, cache=cache)
         loaded = LoadedChunks.build(decoded, self.ndim, knd, owned=cache is None)
-        links = self._read_links(level, loaded, strict, check=not draco)
+        links = self._read_links(level, loaded, strict, not draco, selection.whole)
         if draco and links is not None:
             if len(links):
                 warnings.warn(
@@ -803,10 +817,16 @@ class Store:
         return sort_chunks(unique_rows(named))
 
     def _read_links(
-        self, level: int, loaded: LoadedChunks, strict: bool, check: bool = True
+        self,
+        level: int,
+        loaded: LoadedChunks,
+        strict: bool,
+        check: bool = True,
+        whole: bool = False,
     ) -> LinkSet | None:
         """The level's links touching ``loaded``; with ``check``, records pointing at rows
-        the loaded chunks do not hold are left out as gaps. Every gap is reported."""
+        the loaded chunks do not hold (``whole``, a read of the whole level: or at chunks the
+        level does not list) are left out as gaps. Every gap is reported."""
         if self.geometry_type not in ("graph", "skeleton", "mesh") or loaded.n_rows == 0:
             return None
         try:
@@ -819,7 +839,8 @@ class Store:
             warnings.warn(f"links left out: {exc}", ZVChunkWarning, stacklevel=3)
             return None
         if check:
-            links = _impossible_records(links, loaded, self.path, level)
+            listed = self._own_chunks(level) if whole else None
+            links = _impossible_records(links, loaded, self.path, level, listed)
         _report_gaps(links, strict)
         return links
 
@@ -830,15 +851,24 @@ class Store:
         )
 
 
-def _impossible_records(links: LinkSet, loaded: LoadedChunks, store: str, level: int) -> LinkSet:
+def _impossible_records(
+    links: LinkSet,
+    loaded: LoadedChunks,
+    store: str,
+    level: int,
+    whole: np.ndarray | None = None,
+) -> LinkSet:
     """``links`` without the records that have an endpoint in a loaded chunk at a row that
     chunk does not hold (a corrupt index: read as is it would drop an edge silently or, in
-    a skeleton, leave an implicit parent in place), each chunk owning such records
-    reported as a gap."""
+    a skeleton, leave an implicit parent in place), or, when the read was of the whole level
+    (``whole``: its listed chunks), in a chunk the level does not list; each chunk owning
+    such records is reported as a gap."""
     if not len(links):
         return links
     at = loaded.table.index_of(links.chunks)
     bad_ep = (at >= 0) & (loaded.global_rows(links.chunks, links.rows) < 0)
+    if whole is not None:  # the read loaded the level: an endpoint must be in a listed chunk
+        bad_ep |= ChunkTable(whole).index_of(links.chunks) < 0
     bad = np.flatnonzero(bad_ep.any(axis=1))
     if bad.size == 0:
         return links
@@ -847,11 +877,10 @@ def _impossible_records(links: LinkSet, loaded: LoadedChunks, store: str, level:
     for chunk in unique_rows(owners):
         first = bad[np.flatnonzero(np.all(owners == chunk, axis=1))]
         m, k = first[0], int(np.flatnonzero(bad_ep[first[0]])[0])
-        where = links.chunks[m, k]
+        held = f"holds {int(sizes[at[m, k]])}" if at[m, k] >= 0 else "the level does not list"
         error = ZVFormatError(
             f"{first.size} link record(s) point at rows their chunks do not hold (row "
-            f"{int(links.rows[m, k])} of chunk {chunk_key(where)}, which holds "
-            f"{int(sizes[at[m, k]])})",
+            f"{int(links.rows[m, k])} of chunk {chunk_key(links.chunks[m, k])}, which {held})",
             store=store,
             level=level,
             array="links/0",

@@ -31,8 +31,21 @@ def decode_ragged_links(raw: bytes, width: int) -> np.ndarray:
 
 
 def decode_cross_chunk_records(
-    raw: bytes, width: int, key_ndim: int
+    raw: bytes, width: int, key_ndim: int, delta: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """0.7 ``cross_chunk_links/<d>/data``: ``(chunks (M, width, key_ndim), rows (M, width))``."""
+    """0.7 ``cross_chunk_links/<d>/data``: ``(chunks (M, width, key_ndim), rows (M, width))``.
+
+    A record of a level's own links (``delta`` 0) joins rows of different chunks (the links
+    within a chunk are stored with that chunk): records whose endpoints all lie in one chunk
+    are refused (zeroed bytes read as links of chunk 0's row 0 to itself)."""
     rec = decode_rows(raw, np.dtype("<i8"), width * (key_ndim + 1)).reshape(-1, width, key_ndim + 1)
-    return rec[:, :, :key_ndim].astype(np.int64), rec[:, :, key_ndim].astype(np.int64)
+    chunks, rows = rec[:, :, :key_ndim].astype(np.int64), rec[:, :, key_ndim].astype(np.int64)
+    if delta == 0 and len(chunks):
+        same = np.all(chunks == chunks[:, :1], axis=(1, 2))
+        if same.any():
+            first = chunks[np.flatnonzero(same)[0], 0].tolist()
+            raise ZVFormatError(
+                f"{int(same.sum())} of {len(chunks)} cross-chunk records join rows of one chunk "
+                f"(e.g. chunk {first}): these bytes are not cross-chunk links"
+            )
+    return chunks, rows

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..decode.arrays import parse_attribute_dtype
-from ..errors import ZVAttributeWarning, ZVFormatError, ZVUnsupportedDtypeError
+from ..errors import ZVAttributeWarning, ZVChunkWarning, ZVFormatError, ZVUnsupportedDtypeError
 from ..io import StoreIO
 from ..metadata import LevelInfo, RootMetadata
 from ..validate import Source, as_mapping, str_field
@@ -233,6 +233,12 @@ class Layout(ABC):
     ) -> ZVFormatError:
         """A :class:`ZVFormatError` located in this store."""
         return ZVFormatError(message, store=self.io.name, level=level, array=array, chunk=chunk)
+
+    def _warn_missing(self, level: int, path: str, what: str = "attribute") -> None:
+        """Warn that a listed folder holds no array or group (its data or ``zarr.json`` is
+        gone): ``what`` it holds (an attribute, links) is left out."""
+        error = self.error("the folder is listed but holds no array", level, path)
+        warnings.warn(f"{what} left out: {error}", ZVChunkWarning, stacklevel=3)
 
     def key_ndim(self, level: int) -> int:
         return self.levels[level].key_ndim

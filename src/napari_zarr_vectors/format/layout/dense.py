@@ -407,6 +407,12 @@ class DenseLayout(Layout):
         fill = self._array(level, "vertices").metadata.fill_value
         pad = np.all(_is_fill(verts, fill), axis=1)
         used = np.flatnonzero(~pad)
+        if used.size and frags is not None:  # the index of a chunk with vertices is gone
+            return self.error(
+                f"the chunk holds {int(used[-1]) + 1} vertex rows and no fragment index",
+                level,
+                "vertex_fragments",
+            )
         return int(used[-1]) + 1 if used.size else None
 
     def list_attributes(self, level: int, kind: str) -> list[str]:
@@ -415,7 +421,14 @@ class DenseLayout(Layout):
         for folder in folders:
             listed = self.io.list_dir_known(f"{level}/{folder}", all_nodes=True) or []
             names += [n for n in listed if n != "zarr.json" and n not in names]
-        return sorted(n for n in names if self._doc(f"{level}/{_folder(kind, n, self, level)}"))
+        out = []
+        for name in sorted(names):
+            folder = _folder(kind, name, self, level)
+            if self._doc(f"{level}/{folder}"):
+                out.append(name)
+            else:
+                self._warn_missing(level, folder)
+        return out
 
     # -- links -------------------------------------------------------------------------
     def link_deltas(self, level: int) -> list[int]:
@@ -497,7 +510,7 @@ class DenseLayout(Layout):
         knd = int_field(self._attrs(prefix) or {}, "sid_ndim", self.src(prefix, level), None, 1, 16)
         try:
             cc, cr = decode_cross_chunk_records(
-                np.ascontiguousarray(blob).tobytes(), width, knd or self.key_ndim(level)
+                np.ascontiguousarray(blob).tobytes(), width, knd or self.key_ndim(level), delta
             )
         except ZVFormatError as exc:
             raise exc.located(

@@ -99,6 +99,8 @@ class V07Layout(Layout):
                 out.append(meta_raw)
             elif isinstance(data_raw, ZVFetchError) and meta_raw is not None:
                 out.append(data_raw)
+            elif meta_raw is None and data_raw is not None:  # bytes of an array that is gone
+                out.append(ZVFormatError(f"{p}/zarr.json is missing beside its chunk file"))
             else:
                 try:
                     out.append(self._decode_blob(meta_raw, data_raw, p, ok))  # type: ignore[arg-type]
@@ -107,9 +109,9 @@ class V07Layout(Layout):
         return out
 
     def _blob(
-        self, prefix: str, level: int | None = None, array: str | None = None
+        self, prefix: str, level: int | None = None, array: str | None = None, fill_ok: bool = True
     ) -> bytes | None:
-        res = self._blobs([prefix])[0]
+        res = self._blobs([prefix], [fill_ok])[0]
         if isinstance(res, ZVFormatError):
             raise res.located(store=self.io.name, level=level, array=array or prefix)
         return res
@@ -338,15 +340,22 @@ class V07Layout(Layout):
         prefix = f"{level}/cross_chunk_links/{d}"
         attrs = self._attrs(prefix)
         if not attrs:
+            if self._doc(f"{prefix}/data") is not None:
+                raise self.error(
+                    "the records are stored but their zarr.json is gone",
+                    level,
+                    f"cross_chunk_links/{d}",
+                )
             return None
         src = self.src(prefix, level, f"cross_chunk_links/{d}")
         width = int_field(attrs, "link_width", src, 2, 1, MAX_LINK_WIDTH)
         knd = int_field(attrs, "sid_ndim", src, self.key_ndim(level), 1, MAX_NDIM)
-        blob = self._blob(f"{prefix}/data", level, f"cross_chunk_links/{d}/data")
+        # zeros where c/0 is missing would be records of chunk 0's row 0 to itself
+        blob = self._blob(f"{prefix}/data", level, f"cross_chunk_links/{d}/data", fill_ok=False)
         if blob is None:
             return None
         try:
-            cc, cr = decode_cross_chunk_records(blob, width, knd)
+            cc, cr = decode_cross_chunk_records(blob, width, knd, delta)
         except ZVFormatError as exc:
             raise exc.located(
                 store=self.io.name, level=level, array=f"cross_chunk_links/{d}"
@@ -429,10 +438,10 @@ class V07Layout(Layout):
                         store=self.io.name, level=level, array=f"object_attributes/{name}"
                     )
             array = f"object_attributes/{name}"
-            if (
-                data is None
-                or self.attribute_dtype(level, "object", name, array, "float64") is None
-            ):
+            if data is None:
+                self._warn_missing(level, array)
+                continue
+            if self.attribute_dtype(level, "object", name, array, "float64") is None:
                 continue
             values = self._shaped(data, meta, level, array)
             present = None
@@ -497,7 +506,9 @@ class V07Layout(Layout):
             if self.attribute_dtype(level, "group", name, array, "float64") is None:
                 continue
             raw = self._blob(f"{prefix}/data", level, array)
-            if raw is not None:
+            if raw is None:
+                self._warn_missing(level, array)
+            else:
                 out[name] = self._shaped(
                     raw, self._attrs(prefix) or {}, level, f"group_attributes/{name}"
                 )

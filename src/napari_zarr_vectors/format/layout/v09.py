@@ -410,6 +410,7 @@ class V09Layout(Layout):
         self._listings: dict[str, np.ndarray] = {}
         self._segments: dict[tuple[int, int], list[_Segment]] = {}
         self._listed: dict[str, ChunkTable] = {}  # nonempty_chunks lookups
+        self._lost_segments: dict[tuple[int, int], list[str]] = {}  # listed, without array
 
     # -- metadata ----------------------------------------------------------------------
     def _open(self, path: str, level: int | None) -> AsyncArray | None:
@@ -498,6 +499,13 @@ class V09Layout(Layout):
                 return self._listings[path]
         knd = self.key_ndim(level)
         grid = self._grid(level, array)
+        if grid is None and array == "vertices" and self.levels[level].vertex_count > 0:
+            raise self.error(
+                f"the level declares {self.levels[level].vertex_count} vertices and has no "
+                "vertices array",
+                level,
+                array,
+            )
         if grid is None:
             chunks = np.empty((0, knd), np.int64)
         elif isinstance(grid.attrs.get("nonempty_chunks"), list):
@@ -546,7 +554,8 @@ class V09Layout(Layout):
             cells.append(np.stack([m.reshape(-1) for m in mesh], axis=1))
         candidates = np.concatenate(cells).astype(np.int64) + grid.origin
         values = self._read_grid_cells(level, [(array, candidates)])[0]
-        keep = np.array([isinstance(v, bytes) for v in values], dtype=bool)
+        # a cell that cannot be read is not empty: listed, its read reports it
+        keep = np.array([v is not None for v in values], dtype=bool)
         return sort_chunks(candidates[keep])
 
     def _scan_grid(self, level: int, array: str, grid: _Grid) -> np.ndarray:
@@ -884,6 +893,7 @@ class V09Layout(Layout):
     # -- links -------------------------------------------------------------------------
     def link_deltas(self, level: int) -> list[int]:
         names = self.io.list_dir_known(f"{level}/links", all_nodes=True)
+        listed = names is not None
         if names is None:  # no listing: probe every delta the levels allow
             names = [delta_name(d) for d in candidate_deltas(level, list(self.levels))]
             self._prefetch([f"{level}/links/{n}" for n in names])
@@ -895,7 +905,15 @@ class V09Layout(Layout):
                 continue
             if self._attrs(f"{level}/links/{name}") is not None:
                 deltas.add(delta)
+            elif listed:
+                self._warn_missing(level, f"links/{name}", "links")
         return sorted(deltas)
+
+    def _family_lost(self, level: int, delta: int) -> bool:
+        """Whether the level lists a folder for the links of ``delta`` that holds no group."""
+        d = delta_name(delta)
+        names = self.io.list_dir_known(f"{level}/links", all_nodes=True)
+        return bool(names) and d in names and self._attrs(f"{level}/links/{d}") is None
 
     def link_width(self, level: int, delta: int = 0) -> int | None:
         attrs = self._attrs(f"{level}/links/{delta_name(delta)}")
@@ -931,10 +949,12 @@ class V09Layout(Layout):
             + [f"{level}/link_attributes/{a}/{d}/{n}" for a in attr_names for n in names]
         )
         segments = []
+        lost = []
         for name in names:
             array = f"links/{d}/{name}"
             grid = self._grid(level, array)
-            if grid is None:
+            if grid is None:  # listed, but no array: its records are gone
+                lost.append(array)
                 continue
             raw = grid.attrs.get("offsets")
             offsets = raw if isinstance(raw, list) else _parse_offsets(name)
@@ -958,6 +978,7 @@ class V09Layout(Layout):
             segments.append(_Segment(name, grid, off, has_perm, intra))
         with self._lock:
             self._segments[(level, delta)] = segments
+            self._lost_segments[(level, delta)] = lost
         return segments
 
     def _anchor(self, level: int, delta: int) -> tuple[np.ndarray, np.ndarray]:
@@ -978,6 +999,8 @@ class V09Layout(Layout):
         knd = self.key_ndim(level)
         width = self.link_width(level, delta)
         if width is None:
+            if self._family_lost(level, delta):
+                self._warn_missing(level, f"links/{delta_name(delta)}", "links")
             return LinkSet.empty(2, knd)
         d = delta_name(delta)
         segments = self._link_segments(level, delta, width)
@@ -1026,7 +1049,10 @@ class V09Layout(Layout):
         parts_c: list[np.ndarray] = []
         parts_r: list[np.ndarray] = []
         attr_parts: dict[str, list[np.ndarray]] = {n: [] for n in attr_names}
-        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
+        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = [  # each costs its own cell
+            (self.error("the segment is listed but holds no array", level, lost), None)
+            for lost in self._lost_segments.get((level, delta), ())
+        ]
         for s, (seg, src) in enumerate(zip(segments, sources, strict=True)):
             array = requests[s][0]
             # a lost cell's records own its chunk, or (reordered by the perm column) any
@@ -1071,7 +1097,12 @@ class V09Layout(Layout):
         chunks: np.ndarray,
     ) -> np.ndarray:
         """One link attribute for the rows of several cells (NaN where a cell has none).
-        Raises :class:`ZVFormatError` when a cell's values cannot be read."""
+        Raises :class:`ZVFormatError` when a cell's values cannot be read, or when the
+        attribute has no array for this segment of records."""
+        if not blobs:
+            return _missing(0)
+        if counts.sum() and self._grid(level, array) is None:
+            raise self.error("the attribute has no array for these link records", level, array)
         meta = self.array_attributes(level, array) or {}
         src = self.src(f"{level}/{array}", level, array)
         row_shape = int_list(meta.get("row_shape") or [], "row_shape", src, None, 1, 1 << 16)
@@ -1130,6 +1161,8 @@ class V09Layout(Layout):
     def read_object_table(self, level: int) -> ObjectTable | None:
         attrs = self._attrs(f"{level}/object_index")
         if attrs is None:
+            if "object_index" in (self.io.list_dir_known(f"{level}", all_nodes=True) or ()):
+                self._warn_missing(level, "object_index", "object index")
             return None
         if self._dense_index(level, attrs):
             return self._read_dense_object_table(level, attrs)
@@ -1271,6 +1304,7 @@ class V09Layout(Layout):
         out: dict[str, ObjectAttribute] = {}
         for name, path, vals in zip(names, paths, values, strict=True):
             if vals is None:
+                self._warn_missing(level, path)
                 continue
             check(vals.shape, path)
             arr = self._open_plain(f"{level}/{path}", level)
@@ -1326,6 +1360,9 @@ class V09Layout(Layout):
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
         names = self.list_attributes(level, "group")
         values = self._read_whole(level, [f"group_attributes/{n}" for n in names])
+        for n, v in zip(names, values, strict=True):
+            if v is None:
+                self._warn_missing(level, f"group_attributes/{n}")
         return {n: text_values(v) for n, v in zip(names, values, strict=True) if v is not None}
 
 
