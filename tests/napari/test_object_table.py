@@ -62,6 +62,7 @@ def open_table(viewer, qtbot, path):
     viewer.layers.selection.active = target.layers[0]
     widget = ObjectTableWidget(viewer)
     viewer.window.add_dock_widget(widget, area="right", name="Object table")
+    qtbot.waitUntil(lambda: widget.model.rows is not None, timeout=TIMEOUT)
     return target, widget
 
 

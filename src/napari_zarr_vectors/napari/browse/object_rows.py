@@ -166,23 +166,24 @@ class ObjectRows:
 
     def rows_of(self, object_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Rows of ``object_ids`` (ids not in the table are left out), in the ids' order."""
-        wanted = np.asarray(object_ids, np.int64).reshape(-1)
-        sorter = np.argsort(self.ids, kind="stable")
-        pos = np.clip(np.searchsorted(self.ids, wanted, sorter=sorter), 0, max(self.n - 1, 0))
-        if not self.n:
-            return np.empty(0, np.int64)
-        rows = sorter[pos]
-        return rows[self.ids[rows] == wanted]
+        rows = _rows_of(self.ids, np.asarray(object_ids, np.int64).reshape(-1))
+        return rows[rows >= 0]
 
 
 _rows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def cached_rows(store: Store, table: ObjectTable) -> ObjectRows | None:
+    """The rows :func:`store_rows` made for ``store`` and ``table`` (``None``: not yet)."""
+    cached = _rows.get(store)
+    return cached[1] if cached is not None and cached[0] is table else None
+
+
 def store_rows(store: Store, table: ObjectTable) -> ObjectRows:
     """The rows of ``store``'s object table ``table`` with its units (cached per store)."""
-    cached = _rows.get(store)
-    if cached is not None and cached[0] is table:
-        return cached[1]
+    rows = cached_rows(store, table)
+    if rows is not None:
+        return rows
     rows = ObjectRows.from_table(table, attribute_units(store))
     with contextlib.suppress(TypeError):
         _rows[store] = (table, rows)
@@ -263,10 +264,28 @@ def _column(name: str, header: str, values: np.ndarray, present: np.ndarray) -> 
         return Column(name, header, INTEGER, ints, present, grouped=grouped)
     if kind == "S":
         values = np.char.decode(values, "utf-8", "replace")
-    text = np.where(present, values, "").astype(str)
-    categories, codes = np.unique(text, return_inverse=True)
-    codes, categories = _case_insensitive(codes.astype(np.int64), categories)
+    text = values.astype(str) if present.all() else np.where(present, values, "").astype(str)
+    codes, categories = _factorize(text)
+    codes, categories = _case_insensitive(codes, categories)
     return Column(name, header, TEXT, np.where(present, codes, -1), present, categories)
+
+
+def _factorize(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, distinct values)`` of a string array: strings are hashed to 64-bit keys
+    (their characters times random odd weights), which sort much faster than the strings;
+    a collision (checked) falls back to sorting the strings."""
+    text = np.ascontiguousarray(text)
+    width = text.dtype.itemsize // 4
+    if not len(text) or not width:
+        return np.zeros(len(text), np.int64), np.asarray([""] if len(text) else [], str)
+    chars = text.view(np.uint32).reshape(len(text), width).astype(np.uint64)
+    weights = np.random.default_rng(0).integers(1, 2**63, width, dtype=np.uint64) | np.uint64(1)
+    key = (chars * weights).sum(axis=1, dtype=np.uint64)
+    _, first, codes = np.unique(key, return_index=True, return_inverse=True)
+    if np.array_equal(text[first][codes], text):
+        return codes.astype(np.int64), text[first]
+    categories, codes = np.unique(text, return_inverse=True)
+    return codes.astype(np.int64), categories
 
 
 def _case_insensitive(codes: np.ndarray, categories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -294,29 +313,48 @@ def _group_column(table: ObjectTable, ids: np.ndarray, by: str | None) -> Column
     """The names of each object's groups (``a, b`` for an object in two), as text codes."""
     labels = group_labels(table, by)
     gids = table.group_ids()
-    sorter = np.argsort(ids, kind="stable")
-    pairs = []
-    for k, g in enumerate(gids):
-        members = np.asarray(table.groups[g], np.int64)
-        pos = np.clip(np.searchsorted(ids, members, sorter=sorter), 0, max(len(ids) - 1, 0))
-        rows = sorter[pos][ids[sorter[pos]] == members] if len(ids) else pos[:0]
-        pairs.append(np.column_stack([rows, np.full(len(rows), k)]))
-    pairs = np.unique(np.concatenate(pairs), axis=0) if pairs else np.empty((0, 2), np.int64)
+    members = [np.asarray(table.groups[g], np.int64).reshape(-1) for g in gids]
+    which = np.repeat(np.arange(len(gids), dtype=np.int64), [len(m) for m in members])
+    rows = _rows_of(ids, np.concatenate(members) if members else np.empty(0, np.int64))
+    found = rows >= 0
+    # (row, group) pairs, each once, sorted by row then group
+    pairs = np.sort(rows[found] * len(gids) + which[found])
+    pairs = pairs[np.r_[True, np.diff(pairs) != 0]] if len(pairs) else pairs
+    rows, which = pairs // max(len(gids), 1), pairs % max(len(gids), 1)
     # one random 64-bit word per group, XORed per object: the key of its set of groups
     words = np.random.default_rng(0).integers(1, 2**63, len(gids), dtype=np.int64)
     key = np.zeros(len(ids), np.int64)
-    np.bitwise_xor.at(key, pairs[:, 0], words[pairs[:, 1]])
+    np.bitwise_xor.at(key, rows, words[which])
     present = key != 0
-    keys, first, codes = np.unique(key, return_index=True, return_inverse=True)
-    starts = np.searchsorted(pairs[:, 0], first)
-    ends = np.searchsorted(pairs[:, 0], first, side="right")
+    _, first, codes = np.unique(key, return_index=True, return_inverse=True)
+    starts = np.searchsorted(rows, first)
+    ends = np.searchsorted(rows, first, side="right")
     names = [
-        ", ".join(labels[gids[k]] for k in pairs[s:e, 1]) for s, e in zip(starts, ends, strict=True)
+        ", ".join(labels[gids[k]] for k in which[s:e]) for s, e in zip(starts, ends, strict=True)
     ]
     categories = np.asarray(names, dtype=str)
     codes, categories = _case_insensitive(codes.astype(np.int64), categories)
-    header = "groups" if table.groups_overlap() else "group"
+    header = "groups" if bool(np.any(np.diff(rows) == 0)) else "group"
     return Column(header, header, TEXT, np.where(present, codes, -1), present, categories)
+
+
+def _rows_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Row of each of ``wanted`` in ``ids`` (``-1`` when absent): a direct lookup when the
+    ids are dense, else a binary search."""
+    if not len(ids):
+        return np.full(len(wanted), -1, np.int64)
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo >= 0 and hi < 4 * len(ids) + 1024:
+        where = np.full(hi + 1, -1, np.int64)
+        where[ids] = np.arange(len(ids))
+        ok = (wanted >= 0) & (wanted <= hi)
+        out = np.full(len(wanted), -1, np.int64)
+        out[ok] = where[wanted[ok]]
+        return out
+    sorter = np.argsort(ids, kind="stable")
+    pos = np.clip(np.searchsorted(ids, wanted, sorter=sorter), 0, len(ids) - 1)
+    rows = sorter[pos]
+    return np.where(ids[rows] == wanted, rows, -1)
 
 
 # --------------------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ class SelectionHighlight:
             return
         points, shown = selected_vertices(target.layers, ids)
         meta = {SELECTION_META: {"path": str(target.store.path), "object_ids": ids.tolist()}}
-        name = f"{target.store.name} selection ({ids.size:,} objects)"
+        name = f"{target.store.name} selection"
         if self.layer is None or self.layer not in self.viewer.layers:
             from napari.layers import Points
 

@@ -34,7 +34,12 @@ from qtpy.QtWidgets import (
 )
 from superqt.utils import qdebounced
 
-from napari_zarr_vectors.napari.browse.object_rows import ObjectRows, store_rows, write_csv
+from napari_zarr_vectors.napari.browse.object_rows import (
+    ObjectRows,
+    cached_rows,
+    store_rows,
+    write_csv,
+)
 from napari_zarr_vectors.napari.browse.selection import (
     ObjectSelection,
     SelectionHighlight,
@@ -57,6 +62,9 @@ MAX_ISOLATE = 20
 
 #: Rows whose text decides a column's width.
 WIDTH_SAMPLE_ROWS = 200
+
+#: The table asks for the width of its columns, up to this many pixels.
+MAX_TABLE_WIDTH = 640
 
 PLUGIN = "napari-zarr-vectors"
 PICK_WIDGET = "Pick and isolate"
@@ -163,7 +171,6 @@ class ObjectTableWidget(ZVBrowseWidget):
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.view.setWordWrap(False)
-        self.view.setAlternatingRowColors(True)
         self.view.verticalHeader().setVisible(False)
         rows = self.view.verticalHeader()
         rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
@@ -203,6 +210,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         self.highlight: SelectionHighlight | None = None
         self._showing = False  # the view's selection is being set from the shared one
         self._worker: Any = None
+        self._rows_worker: Any = None
         self._search_later = qdebounced(self.apply_search, timeout=SEARCH_DELAY_MS)
         self.search.textChanged.connect(lambda *_: self._search_later())
         self.search.returnPressed.connect(self.apply_search)
@@ -238,7 +246,27 @@ class ObjectTableWidget(ZVBrowseWidget):
         self.selection = selection_for(self.target)
         self.highlight = SelectionHighlight(self.viewer, self.target)
         self.selection.connect(self._selection_changed)
-        self.model.set_rows(store_rows(self.store, table))
+        rows = cached_rows(self.store, table)
+        if rows is not None:
+            self._show_rows(rows)
+            return
+        # the columns of a large table are built off the UI thread
+        from napari.qt.threading import create_worker
+
+        self.model.set_rows(None)
+        self.count.setText(f"reading {table.n_objects:,} objects …")
+        worker = create_worker(store_rows, self.store, table, _start_thread=False)
+        worker.returned.connect(lambda rows, t=self.target: self._rows_built(rows, t))
+        worker.errored.connect(lambda e: self.count.setText(f"object table: {e}"))
+        self._rows_worker = worker
+        worker.start()
+
+    def _rows_built(self, rows: ObjectRows, target: Any) -> None:
+        if target is self.target:  # not another store's, selected meanwhile
+            self._show_rows(rows)
+
+    def _show_rows(self, rows: ObjectRows) -> None:
+        self.model.set_rows(rows)
         self._fit_columns()
         if self.search.text():
             self.apply_search()
@@ -254,12 +282,20 @@ class ObjectTableWidget(ZVBrowseWidget):
         rows = self.model.rows
         if rows is None:
             return
-        metrics = self.view.fontMetrics()
+        cells = self.view.fontMetrics()
+        heads = self.view.horizontalHeader().fontMetrics()
         sample = self.model.visible[:WIDTH_SAMPLE_ROWS]
+        total = 0
         for c, column in enumerate(rows.columns):
-            texts = [column.header, *(column.text(int(r)) for r in sample)]
-            width = max(metrics.horizontalAdvance(t) for t in texts)
-            self.view.setColumnWidth(c, width + 28)  # the sort indicator and padding
+            width = max(
+                heads.horizontalAdvance(column.header) + 24,  # and the sort indicator
+                *(cells.horizontalAdvance(column.text(int(r))) for r in sample),
+            )
+            self.view.setColumnWidth(c, width + 12)
+            total += width + 12
+        # ask the dock for room to show every column (within reason)
+        scroll = self.view.verticalScrollBar().sizeHint().width()
+        self.view.setMinimumWidth(min(total + scroll + 2 * self.view.frameWidth(), MAX_TABLE_WIDTH))
 
     # -- search and count ----------------------------------------------------------------
     def apply_search(self) -> None:
