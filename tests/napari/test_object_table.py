@@ -359,6 +359,130 @@ def test_isolate_and_export_act_on_the_selection(
     assert widget.status.text().startswith("exported 2 selected objects")
 
 
+def test_canvas_clicks_select_and_shift_clicks_add(make_napari_viewer, qtbot, tracks300_store):
+    from types import SimpleNamespace
+
+    path, _ = tracks300_store
+    viewer = make_napari_viewer()
+    target, widget = open_table(viewer, qtbot, path)
+    viewer.dims.ndisplay = 2
+    qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
+    data = target.layers[0]
+    pts, rows = layer_world_positions(data)
+    owners = layer_object_ids(data)[rows]
+
+    def click(oid, modifiers=()):
+        vertex = pts[np.flatnonzero(owners == oid)[0]]
+        position = np.asarray(viewer.dims.point, np.float64)
+        position[-len(vertex) :] = vertex
+        event = SimpleNamespace(
+            type="mouse_press",
+            position=position,
+            dims_displayed=list(viewer.dims.displayed),
+            view_direction=None,
+            modifiers=modifiers,
+        )
+        gesture = widget._on_drag(viewer, event)
+        next(gesture)
+        event.type = "mouse_release"
+        with pytest.raises(StopIteration):
+            next(gesture)
+
+    first = int(owners[0])
+    click(first)
+    picked = selection_for(target).ids.tolist()
+    assert len(picked) == 1 and widget.selected_ids().tolist() == picked
+    other = int(owners[owners != picked[0]][-1])
+    click(other, modifiers=("Shift",))
+    both = selection_for(target).ids.tolist()
+    assert len(both) == 2 and picked[0] in both
+    assert widget.selected_ids().tolist() == both
+    # a drag (rotate, pan) selects nothing
+    event = SimpleNamespace(type="mouse_press")
+    gesture = widget._on_drag(viewer, event)
+    next(gesture)
+    event.type = "mouse_move"
+    next(gesture)
+    event.type = "mouse_release"
+    with pytest.raises(StopIteration):
+        next(gesture)
+    assert selection_for(target).ids.tolist() == both
+
+
+def test_docked_from_the_plugins_menu_on_a_fixture_store(make_napari_viewer, qtbot):
+    """v09 polylines: 16 objects, ``length`` and ``label``, objects 14 and 15 in two groups."""
+    from _zv_napari import DATA
+
+    from napari_zarr_vectors.napari import open_in_viewer
+    from napari_zarr_vectors.napari.widgets.object_table import ObjectTableWidget
+
+    viewer = make_napari_viewer()
+    target = open_in_viewer(viewer, DATA / "v09" / "polylines.zarrvectors")
+    qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
+    viewer.layers.selection.active = target.layers[0]
+    _, widget = viewer.window.add_plugin_dock_widget("napari-zarr-vectors", "Object table")
+    assert isinstance(widget, ObjectTableWidget)
+    qtbot.waitUntil(lambda: widget.model.rows is not None, timeout=TIMEOUT)
+    truth = json_input("polylines")
+    assert widget.model.rowCount() == len(truth["polylines"]) == 16
+    rows = widget.model.rows
+    assert sorted(rows.headers) == ["groups", "label", "length", "object id"]
+    names = truth["group_names"]
+    groups = rows.columns[column(widget, "groups")]
+    for oid in range(16):
+        member = [names[int(g)] for g, m in truth["groups"].items() if oid in m]
+        assert groups.text(int(rows.rows_of([oid])[0])) == ", ".join(member)
+    widget.search.setText("hand")
+    widget.apply_search()
+    assert sorted(shown_ids(widget).tolist()) == [14, 15]
+
+
+def json_input(name: str) -> dict:
+    import json
+
+    from _zv_napari import DATA
+
+    with open(DATA / "v09" / "expected" / f"{name}.json", encoding="utf-8") as fh:
+        return json.load(fh)["input"]
+
+
+def test_a_store_without_objects_says_so(make_napari_viewer, qtbot):
+    from _zv_napari import DATA
+
+    from napari_zarr_vectors.napari.widgets.object_table import NO_OBJECTS
+
+    from napari_zarr_vectors.napari import open_in_viewer
+    from napari_zarr_vectors.napari.widgets.object_table import ObjectTableWidget
+
+    viewer = make_napari_viewer()
+    target = open_in_viewer(viewer, DATA / "v09" / "points_binned.zarrvectors")
+    qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
+    viewer.layers.selection.active = target.layers[0]
+    widget = ObjectTableWidget(viewer)
+    assert widget.message.text() == NO_OBJECTS
+    assert widget.controls.isHidden()
+    assert widget.model.rowCount() == 0
+
+
+def test_the_table_follows_the_selected_store(make_napari_viewer, qtbot, tracks300_store):
+    from _zv_napari import DATA
+
+    from napari_zarr_vectors.napari import open_in_viewer
+
+    path, _ = tracks300_store
+    viewer = make_napari_viewer()
+    tracks, widget = open_table(viewer, qtbot, path)
+    widget.select_ids([7])
+    lines = open_in_viewer(viewer, DATA / "v09" / "polylines.zarrvectors")
+    qtbot.waitUntil(lambda: not lines.is_loading, timeout=TIMEOUT)
+    viewer.layers.selection.active = lines.layers[0]
+    qtbot.waitUntil(lambda: widget.model.rowCount() == 16, timeout=TIMEOUT)
+    assert widget.selected_ids().size == 0  # the selection is per store
+    viewer.layers.selection.active = tracks.layers[0]
+    qtbot.waitUntil(lambda: widget.model.rowCount() == 300, timeout=TIMEOUT)
+    assert widget.selected_ids().tolist() == [7]
+
+
 # --------------------------------------------------------------------------------------------
 # CSV
 # --------------------------------------------------------------------------------------------

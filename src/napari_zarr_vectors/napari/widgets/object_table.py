@@ -368,7 +368,7 @@ class ObjectTableWidget(ZVBrowseWidget):
 
     # -- canvas clicks -------------------------------------------------------------------
     def _on_drag(self, viewer: Viewer, event: Any):
-        if self.selection is None or not self.isVisible():
+        if self.selection is None:
             return
         dragged = False
         yield
