@@ -449,10 +449,8 @@ def json_input(name: str) -> dict:
 def test_a_store_without_objects_says_so(make_napari_viewer, qtbot):
     from _zv_napari import DATA
 
-    from napari_zarr_vectors.napari.widgets.object_table import NO_OBJECTS
-
     from napari_zarr_vectors.napari import open_in_viewer
-    from napari_zarr_vectors.napari.widgets.object_table import ObjectTableWidget
+    from napari_zarr_vectors.napari.widgets.object_table import NO_OBJECTS, ObjectTableWidget
 
     viewer = make_napari_viewer()
     target = open_in_viewer(viewer, DATA / "v09" / "points_binned.zarrvectors")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,10 +34,15 @@ from napari_zarr_vectors.napari.layerdata.store_info import store_box_to_world
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
 
 if TYPE_CHECKING:
-    from napari.layers import Points
+    from napari.layers import Layer, Points
     from napari.viewer import Viewer
 
     from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.napari.browse.targets import StaticTarget
+    from napari_zarr_vectors.napari.lod.controller import ZVLayerController
+
+    #: What the browse widgets act on (:func:`.targets.target_for`).
+    BrowseTarget = ZVLayerController | StaticTarget
 
 #: ``metadata`` key of the highlight layer.
 SELECTION_META = "zarr_vectors_selection"
@@ -54,9 +59,9 @@ class ObjectSelection:
 
     def __init__(self) -> None:
         self.ids = np.empty(0, np.int64)
-        self._listeners: list[Callable[[np.ndarray, Any], None]] = []
+        self._listeners: list[Callable[[np.ndarray, object], None]] = []
 
-    def set(self, object_ids: Sequence[int] | np.ndarray, source: Any = None) -> None:
+    def set(self, object_ids: Sequence[int] | np.ndarray, source: object = None) -> None:
         ids = np.unique(np.asarray(object_ids, np.int64).reshape(-1))
         if np.array_equal(ids, self.ids):
             return
@@ -64,14 +69,14 @@ class ObjectSelection:
         for callback in list(self._listeners):
             callback(ids, source)
 
-    def clear(self, source: Any = None) -> None:
+    def clear(self, source: object = None) -> None:
         self.set(np.empty(0, np.int64), source)
 
-    def connect(self, callback: Callable[[np.ndarray, Any], None]) -> None:
+    def connect(self, callback: Callable[[np.ndarray, object], None]) -> None:
         if callback not in self._listeners:
             self._listeners.append(callback)
 
-    def disconnect(self, callback: Callable[[np.ndarray, Any], None]) -> None:
+    def disconnect(self, callback: Callable[[np.ndarray, object], None]) -> None:
         if callback in self._listeners:
             self._listeners.remove(callback)
 
@@ -79,7 +84,7 @@ class ObjectSelection:
 _selections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def selection_for(target: Any) -> ObjectSelection:
+def selection_for(target: BrowseTarget) -> ObjectSelection:
     """The :class:`ObjectSelection` of ``target`` (created on first use)."""
     selection = _selections.get(target)
     if selection is None:
@@ -93,7 +98,7 @@ class SelectionHighlight:
     something is selected, rebuilt when the selection changes or the target refreshes
     (call :meth:`update`), removed when the selection is empty."""
 
-    def __init__(self, viewer: Viewer, target: Any) -> None:
+    def __init__(self, viewer: Viewer, target: BrowseTarget) -> None:
         self.viewer = viewer
         self._target = weakref.ref(target)
         self.layer: Points | None = None
@@ -103,7 +108,7 @@ class SelectionHighlight:
     def close(self) -> None:
         self.selection.disconnect(self._changed)
 
-    def _changed(self, ids: np.ndarray, source: Any) -> None:
+    def _changed(self, ids: np.ndarray, source: object) -> None:
         self.update()
 
     def update(self) -> None:
@@ -138,7 +143,7 @@ class SelectionHighlight:
         self.layer.name = name
 
 
-def selected_vertices(layers: Sequence[Any], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def selected_vertices(layers: Sequence[Layer], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """World positions (napari order) of the vertices ``layers`` draw for objects ``ids``,
     and the object id of each."""
     parts, owners = [], []
@@ -159,7 +164,7 @@ def selected_vertices(layers: Sequence[Any], ids: np.ndarray) -> tuple[np.ndarra
     return np.concatenate(parts), np.concatenate(owners)
 
 
-def _units(layers: Sequence[Any], ndim: int) -> tuple | None:
+def _units(layers: Sequence[Layer], ndim: int) -> tuple | None:
     """The units of the last ``ndim`` axes of the store's layers (``None``: none known), so
     that napari renders the highlight in the same units as them."""
     for layer in layers:

@@ -16,6 +16,7 @@ and columns shown.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,6 +54,8 @@ from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer
+
+    from napari_zarr_vectors.napari.browse.selection import BrowseTarget
 
 #: Search is applied this many milliseconds after the last key stroke.
 SEARCH_DELAY_MS = 200
@@ -261,7 +264,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         self._rows_worker = worker
         worker.start()
 
-    def _rows_built(self, rows: ObjectRows, target: Any) -> None:
+    def _rows_built(self, rows: ObjectRows, target: BrowseTarget) -> None:
         if target is self.target:  # not another store's, selected meanwhile
             self._show_rows(rows)
 
@@ -322,18 +325,18 @@ class ObjectTableWidget(ZVBrowseWidget):
         rows = np.unique(np.concatenate(runs)) if runs else np.empty(0, np.int64)
         return self.model.object_ids(rows)
 
-    def select_ids(self, object_ids: Any) -> None:
+    def select_ids(self, object_ids: Sequence[int] | np.ndarray) -> None:
         """Select the objects ``object_ids`` (their rows, the canvas highlight)."""
         if self.selection is not None:
             self.selection.set(object_ids)
 
-    def _rows_selected(self, *_: Any) -> None:
+    def _rows_selected(self, *_: object) -> None:
         if self._showing or self.selection is None:
             return
         self.selection.set(self.selected_ids(), source=self)
         self._update_count()
 
-    def _selection_changed(self, ids: np.ndarray, source: Any) -> None:
+    def _selection_changed(self, ids: np.ndarray, source: object) -> None:
         if source is not self:
             self._show_selection(scroll=True)
         self._update_count()
@@ -382,9 +385,9 @@ class ObjectTableWidget(ZVBrowseWidget):
 
     def pick(
         self,
-        position: Any,
+        position: Sequence[float] | np.ndarray,
         displayed: list[int] | None = None,
-        view_direction: Any = None,
+        view_direction: Sequence[float] | None = None,
         add: bool = False,
     ) -> int | None:
         """Pick the object at a world ``position`` (as the *Pick and isolate* dock does) and
@@ -429,7 +432,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         worker.start()
         return worker
 
-    def _zoomed(self, box: Any, n: int) -> None:
+    def _zoomed(self, box: tuple[np.ndarray, np.ndarray] | None, n: int) -> None:
         if box is None:
             self.status.setText("The selected objects have no vertices at this level.")
             return
