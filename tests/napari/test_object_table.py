@@ -276,6 +276,26 @@ def test_selected_rows_are_the_highlighted_objects(make_napari_viewer, qtbot, tr
     assert highlight not in viewer.layers
 
 
+def test_the_highlight_follows_the_level_shown(make_napari_viewer, qtbot, tracks300_store):
+    path, _ = tracks300_store
+    viewer = make_napari_viewer()
+    target, widget = open_table(viewer, qtbot, path)
+    widget.select_ids([40, 41])
+
+    def drawn_for_selection():
+        data = target.layers[0]
+        pts, rows = layer_world_positions(data)
+        return pts[np.isin(layer_object_ids(data)[rows], [40, 41])]
+
+    fine = drawn_for_selection()
+    assert np.allclose(np.sort(widget.highlight.layer.data, axis=0), np.sort(fine, axis=0))
+    target.lock_level(1)
+    qtbot.waitUntil(lambda: target.level == 1 and not target.is_loading, timeout=TIMEOUT)
+    coarse = drawn_for_selection()
+    assert 0 < len(coarse) < len(fine)
+    assert np.allclose(np.sort(widget.highlight.layer.data, axis=0), np.sort(coarse, axis=0))
+
+
 def test_a_pick_on_the_canvas_selects_and_shows_its_row(make_napari_viewer, qtbot, tracks300_store):
     from qtpy.QtCore import Qt
 

@@ -25,6 +25,7 @@ import os
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -63,6 +64,11 @@ class Column:
     @property
     def numeric(self) -> bool:
         return self.kind != TEXT
+
+    @cached_property
+    def folded(self) -> np.ndarray:
+        """The categories in lower case (what a search compares)."""
+        return np.char.lower(self.categories)
 
     def text(self, row: int) -> str:
         """The cell's text, as the table shows it."""
@@ -366,7 +372,7 @@ def _text_match(col: Column, term: str) -> np.ndarray:
     """Rows whose text contains ``term`` (case-insensitive)."""
     if not len(col.categories):
         return np.zeros(len(col.values), bool)
-    hit = np.char.find(np.char.lower(col.categories), term.lower()) >= 0
+    hit = np.char.find(col.folded, term.lower()) >= 0
     return col.present & hit[np.maximum(col.values, 0)]
 
 

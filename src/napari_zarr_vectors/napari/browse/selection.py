@@ -50,6 +50,9 @@ SELECTION_META = "zarr_vectors_selection"
 #: Highlight points are this fraction of the store's largest extent across.
 POINT_FRACTION = 1 / 250
 
+#: The highlight draws at most this many vertices (every k-th vertex beyond).
+MAX_HIGHLIGHT_POINTS = 200_000
+
 
 class ObjectSelection:
     """The selected object ids of one target and who to tell when they change.
@@ -95,8 +98,9 @@ def selection_for(target: BrowseTarget) -> ObjectSelection:
 
 class SelectionHighlight:
     """Keeps a highlight layer of ``target``'s selected objects in ``viewer``: added when
-    something is selected, rebuilt when the selection changes or the target refreshes
-    (call :meth:`update`), removed when the selection is empty."""
+    something is selected, rebuilt when the selection changes and after every refresh of
+    the target's layers, removed when the selection is empty. One per target
+    (:func:`highlight_for`)."""
 
     def __init__(self, viewer: Viewer, target: BrowseTarget) -> None:
         self.viewer = viewer
@@ -104,12 +108,16 @@ class SelectionHighlight:
         self.layer: Points | None = None
         self.selection = selection_for(target)
         self.selection.connect(self._changed)
-
-    def close(self) -> None:
-        self.selection.disconnect(self._changed)
+        refreshed = getattr(getattr(target, "events", None), "refreshed", None)
+        if refreshed is not None:
+            refreshed.connect(self._refreshed)
 
     def _changed(self, ids: np.ndarray, source: object) -> None:
         self.update()
+
+    def _refreshed(self, *_: object) -> None:
+        if self.selection.ids.size:
+            self.update()
 
     def update(self) -> None:
         target = self._target()
@@ -119,6 +127,9 @@ class SelectionHighlight:
             self.layer = None
             return
         points, shown = selected_vertices(target.layers, ids)
+        if len(points) > MAX_HIGHLIGHT_POINTS:  # every k-th: napari draws it without a stall
+            step = -(-len(points) // MAX_HIGHLIGHT_POINTS)
+            points, shown = points[::step], shown[::step]
         meta = {SELECTION_META: {"path": str(target.store.path), "object_ids": ids.tolist()}}
         name = f"{target.store.name} selection"
         if self.layer is None or self.layer not in self.viewer.layers:
@@ -141,6 +152,18 @@ class SelectionHighlight:
         self.layer.features = {"object_id": shown}
         self.layer.metadata = meta
         self.layer.name = name
+
+
+_highlights: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def highlight_for(viewer: Viewer, target: BrowseTarget) -> SelectionHighlight:
+    """The :class:`SelectionHighlight` of ``target`` in ``viewer`` (created on first use)."""
+    highlight = _highlights.get(target)
+    if highlight is None or highlight.viewer is not viewer:
+        highlight = SelectionHighlight(viewer, target)
+        _highlights[target] = highlight
+    return highlight
 
 
 def selected_vertices(layers: Sequence[Layer], ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -45,6 +45,7 @@ from napari_zarr_vectors.napari.browse.selection import (
     ObjectSelection,
     SelectionHighlight,
     fit_camera,
+    highlight_for,
     objects_world_box,
     selection_for,
 )
@@ -235,8 +236,6 @@ class ObjectTableWidget(ZVBrowseWidget):
     def _target_changed(self) -> None:
         if self.selection is not None:
             self.selection.disconnect(self._selection_changed)
-        if self.highlight is not None:
-            self.highlight.close()
         self.selection = self.highlight = None
         table = self.session.table if self.session is not None else None
         has_rows = table is not None and table.n_objects > 0
@@ -247,7 +246,7 @@ class ObjectTableWidget(ZVBrowseWidget):
             self.model.set_rows(None)
             return
         self.selection = selection_for(self.target)
-        self.highlight = SelectionHighlight(self.viewer, self.target)
+        self.highlight = highlight_for(self.viewer, self.target)
         self.selection.connect(self._selection_changed)
         rows = cached_rows(self.store, table)
         if rows is not None:
@@ -274,11 +273,6 @@ class ObjectTableWidget(ZVBrowseWidget):
         if self.search.text():
             self.apply_search()
         self._update_count()
-
-    def _filters_changed(self) -> None:
-        # after each refresh of the store's layers: highlight what they now hold
-        if self.highlight is not None:
-            self.highlight.update()
 
     def _fit_columns(self) -> None:
         """Size each column to its header and the text of a sample of rows."""
