@@ -8,10 +8,10 @@ or ``body_id``: leading digits).
 
 Selecting rows selects those objects (:func:`~napari_zarr_vectors.napari.browse.selection.selection_for`):
 they light up on the canvas over the store's layers; clicking an object on the canvas selects
-its row and scrolls to it (shift-click adds it). *Zoom to* frames the selected objects (read
-whole through their manifests), *Isolate* loads them whole into the *Pick and isolate* dock's
-highlighted layers, *Export selection…* writes them as a new store, *Save as CSV…* the rows
-and columns shown.
+its row and scrolls to it (shift-click adds it). *Zoom to* (or a double-click on a row)
+frames the selected objects (read whole through their manifests), *Isolate* loads them whole
+into the *Pick and isolate* dock's highlighted layers, *Export selection…* writes them as a
+new store, *Save as CSV…* the rows and columns shown.
 """
 
 from __future__ import annotations
@@ -184,7 +184,9 @@ class ObjectTableWidget(ZVBrowseWidget):
         header.setStretchLastSection(True)
         self.view.setSortingEnabled(True)
         self.zoom_button = QPushButton("Zoom to")
-        self.zoom_button.setToolTip("Frame the selected objects (read whole, at the shown level)")
+        self.zoom_button.setToolTip(
+            "Frame the selected objects (read whole, at the shown level); or double-click a row"
+        )
         self.isolate_button = QPushButton("Isolate")
         self.isolate_button.setToolTip(
             f"Load the selected objects (up to {MAX_ISOLATE}) whole at full resolution into "
@@ -221,6 +223,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         self.view.selectionModel().selectionChanged.connect(self._rows_selected)
         self.model.modelReset.connect(self._show_selection)
         self.zoom_button.clicked.connect(self.zoom_to)
+        self.view.doubleClicked.connect(lambda *_: self.zoom_to())
         self.isolate_button.clicked.connect(self.isolate)
         self.export_button.clicked.connect(self.export)
         self.csv_button.clicked.connect(self.save_csv_dialog)
