@@ -563,6 +563,8 @@ def test_object_table_screenshot(make_napari_viewer, qtbot, tracks300_store):
     target, widget = open_table(viewer, qtbot, path)
     widget.view.sortByColumn(column(widget, "length_mm"), Qt.SortOrder.DescendingOrder)
     select_rows(widget, range(5))
+    qtbot.wait(100)
+    viewer.reset_view()  # the canvas is narrower with the dock
     qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
     qtbot.wait(300)
     image = viewer.screenshot(canvas_only=False, flash=False)
