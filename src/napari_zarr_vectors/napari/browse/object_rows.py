@@ -45,7 +45,7 @@ MISSING_TEXT = "—"
 _POW10 = 10 ** np.arange(19, dtype=np.int64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Column:
     """One column: ``values`` (numbers) or ``codes`` into ``categories`` (text, ``-1`` =
     no value); ``present`` marks rows holding a value."""
@@ -105,7 +105,7 @@ class Column:
         return ~v.astype(np.int64)  # order-reversing, no overflow
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ObjectRows:
     """The table's columns (``columns[0]`` is the object id), row-aligned with ``ids``."""
 
