@@ -102,13 +102,17 @@ def navis_neurons():
         ]
 
 
-def write_navis_neurons(path: Path, *, node_type_as: str = "object") -> Truth:
+def write_navis_neurons(
+    path: Path, *, node_type_as: str = "object", with_names: bool = False
+) -> Truth:
     """Write ``navis.example_neurons()`` as one 0.9.2 skeleton store at ``path``.
 
     ``node_type_as="object"`` hands ``node_type`` over as navis gives it (an ``object``
     array of ``str``): zarr-vectors 0.9.2's ``add_graph`` then stores the memory addresses of
     those strings, not the text, so no reader can get it back. ``"str"`` hands over a numpy
     string array (``values.astype(str)``), which it stores as UTF-32 text (dtype ``<U6``).
+    ``with_names`` also stores each neuron's navis name as the text object attribute
+    ``name``.
     """
 
     neurons = navis_neurons()
@@ -134,6 +138,9 @@ def write_navis_neurons(path: Path, *, node_type_as: str = "object") -> Truth:
         node_type = node_type.astype(str)
     object_ids = np.concatenate(ids)
     body_id = np.array([int(n.id) for n in neurons], np.int64)
+    object_attributes = {"body_id": body_id}
+    if with_names:
+        object_attributes["name"] = np.array([str(n.name) for n in neurons])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ds = _create(path, positions, "nanometer", "skeleton", margin=8)
@@ -142,12 +149,12 @@ def write_navis_neurons(path: Path, *, node_type_as: str = "object") -> Truth:
             all_edges,
             attributes={"node_type": node_type},
             object_ids=object_ids,
-            object_attributes={"body_id": body_id},
+            object_attributes=object_attributes,
             tree=True,
         )
     return Truth(
         objects=objects,
-        object_attributes={"body_id": body_id},
+        object_attributes=object_attributes,
         vertex_attributes={"node_type": types},
         edges=edges,
     )

@@ -26,6 +26,8 @@ from napari_zarr_vectors.write.export import export_objects
 ISOLATED = "isolated"
 FILTERED = "filtered"
 EVERYTHING = "all"
+#: ids chosen by the caller (the *Object table*'s selected rows)
+SELECTED = "selected"
 
 
 def selection_ids(
@@ -52,14 +54,17 @@ def describe_selection(ids: np.ndarray | None, why: str, n_objects: int) -> str:
         return "the whole store"
     n = int(ids.size)
     noun = "object" if n == 1 else "objects"
-    if why == ISOLATED:
-        return f"{n:,} isolated {noun}"
+    if why in (ISOLATED, SELECTED):
+        return f"{n:,} {why} {noun}"
     return f"{n:,} of {n_objects:,} objects (filters)"
 
 
-def widget_selection(widget: Any) -> tuple[np.ndarray | None, str]:
-    """What a browse widget (``PickWidget``) would export: its store's isolated objects,
-    else the shared filters' allowed ids, else everything."""
+def widget_selection(widget: Any, ids: np.ndarray | None = None) -> tuple[np.ndarray | None, str]:
+    """What a browse widget would export: ``ids`` when given (selected objects), else
+    (``PickWidget``) its store's isolated objects, else the shared filters' allowed ids,
+    else everything."""
+    if ids is not None:
+        return np.unique(np.asarray(ids, np.int64)), SELECTED
     session = getattr(widget, "session", None)
     allowed = session.filters.allowed() if session is not None else None
     all_ids = session.table.ids if session is not None else np.empty(0, np.int64)
@@ -73,15 +78,21 @@ def widget_selection(widget: Any) -> tuple[np.ndarray | None, str]:
 
 
 def export_selection(
-    widget: Any, path: str | os.PathLike, *, pyramid: bool = True, start: bool = True
+    widget: Any,
+    path: str | os.PathLike,
+    *,
+    ids: np.ndarray | None = None,
+    pyramid: bool = True,
+    start: bool = True,
 ) -> Any:
-    """Export the widget's selection (:func:`widget_selection`) of its store to ``path`` in
-    the background (:func:`.tasks.run_task`, its steps shown as an activity); returns the
-    job (started unless ``start`` is false; its ``done`` is set when it is over)."""
+    """Export the widget's selection (:func:`widget_selection`; ``ids`` when given) of its
+    store to ``path`` in the background (:func:`.tasks.run_task`, its steps shown as an
+    activity); returns the job (started unless ``start`` is false; its ``done`` is set when
+    it is over)."""
     store = widget.store
     if store is None:
         raise WriteError("select a Zarr Vectors layer first")
-    ids, why = widget_selection(widget)
+    ids, why = widget_selection(widget, ids)
     n_objects = widget.session.table.n_objects if widget.session is not None else 0
     what = describe_selection(ids, why, n_objects)
     target = check_target(with_suffix(path), [store.path])  # refuse before any work
@@ -111,13 +122,15 @@ def export_selection(
     )
 
 
-def export_dialog(widget: Any) -> Any:
-    """Ask for a new ``.zarrvectors`` name, then :func:`export_selection`."""
+def export_dialog(widget: Any, ids: np.ndarray | None = None) -> Any:
+    """Ask for a new ``.zarrvectors`` name, then :func:`export_selection` (of ``ids`` when
+    given)."""
     from qtpy.QtWidgets import QFileDialog
 
     if widget.store is None:
         return None
-    ids, why = widget_selection(widget)
+    chosen = ids
+    ids, why = widget_selection(widget, chosen)
     n_objects = widget.session.table.n_objects if widget.session is not None else 0
     start = str(Path(str(widget.store.path)).with_name(f"{widget.store.name}-export{SUFFIX}"))
     path, _ = QFileDialog.getSaveFileName(
@@ -129,7 +142,7 @@ def export_dialog(widget: Any) -> Any:
     if not path:
         return None
     try:
-        return export_selection(widget, path)
+        return export_selection(widget, path, ids=chosen)
     except WriteError as e:
         from napari.utils.notifications import show_error
 
