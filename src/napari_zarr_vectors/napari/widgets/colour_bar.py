@@ -1,0 +1,181 @@
+"""Colour bars on the canvas: the colormap, its range and the attribute's name and unit, for
+every plugin layer coloured by a continuous value.
+
+napari draws the bars. Points and Surface layers show their own colour-bar overlay
+(``face_colorbar``, ``colorbar``); Tracks, Shapes and Vectors, which napari gives none, get
+napari's :class:`~napari.components.overlays.ColorBarOverlay` added to their overlays, fed by a
+:class:`BarSource` that holds the bar's colormap and range (:func:`~napari_zarr_vectors.napari.colour.bar.bar_spec`).
+So every bar looks the same, is tiled with napari's other overlays in the canvas's top-right
+corner, is hidden with its layer, goes with it, and is in canvas screenshots.
+
+napari's bar has no title: one text overlay above the bars names each bar's attribute and
+unit (``length_mm (mm)``), top to bottom in the order the bars are drawn. Layers coloured
+the same way (a store's layers coloured together) show one bar.
+
+:func:`install_colour_bars` (once per viewer, from :func:`~napari_zarr_vectors.napari.npe2.session.hook_viewer`)
+follows the viewer's layers: a bar appears, changes or disappears in the event-loop turn
+after a layer's colouring, visibility or data changed.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+from napari.components.overlays import ColorBarOverlay, TextOverlay
+from napari.utils.colormaps import Colormap, ensure_colormap
+from napari.utils.events import EventedModel
+from pydantic import Field, field_validator
+from qtpy.QtCore import QTimer
+
+from napari_zarr_vectors.napari._napari_compat import (
+    colour_manager,
+    layer_overlays,
+    napari_colour_bar,
+)
+from napari_zarr_vectors.napari.colour.bar import BarSpec, bar_spec
+from napari_zarr_vectors.napari.conventions import META
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.utils.events import Event
+
+    from napari import Viewer
+
+#: Key of the plugin's bar among a layer's overlays, and the layer attribute feeding it.
+OVERLAY_KEY = "zv_colour_bar"
+SOURCE_ATTRIBUTE = "_zv_colour_bar_source"
+
+#: Key of the bar titles among the canvas overlays.
+TITLE_KEY = "zv_colour_bar_titles"
+
+#: Layer events that never change a colouring (mouse moves, status text, ...).
+_QUIET_EVENTS = frozenset(
+    {"status", "help", "cursor", "cursor_size", "interactive", "highlight", "thumbnail", "mode"}
+)
+
+
+class BarSource(EventedModel):
+    """What napari's colour-bar overlay reads from a colour manager: a colormap and its
+    contrast limits (``None``: no bar)."""
+
+    continuous_colormap: Colormap = Field(default_factory=lambda: ensure_colormap("viridis"))
+    contrast_limits: tuple[float, float] | None = None
+
+    @field_validator("continuous_colormap", mode="before")
+    @classmethod
+    def _colormap(cls, v: object) -> Colormap:
+        return ensure_colormap(v)
+
+
+class ColourBars:
+    """The colour bars of one viewer (see the module docstring)."""
+
+    def __init__(self, viewer: Viewer) -> None:
+        self._viewer = weakref.ref(viewer)
+        #: layer -> the bar it shows (layers whose bar another layer shows are not here)
+        self.shown: dict[Layer, BarSpec] = {}
+        self._timer = QTimer()
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self.refresh)
+        self.titles = TextOverlay(position="top_right", font_size=10, visible=False)
+        viewer.canvas.overlays[TITLE_KEY] = self.titles
+        viewer.layers.events.inserted.connect(self._inserted)
+        viewer.layers.events.removed.connect(self._removed)
+        viewer.layers.events.moved.connect(self._later)
+        for layer in viewer.layers:
+            self._watch(layer)
+        self.refresh()
+
+    # -- following layers ------------------------------------------------------------------
+    def _inserted(self, event: Event) -> None:
+        self._watch(event.value)
+        self._later()
+
+    def _removed(self, event: Event) -> None:
+        layer = event.value
+        layer.events.disconnect(self._layer_event)
+        for manager in _colour_managers(layer):
+            manager.events.disconnect(self._later)
+        self.shown.pop(layer, None)
+        self._later()
+
+    def _watch(self, layer: Layer) -> None:
+        layer.events.connect(self._layer_event)
+        for manager in _colour_managers(layer):
+            manager.events.connect(self._later)
+
+    def _layer_event(self, event: Event) -> None:
+        if getattr(event, "type", None) not in _QUIET_EVENTS:
+            self._later()
+
+    def _later(self, *_: object) -> None:
+        self._timer.start()
+
+    # -- drawing -----------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Show the bar of every visible plugin layer coloured by a continuous value (one per
+        distinct bar), hide the others, and title them."""
+        viewer = self._viewer()
+        if viewer is None:
+            return
+        self.shown = {}
+        seen: set[tuple] = set()
+        # top of the layer list first: napari tiles the top-right corner in that order
+        for layer in reversed(list(viewer.layers)):
+            if META not in layer.metadata:
+                continue
+            spec = bar_spec(layer) if layer.visible else None
+            if spec is not None and spec.key in seen:
+                spec = None
+            if spec is not None:
+                seen.add(spec.key)
+                self.shown[layer] = spec
+            _show(layer, spec)
+        labels = [
+            f"{spec.label}\n{spec.range_text}"
+            if len(self.shown) == 1
+            else f"{spec.label}: {spec.range_text}  ({layer.name})"
+            for layer, spec in self.shown.items()
+        ]
+        self.titles.text = "\n".join(labels)
+        self.titles.visible = bool(labels)
+
+
+def _colour_managers(layer: Layer) -> list:
+    managers = [colour_manager(layer, channel) for channel in ("face", "edge")]
+    return [m for m in managers if m is not None and hasattr(m, "events")]
+
+
+def _show(layer: Layer, spec: BarSpec | None) -> None:
+    """Show ``spec`` as ``layer``'s bar (``None``: hide it)."""
+    own = napari_colour_bar(layer)
+    if own is not None:
+        own.visible = spec is not None
+        return
+    overlays = layer_overlays(layer)
+    if spec is None:
+        if OVERLAY_KEY in overlays:
+            overlays[OVERLAY_KEY].visible = False
+        return
+    source = getattr(layer, SOURCE_ATTRIBUTE, None)
+    if source is None:
+        source = BarSource()
+        setattr(layer, SOURCE_ATTRIBUTE, source)
+    source.continuous_colormap = spec.colormap
+    source.contrast_limits = spec.contrast_limits
+    if OVERLAY_KEY not in overlays:
+        overlays[OVERLAY_KEY] = ColorBarOverlay(colormanager_attribute=SOURCE_ATTRIBUTE)
+    overlays[OVERLAY_KEY].visible = True
+
+
+_BARS: weakref.WeakKeyDictionary[Viewer, ColourBars] = weakref.WeakKeyDictionary()
+
+
+def install_colour_bars(viewer: Viewer) -> ColourBars:
+    """The colour bars of ``viewer`` (made on the first call)."""
+    bars = _BARS.get(viewer)
+    if bars is None:
+        bars = _BARS[viewer] = ColourBars(viewer)
+    return bars

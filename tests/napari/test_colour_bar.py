@@ -1,0 +1,213 @@
+"""Colour bars on the canvas, legends that count objects, the default colouring named.
+
+A bar is napari's colour-bar overlay: the layer's own (Points, Surface) or one the plugin adds
+(Tracks, Shapes, Vectors); one text overlay titles the bars with the attribute's name and unit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_browse_widgets import dock, open_zv, settle
+from test_store_language import opened_3d
+
+from napari_zarr_vectors.napari.browse.table import continuous_colours
+from napari_zarr_vectors.napari.colour.bar import (
+    bar_label,
+    default_colouring_name,
+    display_name,
+    unit_of,
+)
+from napari_zarr_vectors.napari.colour.live import apply_colour, feature_values
+from napari_zarr_vectors.napari.widgets.colour_bar import (
+    OVERLAY_KEY,
+    SOURCE_ATTRIBUTE,
+    install_colour_bars,
+)
+
+pytestmark = pytest.mark.gui
+TIMEOUT = 30_000
+
+
+def bar_state(layer):
+    """``(visible, colormap name, contrast limits)`` of the bar napari draws for ``layer``."""
+    own = getattr(layer, "face_colorbar", None) or getattr(layer, "colorbar", None)
+    if own is not None:
+        if type(layer).__name__ == "Points":
+            return own.visible, layer.face_colormap.name, tuple(layer.face_contrast_limits)
+        return own.visible, layer.colormap.name, tuple(layer.contrast_limits)
+    overlay = layer._overlays.get(OVERLAY_KEY)
+    if overlay is None:
+        return False, None, None
+    source = getattr(layer, SOURCE_ATTRIBUTE)
+    return overlay.visible, source.continuous_colormap.name, source.contrast_limits
+
+
+def drawn_on_canvas(viewer, layer) -> bool:
+    """Whether the canvas holds a visible colour-bar visual for ``layer``."""
+    visuals = viewer.window._qt_viewer.canvas._layer_overlay_to_visual.get(layer, {})
+    return any(
+        type(v).__name__ == "VispyColorBarOverlay" and v.node.visible for v in visuals.values()
+    )
+
+
+def test_unit_and_names():
+    assert unit_of("length_mm") == "mm"
+    assert unit_of("speed [um/s]") == "um/s"
+    assert unit_of("time_s") == "s"
+    assert unit_of("curv") is None and unit_of("n_s_x") is None and unit_of("mm") is None
+    assert bar_label("length_mm") == "length_mm (mm)"
+    assert bar_label("depth_um") == "depth_um (µm)"
+    assert display_name("group_id") == "group" and display_name("object_id") == "object id"
+
+
+def test_tracks300_length_bar_follows_the_colour_and_goes_for_categories(
+    make_napari_viewer, qtbot, tracks300_store
+):
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    path, truth = tracks300_store
+    viewer = make_napari_viewer()
+    c, lines = opened_3d(viewer, qtbot, path, "Tracks")
+    bars = install_colour_bars(viewer)
+    # the default colouring (direction) is named, and is no value scale: no bar
+    widget = dock(viewer, ColourByWidget)
+    assert widget.feature.null_string == "direction (default)"
+    assert widget.feature.native.itemText(0) == "direction (default)"
+    assert bars.shown == {} and not bars.titles.visible
+
+    widget.colour_by("length_mm")
+    qtbot.waitUntil(lambda: lines in bars.shown, timeout=TIMEOUT)
+    length = np.asarray(truth.object_attributes["length_mm"], np.float64)
+    limits = (float(length.min()), float(length.max()))
+    spec = bars.shown[lines]
+    assert spec.label == "length_mm (mm)" and spec.unit == "mm"
+    assert spec.contrast_limits == pytest.approx(limits)
+    visible, cmap, got = bar_state(lines)
+    assert visible and got == pytest.approx(limits)
+    assert bars.titles.visible and bars.titles.text.startswith("length_mm (mm)\n")
+    assert "24.69" in bars.titles.text and "76.67" in bars.titles.text
+    qtbot.waitUntil(lambda: drawn_on_canvas(viewer, lines), timeout=TIMEOUT)
+    assert len(bars.shown) == 1  # the bounds layer is not coloured by a value
+
+    # another colormap and other limits: the bar follows
+    widget.colour_by("length_mm", colormap="magma", contrast_limits=(30.0, 60.0))
+    qtbot.waitUntil(lambda: bar_state(lines)[2] == (30.0, 60.0), timeout=TIMEOUT)
+    assert bars.shown[lines].colormap.name == bar_state(lines)[1]
+    assert ends_in(bars.shown[lines], "magma")
+
+    # categories: no bar, no title
+    widget.colour_by("hemisphere")
+    qtbot.waitUntil(lambda: not bars.shown, timeout=TIMEOUT)
+    assert not bar_state(lines)[0] and not bars.titles.visible
+
+    # back to a value, then the layer hidden and removed: the bar goes with it
+    widget.colour_by("length_mm")
+    qtbot.waitUntil(lambda: lines in bars.shown, timeout=TIMEOUT)
+    lines.visible = False
+    qtbot.waitUntil(lambda: not bars.shown, timeout=TIMEOUT)
+    assert not bars.titles.visible
+    lines.visible = True
+    qtbot.waitUntil(lambda: lines in bars.shown, timeout=TIMEOUT)
+    viewer.layers.remove(lines)
+    qtbot.waitUntil(lambda: not bars.titles.visible, timeout=TIMEOUT)
+    assert bars.shown == {}
+
+
+def ends_in(spec, name: str) -> bool:
+    """Whether bar ``spec`` ends in the top colour of napari colormap ``name``."""
+    from napari.utils.colormaps import ensure_colormap
+
+    if spec is None:
+        return False
+    end = np.asarray(ensure_colormap(name).map(np.array([1.0]))[0])
+    return bool(np.allclose(spec.colormap.map(np.array([1.0]))[0], end, atol=1e-3))
+
+
+@pytest.mark.parametrize(
+    ("name", "feature", "kind", "napari_bar"),
+    [
+        ("points", "intensity", "Points", True),
+        ("mesh", "curvature", "Surface", True),
+        ("streamlines", "fa", "Tracks", False),
+        ("lines", "intensity", "Vectors", False),
+    ],
+)
+def test_every_layer_kind_shows_a_bar_with_the_data_range(
+    make_napari_viewer, qtbot, name, feature, kind, napari_bar
+):
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    viewer = make_napari_viewer()
+    target = open_zv(viewer, qtbot, "v09", name, lock_level=0)
+    layer = target.layers[0]
+    assert type(layer).__name__ == kind
+    bars = install_colour_bars(viewer)
+    widget = dock(viewer, ColourByWidget)
+    widget.colour_by(feature, colormap="plasma")
+    settle(qtbot, target)
+    values = np.asarray(widget._values(feature), np.float64)
+    limits = (float(np.nanmin(values)), float(np.nanmax(values)))
+    assert widget.spec.contrast_limits == pytest.approx(limits)
+    qtbot.waitUntil(lambda: ends_in(bars.shown.get(layer), "plasma"), timeout=TIMEOUT)
+    assert bars.shown[layer].contrast_limits == pytest.approx(limits)
+    assert bars.shown[layer].label == feature
+    visible, _, got = bar_state(layer)
+    assert visible and got == pytest.approx(limits)
+    assert (OVERLAY_KEY in layer._overlays) is not napari_bar  # napari's own where it has one
+    qtbot.waitUntil(lambda: drawn_on_canvas(viewer, layer), timeout=TIMEOUT)
+
+
+def test_a_shapes_layer_gets_the_plugin_bar(make_napari_viewer, qtbot):
+    viewer = make_napari_viewer()
+    bars = install_colour_bars(viewer)
+    width = np.array([0.5, 2.0, 3.5])
+    paths = [np.array([[0.0, 0.0], [1.0, i]]) for i in range(3)]
+    layer = viewer.add_shapes(
+        paths,
+        shape_type="path",
+        features={"object_id": np.arange(3), "width_um": width},
+        metadata={"zarr_vectors": {"geometry_type": "polyline", "role": "polylines"}},
+    )
+    apply_colour(layer, continuous_colours(feature_values(layer, "width_um"), "width_um"))
+    qtbot.waitUntil(lambda: layer in bars.shown, timeout=TIMEOUT)
+    assert bars.shown[layer].label == "width_um (µm)"
+    assert bar_state(layer) == (True, bars.shown[layer].colormap.name, (0.5, 3.5))
+    qtbot.waitUntil(lambda: drawn_on_canvas(viewer, layer), timeout=TIMEOUT)
+
+
+def test_categorical_legend_counts_objects(make_napari_viewer, qtbot, tracks300_store):
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    path, truth = tracks300_store
+    viewer = make_napari_viewer()
+    c, lines = opened_3d(viewer, qtbot, path, "Tracks")
+    widget = dock(viewer, ColourByWidget)
+    widget.colour_by("hemisphere")
+    hemisphere = np.asarray(truth.object_attributes["hemisphere"])
+    text = widget.legend.text()
+    for side in ("left", "right"):
+        n = int((hemisphere == side).sum())
+        assert f"{side} <small>({n:,} streamlines loaded)</small>" in text, text
+    assert "vertices" not in text
+
+    widget.colour_by("group_id")
+    text = widget.legend.text()
+    assert text.startswith("<b>group</b>")
+    store_groups = c.store.groups(0)
+    names = c.store.group_names(0)
+    for gid, members in store_groups.items():
+        assert f"{names[gid]} <small>({len(members):,} streamlines loaded)</small>" in text
+
+
+def test_default_colouring_names():
+    class Layer:
+        def __init__(self, source):
+            self.metadata = {"zarr_vectors": {"colour_by": source}}
+
+    assert default_colouring_name(Layer("rgb")) == "stored rgb"
+    assert default_colouring_name(Layer("zv_direction")) == "direction"
+    assert default_colouring_name(Layer("curv")) == "curv"
+    assert default_colouring_name(Layer("length_mm")) == "length_mm (mm)"
+    assert default_colouring_name(Layer("object_id")) == "object id"
+    assert default_colouring_name(Layer(None)) == "one colour"
