@@ -6,9 +6,11 @@ A bar is napari's colour-bar overlay: the layer's own (Points, Surface) or one t
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
-from test_browse_widgets import dock, open_zv, settle
+from test_browse_widgets import DOCS_IMAGES, dock, open_zv, settle
 from test_store_language import opened_3d
 
 from napari_zarr_vectors.napari.browse.table import continuous_colours
@@ -211,3 +213,46 @@ def test_default_colouring_names():
     assert default_colouring_name(Layer("length_mm")) == "length_mm (mm)"
     assert default_colouring_name(Layer("object_id")) == "object id"
     assert default_colouring_name(Layer(None)) == "one colour"
+
+
+def _corner_has(image: np.ndarray, rgb, size: int = 260) -> bool:
+    """Whether the canvas's top-right ``size`` px corner has a pixel within 12/255 of ``rgb``."""
+    corner = image[:size, -size:, :3].astype(np.int16)
+    want = np.round(np.asarray(rgb[:3]) * 255).astype(np.int16)
+    return bool((np.abs(corner - want).max(axis=-1) <= 12).any())
+
+
+def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, tracks300_store):
+    """tracks300 dropped in a 1280x1000 window and coloured by ``length_mm``: the bar's two
+    ends (viridis) are in the canvas's top-right corner, gone there for categories. With
+    ``NZV_DOCS_IMAGES=1`` the window is saved as docs/images/colour_bar.png."""
+    from napari.utils.colormaps import ensure_colormap
+    from test_first_sight import dropped
+
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    path, _ = tracks300_store
+    viewer = make_napari_viewer(show=True)
+    viewer.window.resize(1280, 1000)
+    c = dropped(viewer, qtbot, path)
+    viewer.layers.selection.active = c.layers[-1]
+    widget = dock(viewer, ColourByWidget)
+    widget.colour_by("length_mm")
+    bars = install_colour_bars(viewer)
+    qtbot.waitUntil(lambda: bool(bars.shown), timeout=TIMEOUT)
+    qtbot.wait(200)
+    ends = ensure_colormap("viridis").map(np.array([0.0, 1.0]))
+    canvas = viewer.screenshot(canvas_only=True, flash=False)
+    assert all(_corner_has(canvas, rgb) for rgb in ends)
+    if os.environ.get("NZV_DOCS_IMAGES") == "1":
+        from PIL import Image
+
+        window = viewer.screenshot(canvas_only=False, flash=False)
+        target_file = DOCS_IMAGES / "colour_bar.png"
+        Image.fromarray(window[..., :3]).save(target_file, optimize=True)
+        assert target_file.stat().st_size < 600_000
+    widget.colour_by("hemisphere")
+    qtbot.waitUntil(lambda: not bars.shown, timeout=TIMEOUT)
+    qtbot.wait(200)
+    canvas = viewer.screenshot(canvas_only=True, flash=False)
+    assert not any(_corner_has(canvas, rgb) for rgb in ends)

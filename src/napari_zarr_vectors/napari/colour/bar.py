@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_zarr_vectors.napari._napari_compat import colour_feature
-from napari_zarr_vectors.napari.browse.table import format_value, value_counts
+from napari_zarr_vectors.napari.browse.table import value_counts
 from napari_zarr_vectors.napari.colour.live import (
     COLOUR_ATTRIBUTE_NAMES,
     FALLBACK_COLORMAP,
@@ -92,15 +92,18 @@ class BarSpec:
     contrast_limits: tuple[float, float]
 
     @property
-    def key(self) -> tuple[str, str, tuple[float, float]]:
-        """Bars with the same key look the same (one is shown for several layers)."""
-        return self.label, str(self.colormap.name), self.contrast_limits
+    def key(self) -> tuple:
+        """Bars with the same key look the same (one is shown for several layers): label,
+        range and colours (a Tracks colormap has a name of its own)."""
+        colours = np.round(np.asarray(self.colormap.map(np.linspace(0.0, 1.0, 9))), 3)
+        return self.label, self.contrast_limits, tuple(colours.ravel().tolist())
 
     @property
     def range_text(self) -> str:
-        """``24.69 … 76.67``: the exact ends of the bar (its ticks are rounded)."""
+        """``24.69 … 76.67``: the ends of the bar, four significant digits (napari's ticks are
+        round numbers inside the range)."""
         lo, hi = self.contrast_limits
-        return f"{format_value(lo)} … {format_value(hi)}"
+        return f"{lo:.4g} … {hi:.4g}"
 
 
 def unit_of(name: str) -> str | None:

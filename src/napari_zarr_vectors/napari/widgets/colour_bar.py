@@ -4,13 +4,15 @@ every plugin layer coloured by a continuous value.
 napari draws the bars. Points and Surface layers show their own colour-bar overlay
 (``face_colorbar``, ``colorbar``); Tracks, Shapes and Vectors, which napari gives none, get
 napari's :class:`~napari.components.overlays.ColorBarOverlay` added to their overlays, fed by a
-:class:`BarSource` that holds the bar's colormap and range (:func:`~napari_zarr_vectors.napari.colour.bar.bar_spec`).
+:class:`~napari.layers.utils.color_manager.ColorManager` of its own that holds the bar's
+colormap and range (:func:`~napari_zarr_vectors.napari.colour.bar.bar_spec`).
 So every bar looks the same, is tiled with napari's other overlays in the canvas's top-right
 corner, is hidden with its layer, goes with it, and is in canvas screenshots.
 
-napari's bar has no title: one text overlay above the bars names each bar's attribute and
-unit (``length_mm (mm)``), top to bottom in the order the bars are drawn. Layers coloured
-the same way (a store's layers coloured together) show one bar.
+napari's bar has no title: one text overlay in the corner, next to the bars, names the
+attribute and unit and gives the exact range (``length_mm (mm)``, ``24.69 … 76.67``); with
+several bars one line each, nearest bar first, with its layer's name. Layers coloured the
+same way (a store's layers coloured together) show one bar.
 
 :func:`install_colour_bars` (once per viewer, from :func:`~napari_zarr_vectors.napari.npe2.session.hook_viewer`)
 follows the viewer's layers: a bar appears, changes or disappears in the event-loop turn
@@ -23,9 +25,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from napari.components.overlays import ColorBarOverlay, TextOverlay
-from napari.utils.colormaps import Colormap, ensure_colormap
-from napari.utils.events import EventedModel
-from pydantic import Field, field_validator
+from napari.layers.utils.color_manager import ColorManager
 from qtpy.QtCore import QTimer
 
 from napari_zarr_vectors.napari._napari_compat import (
@@ -53,19 +53,6 @@ TITLE_KEY = "zv_colour_bar_titles"
 _QUIET_EVENTS = frozenset(
     {"status", "help", "cursor", "cursor_size", "interactive", "highlight", "thumbnail", "mode"}
 )
-
-
-class BarSource(EventedModel):
-    """What napari's colour-bar overlay reads from a colour manager: a colormap and its
-    contrast limits (``None``: no bar)."""
-
-    continuous_colormap: Colormap = Field(default_factory=lambda: ensure_colormap("viridis"))
-    contrast_limits: tuple[float, float] | None = None
-
-    @field_validator("continuous_colormap", mode="before")
-    @classmethod
-    def _colormap(cls, v: object) -> Colormap:
-        return ensure_colormap(v)
 
 
 class ColourBars:
@@ -122,8 +109,9 @@ class ColourBars:
             return
         self.shown = {}
         seen: set[tuple] = set()
-        # top of the layer list first: napari tiles the top-right corner in that order
-        for layer in reversed(list(viewer.layers)):
+        # napari tiles the top-right corner from the corner leftwards: the title, then the
+        # bars of the layers in layer-list order
+        for layer in viewer.layers:
             if META not in layer.metadata:
                 continue
             spec = bar_spec(layer) if layer.visible else None
@@ -161,7 +149,7 @@ def _show(layer: Layer, spec: BarSpec | None) -> None:
         return
     source = getattr(layer, SOURCE_ATTRIBUTE, None)
     if source is None:
-        source = BarSource()
+        source = ColorManager()
         setattr(layer, SOURCE_ATTRIBUTE, source)
     source.continuous_colormap = spec.colormap
     source.contrast_limits = spec.contrast_limits
