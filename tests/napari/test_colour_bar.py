@@ -256,3 +256,32 @@ def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, trac
     qtbot.wait(200)
     canvas = viewer.screenshot(canvas_only=True, flash=False)
     assert not any(_corner_has(canvas, rgb) for rgb in ends)
+
+
+def test_default_colouring_by_a_value_has_a_bar_and_layers_coloured_alike_share_one(
+    make_napari_viewer, qtbot
+):
+    """The v09 skeleton: nodes (Points) drawn by ``radius`` by default show napari's bar over
+    the contrast limits they are drawn with (the builder's, kept from the first load); both
+    layers coloured by ``score`` show one bar over the data's range."""
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    viewer = make_napari_viewer()
+    target = open_zv(viewer, qtbot, "v09", "skeleton", lock_level=0)
+    edges, nodes = target.layers
+    assert (type(edges).__name__, type(nodes).__name__) == ("Vectors", "Points")
+    bars = install_colour_bars(viewer)
+    qtbot.waitUntil(lambda: nodes in bars.shown, timeout=TIMEOUT)
+    assert list(bars.shown) == [nodes] and nodes.face_colorbar.visible
+    assert bars.shown[nodes].label == "radius"
+    assert bars.shown[nodes].contrast_limits == pytest.approx(nodes.face_contrast_limits)
+    viewer.layers.selection.active = nodes
+    widget = dock(viewer, ColourByWidget)
+    assert widget.feature.null_string == "radius (default)"
+
+    widget.colour_by("score")
+    score = np.concatenate([lay.features["score"].to_numpy() for lay in (edges, nodes)])
+    qtbot.waitUntil(lambda: [s.label for s in bars.shown.values()] == ["score"], timeout=TIMEOUT)
+    (spec,) = bars.shown.values()
+    assert spec.contrast_limits == pytest.approx((np.nanmin(score), np.nanmax(score)))
+    assert bars.titles.text == f"score\n{spec.range_text}"
