@@ -77,6 +77,12 @@ def test_tracks300_length_bar_follows_the_colour_and_goes_for_categories(
     assert widget.feature.null_string == "direction (default)"
     assert widget.feature.native.itemText(0) == "direction (default)"
     assert bars.shown == {} and not bars.titles.visible
+    qtbot.waitUntil(lambda: tracks_control_colormap(viewer, lines) == "direction", timeout=TIMEOUT)
+    # a feature napari colours itself (its own "color by" box) is not drawn in the palette
+    lines.color_by = "object_id"
+    qtbot.waitUntil(lambda: tracks_control_colormap(viewer, lines) == "viridis", timeout=TIMEOUT)
+    lines.color_by = "direction"
+    qtbot.waitUntil(lambda: tracks_control_colormap(viewer, lines) == "direction", timeout=TIMEOUT)
 
     widget.colour_by("length_mm")
     qtbot.waitUntil(lambda: lines in bars.shown, timeout=TIMEOUT)
@@ -97,6 +103,7 @@ def test_tracks300_length_bar_follows_the_colour_and_goes_for_categories(
     qtbot.waitUntil(lambda: bar_state(lines)[2] == (30.0, 60.0), timeout=TIMEOUT)
     assert bars.shown[lines].colormap.name == bar_state(lines)[1]
     assert ends_in(bars.shown[lines], "magma")
+    assert tracks_control_colormap(viewer, lines) == "magma"
 
     # categories: no bar, no title
     widget.colour_by("hemisphere")
@@ -114,6 +121,12 @@ def test_tracks300_length_bar_follows_the_colour_and_goes_for_categories(
     viewer.layers.remove(lines)
     qtbot.waitUntil(lambda: not bars.titles.visible, timeout=TIMEOUT)
     assert bars.shown == {}
+
+
+def tracks_control_colormap(viewer, layer) -> str:
+    """The colormap napari's layer controls show for Tracks ``layer``."""
+    controls = viewer.window._qt_viewer.controls.widgets[layer]
+    return controls._colormap_combobox_control.colormap_combobox.currentText()
 
 
 def ends_in(spec, name: str) -> bool:

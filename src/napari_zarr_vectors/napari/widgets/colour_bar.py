@@ -16,7 +16,8 @@ same way (a store's layers coloured together) show one bar.
 
 :func:`install_colour_bars` (once per viewer, from :func:`~napari_zarr_vectors.napari.npe2.session.hook_viewer`)
 follows the viewer's layers: a bar appears, changes or disappears in the event-loop turn
-after a layer's colouring, visibility or data changed.
+after a layer's colouring, visibility or data changed. It also keeps the colormap name
+napari's Tracks controls show true to the colours drawn (:func:`_name_tracks_colormap`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from napari.components.overlays import ColorBarOverlay, TextOverlay
 from napari.layers.utils.color_manager import ColorManager
+from napari.utils.colormaps import ensure_colormap
 from qtpy.QtCore import QTimer
 
 from napari_zarr_vectors.napari._napari_compat import (
@@ -34,7 +36,13 @@ from napari_zarr_vectors.napari._napari_compat import (
     napari_colour_bar,
 )
 from napari_zarr_vectors.napari.colour.bar import BarSpec, bar_spec
-from napari_zarr_vectors.napari.conventions import META
+from napari_zarr_vectors.napari.colour.live import (
+    DEFAULT_COLORMAP,
+    colour_spec_of,
+    direction_colormap,
+    layer_kind,
+)
+from napari_zarr_vectors.napari.conventions import DIRECTION, META
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -114,6 +122,8 @@ class ColourBars:
         for layer in viewer.layers:
             if META not in layer.metadata:
                 continue
+            if layer_kind(layer) == "tracks":
+                _name_tracks_colormap(layer)
             spec = bar_spec(layer) if layer.visible else None
             if spec is not None and spec.key in seen:
                 spec = None
@@ -129,6 +139,29 @@ class ColourBars:
         ]
         self.titles.text = "\n".join(labels)
         self.titles.visible = bool(labels)
+
+
+def _name_tracks_colormap(layer: Layer) -> None:
+    """Make a Tracks layer's ``colormap`` (the name napari's layer controls show) name the
+    colormap it is drawn with: napari draws a feature with a ``colormaps_dict`` entry in that
+    entry's colours and would still show its default colormap (``viridis`` over the
+    direction palette). The name is the recorded choice's colormap, else the entry's own
+    when napari knows it (the direction palette, registered by :func:`install_colour_bars`).
+    A feature napari colours by ``colormap`` itself (one chosen in its controls) gets
+    :data:`~napari_zarr_vectors.napari.colour.live.DEFAULT_COLORMAP` back from the direction
+    palette."""
+    cmap = layer.colormaps_dict.get(layer.color_by)
+    if cmap is None:  # napari colours this feature by ``colormap``: not the direction palette
+        if layer.colormap == DIRECTION:
+            layer.colormap = DEFAULT_COLORMAP
+        return
+    spec = colour_spec_of(layer)
+    if spec is not None and spec.feature == layer.color_by:
+        name = None if spec.categorical else spec.colormap
+    else:
+        name = cmap.name if cmap.name == DIRECTION else None
+    if name is not None and name != layer.colormap:
+        layer.colormap = name
 
 
 def _colour_managers(layer: Layer) -> list:
@@ -165,5 +198,7 @@ def install_colour_bars(viewer: Viewer) -> ColourBars:
     """The colour bars of ``viewer`` (made on the first call)."""
     bars = _BARS.get(viewer)
     if bars is None:
+        # napari's Tracks controls list the colormaps napari knew when the layer came in
+        ensure_colormap(direction_colormap())
         bars = _BARS[viewer] = ColourBars(viewer)
     return bars
