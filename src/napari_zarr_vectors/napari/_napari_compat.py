@@ -10,9 +10,14 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from napari.components.overlays import ColorBarOverlay
+    from napari.layers import Layer
+    from napari.utils.events import EventedDict
 
 
 def set_points_data_quietly(layer: Any, data: np.ndarray) -> None:
@@ -310,7 +315,7 @@ def slider_total_label(viewer: Any, axis: int) -> Any | None:
         return None
 
 
-def napari_colour_bar(layer: Any) -> Any | None:
+def napari_colour_bar(layer: Layer) -> ColorBarOverlay | None:
     """napari's own colour-bar overlay of ``layer``'s colouring, ``None`` where napari has
     none (Tracks, Shapes, Vectors). Public: ``Points.face_colorbar``, ``layer.colorbar`` of
     Image and Surface."""
@@ -321,7 +326,7 @@ def napari_colour_bar(layer: Any) -> Any | None:
     return None
 
 
-def layer_overlays(layer: Any) -> Any:
+def layer_overlays(layer: Layer) -> EventedDict:
     """The overlays napari draws over ``layer`` (a dict; adding an overlay draws it, tiled
     with napari's own in the canvas corner, hidden with the layer, gone with it).
 
