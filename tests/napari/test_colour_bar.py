@@ -298,3 +298,29 @@ def test_default_colouring_by_a_value_has_a_bar_and_layers_coloured_alike_share_
     (spec,) = bars.shown.values()
     assert spec.contrast_limits == pytest.approx((np.nanmin(score), np.nanmax(score)))
     assert bars.titles.text == f"score\n{spec.range_text}"
+
+
+def test_object_counts_count_each_object_once_per_category():
+    """Objects split into non-adjacent runs count once; an object with rows in two
+    categories counts in both; rows without an object id count one each; missing values
+    are not a category."""
+    import pandas as pd
+
+    from napari_zarr_vectors.napari.browse.table import categorical_colours
+    from napari_zarr_vectors.napari.colour.bar import object_counts
+
+    class Layer:
+        metadata: dict = {"zarr_vectors": {}}
+
+        def __init__(self, features):
+            self.features = pd.DataFrame(features)
+
+    ids = np.array([0, 0, 1, 1, 0, 2, 2, 3, -1, -1, 4])
+    side = np.array(["l", "l", "r", "r", "l", "l", "r", "r", "l", "l", None], object)
+    layer = Layer({"object_id": ids, "side": side})
+    spec = categorical_colours(side, "side")
+    counts = object_counts(layer, spec)
+    assert (counts["l"], counts["r"]) == (4, 3)  # l: objects 0 and 2, two id-less rows
+    counts = object_counts(layer, spec, ids != 0)
+    assert (counts["l"], counts["r"]) == (3, 3)
+    assert [n for label, _, n in spec.legend(counts)] == [3, 3]

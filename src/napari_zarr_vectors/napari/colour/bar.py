@@ -230,7 +230,9 @@ def object_noun(layer: Layer | None) -> str:
 def object_counts(layer: Layer, spec: ColourSpec, shown: np.ndarray | None = None) -> dict:
     """``{category: number of objects}`` among ``layer``'s rows (``shown``: a row mask), each
     object counted once per category it has rows in; rows without an object id (pieces of a
-    preview) count one each. Vectorised (a hashed duplicate test over (value, object))."""
+    preview) count one each. Vectorised: runs of rows of one object and value are cut to
+    their first row (an object's rows are mostly together), then a hashed duplicate test
+    over (value, object) pairs catches the rest."""
     import pandas as pd
 
     values = feature_values(layer, spec.feature)
@@ -243,5 +245,8 @@ def object_counts(layer: Layer, spec: ColourSpec, shown: np.ndarray | None = Non
     ids = np.where(ids >= 0, ids, -1 - rows)
     if shown is not None:
         values, ids = values[shown], ids[shown]
+    run_start = np.ones(len(values), bool)
+    run_start[1:] = (ids[1:] != ids[:-1]) | (values[1:] != values[:-1])
+    values, ids = values[run_start], ids[run_start]
     first = ~pd.DataFrame({"value": values, "object": ids}).duplicated().to_numpy()
     return value_counts(values[first])
