@@ -302,8 +302,8 @@ def test_default_colouring_by_a_value_has_a_bar_and_layers_coloured_alike_share_
 
 def test_object_counts_count_each_object_once_per_category():
     """Objects split into non-adjacent runs count once; an object with rows in two
-    categories counts in both; rows without an object id count one each; missing values
-    are not a category."""
+    categories counts in both; rows without an object id count one each; an object without
+    a value (4) is in no legend row."""
     import pandas as pd
 
     from napari_zarr_vectors.napari.browse.table import categorical_colours
