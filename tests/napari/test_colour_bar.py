@@ -105,6 +105,14 @@ def test_tracks300_length_bar_follows_the_colour_and_goes_for_categories(
     assert ends_in(bars.shown[lines], "magma")
     assert tracks_control_colormap(viewer, lines) == "magma"
 
+    # another attribute: the object id as a value
+    widget.colour_by("object_id", mode="continuous")
+    qtbot.waitUntil(
+        lambda: bars.shown.get(lines) and bars.shown[lines].label == "object id", timeout=TIMEOUT
+    )
+    assert bars.shown[lines].contrast_limits == (0.0, float(len(length) - 1))
+    assert bars.titles.text == "object id\n0 … 299"
+
     # categories: no bar, no title
     widget.colour_by("hemisphere")
     qtbot.waitUntil(lambda: not bars.shown, timeout=TIMEOUT)
