@@ -7,7 +7,8 @@ napari's :class:`~napari.components.overlays.ColorBarOverlay` added to their ove
 :class:`~napari.layers.utils.color_manager.ColorManager` of its own that holds the bar's
 colormap and range (:func:`~napari_zarr_vectors.napari.colour.bar.bar_spec`).
 So every bar looks the same, is tiled with napari's other overlays in the canvas's top-right
-corner, is hidden with its layer, goes with it, and is in canvas screenshots.
+corner, is hidden with its layer, goes with it, and is in canvas screenshots. Bars and title
+are drawn on napari's translucent background box, readable over the data.
 
 napari's bar has no title: one text overlay in the corner, next to the bars, names the
 attribute and unit and gives the exact range (``length_mm (mm)``, ``24.69 … 76.67``); with
@@ -74,7 +75,7 @@ class ColourBars:
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
         self._timer.timeout.connect(self.refresh)
-        self.titles = TextOverlay(position="top_right", font_size=10, visible=False)
+        self.titles = TextOverlay(position="top_right", font_size=10, box=True, visible=False)
         viewer.canvas.overlays[TITLE_KEY] = self.titles
         viewer.layers.events.inserted.connect(self._inserted)
         viewer.layers.events.removed.connect(self._removed)
@@ -173,6 +174,8 @@ def _show(layer: Layer, spec: BarSpec | None) -> None:
     """Show ``spec`` as ``layer``'s bar (``None``: hide it)."""
     own = napari_colour_bar(layer)
     if own is not None:
+        if spec is not None:
+            own.box = True
         own.visible = spec is not None
         return
     overlays = layer_overlays(layer)
@@ -187,7 +190,7 @@ def _show(layer: Layer, spec: BarSpec | None) -> None:
     source.continuous_colormap = spec.colormap
     source.contrast_limits = spec.contrast_limits
     if OVERLAY_KEY not in overlays:
-        overlays[OVERLAY_KEY] = ColorBarOverlay(colormanager_attribute=SOURCE_ATTRIBUTE)
+        overlays[OVERLAY_KEY] = ColorBarOverlay(colormanager_attribute=SOURCE_ATTRIBUTE, box=True)
     overlays[OVERLAY_KEY].visible = True
 
 
