@@ -26,11 +26,6 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
-from napari.components.overlays import ColorBarOverlay, TextOverlay
-from napari.layers.utils.color_manager import ColorManager
-from napari.utils.colormaps import ensure_colormap
-from qtpy.QtCore import QTimer
-
 from napari_zarr_vectors.napari._napari_compat import (
     colour_manager,
     layer_overlays,
@@ -68,6 +63,12 @@ class ColourBars:
     """The colour bars of one viewer (see the module docstring)."""
 
     def __init__(self, viewer: Viewer) -> None:
+        # napari's layer models and Qt are imported once a viewer is there: importing what
+        # opens a store (which installs the bars) loads neither (the Qt-free models, Pyramid
+        # QA's, are importable without them)
+        from napari.components.overlays import TextOverlay
+        from qtpy.QtCore import QTimer
+
         self._viewer = weakref.ref(viewer)
         #: layer -> the bar it shows (layers whose bar another layer shows are not here)
         self.shown: dict[Layer, BarSpec] = {}
@@ -172,6 +173,9 @@ def _colour_managers(layer: Layer) -> list:
 
 def _show(layer: Layer, spec: BarSpec | None) -> None:
     """Show ``spec`` as ``layer``'s bar (``None``: hide it)."""
+    from napari.components.overlays import ColorBarOverlay
+    from napari.layers.utils.color_manager import ColorManager
+
     own = napari_colour_bar(layer)
     if own is not None:
         if spec is not None:
@@ -199,6 +203,8 @@ _BARS: weakref.WeakKeyDictionary[Viewer, ColourBars] = weakref.WeakKeyDictionary
 
 def install_colour_bars(viewer: Viewer) -> ColourBars:
     """The colour bars of ``viewer`` (made on the first call)."""
+    from napari.utils.colormaps import ensure_colormap
+
     bars = _BARS.get(viewer)
     if bars is None:
         # napari's Tracks controls list the colormaps napari knew when the layer came in
