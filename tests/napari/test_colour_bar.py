@@ -327,8 +327,7 @@ def test_object_counts_count_each_object_once_per_category():
     side = np.array(["l", "l", "r", "r", "l", "l", "r", "r", "l", "l", None], object)
     layer = Layer({"object_id": ids, "side": side})
     spec = categorical_colours(side, "side")
-    counts = object_counts(layer, spec)
-    assert (counts["l"], counts["r"]) == (4, 3)  # l: objects 0 and 2, two id-less rows
+    assert object_counts(layer, spec) == {"l": 4, "r": 3}  # l: 0, 2 and two id-less rows
     counts = object_counts(layer, spec, ids != 0)
-    assert (counts["l"], counts["r"]) == (3, 3)
+    assert counts == {"l": 3, "r": 3}
     assert [n for label, _, n in spec.legend(counts)] == [3, 3]

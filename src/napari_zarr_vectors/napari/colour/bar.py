@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_zarr_vectors.napari._napari_compat import colour_feature
-from napari_zarr_vectors.napari.browse.table import value_counts
+from napari_zarr_vectors.napari.browse.table import category_index
 from napari_zarr_vectors.napari.colour.live import (
     COLOUR_ATTRIBUTE_NAMES,
     FALLBACK_COLORMAP,
@@ -228,13 +228,13 @@ def object_noun(layer: Layer | None) -> str:
 
 
 def object_counts(layer: Layer, spec: ColourSpec, shown: np.ndarray | None = None) -> dict:
-    """``{category: number of objects}`` among ``layer``'s rows (``shown``: a row mask), each
-    object counted once per category it has rows in; rows without an object id (pieces of a
-    preview) count one each. Vectorised: runs of rows of one object and value are cut to
-    their first row (an object's rows are mostly together), then a hashed duplicate test
-    over (value, object) pairs catches the rest."""
-    import pandas as pd
-
+    """``{category: number of objects}`` of ``spec``'s categories among ``layer``'s rows
+    (``shown``: a row mask), each object counted once per category it has rows in; rows
+    without an object id (pieces of a preview) count one each. Vectorised: runs of rows of one
+    object and value are cut to their first row (an object's rows are mostly together), then
+    the distinct (category, object) pairs are counted."""
+    if not spec.categories:
+        return {}
     values = feature_values(layer, spec.feature)
     rows = np.arange(len(values))
     ids = (
@@ -247,6 +247,9 @@ def object_counts(layer: Layer, spec: ColourSpec, shown: np.ndarray | None = Non
         values, ids = values[shown], ids[shown]
     run_start = np.ones(len(values), bool)
     run_start[1:] = (ids[1:] != ids[:-1]) | (values[1:] != values[:-1])
-    values, ids = values[run_start], ids[run_start]
-    first = ~pd.DataFrame({"value": values, "object": ids}).duplicated().to_numpy()
-    return value_counts(values[first])
+    codes = category_index(spec, values[run_start])
+    ids = ids[run_start]
+    known = codes >= 0
+    pairs = np.unique(np.column_stack([codes[known], ids[known]]), axis=0)
+    counts = np.bincount(pairs[:, 0], minlength=len(spec.categories))
+    return {c: int(n) for c, n in zip(spec.categories, counts.tolist(), strict=True) if n}
