@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -151,7 +151,7 @@ def bar_spec(layer: Layer) -> BarSpec | None:
     return BarSpec(feature, bar_label(feature), unit_of(feature), cmap, (lo, hi))
 
 
-def _drawn_colormap(layer: Layer) -> tuple[str | None, Any, tuple[float, float]] | None:
+def _drawn_colormap(layer: Layer) -> tuple[str | None, Colormap, tuple[float, float]] | None:
     """``(feature, colormap, contrast limits)`` the layer draws with, ``None`` when it draws
     no colormap over a feature."""
     kind = layer_kind(layer)
