@@ -47,6 +47,9 @@ LAYER_DEBTS = frozenset(
         "napari/layerdata/export.py -> napari/npe2/writer.py",
         # the registry keeps each store's object table: the table belongs below it
         "napari/open_stores.py -> napari/browse/table.py",
+        # the viewer hook installs the colour bars (a Qt timer coalesces their updates):
+        # the bars' model belongs in colour/, their timer in tasks.py
+        "napari/npe2/attach.py -> napari/widgets/colour_bar.py",
     }
 )
 

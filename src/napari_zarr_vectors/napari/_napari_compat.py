@@ -10,9 +10,14 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from napari.components.overlays import ColorBarOverlay
+    from napari.layers import Layer
+    from napari.utils.events import EventedDict
 
 
 def set_points_data_quietly(layer: Any, data: np.ndarray) -> None:
@@ -308,3 +313,24 @@ def slider_total_label(viewer: Any, axis: int) -> Any | None:
         return viewer.window._qt_viewer.dims.slider_widgets[axis].totslice_label
     except (AttributeError, IndexError, RuntimeError):
         return None
+
+
+def napari_colour_bar(layer: Layer) -> ColorBarOverlay | None:
+    """napari's own colour-bar overlay of ``layer``'s colouring, ``None`` where napari has
+    none (Tracks, Shapes, Vectors). Public: ``Points.face_colorbar``, ``layer.colorbar`` of
+    Image and Surface."""
+    for name in ("face_colorbar", "colorbar"):
+        bar = getattr(layer, name, None)
+        if bar is not None:
+            return bar
+    return None
+
+
+def layer_overlays(layer: Layer) -> EventedDict:
+    """The overlays napari draws over ``layer`` (a dict; adding an overlay draws it, tiled
+    with napari's own in the canvas corner, hidden with the layer, gone with it).
+
+    Internal: ``Layer._overlays``. napari has no public way to add an overlay to a layer;
+    a colour bar over a layer that napari gives none (Tracks, Shapes, Vectors) is one.
+    """
+    return layer._overlays

@@ -28,6 +28,7 @@ from napari_zarr_vectors.napari.lod.viewer_layers import next_turn
 from napari_zarr_vectors.napari.npe2.first_view import show_whole_store
 from napari_zarr_vectors.napari.npe2.slider_units import install as install_slider_units
 from napari_zarr_vectors.napari.open_stores import OpenStore, register
+from napari_zarr_vectors.napari.widgets.colour_bar import install_colour_bars
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -118,6 +119,7 @@ def hook_viewer(viewer: Viewer) -> None:
         return
     _HOOKED.add(viewer)
     install_slider_units(viewer)
+    install_colour_bars(viewer)
     ref = weakref.ref(viewer)
 
     def on_inserted(event: Event) -> None:

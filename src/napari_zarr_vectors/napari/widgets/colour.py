@@ -20,6 +20,13 @@ from qtpy.QtWidgets import QLabel
 from superqt.utils import qdebounced
 
 from napari_zarr_vectors.napari.browse.groups import group_labels
+from napari_zarr_vectors.napari.colour.bar import (
+    bar_label,
+    default_colouring_name,
+    display_name,
+    object_counts,
+    object_noun,
+)
 from napari_zarr_vectors.napari.colour.live import (
     FALLBACK_COLOUR,
     apply_colour,
@@ -108,6 +115,7 @@ class ColourByWidget(ZVBrowseWidget):
             self.spec = None
             self._vertex_names = self._store_vertex_names()
             self._offered = None  # labels depend on the store: offer anew
+            self.feature.null_string = f"{default_colouring_name(self.layer)} (default)"
             names = self._fill_features()
             if self.layer is None or not names:
                 self.message.setText(NO_FEATURES)
@@ -164,10 +172,8 @@ class ColourByWidget(ZVBrowseWidget):
         return getattr(self.target, "level", meta.get("level"))
 
     def _describe(self, name: str) -> str:
-        if name == OBJECT_ID:
-            return "object id"
-        if name == GROUP_ID:
-            return "group"
+        if name in (OBJECT_ID, GROUP_ID):
+            return display_name(name)
         if name == GROUPS:
             return "groups (all memberships)"
         table = self.session.table if self.session is not None else None
@@ -346,7 +352,7 @@ class ColourByWidget(ZVBrowseWidget):
             legend_html(
                 spec,
                 self._counts(spec),
-                _rows_noun(layer),
+                object_noun(layer) if OBJECT_ID in layer.features else _rows_noun(layer),
                 missing_at=missing,
                 several_groups=several,
             )
@@ -362,14 +368,16 @@ class ColourByWidget(ZVBrowseWidget):
         return any(feature in colourable_features(lay) for lay in layers)
 
     def _counts(self, spec: ColourSpec) -> dict:
-        """``{category: rows loaded}`` of the selected layer (shown rows of Points)."""
+        """``{category: objects loaded}`` of the selected layer (rows when it has no object
+        ids; shown rows of Points)."""
         layer = self.layer
         if layer is None or spec.feature not in colourable_features(layer):
             return {}
+        shown = np.asarray(layer.shown, bool) if layer_kind(layer) == "points" else None
+        if OBJECT_ID in layer.features:
+            return object_counts(layer, spec, shown)
         values = feature_values(layer, spec.feature)
-        if layer_kind(layer) == "points":
-            values = values[np.asarray(layer.shown, bool)]
-        return value_counts(values)
+        return value_counts(values if shown is None else values[shown])
 
 
 def _rows_noun(layer: Layer) -> str:
@@ -397,13 +405,13 @@ def legend_html(
     if missing_at is not None:
         grey = _hex(FALLBACK_COLOUR)
         return (
-            f"<b>{spec.feature}</b>: not stored at level {missing_at}. Drawn in "
+            f"<b>{display_name(spec.feature)}</b>: not stored at level {missing_at}. Drawn in "
             f"<span style='color:{grey}'>■</span> grey instead; its colours"
             f"{'' if spec.categorical else ' and contrast'} return at a level that stores it."
         )
     if not spec.categorical:
         lo, hi = spec.contrast_limits or (0.0, 1.0)
-        return f"<b>{spec.feature}</b>: {spec.colormap}, {format_value(lo)} … {format_value(hi)}"
+        return f"<b>{bar_label(spec.feature)}</b>: {spec.colormap}, {format_value(lo)} … {format_value(hi)}"
     entries = spec.legend(counts)
     rows = []
     for label, rgba, n in entries[:LEGEND_MAX]:
@@ -414,4 +422,4 @@ def legend_html(
         rows.append(f"… and {more:,} more")
     if several_groups:
         rows.append(f"<small>{SEVERAL_GROUPS}</small>")
-    return f"<b>{spec.feature}</b><br>" + "<br>".join(rows)
+    return f"<b>{display_name(spec.feature)}</b><br>" + "<br>".join(rows)
