@@ -575,3 +575,16 @@ def test_object_table_screenshot(make_napari_viewer, qtbot, tracks300_store):
         target_file = DOCS_IMAGES / "object_table.png"
         Image.fromarray(image[..., :3]).save(target_file, optimize=True)
         assert target_file.stat().st_size < 800_000
+
+
+def test_the_table_fills_its_dock(make_napari_viewer, qtbot, tracks300_store):
+    """The rows take the dock's height: napari adds no stretch below the table, so a
+    1,000 px window shows dozens of rows, not four."""
+    path, _ = tracks300_store
+    viewer = make_napari_viewer(show=True)
+    viewer.window._qt_window.resize(1280, 1000)
+    target, widget = open_table(viewer, qtbot, path)
+    qtbot.waitUntil(lambda: widget.view.height() > 0, timeout=TIMEOUT)
+    rows_shown = widget.view.height() // widget.view.verticalHeader().defaultSectionSize()
+    assert widget.view.height() > 0.6 * widget.height()
+    assert rows_shown >= 20

@@ -29,6 +29,7 @@ from qtpy.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -212,6 +213,8 @@ class ObjectTableWidget(ZVBrowseWidget):
         inner.addWidget(self.status)
         self.layout().addWidget(self.message)
         self.layout().addWidget(self.controls, 1)
+        # the table takes the dock's height: napari adds no stretch below an expanding widget
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
 
         self.selection: ObjectSelection | None = None
         self.highlight: SelectionHighlight | None = None
