@@ -579,8 +579,10 @@ def test_object_table_screenshot(make_napari_viewer, qtbot, tracks300_store):
 
 def test_the_table_fills_its_dock(make_napari_viewer, qtbot, tracks300_store):
     """Docked from the Plugins menu, above Colour by, the rows take the dock's height:
-    napari adds no stretch below the table, so a 1,000 px window shows dozens of rows."""
+    napari adds no stretch below the table, and another dock never squeezes it below
+    ``MIN_ROWS`` rows."""
     from napari_zarr_vectors.napari import open_in_viewer
+    from napari_zarr_vectors.napari.widgets.object_table import MIN_ROWS
 
     path, _ = tracks300_store
     viewer = make_napari_viewer(show=True)
@@ -596,4 +598,4 @@ def test_the_table_fills_its_dock(make_napari_viewer, qtbot, tracks300_store):
     assert stretches == []  # with a stretch the table can shrink to a few rows
     rows_shown = widget.view.height() // widget.view.verticalHeader().defaultSectionSize()
     assert widget.view.height() > 0.6 * widget.height()
-    assert rows_shown >= 15
+    assert rows_shown >= MIN_ROWS

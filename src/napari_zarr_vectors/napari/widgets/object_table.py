@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from qtpy.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionModel, QModelIndex, Qt
+from qtpy.QtCore import (
+    QAbstractTableModel,
+    QItemSelection,
+    QItemSelectionModel,
+    QModelIndex,
+    Qt,
+)
 from qtpy.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -71,6 +77,8 @@ WIDTH_SAMPLE_ROWS = 200
 
 #: The table asks for the width of its columns, up to this many pixels.
 MAX_TABLE_WIDTH = 640
+#: Rows the table always has room for, however many docks share its side of the window.
+MIN_ROWS = 12
 
 PLUGIN = "napari-zarr-vectors"
 PICK_WIDGET = "Pick and isolate"
@@ -215,6 +223,8 @@ class ObjectTableWidget(ZVBrowseWidget):
         self.layout().addWidget(self.controls, 1)
         # the table takes the dock's height: napari adds no stretch below an expanding widget
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
+        row = self.view.verticalHeader().defaultSectionSize()
+        self.view.setMinimumHeight((MIN_ROWS + 1) * row + 2 * self.view.frameWidth())
 
         self.selection: ObjectSelection | None = None
         self.highlight: SelectionHighlight | None = None
