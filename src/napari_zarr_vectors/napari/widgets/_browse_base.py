@@ -11,6 +11,7 @@ the widget says so and waits.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt
@@ -32,6 +33,18 @@ if TYPE_CHECKING:
     from napari_zarr_vectors.format.api import GeometryStore
 
 NO_LAYER = "Select a Zarr Vectors layer (opened by napari-zarr-vectors) to browse it."
+
+
+def was_click(event: Event) -> Generator[None, None, bool]:
+    """Follow a mouse press to its release inside a napari drag callback
+    (``clicked = yield from was_click(event)``): true when the mouse did not move between
+    them, so that a drag to rotate or pan never picks."""
+    dragged = False
+    yield
+    while event.type == "mouse_move":
+        dragged = True
+        yield
+    return not dragged
 
 
 class ZVBrowseWidget(QWidget):

@@ -59,7 +59,7 @@ from napari_zarr_vectors.napari.browse.selection import (
 from napari_zarr_vectors.napari.browse.targets import pick_at, pick_slab
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
-from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
+from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, was_click
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer
@@ -384,12 +384,7 @@ class ObjectTableWidget(ZVBrowseWidget):
     def _on_drag(self, viewer: Viewer, event: Any):
         if self.selection is None:
             return
-        dragged = False
-        yield
-        while event.type == "mouse_move":
-            dragged = True
-            yield
-        if not dragged:
+        if (yield from was_click(event)):
             view = event.view_direction if len(event.dims_displayed) == 3 else None
             add = "Shift" in {str(getattr(m, "name", m)) for m in event.modifiers}
             self.pick(event.position, list(event.dims_displayed), view, add=add)

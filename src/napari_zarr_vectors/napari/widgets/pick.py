@@ -33,7 +33,7 @@ from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.values import format_value
-from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
+from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, was_click
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -135,12 +135,7 @@ class PickWidget(ZVBrowseWidget):
     def _on_drag(self, viewer: Viewer, event: Event):
         if self.layer is None or not self.on_click.isChecked():
             return
-        dragged = False
-        yield
-        while event.type == "mouse_move":
-            dragged = True
-            yield
-        if not dragged:
+        if (yield from was_click(event)):
             self.pick_event(event)
 
     def _on_move(self, viewer: Viewer, event: Event) -> None:
