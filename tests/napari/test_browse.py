@@ -26,7 +26,7 @@ from napari_zarr_vectors.napari.browse.groups import (
 from napari_zarr_vectors.napari.browse.pick import nearest_row
 from napari_zarr_vectors.napari.browse.store_summary import store_summary
 from napari_zarr_vectors.napari.browse.table import HISTOGRAM_BINS, ObjectTable, summarise
-from napari_zarr_vectors.napari.browse.targets import isolate_layer_data, only_object
+from napari_zarr_vectors.napari.browse.targets import isolate_layer_data, only_objects
 from napari_zarr_vectors.napari.colour.live import apply_colour, napari_colormap
 from napari_zarr_vectors.napari.colour.spec import (
     MISSING_COLOUR,
@@ -321,7 +321,7 @@ def test_nearest_row_in_3d_takes_the_hit_nearest_the_camera():
 def test_only_object_keeps_one_objects_rows_and_remaps_edges():
     s = store("v09", "graph")
     g = s.read(0)
-    one = only_object(g, 2)
+    one = only_objects(g, 2)
     assert set(one.vertex_object_ids.tolist()) == {2}
     assert one.vertex_count == int((g.vertex_object_ids == 2).sum())
     assert one.edges.max() < one.vertex_count

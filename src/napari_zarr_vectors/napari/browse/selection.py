@@ -12,6 +12,10 @@ highlights alike), rebuilt after each level-of-detail refresh. Its metadata name
 and the ids (``metadata["zarr_vectors_selection"]``); it carries no ``zarr_vectors`` block,
 so the browse widgets never take it for a store layer.
 
+*Show only the selection* (:func:`show_only`) puts its ids in the store's shared filters;
+*dim the rest* (:func:`dim`) draws the store's layers faintly, so that the selected objects,
+drawn whole over them, stand out.
+
 :func:`objects_world_box` reads the selected objects through the store's read by object ids
 (every chunk their manifests name, whatever the view) and returns their world box, which
 :func:`fit_camera` frames.
@@ -25,11 +29,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from napari_zarr_vectors.napari.browse.filters import IdFilter
 from napari_zarr_vectors.napari.browse.targets import (
     HIGHLIGHT,
     layer_object_ids,
     layer_world_positions,
 )
+from napari_zarr_vectors.napari.conventions import META
 from napari_zarr_vectors.napari.layerdata.store_info import store_box_to_world
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
 
@@ -38,6 +44,7 @@ if TYPE_CHECKING:
     from napari.viewer import Viewer
 
     from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.napari.browse.filters import FilterState
     from napari_zarr_vectors.napari.browse.targets import StaticTarget
     from napari_zarr_vectors.napari.lod.controller import ZVLayerController
 
@@ -49,6 +56,12 @@ SELECTION_META = "zarr_vectors_selection"
 
 #: Highlight points are this fraction of the store's largest extent across.
 POINT_FRACTION = 1 / 250
+
+#: Opacity factor of the layers *dim the rest* leaves behind the selection.
+DIM_OPACITY = 0.2
+
+#: The label the selection's id filter carries in the filter widgets.
+FILTER_LABEL = "selected objects"
 
 #: The highlight draws at most this many vertices (every k-th vertex beyond).
 MAX_HIGHLIGHT_POINTS = 200_000
@@ -152,6 +165,30 @@ class SelectionHighlight:
         self.layer.features = {"object_id": shown}
         self.layer.metadata = meta
         self.layer.name = name
+
+
+def show_only(filters: FilterState, ids: np.ndarray, on: bool) -> None:
+    """Put ``ids`` in ``filters`` as its id filter (``on`` and some ids), or take the
+    selection's id filter out."""
+    if on and len(ids):
+        filters.id_filter = IdFilter(tuple(np.asarray(ids, np.int64).tolist()), FILTER_LABEL)
+    elif filters.id_filter is not None and filters.id_filter.label == FILTER_LABEL:
+        filters.id_filter = None
+
+
+def dim(layers: Sequence[Layer], on: bool) -> None:
+    """Draw ``layers`` at :data:`DIM_OPACITY` of their opacity (``on``), or as before. The
+    opacity before dimming is kept in the layer's metadata block, so dimming twice does not
+    compound and undimming restores exactly."""
+    for layer in layers:
+        meta = layer.metadata.get(META)
+        if meta is None:
+            continue
+        if on and "undimmed_opacity" not in meta:
+            meta["undimmed_opacity"] = float(layer.opacity)
+            layer.opacity = float(layer.opacity) * DIM_OPACITY
+        elif not on and "undimmed_opacity" in meta:
+            layer.opacity = meta.pop("undimmed_opacity")
 
 
 _highlights: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

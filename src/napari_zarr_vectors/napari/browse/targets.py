@@ -57,8 +57,9 @@ if TYPE_CHECKING:
     from napari_zarr_vectors.format.api import GeometryStore
     from napari_zarr_vectors.format.geometry import Geometry
 
-#: Layer roles that are not store data (the bounds box, isolated objects).
-NON_DATA_ROLES = ("bounds", "isolated")
+#: Layer roles that are not store data (the bounds box, isolated or selected objects drawn
+#: whole, a region being drawn).
+NON_DATA_ROLES = ("bounds", "isolated", "selected", "region")
 
 #: Colour of isolated objects.
 HIGHLIGHT = (1.0, 0.25, 1.0, 1.0)
@@ -493,33 +494,26 @@ def pick_at(
 # --------------------------------------------------------------------------------------------
 
 
-def only_object(geometry: Geometry, object_id: int) -> Geometry:
-    """The rows of ``geometry`` that belong to ``object_id`` (edges/faces remapped, paths of
+def only_objects(geometry: Geometry, object_ids: int | Sequence[int] | np.ndarray) -> Geometry:
+    """The rows of ``geometry`` that belong to ``object_ids`` (edges/faces remapped, paths of
     other objects dropped). Meshes whose objects share chunk fragments cannot be separated by
     vertex (the core labels a shared vertex with one object): they are returned unchanged."""
     from napari_zarr_vectors.format.geometry import Geometry
 
     if geometry.vertex_object_ids is None or geometry.geometry_type == "mesh":
         return geometry
-    ids = np.asarray(geometry.vertex_object_ids, np.int64)
-    keep = ids == int(object_id)
-    if keep.all():
-        paths = [
-            p
-            for p, o in zip(geometry.paths, geometry.path_object_ids, strict=False)
-            if int(o) == int(object_id)
-        ]
-        if len(paths) == len(geometry.paths):
-            return geometry
+    wanted = np.atleast_1d(np.asarray(object_ids, np.int64))
+    keep = np.isin(np.asarray(geometry.vertex_object_ids, np.int64), wanted)
+    path_ids = np.asarray(geometry.path_object_ids, np.int64)
+    path_kept = np.isin(path_ids, wanted)
+    if keep.all() and path_kept.all():
+        return geometry
     new_index = np.full(len(keep), -1, np.int64)
     new_index[keep] = np.arange(int(keep.sum()))
     edges = np.asarray(geometry.edges, np.int64).reshape(-1, 2)
     edge_ok = keep[edges].all(1) if len(edges) else np.zeros(0, bool)
-    paths, path_ids = [], []
-    for p, o in zip(geometry.paths, geometry.path_object_ids, strict=False):
-        if int(o) == int(object_id):
-            paths.append(new_index[np.asarray(p, np.int64)])
-            path_ids.append(int(o))
+    paths = [new_index[np.asarray(geometry.paths[i], np.int64)] for i in np.flatnonzero(path_kept)]
+    path_ids = path_ids[path_kept]
     faces = np.asarray(geometry.faces, np.int64).reshape(-1, 3)
     face_ok = keep[faces].all(1) if len(faces) else np.zeros(0, bool)
     return Geometry(
@@ -527,46 +521,67 @@ def only_object(geometry: Geometry, object_id: int) -> Geometry:
         level=geometry.level,
         positions=geometry.positions[keep],
         vertex_attributes={k: np.asarray(v)[keep] for k, v in geometry.vertex_attributes.items()},
-        vertex_object_ids=ids[keep],
+        vertex_object_ids=np.asarray(geometry.vertex_object_ids, np.int64)[keep],
         edges=new_index[edges[edge_ok]],
         edge_attributes={k: np.asarray(v)[edge_ok] for k, v in geometry.edge_attributes.items()},
         faces=new_index[faces[face_ok]],
         paths=paths,
-        path_object_ids=np.asarray(path_ids, np.int64),
+        path_object_ids=path_ids,
         chunks=geometry.chunks,
     )
 
 
-def isolate_layer_data(store: GeometryStore, object_id: int, level: int = 0) -> list[tuple]:
-    """Layer data tuples of one whole object at ``level`` (default full resolution), read
-    through its manifest (every chunk it names, whatever the view), highlighted.
+def isolate_layer_data(
+    store: GeometryStore,
+    object_ids: int | Sequence[int] | np.ndarray,
+    level: int = 0,
+    *,
+    role: str = "isolated",
+) -> list[tuple]:
+    """Layer data tuples of whole objects at ``level`` (default full resolution), read
+    through their manifests (every chunk they name, whatever the view), with ``role`` in
+    their metadata block: ``"isolated"`` objects are highlighted; a ``"selected"`` set,
+    drawn over its dimmed store, keeps the store's colours.
 
-    Raises ``KeyError`` when the store has no such object.
+    Raises ``KeyError`` when the store has none of ``object_ids``.
     """
-    object_id = int(object_id)
-    if object_id not in set(np.asarray(store.object_ids(level)).tolist()):
-        raise KeyError(f"{store.name} has no object {object_id} at level {level}")
-    geometry = only_object(store.read(level=level, object_ids=[object_id]), object_id)
+    ids = np.unique(np.atleast_1d(np.asarray(object_ids, np.int64)))
+    known = np.isin(ids, np.asarray(store.object_ids(level), np.int64))
+    if not known.any():
+        raise KeyError(f"{store.name} has no object {_id_list(ids)} at level {level}")
+    ids = ids[known]
+    geometry = only_objects(store.read(level=level, object_ids=ids.tolist()), ids)
     info = store_info(store, level)
     out = []
     for data, kwargs, kind in layers_from_geometry(geometry, info, bounds_layer=False):
         meta = kwargs["metadata"][META]
-        role = meta.get("role")
-        meta.update(role="isolated", object_id=object_id, source_role=role, colour_by=None)
+        source_role = meta.get("role")
+        one = int(ids[0]) if len(ids) == 1 else None
+        meta.update(role=role, object_id=one, n_objects=len(ids), source_role=source_role)
         suffix = (
-            "" if role in ("points", "lines", "polylines", "streamlines", "mesh") else f" {role}"
+            ""
+            if source_role in ("points", "lines", "polylines", "streamlines", "mesh")
+            else f" {source_role}"
         )
-        kwargs["name"] = f"{store.name} object {object_id}{suffix} (isolated)"
-        kwargs.update(_highlight_kwargs(kind, kwargs, _n_rows(data, kind)))
+        if role == "selected":
+            kwargs["name"] = f"{store.name} selected objects{suffix}"
+        else:
+            what = f"object {one}" if one is not None else f"{len(ids):,} objects"
+            kwargs["name"] = f"{store.name} {what}{suffix} ({role})"
+            meta.update(colour_by=None)
+            kwargs.update(highlight_kwargs(kind, kwargs))
         out.append((data, kwargs, kind))
     return out
 
 
-def _n_rows(data: Any, kind: str) -> int:
-    return len(data[0]) if kind == "surface" else len(data)
+def _id_list(ids: np.ndarray) -> str:
+    shown = ", ".join(str(i) for i in ids[:5].tolist())
+    return shown + (f", … ({len(ids):,} ids)" if len(ids) > 5 else "")
 
 
-def _highlight_kwargs(kind: str, kwargs: dict, n_rows: int) -> dict:
+def highlight_kwargs(kind: str, kwargs: dict) -> dict:
+    """Layer keyword arguments drawing a layer of ``kind`` in the highlight colour (the
+    features of a Tracks layer gain the colour column it is coloured by)."""
     colour = np.asarray(HIGHLIGHT, np.float32)
     if kind == "points":
         size = float(np.max(kwargs.get("size", 1.0))) * 1.5
@@ -582,6 +597,7 @@ def _highlight_kwargs(kind: str, kwargs: dict, n_rows: int) -> dict:
 
         name = "zv_highlight"
         features = dict(kwargs.get("features", {}))
+        n_rows = len(next(iter(features.values()))) if features else 0
         features[name] = np.zeros(n_rows)
         return {
             "features": features,
