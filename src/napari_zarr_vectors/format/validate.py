@@ -49,12 +49,12 @@ class Source:
         )
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def as_mapping(value: Any, field: str, src: Source) -> dict[str, Any]:
+def as_mapping(value: object, field: str, src: Source) -> dict[str, Any]:
     """``value`` when it is a JSON object (``None`` -> ``{}``)."""
     if value is None:
         return {}
@@ -63,16 +63,16 @@ def as_mapping(value: Any, field: str, src: Source) -> dict[str, Any]:
     return dict(value)
 
 
-def mapping_field(doc: Mapping[str, Any], key: str, src: Source) -> dict[str, Any]:
+def mapping_field(doc: Mapping[str, object], key: str, src: Source) -> dict[str, Any]:
     """``doc[key]`` as a JSON object (absent or ``null`` -> ``{}``)."""
     return as_mapping(doc.get(key), key, src)
 
 
 def int_field(
-    doc: Mapping[str, Any],
+    doc: Mapping[str, object],
     key: str,
     src: Source,
-    default: Any = REQUIRED,
+    default: object = REQUIRED,
     lo: int | None = 0,
     hi: int | None = MAX_COUNT,
 ) -> Any:
@@ -90,7 +90,9 @@ def int_field(
     return check_int(value, key, src, lo, hi)
 
 
-def check_int(value: Any, field: str, src: Source, lo: int | None = 0, hi: int | None = MAX_COUNT):
+def check_int(
+    value: object, field: str, src: Source, lo: int | None = 0, hi: int | None = MAX_COUNT
+):
     """``value`` as an ``int`` in ``[lo, hi]``."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise src.error(field, f"is {_describe(value)}, expected an integer")
@@ -105,10 +107,10 @@ def check_int(value: Any, field: str, src: Source, lo: int | None = 0, hi: int |
 
 
 def float_field(
-    doc: Mapping[str, Any],
+    doc: Mapping[str, object],
     key: str,
     src: Source,
-    default: Any = REQUIRED,
+    default: object = REQUIRED,
     lo: float | None = None,
     hi: float | None = None,
 ) -> Any:
@@ -128,7 +130,7 @@ def float_field(
     return value
 
 
-def str_field(doc: Mapping[str, Any], key: str, src: Source, default: Any = REQUIRED) -> Any:
+def str_field(doc: Mapping[str, object], key: str, src: Source, default: object = REQUIRED) -> Any:
     """``doc[key]`` as a ``str`` (``default`` when absent or null)."""
     value = doc.get(key)
     if value is None:
@@ -140,7 +142,7 @@ def str_field(doc: Mapping[str, Any], key: str, src: Source, default: Any = REQU
     return value
 
 
-def bool_field(doc: Mapping[str, Any], key: str, src: Source, default: bool = False) -> bool:
+def bool_field(doc: Mapping[str, object], key: str, src: Source, default: bool = False) -> bool:
     """``doc[key]`` as a ``bool`` (``default`` when absent or null; 0/1 accepted)."""
     value = doc.get(key)
     if value is None:
@@ -152,7 +154,7 @@ def bool_field(doc: Mapping[str, Any], key: str, src: Source, default: bool = Fa
     raise src.error(key, f"is {_describe(value)}, expected true or false")
 
 
-def list_field(doc: Mapping[str, Any], key: str, src: Source, default: Any = REQUIRED) -> Any:
+def list_field(doc: Mapping[str, object], key: str, src: Source, default: object = REQUIRED) -> Any:
     """``doc[key]`` as a ``list`` (``default`` when absent or null)."""
     value = doc.get(key)
     if value is None:
@@ -165,7 +167,7 @@ def list_field(doc: Mapping[str, Any], key: str, src: Source, default: Any = REQ
 
 
 def int_list(
-    value: Any,
+    value: object,
     field: str,
     src: Source,
     n: int | None = None,
@@ -180,7 +182,7 @@ def int_list(
     return [check_int(v, f"{field}[{i}]", src, lo, hi) for i, v in enumerate(value)]
 
 
-def float_list(value: Any, field: str, src: Source, n: int | None = None) -> np.ndarray:
+def float_list(value: object, field: str, src: Source, n: int | None = None) -> np.ndarray:
     """``value`` as a float64 array of finite numbers (of length ``n`` when given)."""
     if not isinstance(value, list | tuple) or any(
         isinstance(v, bool) or not isinstance(v, int | float) for v in value
@@ -194,7 +196,7 @@ def float_list(value: Any, field: str, src: Source, n: int | None = None) -> np.
     return arr
 
 
-def str_list(value: Any, field: str, src: Source) -> list[str]:
+def str_list(value: object, field: str, src: Source) -> list[str]:
     """``value`` as a list of strings."""
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise src.error(field, f"is {_describe(value)}, expected a list of strings")
@@ -206,7 +208,7 @@ def str_list(value: Any, field: str, src: Source) -> list[str]:
 MAX_CHUNK_ELEMENTS = 1 << 24
 
 
-def check_zarr_array_doc(doc: Mapping[str, Any], src: Source) -> None:
+def check_zarr_array_doc(doc: Mapping[str, object], src: Source) -> None:
     """Bound what zarr will allocate for an array: ``shape`` and every (inner) chunk shape
     must be lists of non-negative integers, a chunk at most :data:`MAX_CHUNK_ELEMENTS`."""
     int_list(doc.get("shape"), "shape", src, None, 0, MAX_COORD)

@@ -13,14 +13,20 @@ from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 if TYPE_CHECKING:
+    from napari.components import LayerList
     from napari.components.overlays import ColorBarOverlay
-    from napari.layers import Layer
+    from napari.layers import Layer, Points, Tracks, Vectors
+    from napari.layers.utils.color_manager import ColorManager
     from napari.utils.events import EventedDict
+    from qtpy.QtWidgets import QLabel, QMainWindow, QWidget
+
+    from napari import Viewer
 
 
-def set_points_data_quietly(layer: Any, data: np.ndarray) -> None:
+def set_points_data_quietly(layer: Points, data: np.ndarray) -> None:
     """Replace a Points layer's data without the public setter's per-point event payload.
 
     Internal: ``Points._set_data``. The public ``Points.data`` setter only adds event
@@ -34,7 +40,7 @@ def set_points_data_quietly(layer: Any, data: np.ndarray) -> None:
         setter(data)
 
 
-def unlink_tracks_colour(layer: Any) -> None:
+def unlink_tracks_colour(layer: Tracks) -> None:
     """Point a Tracks layer's colouring at ``track_id`` without recolouring.
 
     Internal: ``Tracks._color_by``. A data swap resets the features, and the public
@@ -45,7 +51,7 @@ def unlink_tracks_colour(layer: Any) -> None:
         layer._color_by = "track_id"
 
 
-def colour_manager(layer: Any, channel: str) -> Any | None:
+def colour_manager(layer: Layer, channel: str) -> ColorManager | None:
     """The ``ColorManager`` of a Points (``face``, ``border``) or Vectors/Shapes (``edge``)
     channel: the only place napari keeps which feature a colour follows.
 
@@ -55,7 +61,7 @@ def colour_manager(layer: Any, channel: str) -> Any | None:
     return getattr(layer, f"_{channel}", None)
 
 
-def colour_feature(layer: Any, channel: str) -> str | None:
+def colour_feature(layer: Layer, channel: str) -> str | None:
     """The feature a colour channel follows (``None``: direct colours)."""
     manager = colour_manager(layer, channel)
     props = getattr(manager, "color_properties", None)
@@ -66,7 +72,7 @@ def colour_feature(layer: Any, channel: str) -> str | None:
 
 
 @contextmanager
-def held_back(layer: Any) -> Iterator[None]:
+def held_back(layer: Layer) -> Iterator[None]:
     """Hold back a layer's re-slicing and every event of it and its colour managers while
     its data, features and colours are swapped (the caller refreshes once after).
 
@@ -85,7 +91,7 @@ def held_back(layer: Any) -> Iterator[None]:
         yield
 
 
-def emit_data_changed(layer: Any) -> None:
+def emit_data_changed(layer: Layer) -> None:
     """Emit the one data event listeners expect after a swap (the dims and extent
     bookkeeping, layer controls).
 
@@ -121,7 +127,7 @@ def uniform_symbols_fast() -> Iterator[None]:
         yield
         return
 
-    def coerce(symbol: Any) -> np.ndarray:
+    def coerce(symbol: object) -> np.ndarray:
         if isinstance(symbol, np.ndarray) and symbol.dtype == object and symbol.size > 1:
             flat = symbol.ravel().tolist()
             canon = original(np.asarray(flat[:1], dtype=object))[0]  # a Symbol member
@@ -166,7 +172,7 @@ def vectorised_track_validation() -> Iterator[None]:
         yield
         return
 
-    def validate(self: Any, data: np.ndarray) -> np.ndarray:
+    def validate(self: object, data: np.ndarray) -> np.ndarray:
         if data.ndim != 2:
             raise ValueError("track vertices should be a NxD array")
         if data.shape[1] < 4 or data.shape[1] > 5:
@@ -185,7 +191,7 @@ def vectorised_track_validation() -> Iterator[None]:
         manager._validate_track_data = original
 
 
-def open_viewers() -> list[Any]:
+def open_viewers() -> list[Viewer]:
     """Every open ``napari.Viewer`` (the reader never sees the viewer it reads for).
 
     Internal: ``napari.Viewer._instances``; falls back to the public ``current_viewer()``
@@ -202,7 +208,9 @@ def open_viewers() -> list[Any]:
     return viewers
 
 
-def extend_status(layer: Any, extend: Callable[[Any, dict, Any, dict], dict]) -> None:
+def extend_status(
+    layer: Layer, extend: Callable[[Layer, dict, npt.ArrayLike | None, dict], dict]
+) -> None:
     """Pass what napari's status bar shows for ``layer`` through
     ``extend(layer, status, position, query)`` (``query``: the other keyword arguments of
     ``get_status``: ``view_direction``, ``dims_displayed``, ``world``). Idempotent.
@@ -218,7 +226,7 @@ def extend_status(layer: Any, extend: Callable[[Any, dict, Any, dict], dict]) ->
     method = type(layer).get_status
     ref = weakref.ref(layer)  # the layer holds this function: no reference cycle
 
-    def get_status(position: Any = None, **query: Any) -> dict:
+    def get_status(position: npt.ArrayLike | None = None, **query: object) -> dict:
         target = ref()
         status = method(target, position, **query)
         try:
@@ -233,7 +241,7 @@ _THUMBNAIL = "_max_vectors_thumbnail"
 _THUMBNAIL_LOCK = threading.Lock()  # layers are also constructed on worker threads
 
 
-def with_small_vectors_thumbnail(make: Callable[[], Any], vectors: int) -> Any:
+def with_small_vectors_thumbnail(make: Callable[[], Vectors], vectors: int) -> Vectors:
     """``make()`` (it builds a Vectors layer), the layer's layer-list thumbnail drawn from
     at most ``vectors`` vectors while it is built and afterwards.
 
@@ -257,7 +265,7 @@ def with_small_vectors_thumbnail(make: Callable[[], Any], vectors: int) -> Any:
 
 
 @contextmanager
-def inserted_unselected(layers: Any) -> Iterator[None]:
+def inserted_unselected(layers: LayerList) -> Iterator[None]:
     """Layers inserted into ``layers`` (a viewer's layer list) within the block do not take
     the selection.
 
@@ -277,7 +285,7 @@ def inserted_unselected(layers: Any) -> Iterator[None]:
         layers._activate_on_insert = activate
 
 
-def canvas_widget(viewer: Any) -> Any | None:
+def canvas_widget(viewer: Viewer) -> QWidget | None:
     """The Qt widget of ``viewer``'s canvas, ``None`` without a Qt window (or viewer).
 
     Internal: ``Window._qt_viewer.canvas.native``. Holding the canvas's repaint for an
@@ -289,7 +297,7 @@ def canvas_widget(viewer: Any) -> Any | None:
         return None
 
 
-def main_window(viewer: Any) -> Any | None:
+def main_window(viewer: Viewer) -> QMainWindow | None:
     """The Qt main window of ``viewer``, ``None`` without one.
 
     Internal: ``Window._qt_window``. Closing it (its close button) leaves the layers in the
@@ -302,7 +310,7 @@ def main_window(viewer: Any) -> Any | None:
         return None
 
 
-def slider_total_label(viewer: Any, axis: int) -> Any | None:
+def slider_total_label(viewer: Viewer, axis: int) -> QLabel | None:
     """The label after dims slider ``axis`` that shows its number of steps, ``None``
     without a Qt window or such a slider.
 

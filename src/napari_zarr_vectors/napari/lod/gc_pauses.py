@@ -35,16 +35,22 @@ import gc
 import os
 import weakref
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from napari_zarr_vectors.napari._napari_compat import main_window
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from qtpy.QtCore import QObject
+
+    from napari import Viewer
 
 #: whether :func:`freeze_long_lived` freezes (``NZV_FREEZE_GC=0``: never)
 ENABLED = os.environ.get("NZV_FREEZE_GC", "1").strip().lower() not in ("0", "false", "no", "off")
 
 _frozen = False  # objects frozen by freeze_long_lived
 _scanning = 0  # inside scan_new_only: a thaw waits for the end of the block
-_frozen_layers: weakref.WeakSet[Any] = weakref.WeakSet()
+_frozen_layers: weakref.WeakSet[Layer] = weakref.WeakSet()
 
 
 def frozen() -> bool:
@@ -52,7 +58,7 @@ def frozen() -> bool:
     return _frozen
 
 
-def freeze_long_lived(layers: Iterable[Any] = ()) -> bool:
+def freeze_long_lived(layers: Iterable[Layer] = ()) -> bool:
     """Freeze the objects alive now (``layers``: the viewer's layers, whose removal thaws),
     unless they are frozen already or the freeze is off. Returns whether it froze. A full
     collection runs first (~0.1 s, once a freeze), so that no garbage is frozen."""
@@ -67,12 +73,12 @@ def freeze_long_lived(layers: Iterable[Any] = ()) -> bool:
     return True
 
 
-def was_frozen(layer: Any) -> bool:
+def was_frozen(layer: Layer) -> bool:
     """Whether ``layer`` was in the viewer when the objects now frozen were frozen."""
     return _frozen and layer in _frozen_layers
 
 
-def layer_removed(layer: Any) -> None:
+def layer_removed(layer: Layer) -> None:
     """A layer left a viewer: thaw if it was frozen (it may now be garbage)."""
     if was_frozen(layer):
         thaw()
@@ -107,10 +113,10 @@ def scan_new_only() -> Iterator[None]:
             gc.unfreeze()
 
 
-_CLOSE_FILTER: Any = None
+_CLOSE_FILTER: QObject | None = None
 
 
-def thaw_on_close(viewer: Any) -> None:
+def thaw_on_close(viewer: Viewer) -> None:
     """Thaw when ``viewer``'s window closes (a no-op without a Qt window)."""
     global _CLOSE_FILTER
     window = main_window(viewer)
@@ -121,7 +127,7 @@ def thaw_on_close(viewer: Any) -> None:
     if _CLOSE_FILTER is None:
 
         class _ThawOnClose(QObject):
-            def eventFilter(self, obj: Any, event: Any) -> bool:  # noqa: N802 - Qt's name
+            def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
                 if event.type() == QEvent.Type.Close:
                     thaw()
                 return False

@@ -9,8 +9,9 @@ after the new data goes in. napari internals are used only through :mod:`._napar
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,8 +32,13 @@ from napari_zarr_vectors.napari.colour.live import (
 from napari_zarr_vectors.napari.colour.live import layer_kind as _kind
 from napari_zarr_vectors.napari.layerdata.store_info import napari_order
 
+if TYPE_CHECKING:
+    from napari.layers import Layer
 
-def swap(layer: Any, data: Any, kwargs: dict, memory: ColourMemory) -> None:
+    from napari_zarr_vectors.napari.types import LayerData, ZVStore
+
+
+def swap(layer: Layer, data: LayerData, kwargs: dict, memory: ColourMemory) -> None:
     """Replace ``layer``'s data and features with a builder's output, then colour it
     (:func:`.live.recolour`: the user's choice where it still applies, else the builder's).
     Point sizes stay what they were."""
@@ -66,7 +72,7 @@ _AFTER_SWAP = {
 
 
 @contextmanager
-def batched(layer: Any):
+def batched(layer: Layer) -> Iterator[None]:
     """Swap data and colours with the layer's events and re-slicing held back, then refresh
     once: every setter would otherwise re-slice the layer and rebuild its canvas visual
     (napari's Points visual converts every shown point's symbol to text on each update)."""
@@ -81,7 +87,7 @@ def batched(layer: Any):
             emitter()
 
 
-def swap_empty(layer: Any, store: Any) -> None:
+def swap_empty(layer: Layer, store: ZVStore) -> None:
     """No data in view: an empty layer (Tracks cannot be empty: one invisible vertex)."""
     kind = _kind(layer)
     ndim = int(layer.ndim)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from napari_zarr_vectors.napari._napari_compat import (
     canvas_widget,
@@ -39,13 +39,19 @@ from napari_zarr_vectors.napari._napari_compat import (
 from napari_zarr_vectors.napari.lod import gc_pauses
 from napari_zarr_vectors.napari.lod.gc_pauses import scan_new_only
 
+if TYPE_CHECKING:
+    from napari.layers import Layer
+
+    from napari import Viewer
+    from napari_zarr_vectors.napari.types import LayerData
+
 _L = TypeVar("_L")
 
 #: vectors a Vectors layer's layer-list thumbnail is drawn from (napari: 1,024)
 THUMBNAIL_VECTORS = 64
 
 
-def make_layer(data: Any, kwargs: dict[str, Any], kind: str) -> Any:
+def make_layer(data: LayerData, kwargs: dict[str, Any], kind: str) -> Layer:
     """``napari.layers.Layer.create(data, kwargs, kind)``, a Vectors layer with
     its thumbnail drawn from at most :data:`THUMBNAIL_VECTORS` vectors."""
     from napari.layers import Layer
@@ -55,7 +61,7 @@ def make_layer(data: Any, kwargs: dict[str, Any], kind: str) -> Any:
     return with_small_vectors_thumbnail(lambda: Layer.create(data, kwargs, kind), THUMBNAIL_VECTORS)
 
 
-def add_layer(viewer: Any, layer: _L, *, select: bool = False) -> _L:
+def add_layer(viewer: Viewer, layer: _L, *, select: bool = False) -> _L:
     """``viewer.add_layer(layer)``, drawn from the next event-loop turn on
     (:func:`hold_paint`); the selection stays as it is unless ``select``."""
     hold_paint(viewer)
@@ -65,7 +71,7 @@ def add_layer(viewer: Any, layer: _L, *, select: bool = False) -> _L:
         return viewer.add_layer(layer)
 
 
-def next_turn(callback: Callable[[], Any]) -> None:
+def next_turn(callback: Callable[[], object]) -> None:
     """Call ``callback`` in a later event-loop turn, after the input events, paints and
     timers already waiting. (A 0 ms single shot is a posted event in Qt 6: it runs in the
     same pass as the paints waiting, before any timer, so a long step scheduled that way
@@ -75,7 +81,7 @@ def next_turn(callback: Callable[[], Any]) -> None:
     QTimer.singleShot(1, callback)
 
 
-def hold_paint(viewer: Any) -> None:
+def hold_paint(viewer: Viewer) -> None:
     """Keep ``viewer``'s canvas from drawing until the next event-loop turn (a no-op
     without a Qt window). The frame then comes in a turn of its own, after the work of
     this one and after the input events waiting for it."""
@@ -92,7 +98,7 @@ def hold_paint(viewer: Any) -> None:
     next_turn(release)
 
 
-def remove_layers(viewer: Any, layers: Iterable[Any]) -> None:
+def remove_layers(viewer: Viewer, layers: Iterable[Layer | None]) -> None:
     """Remove those of ``layers`` that ``viewer`` holds (each once; ``None`` and absent
     layers are skipped), in one batch; the frame without them comes in the next turn."""
     present = list({id(x): x for x in layers if x is not None and x in viewer.layers}.values())

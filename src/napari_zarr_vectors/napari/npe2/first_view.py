@@ -16,14 +16,18 @@ A viewer that already held layers keeps its view: the user chose it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from napari_zarr_vectors.napari.layerdata.store_info import napari_order
 
+if TYPE_CHECKING:
+    from napari import Viewer
+    from napari_zarr_vectors.napari.types import ZVStore
 
-def space_axes(viewer: Any, store: Any) -> list[int]:
+
+def space_axes(viewer: Viewer, store: ZVStore) -> list[int]:
     """The viewer's dims axes that show ``store``'s space axes (its layers take the last
     ``store.ndim`` dims axes; non-space axes come first)."""
     types = getattr(store, "axis_types", None) or ("space",) * int(store.ndim)
@@ -32,7 +36,7 @@ def space_axes(viewer: Any, store: Any) -> list[int]:
     return [offset + i for i, col in enumerate(order) if types[int(col)] == "space"]
 
 
-def set_slab(viewer: Any, axes: list[int], thickness: float | None) -> None:
+def set_slab(viewer: Viewer, axes: list[int], thickness: float | None) -> None:
     """Set the 2-D slab on dims ``axes`` to ``thickness`` world units around the slice
     (``None``: the whole extent of each axis wherever the slice is)."""
     dims = viewer.dims
@@ -47,13 +51,13 @@ def set_slab(viewer: Any, axes: list[int], thickness: float | None) -> None:
     dims.margin_left, dims.margin_right = tuple(left), tuple(right)
 
 
-def slab_thickness(viewer: Any, axes: list[int]) -> float:
+def slab_thickness(viewer: Viewer, axes: list[int]) -> float:
     """The current 2-D slab (world units) on ``axes`` (the thickest of them)."""
     thick = np.asarray(viewer.dims.thickness, dtype=float)
     return float(thick[axes].max()) if axes else 0.0
 
 
-def show_whole_store(viewer: Any, store: Any) -> None:
+def show_whole_store(viewer: Viewer, store: ZVStore) -> None:
     """Put ``store`` in view whole: 3-D for three space axes, a slab of the whole depth for
     2-D views, the camera fitted to the data."""
     axes = space_axes(viewer, store)
