@@ -134,12 +134,6 @@ def test_grow_box_grows_only_the_given_axes():
     np.testing.assert_allclose(hi, [10.0, 32.0])
 
 
-def test_to_store_reverses_napari_order():
-    lo, hi = lod.to_store((np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])))
-    np.testing.assert_array_equal(lo, [3.0, 2.0, 1.0])
-    np.testing.assert_array_equal(hi, [6.0, 5.0, 4.0])
-
-
 # --------------------------------------------------------------------------------------------
 # chunks
 # --------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
-from napari_zarr_vectors.format.store import PIECE_TYPES
+from napari_zarr_vectors.format.geometry import PIECE_TYPES
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod.loader import PREVIEW_CHUNKS, Loader, LoadRequest
 from napari_zarr_vectors.napari.lod.view_geometry import (

@@ -35,7 +35,7 @@ from .cache import ChunkCache
 from .chunks import unique_rows
 from .decode.arrays import decode_rows, parse_dtype
 from .errors import ZVChunkWarning, ZVFormatError
-from .geometry import Geometry
+from .geometry import Geometry, GeometryType
 from .query import chunks_in_bbox, normalise_bbox
 
 if TYPE_CHECKING:
@@ -277,7 +277,7 @@ class CompositeGeometryStore:
         if object_ids is not None or group_ids is not None:
             wanted = wanted[:0]
         # links index the whole level's vertices: linked types read every chunk
-        read_chunks = wanted if self._geometry_type == "point_cloud" else listed
+        read_chunks = wanted if self._geometry_type == GeometryType.POINT_CLOUD else listed
         positions, from_chunk = self._vertices(level, read_chunks, strict)
         wanted_keys = {tuple(c) for c in wanted.tolist()}
         keep = np.array([tuple(c) in wanted_keys for c in read_chunks.tolist()], bool)
@@ -290,9 +290,9 @@ class CompositeGeometryStore:
             positions[keep],
             chunks=unique_rows(read_chunks[from_chunk[keep]].reshape(-1, ndim)),
         )
-        if self._geometry_type != "point_cloud":
+        if self._geometry_type != GeometryType.POINT_CLOUD:
             links = self._links(level, positions, keep)
-            if self._geometry_type == "mesh":
+            if self._geometry_type == GeometryType.MESH:
                 geometry.faces = links
             else:
                 geometry.edges = links
@@ -333,7 +333,7 @@ class CompositeGeometryStore:
     def _links(self, level: int, positions: np.ndarray, keep: np.ndarray) -> np.ndarray:
         """Edges ``(E, 2)`` or faces ``(F, 3)`` whose every vertex is kept, as rows of the
         kept vertices."""
-        width = 3 if self._geometry_type == "mesh" else 2
+        width = 3 if self._geometry_type == GeometryType.MESH else 2
         name = self._array(level, "links_array")
         links = None if name is None else self._layout.read_whole(level, name)
         if links is None:

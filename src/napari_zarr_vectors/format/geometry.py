@@ -1,5 +1,6 @@
 """The decoded, napari-free result of a read: :class:`Geometry`, and the geometry types
-(:class:`GeometryType`, :data:`GEOMETRY_TYPES`, :data:`PATH_TYPES`)."""
+(:class:`GeometryType`, :data:`GEOMETRY_TYPES`, :data:`PATH_TYPES`, :data:`GRAPH_TYPES`,
+:data:`PIECE_TYPES`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ _G = GeometryType
 PATH_TYPES: tuple[str, ...] = (_G.LINE.value, _G.POLYLINE.value, _G.STREAMLINE.value)
 #: Geometry types with explicit edges between vertices.
 GRAPH_TYPES: tuple[str, ...] = (_G.GRAPH.value, _G.SKELETON.value)
+#: Path types whose objects are vertex runs of any length (a line's are two vertices): read
+#: in pieces (``Store.read_pieces``), shown as napari Tracks or paths.
+PIECE_TYPES: tuple[str, ...] = (_G.POLYLINE.value, _G.STREAMLINE.value)
 
 
 class Derived:

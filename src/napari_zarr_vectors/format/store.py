@@ -21,7 +21,7 @@ from .cache import ChunkCache
 from .chunks import ChunkTable, LoadedChunks, unique_rows
 from .composite import CompositeGeometryStore
 from .errors import ZVChunkWarning, ZVError, ZVFormatError, chunk_key
-from .geometry import Geometry
+from .geometry import GRAPH_TYPES, PIECE_TYPES, Geometry, GeometryType
 from .io import StoreIO
 from .layout import Layout, LinkSet, ObjectRows, ObjectTable, detect_layout
 from .layout.keys import sort_chunks
@@ -36,9 +36,6 @@ from .world import WorldPlacement, world_placement
 
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
 MAX_CANDIDATE_CHUNKS = 4096
-
-#: the geometry types :meth:`Store.read_pieces` reads
-PIECE_TYPES = ("polyline", "streamline")
 
 #: a read of at most 1 / PARTIAL_INDEX_SHARE of a level's objects decodes only their
 #: manifests while the level's full object index is not decoded yet
@@ -827,7 +824,7 @@ class Store:
         """The level's links touching ``loaded``; with ``check``, records pointing at rows
         the loaded chunks do not hold (``whole``, a read of the whole level: or at chunks the
         level does not list) are left out as gaps. Every gap is reported."""
-        if self.geometry_type not in ("graph", "skeleton", "mesh") or loaded.n_rows == 0:
+        if self.geometry_type not in (*GRAPH_TYPES, GeometryType.MESH) or loaded.n_rows == 0:
             return None
         try:
             if 0 not in self.layout.link_deltas(level):

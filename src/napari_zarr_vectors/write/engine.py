@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..format.errors import MissingDependencyError, ZVError
+from ..format.geometry import GeometryType
 from ..format.io import PARTIAL_NAME, local_path
 from ..format.remote import describe
 from .spec import PATH_TYPES, SOURCE_OBJECT_ID, WriteSpec
@@ -411,7 +412,7 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
     kind = spec.geometry_type
     vattrs = {k: _vertex_attribute(v) for k, v in spec.vertex_attributes.items()}
     categories: dict[str, list[str]] = {}
-    if kind != "point_cloud":  # only the point writer dictionary-encodes text itself
+    if kind != GeometryType.POINT_CLOUD:  # only the point writer dictionary-encodes text itself
         for k, v in list(vattrs.items()):
             if v.dtype.kind == "O":
                 cats, codes = np.unique(v.astype(str), return_inverse=True)
@@ -428,7 +429,7 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
         rows = _rows_in_order(spec.lengths, order)
         positions = spec.positions[rows]
         vattrs = {k: v[rows] for k, v in vattrs.items()}
-        if kind == "line":
+        if kind == GeometryType.LINE:
             if np.any(lengths != 2):
                 raise WriteError("every line needs exactly two vertices")
             m = len(lengths)
@@ -446,7 +447,7 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
                 attributes={k: np.split(v, cuts) for k, v in vattrs.items()} or None,
                 object_attributes=oattrs or None,
                 groups=groups or None,
-                streamlines=kind == "streamline",
+                streamlines=kind == GeometryType.STREAMLINE,
             )
             groups_written = True
     else:
@@ -456,7 +457,7 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
             if ids is not None
             else {}
         )
-        if kind == "point_cloud":
+        if kind == GeometryType.POINT_CLOUD:
             ds.add_points(
                 spec.positions,
                 attributes=vattrs or None,
@@ -465,7 +466,7 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
                 groups=groups if ids is not None and groups else None,
             )
             groups_written = True
-        elif kind == "mesh":
+        elif kind == GeometryType.MESH:
             ds.add_mesh(
                 spec.positions,
                 np.asarray(spec.faces, np.int64).reshape(-1, 3),
@@ -476,7 +477,7 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
         else:
             positions = spec.positions
             edges = np.asarray(spec.edges, np.int64).reshape(-1, 2)
-            if kind == "skeleton":
+            if kind == GeometryType.SKELETON:
                 order = _tree_order(edges, len(positions), ids)
                 rank = np.empty(len(order), np.int64)
                 rank[order] = np.arange(len(order))
@@ -491,7 +492,7 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
                 or None,
                 object_ids=ids,
                 object_attributes=oattrs or None,
-                tree=kind == "skeleton",
+                tree=kind == GeometryType.SKELETON,
             )
     _write_groups(ds, groups if not groups_written else {}, spec.group_attributes)
     if groups and spec.group_names:

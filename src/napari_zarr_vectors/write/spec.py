@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..format.geometry import GEOMETRY_TYPES, PATH_TYPES, Geometry
+from ..format.geometry import GEOMETRY_TYPES, GRAPH_TYPES, PATH_TYPES, Geometry, GeometryType
 
 #: Object attribute keeping the original object ids when the reference writer cannot
 #: (paths and lines are numbered 0..n-1 in the order written).
@@ -196,9 +196,9 @@ def spec_from_geometry(
             else np.asarray(geometry.vertex_object_ids, np.int64)
         )
         extra: dict[str, Any] = {}
-        if kind == "mesh":
+        if kind == GeometryType.MESH:
             extra["faces"] = np.asarray(geometry.faces, np.int64).reshape(-1, 3)
-        elif kind in ("graph", "skeleton"):
+        elif kind in GRAPH_TYPES:
             extra["edges"] = np.asarray(geometry.edges, np.int64).reshape(-1, 2)
             extra["edge_attributes"] = {
                 k: np.asarray(v) for k, v in geometry.edge_attributes.items()

@@ -35,8 +35,7 @@ import numpy as np
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
-from napari_zarr_vectors.format.geometry import Geometry
-from napari_zarr_vectors.format.store import PIECE_TYPES
+from napari_zarr_vectors.format.geometry import PIECE_TYPES, Geometry, GeometryType
 from napari_zarr_vectors.napari.layerdata.build import LayerData, StoreInfo, layers_from_geometry
 from napari_zarr_vectors.napari.layerdata.store_info import (
     store_box_to_world,
@@ -253,7 +252,7 @@ class Loader:
         """Tracks with the store's time column show tails and heads along time themselves:
         a view reads every time of their paths, not the slider's slab."""
         info = self._axes
-        paths = self.store.geometry_type in ("polyline", "streamline")
+        paths = self.store.geometry_type in PIECE_TYPES
         return bool(paths and info.n_lead and info.paths_as_tracks)
 
     def _whole_track_time(self, box: tuple[np.ndarray, np.ndarray]) -> None:
@@ -361,7 +360,7 @@ class Loader:
 
     def _filter_share(self, request: LoadRequest) -> float:
         """The part of the objects an object filter lets through (1 without a filter)."""
-        if request.allowed_ids is None or self.store.geometry_type == "point_cloud":
+        if request.allowed_ids is None or self.store.geometry_type == GeometryType.POINT_CLOUD:
             return 1.0
         total = len(self._level_ids(0))
         return min(len(request.allowed_ids) / total, 1.0) if total else 1.0
@@ -547,7 +546,7 @@ class Loader:
         step whose objects fit, chosen among objects that were all read. When everything
         read fits, the objects ranked next may fit too: read again with a larger fraction
         (from the cache). Returns the subset, the fraction shown and the fraction read."""
-        by_object = self.store.geometry_type != "point_cloud"
+        by_object = self.store.geometry_type != GeometryType.POINT_CLOUD
         ids = self._level_ids(plan.level) if by_object else np.empty(0, np.int64)
         if request.allowed_ids is not None and len(ids):
             ids = ids[np.isin(ids, request.allowed_ids)]
@@ -596,7 +595,7 @@ class Loader:
     def _read_table_aside(self, level: int) -> None:
         """Read the level's object table aside, on the plugin's pool (a later
         :meth:`_level_ids` waits for it instead of reading it again)."""
-        if self.store.geometry_type != "point_cloud":
+        if self.store.geometry_type != GeometryType.POINT_CLOUD:
             run_aside(self._level_ids, level)
 
     def load(self, request: LoadRequest) -> LoadResult | None:

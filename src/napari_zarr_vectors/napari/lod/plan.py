@@ -10,8 +10,9 @@ A :class:`ViewState` and :func:`visible_box` work in the **store's napari axis o
 non-space axes first, then the space axes reversed (``(x, y, z)`` -> ``(z, y, x)``,
 ``(t, x, y)`` -> ``(t, y, x)``, see docs/coordinates.md), world units,
 only the store's own ``ndim`` axes (the viewer's extra leading axes, such as the hidden
-``t`` axis of the bounds box, are dropped by the controller). :func:`to_store` maps such a
-box back to store order; :func:`plan_level` and :func:`chunks_in_box` work in store order.
+``t`` axis of the bounds box, are dropped by the controller).
+:func:`~napari_zarr_vectors.napari.layerdata.store_info.world_box_to_store` maps such a box
+back to store order; :func:`plan_level` and :func:`chunks_in_box` work in store order.
 
 How a view is planned (docs/level-of-detail.md)
 -----------------------------------------------
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from napari_zarr_vectors.format.geometry import GRAPH_TYPES
 from napari_zarr_vectors.napari.lod.settings import DEFAULT_VERTEX_BUDGET
 from napari_zarr_vectors.napari.lod.view_geometry import ladder_floor
 
@@ -196,16 +198,6 @@ def is_empty(box: tuple[np.ndarray, np.ndarray]) -> bool:
     return bool(np.any(np.asarray(lo) > np.asarray(hi)))
 
 
-def to_store(
-    box: tuple[np.ndarray, np.ndarray], order: Sequence[int] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """A napari-order box -> store order; ``order[i]`` is the napari axis of store axis
-    ``i`` (default: reversed, as the layers use)."""
-    lo, hi = (np.asarray(b, dtype=np.float64) for b in box)
-    idx = np.arange(lo.size)[::-1] if order is None else np.asarray(order, dtype=np.int64)
-    return lo[idx], hi[idx]
-
-
 # --------------------------------------------------------------------------------------------
 # chunks and levels
 # --------------------------------------------------------------------------------------------
@@ -338,7 +330,7 @@ def layer_rows(geometry_type: str, vertex_count: int | None) -> int | None:
     skeletons (the node and two segment ends per edge), one per vertex otherwise."""
     if vertex_count is None:
         return None
-    return int(vertex_count) * (3 if geometry_type in ("graph", "skeleton") else 1)
+    return int(vertex_count) * (3 if geometry_type in GRAPH_TYPES else 1)
 
 
 def whole_plan(level: object, chunks: np.ndarray) -> LevelPlan:

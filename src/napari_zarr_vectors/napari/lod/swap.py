@@ -30,6 +30,7 @@ from napari_zarr_vectors.napari.colour.live import (
     surface_values,
 )
 from napari_zarr_vectors.napari.colour.live import layer_kind as _kind
+from napari_zarr_vectors.napari.coords import store_to_layer
 from napari_zarr_vectors.napari.layerdata.store_info import napari_order
 
 if TYPE_CHECKING:
@@ -93,9 +94,9 @@ def swap_empty(layer: Layer, store: ZVStore) -> None:
     ndim = int(layer.ndim)
     if kind == "tracks":
         order = napari_order(store)
-        lo = np.asarray(store.bounds[0], dtype=float)[order] / np.asarray(
-            layer.scale[-len(order) :]
-        )
+        scale = np.ones(len(order))
+        scale[order] = layer.scale[-len(order) :]  # the layer's scale, store order
+        lo = store_to_layer(store.bounds[0], scale, order)[0]
         head = [0.0] * (1 + ndim - len(order))  # track id, and time when the store has none
         columns = {name: np.zeros(1) for name in layer.features.columns if name != "track_id"}
         colour_by = layer.color_by

@@ -1,0 +1,42 @@
+"""swap_empty: a view with no data empties a layer; a Tracks layer keeps one invisible vertex
+at the store's lower corner, in layer coordinates (napari axis order, units of its scale)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+from napari.layers import Points, Tracks
+
+from napari_zarr_vectors.napari.lod.swap import swap_empty
+
+
+def _store(lo, hi, axis_types):
+    return SimpleNamespace(
+        ndim=len(lo), bounds=(np.asarray(lo, float), np.asarray(hi, float)), axis_types=axis_types
+    )
+
+
+def test_empty_tracks_keep_one_vertex_at_the_store_corner_in_layer_units():
+    store = _store([10.0, 20.0, 30.0], [50.0, 60.0, 70.0], ["space"] * 3)
+    # napari order (z, y, x); scale per napari axis: time, z, y, x
+    layer = Tracks(np.array([[0, 0, 1.0, 2.0, 3.0], [0, 1, 1.0, 2.0, 3.0]]), scale=(1, 5, 4, 2))
+    swap_empty(layer, store)
+    # track id 0, time 0, then z / 5, y / 4, x / 2
+    np.testing.assert_allclose(layer.data, [[0.0, 0.0, 6.0, 5.0, 5.0]])
+
+
+def test_empty_tracks_of_a_store_with_time_put_time_first():
+    store = _store([0.0, 8.0, 9.0], [4.0, 16.0, 18.0], ["space", "time", "space"])
+    # napari order: the time column, then the space axes reversed (store columns 2, 0)
+    layer = Tracks(np.array([[0, 0, 1.0, 2.0], [0, 1, 1.0, 2.0]]), scale=(2, 3, 0.5))
+    swap_empty(layer, store)
+    np.testing.assert_allclose(layer.data, [[0.0, 4.0, 3.0, 0.0]])
+
+
+def test_empty_points_hold_no_rows_and_keep_their_feature_columns():
+    store = _store([0.0, 0.0], [1.0, 1.0], ["space"] * 2)
+    layer = Points(np.ones((4, 2)), features={"speed": np.arange(4.0)})
+    swap_empty(layer, store)
+    assert layer.data.shape == (0, 2)
+    assert list(layer.features.columns) == ["speed"] and len(layer.features) == 0
