@@ -27,6 +27,7 @@ from .layout import Layout, LinkSet, ObjectRows, ObjectTable, detect_layout
 from .layout.keys import sort_chunks
 from .loading import attribute_specs, load_chunks
 from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
+from .missing import missing_value
 from .objects import ObjectIndex, decode_object_index
 from .parametric import Parametric, ParametricObject, read_parametric
 from .query import candidate_chunks, chunks_in_bbox, normalise_bbox
@@ -425,12 +426,13 @@ class Store:
         """``{name: array indexed by object id}``.
 
         Rows of objects absent at the level hold the store's absence value: zero in 0.7
-        stores, the fill sentinel (NaN, INT_MIN, UINT_MAX) in 0.9 stores. Use
+        stores, the fill sentinel (NaN, INT_MIN, UINT_MAX) in 0.9 stores; ids missing from the
+        id space hold :func:`.missing.missing_value` of the dtype. Use
         :meth:`object_presence` (or :meth:`object_attribute_presence`) to tell them apart.
         """
         ids = self.object_ids(level)
         return {
-            name: _by_id(ids, a.values, _absent(a.values))
+            name: _by_id(ids, a.values, missing_value(a.values.dtype))
             for name, a in self.layout.read_object_attributes(level).items()
         }
 
@@ -895,16 +897,6 @@ def _report_gaps(links: LinkSet, strict: bool) -> None:
         if strict:
             raise error
         warnings.warn(f"links left out: {error}", ZVChunkWarning, stacklevel=4)
-
-
-def _absent(values: np.ndarray) -> Any:
-    if values.dtype.kind == "f":
-        return np.nan
-    if values.dtype.kind == "i":
-        return np.iinfo(values.dtype).min
-    if values.dtype.kind == "u":
-        return np.iinfo(values.dtype).max
-    return 0
 
 
 #: Largest object id for which per-id arrays are built for sparse id spaces.

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..decode.arrays import parse_attribute_dtype
+from ..discovery import warn_unlisted
 from ..errors import ZVAttributeWarning, ZVChunkWarning, ZVFormatError, ZVUnsupportedDtypeError
 from ..io import StoreIO
 from ..metadata import LevelInfo, RootMetadata
@@ -271,9 +272,10 @@ class Layout(ABC):
         metadata), so that a bbox read should use it instead of probing candidate keys."""
         return False
 
-    @abstractmethod
     def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
-        """ZV attributes of a logical array (``dtype``, ``encoding``, ``row_shape`` ...)."""
+        """ZV attributes of a logical array (``dtype``, ``encoding``, ``row_shape`` ...): the
+        attributes of ``<level>/<array>``'s ``zarr.json`` (``None`` without one)."""
+        return self._attrs(f"{level}/{array}")
 
     def attribute_dtype(
         self, level: int, kind: str, name: str, array: str, default: str = "float32"
@@ -323,6 +325,17 @@ class Layout(ABC):
     def list_attributes(self, level: int, kind: str) -> list[str]:
         """Names of the ``kind`` attributes at a level: ``"vertex"``, ``"object"``,
         ``"group"``, ``"link"`` or ``"fragment"``."""
+
+    def _unlisted_attributes(self, kind: str) -> list[str]:
+        """No attribute names of ``kind`` to be had (the store cannot be listed): warn once
+        per store, and read the geometry without them."""
+        warn_unlisted(
+            self.io.name,
+            self.io.warned,
+            f"{kind} attribute names",
+            f"geometry is read without {kind} attributes",
+        )
+        return []
 
     # -- links -------------------------------------------------------------------------
     @abstractmethod

@@ -15,7 +15,7 @@ from ..decode.arrays import decode_attribute, parse_attribute_dtype, text_values
 from ..decode.groups import decode_csr_groups
 from ..decode.links import decode_cross_chunk_records, decode_flat_links, decode_ragged_links
 from ..decode.manifests import split_flat_manifests, split_offset_manifests
-from ..discovery import candidate_deltas, level_chunk_grid, warn_unlisted
+from ..discovery import candidate_deltas, level_chunk_grid
 from ..errors import ZVChunkWarning, ZVError, ZVFetchError, ZVFormatError, chunk_key
 from ..metadata import MAX_NDIM
 from ..validate import Source, check_zarr_array_doc, int_field, int_list, str_field
@@ -163,9 +163,6 @@ class V07Layout(Layout):
             )
         return sort_chunks(candidates[keep])
 
-    def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
-        return self._attrs(f"{level}/{array}")
-
     def read_cells(
         self, level: int, arrays: Sequence[str], chunks: np.ndarray
     ) -> dict[str, list[bytes | ZVFormatError | None]]:
@@ -224,13 +221,7 @@ class V07Layout(Layout):
         folder = _ATTRIBUTE_DIRS[kind]
         names = self.io.list_dir_known(f"{level}/{folder}")
         if names is None:
-            warn_unlisted(
-                self.io.name,
-                self.io.warned,
-                f"{kind} attribute names",
-                f"geometry is read without {kind} attributes",
-            )
-            return []
+            return self._unlisted_attributes(kind)
         return [n for n in names if n != "zarr.json"]
 
     # -- links -------------------------------------------------------------------------

@@ -591,9 +591,6 @@ class V09Layout(Layout):
         grid = self._grid(level, "vertices")
         return grid is not None and isinstance(grid.attrs.get("nonempty_chunks"), list)
 
-    def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
-        return self._attrs(f"{level}/{array}")
-
     def read_cells(
         self, level: int, arrays: Sequence[str], chunks: np.ndarray
     ) -> dict[str, list[bytes | ZVFormatError | None]]:
@@ -879,13 +876,7 @@ class V09Layout(Layout):
         specs = (self.root.raw.get("zarr_vectors") or {}).get("attribute_specs") or {}
         declared = list(specs.get(kind) or {}) if isinstance(specs, dict) else []
         if not declared:
-            warn_unlisted(
-                self.io.name,
-                self.io.warned,
-                f"{kind} attribute names",
-                f"geometry is read without {kind} attributes",
-            )
-            return []
+            return self._unlisted_attributes(kind)
         paths = [f"{level}/{folder}/{n}" for n in declared]
         self._prefetch(paths)
         return [n for n, p in zip(declared, paths, strict=True) if self._doc(p) is not None]
