@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from napari.layers import Layer, Points, Tracks, Vectors
     from napari.layers.utils.color_manager import ColorManager
     from napari.utils.events import EventedDict
-    from qtpy.QtWidgets import QLabel, QMainWindow, QWidget
 
     from napari import Viewer
 
@@ -285,7 +284,7 @@ def inserted_unselected(layers: LayerList) -> Iterator[None]:
         layers._activate_on_insert = activate
 
 
-def canvas_widget(viewer: Viewer) -> QWidget | None:
+def canvas_widget(viewer: Viewer) -> Any | None:
     """The Qt widget of ``viewer``'s canvas, ``None`` without a Qt window (or viewer).
 
     Internal: ``Window._qt_viewer.canvas.native``. Holding the canvas's repaint for an
@@ -297,7 +296,7 @@ def canvas_widget(viewer: Viewer) -> QWidget | None:
         return None
 
 
-def main_window(viewer: Viewer) -> QMainWindow | None:
+def main_window(viewer: Viewer) -> Any | None:
     """The Qt main window of ``viewer``, ``None`` without one.
 
     Internal: ``Window._qt_window``. Closing it (its close button) leaves the layers in the
@@ -310,7 +309,7 @@ def main_window(viewer: Viewer) -> QMainWindow | None:
         return None
 
 
-def slider_total_label(viewer: Viewer, axis: int) -> QLabel | None:
+def slider_total_label(viewer: Viewer, axis: int) -> Any | None:
     """The label after dims slider ``axis`` that shows its number of steps, ``None``
     without a Qt window or such a slider.
 

@@ -33,7 +33,13 @@ from napari_zarr_vectors.napari.colour.live import (
     layer_kind,
 )
 from napari_zarr_vectors.napari.colour.spec import category_index
-from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, META, OBJECT_ID
+from napari_zarr_vectors.napari.conventions import (
+    DIRECTION,
+    GROUP_ID,
+    GROUPS,
+    OBJECT_ID,
+    meta_of,
+)
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -132,8 +138,8 @@ def bar_label(feature: str) -> str:
 
 def bar_spec(layer: Layer) -> BarSpec | None:
     """The colour bar of ``layer``'s colouring, ``None`` unless it is continuous."""
-    meta = layer.metadata.get(META) if isinstance(layer.metadata, dict) else None
-    if isinstance(meta, dict) and meta.get("role") == "bounds":
+    meta = meta_of(layer)
+    if meta is not None and meta.get("role") == "bounds":
         return None
     spec = colour_spec_of(layer)
     if spec is not None and spec.categorical:
@@ -178,7 +184,7 @@ def _drawn_colormap(layer: Layer) -> tuple[str | None, Colormap, tuple[float, fl
             return feature, ensure_colormap(layer.colormap), (values.min(), values.max())
         return feature, _plain(cmap), getattr(cmap, "value_range", (0.0, 1.0))
     if kind == "surface":
-        meta = layer.metadata.get(META, {})
+        meta = meta_of(layer) or {}
         return meta.get("colour_by"), layer.colormap, tuple(layer.contrast_limits)
     return None
 
@@ -209,8 +215,8 @@ def _is_step(cmap: Colormap) -> bool:
 def default_colouring_name(layer: Layer | None) -> str:
     """What a layer is drawn in before any Colour-by choice: ``stored rgb``, ``direction``,
     ``object id``, ``length_mm (mm)``, ``one colour``."""
-    meta = None if layer is None else layer.metadata.get(META)
-    source = meta.get("colour_by") if isinstance(meta, dict) else None
+    meta = meta_of(layer)
+    source = meta.get("colour_by") if meta is not None else None
     if not source:
         return "one colour"
     if source.lower() in COLOUR_ATTRIBUTE_NAMES:
@@ -222,8 +228,8 @@ def default_colouring_name(layer: Layer | None) -> str:
 
 def object_noun(layer: Layer | None) -> str:
     """What the legend calls a layer's objects (``streamlines``; ``objects`` by default)."""
-    meta = None if layer is None else layer.metadata.get(META)
-    geometry = meta.get("geometry_type") if isinstance(meta, dict) else None
+    meta = meta_of(layer)
+    geometry = meta.get("geometry_type") if meta is not None else None
     return OBJECT_NOUNS.get(str(geometry), "objects")
 
 

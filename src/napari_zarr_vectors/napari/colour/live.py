@@ -501,7 +501,7 @@ def recolour(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:
         _keep_point_size(layer, kwargs, memory)
     spec = colour_spec_of(layer)
     if spec is not None:
-        meta = layer.metadata[META]
+        meta = meta_of(layer)
         if "categories" in new_meta:
             meta["categories"] = new_meta["categories"]
         reapply_colour(layer)
@@ -536,7 +536,7 @@ def recolour(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:
             limits = memory.limits.setdefault(name, kwargs.get("contrast_limits"))
             if limits is not None:
                 layer.contrast_limits = limits
-        layer.metadata[META]["colour_by"] = new_meta["colour_by"] = name
+        meta_of(layer)["colour_by"] = new_meta["colour_by"] = name
 
 
 def _keep_point_size(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.npe2.writer import SUFFIX, _Activity, with_suffix
 from napari_zarr_vectors.napari.tasks import run_task
 from napari_zarr_vectors.write.engine import WriteError, check_target
@@ -69,11 +70,8 @@ def widget_selection(widget: Any, ids: np.ndarray | None = None) -> tuple[np.nda
     allowed = session.filters.allowed() if session is not None else None
     all_ids = session.table.ids if session is not None else np.empty(0, np.int64)
     isolated_layers = widget.isolated_layers() if hasattr(widget, "isolated_layers") else []
-    isolated = [
-        int(layer.metadata["zarr_vectors"]["object_id"])
-        for layer in isolated_layers
-        if layer.metadata.get("zarr_vectors", {}).get("object_id") is not None
-    ]
+    metas = [meta_of(layer) or {} for layer in isolated_layers]
+    isolated = [int(m["object_id"]) for m in metas if m.get("object_id") is not None]
     return selection_ids(all_ids, allowed, isolated)
 
 

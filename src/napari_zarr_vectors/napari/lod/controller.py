@@ -35,6 +35,7 @@ import numpy as np
 from psygnal import Signal, SignalGroup
 
 from napari_zarr_vectors.napari.colour.live import ColourMemory, capture
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.build import META, LayerData
 from napari_zarr_vectors.napari.lod import camera, gc_pauses
 from napari_zarr_vectors.napari.lod import plan as lod
@@ -508,9 +509,7 @@ class ZVLayerController:
         """Put a finished load on screen (UI thread): swap data into the layers, restore
         their colouring, update metadata and status, emit signals."""
         old_level = self._held.level
-        new = {
-            kw["metadata"][META]["role"]: (data, kw, kind) for data, kw, kind in result.layer_data
-        }
+        new = {meta_of(kw)["role"]: (data, kw, kind) for data, kw, kind in result.layer_data}
         viewer = self.viewer
         present = {id(layer) for layer in viewer.layers} if viewer is not None else set()
         for role in list(self._layer_refs):
@@ -552,7 +551,7 @@ class ZVLayerController:
 
     def _session_token(self) -> str:
         for layer in self.layers:
-            token = layer.metadata.get(META, {}).get("session")
+            token = (meta_of(layer) or {}).get("session")
             if token:
                 return token
         return uuid.uuid4().hex

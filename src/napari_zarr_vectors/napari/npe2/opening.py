@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from napari_zarr_vectors.napari.layerdata.build import META
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.lod.controller import ZVLayerController, controller_for
 from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
 from napari_zarr_vectors.napari.npe2.attach import hook_viewer, keep_view
@@ -31,7 +31,7 @@ def open_in_viewer(viewer: Viewer, path: Any, **options: Any) -> ZVLayerControll
     hook_viewer(viewer)
     layer_data = read_zarr_vectors(path, vertex_budget=budget)
     if not first_view:
-        for token in {t[1]["metadata"][META].get("session") for t in layer_data if len(t) == 3}:
+        for token in {(meta_of(t[1]) or {}).get("session") for t in layer_data if len(t) == 3}:
             keep_view(token)
     added = []
     for data, kwargs, kind in (t for t in layer_data if len(t) == 3):

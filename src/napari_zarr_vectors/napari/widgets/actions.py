@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from napari.utils.notifications import show_info
 
-from napari_zarr_vectors.napari.browse.targets import zv_meta
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.qa.model import PyramidQA, qa_model_for, store_layer
 from napari_zarr_vectors.napari.widgets._browse_base import unwrap
 
@@ -37,7 +37,7 @@ def _store_layer(layer: Layer | None, viewer: Viewer | None) -> Layer | None:
     if viewer is None or store_layer(viewer) is None:
         show_info(NO_STORE)
         return None
-    if zv_meta(layer) is None or store_layer(viewer, layer) is not layer:
+    if meta_of(layer) is None or store_layer(viewer, layer) is not layer:
         show_info(NOT_A_STORE_LAYER)
         return None
     return layer
