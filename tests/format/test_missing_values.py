@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from napari_zarr_vectors.format.geometry import Geometry, GeometryType
 from napari_zarr_vectors.format.missing import missing_mask, missing_value, take_by_id
+from napari_zarr_vectors.write.spec import spec_from_geometry
 
 IDS = np.array([2, 0, 5, -1])  # 5 and -1 name no row
 
@@ -57,3 +59,27 @@ def test_multichannel_rows_miss_whole():
 def test_all_ids_present_is_plain_indexing():
     values = np.array([10, 20, 30], np.uint8)
     assert take_by_id(values, np.array([2, 2, 0])).tolist() == [30, 30, 10]
+
+
+def test_a_writer_spec_keeps_the_markers_for_objects_beyond_the_attribute_table():
+    geometry = Geometry(
+        geometry_type=GeometryType.POINT_CLOUD,
+        level=0,
+        positions=np.zeros((3, 3)),
+        vertex_object_ids=np.array([0, 1, 5]),
+    )
+    table = {
+        "u": np.array([10, 11], np.uint16),
+        "i": np.array([3, 4], np.int32),
+        "f": np.array([1.5, 2.5]),
+        "name": np.array(["a", "b"]),
+        "flag": np.array([True, True]),
+    }
+    spec = spec_from_geometry(geometry, axes=("x", "y", "z"), object_attributes=table)
+    np.testing.assert_array_equal(spec.object_table_ids, [0, 1, 5])
+    got = spec.object_attributes
+    np.testing.assert_array_equal(got["u"], [10, 11, np.iinfo(np.uint16).max])
+    np.testing.assert_array_equal(got["i"], [3, 4, np.iinfo(np.int32).min])
+    np.testing.assert_array_equal(got["f"], [1.5, 2.5, np.nan])
+    assert got["name"].tolist() == ["a", "b", ""] and got["flag"].tolist() == [True, True, False]
+    assert missing_mask(got["u"]).tolist() == [False, False, True]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..format.geometry import GEOMETRY_TYPES, GRAPH_TYPES, PATH_TYPES, Geometry, GeometryType
+from ..format.missing import take_by_id
 
 #: Object attribute keeping the original object ids when the reference writer cannot
 #: (paths and lines are numbered 0..n-1 in the order written).
@@ -221,16 +222,6 @@ def spec_from_geometry(
 
 
 def _rows_by_id(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """``values[ids]``; ids beyond the table get the absence value (NaN, or the minimum)."""
-    ok = (ids >= 0) & (ids < len(values))
-    if ok.all():
-        return values[ids]
-    if values.dtype.kind == "f":
-        fill: Any = np.nan
-    elif values.dtype.kind in "iu":
-        fill = np.iinfo(values.dtype).min
-    else:
-        fill = ""
-    out = np.full((len(ids), *values.shape[1:]), fill, dtype=values.dtype)
-    out[ok] = values[ids[ok]]
-    return out
+    """``values[ids]``; ids beyond the table get the missing marker of the dtype
+    (:func:`~..format.missing.missing_value`), text ``""`` and flags ``False``."""
+    return take_by_id(values, ids, fill="" if values.dtype.kind in "OSUb" else None)
