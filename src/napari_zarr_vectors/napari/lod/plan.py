@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from napari_zarr_vectors.format.geometry import GRAPH_TYPES
+from napari_zarr_vectors.napari.coords import napari_axis_order, world_to_store
 from napari_zarr_vectors.napari.lod.settings import DEFAULT_VERTEX_BUDGET
 from napari_zarr_vectors.napari.lod.view_geometry import ladder_floor
 
@@ -246,14 +247,14 @@ class Prism:
         right = np.cross(vd, up)
         half = np.asarray(view.canvas_size[-2:], np.float64) / (2.0 * max(view.zoom, 1e-12))
         grow = 1.0 + 2.0 * margin
-        # displayed axes are the last three napari axes = the store axes reversed
-        return cls(
-            np.asarray(view.center[-3:], np.float64)[::-1],
-            right[::-1],
-            up[::-1],
-            float(half[1] * grow),
-            float(half[0] * grow),
-        )
+        # the displayed axes are the last three napari axes: three space axes
+        center = np.asarray(view.center[-3:], np.float64)
+        center, right, up = world_to_store(np.stack([center, right, up]), _SPACE_3D)
+        return cls(center, right, up, float(half[1] * grow), float(half[0] * grow))
+
+
+#: the store column of each displayed napari axis of a 3-D view
+_SPACE_3D = napari_axis_order(("space",) * 3)
 
 
 def chunks_in_prism(chunks: np.ndarray, chunk_shape: np.ndarray, prism: Prism) -> np.ndarray:
