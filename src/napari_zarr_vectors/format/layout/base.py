@@ -18,7 +18,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,12 @@ from ..errors import ZVAttributeWarning, ZVChunkWarning, ZVFormatError, ZVUnsupp
 from ..io import StoreIO
 from ..metadata import LevelInfo, RootMetadata
 from ..validate import Source, as_mapping, str_field
+
+if TYPE_CHECKING:
+    from zarr import Array
+    from zarr.core.array import AsyncArray
+
+    from ..chunks import ChunkTable
 
 
 @dataclass
@@ -94,7 +100,7 @@ class LinkSet:
         chunks = np.asarray(chunks, np.int64).reshape(-1, self.chunks.shape[2])
         self.damaged = chunks if self.damaged is None else np.concatenate([self.damaged, chunks])
 
-    def damaged_in(self, table: Any) -> np.ndarray:
+    def damaged_in(self, table: ChunkTable) -> np.ndarray:
         """Which chunks of a :class:`~napari_zarr_vectors.format.chunks.ChunkTable` may own a
         record left out (bool per table row)."""
         out = np.full(len(table.chunks), self.damaged_anywhere)
@@ -115,7 +121,7 @@ class LinkSet:
         )
 
 
-def decoded_chunk_shape(arr: Any) -> tuple[int, ...] | None:
+def decoded_chunk_shape(arr: AsyncArray | Array) -> tuple[int, ...] | None:
     """Shape of the chunks zarr decodes one by one to read the zarr array ``arr`` (a sharded
     array's inner chunks); ``None`` for an irregular grid."""
     for codec in getattr(arr.metadata, "codecs", ()):
@@ -230,7 +236,11 @@ class Layout(ABC):
 
     # -- helpers shared by implementations ---------------------------------------------
     def error(
-        self, message: str, level: int | None = None, array: str | None = None, chunk: Any = None
+        self,
+        message: str,
+        level: int | None = None,
+        array: str | None = None,
+        chunk: Sequence[int] | str | None = None,
     ) -> ZVFormatError:
         """A :class:`ZVFormatError` located in this store."""
         return ZVFormatError(message, store=self.io.name, level=level, array=array, chunk=chunk)
@@ -376,7 +386,7 @@ class Layout(ABC):
         """Every group attribute, indexed by group id."""
 
     def _gather_whole(
-        self, level: int, named: Sequence[tuple[str, Any]]
+        self, level: int, named: Sequence[tuple[str, AsyncArray | None]]
     ) -> list[np.ndarray | None]:
         """Whole contents of opened arrays (``(name, AsyncArray or None)``; the caller has
         checked their sizes), read concurrently; a failed read raises :class:`ZVFormatError`
@@ -385,7 +395,7 @@ class Layout(ABC):
 
         from zarr.core.sync import sync
 
-        async def one(arr: Any) -> Any:
+        async def one(arr: AsyncArray | None) -> np.ndarray | None:
             if arr is None:
                 return None
             return await arr.getitem(tuple(slice(None) for _ in arr.shape))

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qtpy.QtWidgets import (
     QCheckBox,
@@ -30,6 +30,11 @@ from napari_zarr_vectors.napari.lod import settings
 from napari_zarr_vectors.napari.lod.controller import item_label, open_controllers
 from napari_zarr_vectors.napari.npe2.first_view import set_slab, slab_thickness, space_axes
 from napari_zarr_vectors.napari.values import format_value
+
+if TYPE_CHECKING:
+    from napari import Viewer
+    from napari_zarr_vectors.format.api import GeometryStore
+    from napari_zarr_vectors.napari.browse.targets import BrowseTarget
 
 #: the Detail choices: (label, vertex budget; None = adaptive)
 DETAIL_CHOICES: tuple[tuple[str, int | None], ...] = (
@@ -53,10 +58,10 @@ def set_detail(budget: int | None) -> None:
 class ViewControls(QWidget):
     """Detail, shown counts and the 2-D slab of the store a Store panel follows."""
 
-    def __init__(self, viewer: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, viewer: Viewer, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.viewer = viewer
-        self.target: Any = None
+        self.target: BrowseTarget | None = None
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         self.detail = QComboBox()
@@ -92,7 +97,7 @@ class ViewControls(QWidget):
             emitter.connect(self._show_slab)
 
     # -- following a store ---------------------------------------------------------------
-    def set_target(self, target: Any) -> None:
+    def set_target(self, target: BrowseTarget | None) -> None:
         """Follow ``target`` (a level-of-detail controller; anything else shows no counts)."""
         old = getattr(getattr(self.target, "events", None), "refreshed", None)
         if old is not None:
@@ -139,7 +144,7 @@ class ViewControls(QWidget):
             for a in axes
         )
 
-    def _show_slab(self, *_: Any) -> None:
+    def _show_slab(self, *_: object) -> None:
         axes = self._axes()
         enabled = bool(axes)
         for w in (self.slab, self.whole_depth):
@@ -170,7 +175,7 @@ class ViewControls(QWidget):
             set_slab(self.viewer, axes, max((rng[a][1] - rng[a][0]) / 10 for a in axes))
 
 
-def shown_text(target: Any) -> str:
+def shown_text(target: BrowseTarget | None) -> str:
     """ "all 5 skeletons", "1 of 5 skeletons in view (...)" -- what the layers hold."""
     share = getattr(target, "view_share", None)
     if share is None:
@@ -185,7 +190,7 @@ def shown_text(target: Any) -> str:
     return f"all {share.items_in_view:,} {label} in view"
 
 
-def slice_text(viewer: Any, store: Any, axes: list[int]) -> str:
+def slice_text(viewer: Viewer, store: GeometryStore, axes: list[int]) -> str:
     """``"z = 87.5 mm (slab 35 mm)"`` for each sliced axis, in store units."""
     dims = viewer.dims
     units = dict(zip(store.axes, getattr(store, "units", None) or (), strict=False))
