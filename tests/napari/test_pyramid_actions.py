@@ -178,9 +178,9 @@ def test_isolate_with_nothing_listed_does_nothing_and_says_why(qa):
 
 def test_statistics_count_stored_vertices_and_the_status_bar_count_agrees(qa, qtbot):
     viewer, widget, controller = qa(v07_store("streamlines"))
-    header = [widget.stats_box.stats_table.horizontalHeaderItem(c).text() for c in range(2)]
-    assert header == ["level", "stored vertices"]
-    assert [widget.stats_box.stats_table.item(r, 1).text() for r in range(3)] == ["159", "22", "6"]
+    table = widget.stats_box.stats_table
+    assert table.verticalHeaderItem(0).text() == "stored vertices"
+    assert [table.item(0, c).text() for c in range(3)] == ["159", "22", "6"]
     widget.model.lock_level(1)
     settle(qtbot, controller)
     drawn = controller.vertex_count

@@ -15,6 +15,7 @@ from _zv_napari import v07_store
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid as core
+from napari_zarr_vectors.napari.qa import compute as qa_compute
 
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 V09 = Path(__file__).resolve().parents[1] / "data" / "v09"
@@ -216,11 +217,15 @@ def test_lock_level_2_shows_level_2_at_every_zoom_and_unlock_returns_to_automati
 @pytest.mark.gui
 def test_statistics_table(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
-    qtbot.waitUntil(lambda: widget.stats_box.stats_table.rowCount() == 3, timeout=10_000)
+    qtbot.waitUntil(lambda: widget.stats_box.stats_table.columnCount() == 3, timeout=10_000)
     rows = core.level_statistics(store)
     table = widget.stats_box.stats_table
-    cell = [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(3)]
-    assert [c[0] for c in cell] == ["0", "1", "2"]
+    # one column per level, one row per statistic (STAT_COLUMNS after "level")
+    heads = [table.horizontalHeaderItem(c).text() for c in range(3)]
+    assert heads == ["level 0", "level 1", "level 2"]
+    names = [table.verticalHeaderItem(r).text() for r in range(table.rowCount())]
+    assert names == list(qa_compute.STAT_COLUMNS[1:])
+    cell = [[""] + [table.item(r, c).text() for r in range(table.rowCount())] for c in range(3)]
     assert [c[1] for c in cell] == ["240", "63", "8"]
     assert [c[2] for c in cell] == ["15 / 15", "15 / 15", "8 / 15"]
     assert [c[4] for c in cell] == [str(r["chunks"]) for r in rows]
@@ -476,7 +481,7 @@ def test_single_level_store_says_so_and_stays_usable(qa, qtbot, name):
     assert not widget.side_box.isEnabled()
     assert not widget.links_box.isEnabled()
     assert not widget.level_box.level_combo.isEnabled()
-    qtbot.waitUntil(lambda: widget.stats_box.stats_table.rowCount() == 1, timeout=10_000)
+    qtbot.waitUntil(lambda: widget.stats_box.stats_table.columnCount() == 1, timeout=10_000)
     assert widget.model.show_links(0, "all") is None
     assert "no cross-level links" in widget.status.text()
     widget.model.step_level(+1)  # a no-op, not an error
@@ -487,6 +492,37 @@ def test_single_level_store_says_so_and_stays_usable(qa, qtbot, name):
     assert len(layer.data) == 12 * len(store.chunks(0))
     bins = run(qtbot, widget.model.show_bins(store.chunks(0)[0], occupied=True))
     assert len(bins.data) > 0
+
+
+@pytest.mark.gui
+def test_dock_fits_a_1280x1000_screen_next_to_the_other_docks(qa, qtbot):
+    """Every section is reachable in a vertical scroll area: the dock's own minimum is
+    small, it stays <= 1000 px tall at 1280 x 1000 with the plugin's other docks open, and
+    neither the statistics table nor the dock scrolls sideways."""
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+    from napari_zarr_vectors.napari.widgets.pick import PickWidget
+    from napari_zarr_vectors.napari.widgets.store_panel import StorePanel
+
+    viewer, widget, store = qa(v07_store("streamlines"), show=True)
+    viewer.window._qt_window.resize(1280, 1000)
+    qtbot.waitUntil(lambda: widget.stats_box.stats_table.columnCount() == 3, timeout=10_000)
+    qtbot.wait(200)
+    assert widget.height() <= 1000
+    assert viewer.window._qt_window.height() <= 1000
+    for cls, name in ((StorePanel, "Store"), (ColourByWidget, "Colour by"), (PickWidget, "Pick")):
+        viewer.window.add_dock_widget(cls(viewer), name=name)
+    qtbot.wait(300)
+    assert widget.minimumSizeHint().height() <= 400
+    assert widget.height() <= 1000
+    table = widget.stats_box.stats_table
+    assert table.horizontalScrollBar().maximum() == 0
+    assert widget.scroll_area.horizontalScrollBar().maximum() == 0
+    assert widget.scroll_area.widget().width() <= widget.scroll_area.viewport().width()
+    # every level's column is wide enough for its texts (nothing elided)
+    metrics = table.fontMetrics()
+    for c in range(table.columnCount()):
+        texts = [table.item(r, c).text() for r in range(table.rowCount())]
+        assert table.columnWidth(c) >= max(metrics.horizontalAdvance(t) for t in texts)
 
 
 @pytest.mark.gui
@@ -573,7 +609,7 @@ def test_docs_screenshot(qa, qtbot):
     level 0 -> 1 links, next to the widget."""
     viewer, widget, store = qa(v07_store("points"), show=True)
     viewer.window._qt_window.resize(1280, 860)
-    qtbot.waitUntil(lambda: widget.stats_box.stats_table.rowCount() == 3, timeout=10_000)
+    qtbot.waitUntil(lambda: widget.stats_box.stats_table.columnCount() == 3, timeout=10_000)
     widget.model.lock_level(0)
     controller = widget.model.controller
     qtbot.waitUntil(lambda: not controller.is_loading and controller.level == 0, timeout=20_000)

@@ -9,7 +9,8 @@ Module map of Pyramid QA (four places say "pyramid"):
   :mod:`~..qa.compute` (what is computed before anything is drawn), :mod:`~..qa.jobs`
   (tasks and store reads on the worker thread), :mod:`~..qa.overlays` (layer data and the
   jobs that build it), :mod:`~..qa.outlines` (the live chunk and bin outlines);
-* this package -- the dock widget, one section per group box (:mod:`.levels`,
+* this package -- the dock widget (its sections in a vertical scroll area), one section per
+  group box (:mod:`.levels`,
   :mod:`.dropped`, :mod:`.side_by_side`, :mod:`.outlines`, :mod:`.links`); the layer menu's
   actions are in :mod:`..actions`.
 
@@ -28,13 +29,17 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from qtpy.QtCore import Qt
 from qtpy.QtWidgets import (
+    QFrame,
     QHBoxLayout,
     QLabel,
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -94,13 +99,30 @@ class PyramidQAWidget(ZVBrowseWidget):
             self.outline_box,
             self.links_box,
         )
-        for section in self.sections:
-            root.addWidget(section)
+        root.addWidget(self._scrolled(self.sections), 1)
         root.addLayout(self._progress_row())
         self.status = fixed_lines(QLabel(""), 3)
         root.addWidget(self.status)
         self._connect_viewer()
         self.follow(self.viewer.layers.selection.active)
+
+    def _scrolled(self, sections: tuple[QWidget, ...]) -> QScrollArea:
+        """The sections in a vertical scroll area: the dock fits a 1000 px screen next to
+        other docks (the header, progress bar and status line stay outside it, always
+        seen); the sections are laid out to the dock's width, never scrolled sideways."""
+        inner = QWidget()
+        column = QVBoxLayout(inner)
+        column.setContentsMargins(0, 0, 0, 0)
+        for section in sections:
+            column.addWidget(section)
+        column.addStretch(1)
+        self.scroll_area = scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(inner)
+        scroll.setMinimumHeight(120)
+        return scroll
 
     def _progress_row(self) -> QHBoxLayout:
         row = QHBoxLayout()

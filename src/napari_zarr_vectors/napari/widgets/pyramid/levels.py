@@ -100,18 +100,22 @@ class LevelSection(Section):
 
 
 class StatisticsSection(Section):
-    """One row per level, and what the shown level draws (the status bar's count)."""
+    """One column per level (a row per statistic), and what the shown level draws (the
+    status bar's count)."""
 
     listens: ClassVar[dict[str, str]] = {"statistics": "render", "level": "show_drawn"}
 
     def __init__(self) -> None:
         super().__init__("Levels")
         grid = QGridLayout(self)
-        self.stats_table = table = QTableWidget(0, len(STAT_COLUMNS))
-        table.setHorizontalHeaderLabels(list(STAT_COLUMNS))
-        table.verticalHeader().setVisible(False)
+        # one column per level, one row per statistic: a few levels fit the dock's width
+        self.stats_table = table = QTableWidget(len(STAT_COLUMNS) - 1, 0)
+        table.setVerticalHeaderLabels(list(STAT_COLUMNS[1:]))
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        table.horizontalHeader().setStretchLastSection(True)
         table.setToolTip(STAT_TOOLTIP)
         self.drawn_label = fixed_lines(QLabel(""), 2)
         self.stats_btn = QPushButton("Refresh statistics")
@@ -125,21 +129,20 @@ class StatisticsSection(Section):
         self.stats_btn.setEnabled(model is not None and model.store is not None)
         rows = [] if model is None else model.statistics
         table = self.stats_table
-        table.setRowCount(len(rows))
-        for r, row in enumerate(rows):
-            for c, text in enumerate(stat_cells(row)):
+        table.setColumnCount(len(rows))
+        table.setHorizontalHeaderLabels([f"level {row['level']}" for row in rows])
+        for c, row in enumerate(rows):
+            for r, text in enumerate(stat_cells(row)[1:]):
                 item = QTableWidgetItem(text)
-                if c < NUMERIC_COLUMNS:
+                if r + 1 < NUMERIC_COLUMNS:
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                     )
                 table.setItem(r, c, item)
         table.resizeRowsToContents()
-        height = table.horizontalHeader().height() + 2 * table.frameWidth() + 4
-        height += table.horizontalScrollBar().sizeHint().height()
-        height += sum(table.rowHeight(r) for r in range(min(len(rows), 8)))
-        table.setMinimumHeight(height)
-        table.setMaximumHeight(height)
+        height = table.horizontalHeader().height() + 2 * table.frameWidth()
+        height += sum(table.rowHeight(r) for r in range(table.rowCount()))
+        table.setFixedHeight(height)
         self.show_drawn()
 
     def show_drawn(self) -> None:
