@@ -189,6 +189,32 @@ def test_statistics_count_stored_vertices_and_the_status_bar_count_agrees(qa, qt
     assert f"{drawn:,} vertices" in viewer.status
 
 
+def test_side_by_side_counts_agree_with_the_table_and_the_status_bar(qa, qtbot):
+    """streamlines: 10 objects; levels store 159 / 22 / 6 vertices and keep 10 / 10 / 5
+    objects. Side by side names each number the way the table and the status bar do."""
+    viewer, widget, controller = qa(v07_store("streamlines"))
+    table = widget.stats_box.stats_table
+    stored = [table.item(0, c).text() for c in range(3)]
+    kept = [table.item(1, c).text().split(" / ")[0] for c in range(3)]
+    assert stored == ["159", "22", "6"] and kept == ["10", "10", "5"]
+    layers = run(qtbot, widget.model.add_levels([0, 1, 2]))
+    notes = widget.status.text().split("(", 1)[1]
+    for level, layer in enumerate(layers):
+        rows = len(layer.data)
+        assert (
+            f"level {level}: {kept[level]} objects · {rows:,} rows drawn "
+            f"({stored[level]} stored vertices in the level)" in notes
+        )
+        # what the table counts as kept is what the layer draws
+        assert len(np.unique(layer.features["object_id"])) == int(kept[level])
+    widget.model.remove_levels()
+    # the status bar counts rows drawn: at level 1 the same number side by side gave
+    widget.model.lock_level(1)
+    settle(qtbot, controller)
+    assert controller.vertex_count == len(layers[1].data) == 65
+    assert f"{controller.vertex_count:,} vertices" in viewer.status
+
+
 def test_bins_in_2d_draw_what_they_report(qa, qtbot):
     viewer, widget, controller = qa(v07_store("points"))
     viewer.dims.ndisplay = 2

@@ -195,6 +195,24 @@ def shown_of(shown: int, total: int, noun: str) -> str:
     return f"showing {shown:,} of {total:,} {noun} (capped by the vertex budget)"
 
 
+def side_by_side_note(
+    shown: int, in_view: int, noun: str, rows: int, stored: int | None, *, boxed: bool
+) -> str:
+    """What a side-by-side level shows, each number named: the objects (or points) drawn of
+    those read (the whole level, or the visible box), then the layer rows drawn next to the
+    vertices the level stores (the statistics table's *stored vertices*; a Tracks layer
+    repeats a coarse metavertex in every path through it, so rows can exceed it).
+    ``"3 of 5 objects in the visible box (capped by the vertex budget) · 20 rows drawn
+    (6 stored vertices in the level)"``."""
+    where = " in the visible box" if boxed else ""
+    if shown < in_view:
+        what = f"{shown:,} of {in_view:,} {noun}{where} (capped by the vertex budget)"
+    else:
+        what = f"{in_view:,} {noun}{where}"
+    stored_text = "?" if stored is None else f"{int(stored):,}"
+    return f"{what} · {rows:,} rows drawn ({stored_text} stored vertices in the level)"
+
+
 def chunk_batches(
     chunks: np.ndarray, ndim: int, per_batch: int
 ) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -3,7 +3,8 @@
 :class:`BoxOverlay` keeps a set of boxes (store order) and the one layer outlining them,
 redrawn on the UI thread (numpy only) when the slice or the display mode changes: the whole
 wireframes in a 3-D view, the outlines of the boxes the current slab cuts in a 2-D one
-(:func:`.overlays.box_outline_segments`), capped by the vertex budget. One per outline kind
+(:func:`.overlays.box_outline_segments`), every box up to :data:`BOXES_ALWAYS` of them,
+beyond that capped by the vertex budget. One per outline kind
 and :class:`.model.PyramidQA`.
 """
 
@@ -45,6 +46,10 @@ class OverlayOwner(Protocol):
     def store(self) -> Store | None: ...
 
     def layer_budget(self) -> int: ...
+
+
+#: boxes outlined whatever the vertex budget (12 segments a box in 3-D: 60,000 segments)
+BOXES_ALWAYS = 5_000
 
 
 class BoxOverlay:
@@ -137,9 +142,10 @@ class BoxOverlay:
         displayed, point = self._slice()
         thickness = self.info.world_scale
         rows = boxes_in_slab(self.lo, self.hi, displayed, point, thickness)
-        # two ends a segment, len(a) segments a box, within the vertex budget
+        # two ends a segment, len(a) segments a box, within the vertex budget; boxes are
+        # cheap, so at least BOXES_ALWAYS of them are outlined whatever the budget
         edges = len(box_corner_edges(len(displayed))[0])
-        cap = max(self.owner.layer_budget() // (2 * edges), 1)
+        cap = max(self.owner.layer_budget() // (2 * edges), BOXES_ALWAYS)
         rows = rows[select_within(cap, positions=self.lo[rows])]
         starts, ends, box = box_outline_segments(
             self.lo[rows], self.hi[rows], displayed, point, thickness

@@ -50,17 +50,29 @@ from napari_zarr_vectors.napari.qa.compute import (
     chunk_batches,
     select_within,
     shown_of,
+    side_by_side_note,
 )
 from napari_zarr_vectors.napari.qa.jobs import Job
 
 #: Overlay colours (RGBA).
 CHUNK_COLOUR = (1.0, 0.75, 0.1, 1.0)
 BIN_COLOUR = (0.3, 0.9, 1.0, 1.0)
-LINK_COLOUR = (1.0, 1.0, 0.3, 1.0)
+#: opacity of link arrows (thin and see-through: the data stays readable under them)
+LINK_ALPHA = 0.45
+#: width of a link arrow, times the store's line width
+LINK_WIDTH = 0.5
 HIGHLIGHT_COLOUR = (1.0, 0.0, 1.0, 1.0)
 
 if TYPE_CHECKING:
     from napari_zarr_vectors.format.store import Store
+
+
+def link_colour(fine_level: int) -> np.ndarray:
+    """The colour of the links leaving ``fine_level``: one hue per level (the same at every
+    call), :data:`LINK_ALPHA` opaque."""
+    rgba = categorical_rgba(np.array([int(fine_level)]))[0].astype(np.float32)
+    rgba[3] = LINK_ALPHA
+    return rgba
 
 
 def box_corner_edges(nd: int) -> tuple[np.ndarray, np.ndarray]:
@@ -287,16 +299,22 @@ def _capped_read(
     budget: int,
     cancel: threading.Event,
     **read: Any,
-) -> tuple[Any, str]:
+) -> tuple[Any, Any, str]:
     """Read ``level`` (``read``: bbox / object_ids) and keep what fits the budget, thinned
-    like the level of detail. Returns the geometry and a note saying the cap."""
+    like the level of detail. Returns the geometry, the :class:`..lod.view_geometry.Subset`
+    and its noun (``objects`` / ``points`` / ``vertices``)."""
     geometry = store.read(level, cache=shared_cache(), cancel=cancel, **read)
     sub = subset_to_budget(geometry, budget)
     noun = _objects_noun(store.geometry_type) if sub.kind == "objects" else "vertices"
+    return sub.geometry, sub, noun
+
+
+def _cap_note(sub: Any, noun: str) -> str:
+    """What a capped read shows of what it read."""
     note = shown_of(sub.items_shown, sub.items_in_view, noun)
     if sub.vertices_shown < sub.vertices_in_view:
         note += f"; {sub.vertices_shown:,} of {sub.vertices_in_view:,} rows"
-    return sub.geometry, note
+    return note
 
 
 def side_by_side_job(
@@ -308,13 +326,15 @@ def side_by_side_job(
     cancel: threading.Event,
 ) -> Job:
     """Read each level (inside ``bboxes[level]`` when given), cap it to ``budget`` and build
-    its layers, coloured alike (:func:`harmonise_colours`), named ``… [level N]``."""
+    its layers, coloured alike (:func:`harmonise_colours`), named ``… [level N]``. Each
+    note names what it counts (:func:`.compute.side_by_side_note`)."""
     out: list[Built] = []
     for i, level in enumerate(levels):
         yield QAProgress(i, len(levels), f"reading level {level}")
-        geometry, note = _capped_read(store, int(level), budget, cancel, bbox=bboxes.get(level))
-        if bboxes.get(level) is not None:
-            note = f"visible box only; {note}"
+        boxed = bboxes.get(level) is not None
+        geometry, sub, noun = _capped_read(
+            store, int(level), budget, cancel, bbox=bboxes.get(level)
+        )
         info = store_info(store, int(level))
         items = []
         for item in layers_from_geometry(geometry, info, bounds_layer=False):
@@ -324,7 +344,13 @@ def side_by_side_job(
             kwargs["opacity"] = float(opacity)
             kwargs.setdefault("blending", "translucent")
             items.append((data, kwargs, kind))
-        out.append(Built(make_layers(items), note, int(level)))
+        layers = make_layers(items)
+        rows = sum(len(layer.data) for layer in layers)
+        stored = store.level(int(level)).vertex_count
+        note = side_by_side_note(
+            sub.items_shown, sub.items_in_view, noun, rows, stored, boxed=boxed
+        )
+        out.append(Built(layers, note, int(level), sub.items_shown, sub.items_in_view))
     return out
 
 
@@ -339,7 +365,8 @@ def isolate_job(
     highlighted layers (role ``qa_dropped``)."""
     fine, coarse = pair
     yield QAProgress(0, 1, f"reading {len(ids):,} object(s) at level {fine}")
-    geometry, note = _capped_read(store, fine, budget, cancel, object_ids=ids)
+    geometry, sub, noun = _capped_read(store, fine, budget, cancel, object_ids=ids)
+    note = _cap_note(sub, noun)
     info = store_info(store, fine)
     items = []
     for item in layers_from_geometry(geometry, info, bounds_layer=False):
@@ -385,8 +412,8 @@ def links_job(
         info,
         role="qa_links",
         label=f"links {seg.fine_level}→{seg.coarse_level}",
-        colour=LINK_COLOUR,
-        width=2.0 * _line_width(info),
+        colour=link_colour(seg.fine_level),
+        width=LINK_WIDTH * _line_width(info),
         style="arrow",
         features=None if ids is None else {OBJECT_ID: ids},
         extra={
