@@ -281,16 +281,24 @@ def test_side_by_side_levels_share_colours_and_toggle(qa, qtbot):
         for oid, rgba in zip(layer.features["object_id"], layer.face_color, strict=True):
             colour_of.setdefault(int(oid), set()).add(tuple(np.round(rgba, 5)))
     assert all(len(c) == 1 for c in colour_of.values())
-    # grid mode: one cell per side-by-side level, every other layer hidden meanwhile
+    # levels apart without asking: grid mode, one cell per level, every other layer hidden
     others = [lyr for lyr in viewer.layers if lyr not in layers]
-    assert all(lyr.visible for lyr in others)
-    widget.model.set_grid(True)
     grid = viewer.canvas.grid
+    assert widget.model.grid and widget.side_box.grid_check.isChecked()
     assert grid.enabled and grid.stride == 1
     assert not any(lyr.visible for lyr in others)
     assert grid.actual_shape(viewer.layers) == (2, 2)  # 3 cells: the levels only
     cells = {grid.position(i, viewer.layers) for i, lyr in enumerate(viewer.layers)}
     assert len(cells - {(-1, -1)}) == 3
+    # the camera fits every cell (napari's fit of the grid: the view does not move)
+    centre, zoom = tuple(viewer.camera.center), viewer.camera.zoom
+    viewer.reset_view()
+    assert np.allclose(viewer.camera.center, centre) and np.isclose(viewer.camera.zoom, zoom)
+    widget.side_box.grid_check.setChecked(False)  # overlaid in one canvas
+    assert not grid.enabled and not widget.model.grid
+    assert all(lyr.visible for lyr in others)
+    widget.model.set_grid(True)
+    assert grid.enabled and not any(lyr.visible for lyr in others)
     widget.model.set_grid(False)
     assert not grid.enabled
     assert all(lyr.visible for lyr in others)
@@ -301,6 +309,13 @@ def test_side_by_side_levels_share_colours_and_toggle(qa, qtbot):
     assert widget.model.toggle_side_by_side() is None and all(lyr.visible for lyr in layers)
     widget.model.remove_levels()  # one layer per event-loop turn
     qtbot.waitUntil(lambda: not any(lyr in viewer.layers for lyr in layers), timeout=5_000)
+    # grid mode with the levels deleted by hand: no empty (black) grid is left
+    widget.model.set_grid(True)
+    layers = run(qtbot, widget.model.add_levels([0, 2]))
+    assert grid.enabled and not any(lyr.visible for lyr in others)
+    viewer.layers.remove(layers[0])
+    viewer.layers.remove(layers[1])
+    assert not grid.enabled and all(lyr.visible for lyr in others)
 
 
 # --------------------------------------------------------------------------------------------

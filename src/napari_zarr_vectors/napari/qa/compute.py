@@ -100,8 +100,9 @@ def fmt_bytes(n: int | None) -> str:
 
 
 def fmt_shape(shape: Sequence[float]) -> str:
-    """``(5, 5, 5)`` -> ``"5×5×5"``."""
-    return "×".join(f"{v:g}" for v in shape)
+    """``(5, 5, 5)`` -> ``"5×5×5"``; three significant digits (``3.375`` -> ``3.38``), so
+    a level's column stays narrow."""
+    return "×".join(f"{v:.3g}" for v in shape)
 
 
 def stat_cells(row: dict[str, Any]) -> list[str]:

@@ -174,7 +174,8 @@ class PyramidQA:
         self._lock_before_filter: tuple[bool, int | None] | None = None
         # side by side
         self.side_layers: list[Layer] = []
-        self.grid = False
+        #: side-by-side levels in grid cells (the default: levels apart), else overlaid
+        self.grid = True
         self._grid_hidden: list[Layer] = []
         self._toggle_index = -1
         self.opacity = 0.7
@@ -207,6 +208,9 @@ class PyramidQA:
         for kept in (self.side_layers, self.dropped_layers, self._grid_hidden):
             if layer in kept:
                 kept.remove(layer)
+        if self._grid_hidden and not self.side_layers:
+            # the last side-by-side level went: no cell left, show the rest again
+            self._apply_grid(False)
 
     def _on_dims(self, event: Event | None = None) -> None:
         """The slice or display mode changed: redraw the outlines once napari's dims update
@@ -542,7 +546,8 @@ class PyramidQA:
     # ------------------------------------------------------------------ side by side
     def add_levels(self, levels: Sequence[int]) -> QATask | None:
         """Add ``levels`` as separate, alike-coloured layers, each capped by the vertex
-        budget (levels above it are read inside the visible box)."""
+        budget, in grid cells unless :attr:`grid` was turned off (when a level holds more
+        than the budget, every level is read inside the visible box)."""
         store = self.store
         if store is None:
             return None
@@ -551,11 +556,12 @@ class PyramidQA:
             self.say("tick the levels to add side by side")
             return None
         budget = self.layer_budget()
-        bboxes: dict[int, Box] = {}
+        # one extent for every level: when one level is read inside the visible box (it
+        # holds more than the budget), all are, so the cells compare the same region
+        boxed = any(int(store.level(level).vertex_count or 0) > budget for level in levels)
+        bboxes: dict[int, Box] = dict.fromkeys(levels, self.visible_box()) if boxed else {}
         to_read = 0
         for level in levels:
-            if int(store.level(level).vertex_count or 0) > budget:
-                bboxes[level] = self.visible_box()
             to_read += estimate_read(store, level, bboxes.get(level))
         if not self._confirm_read(to_read, f"Adding level(s) {levels}"):
             return None
@@ -567,8 +573,7 @@ class PyramidQA:
                 self._toggle_index = -1
                 notes = "; ".join(f"level {b.level}: {b.note}" for b in built)
                 self.say(f"added {len(layers)} layer(s) ({notes})")
-                if self.grid:
-                    self.set_grid(True)
+                self._apply_grid(self.grid)
                 self.events.side_by_side()
                 return layers
 
@@ -579,16 +584,25 @@ class PyramidQA:
 
     def remove_levels(self) -> None:
         """Remove the side-by-side layers (:func:`..lod.viewer_layers.remove_layers`) and
-        leave grid mode."""
-        self.set_grid(False)
+        leave napari's grid mode (the grid setting stays for the next levels added)."""
+        self._apply_grid(False)
         layers, self.side_layers = list(self.side_layers), []
         remove_layers(self.viewer, layers)
         self.events.side_by_side()
 
     def set_grid(self, enabled: bool) -> None:
+        """Side-by-side levels in napari's grid mode, one cell per level (the default), or
+        overlaid in one canvas. With levels added it applies at once, else to the levels
+        added next."""
+        self.grid = bool(enabled)
+        side = any(lyr in self.viewer.layers for lyr in self.side_layers)
+        self._apply_grid(self.grid and side)
+        self.events.side_by_side()
+
+    def _apply_grid(self, enabled: bool) -> None:
         """napari's grid mode with one cell per side-by-side level: every other layer (the
         store's own layers, the bounds box, overlays) is hidden while it is on, and shown
-        again when it goes off."""
+        again when it goes off; the camera then fits every cell (the same extent in each)."""
         grid = self.viewer.canvas.grid
         if enabled:
             side = [lyr for lyr in self.side_layers if lyr in self.viewer.layers]
@@ -598,15 +612,14 @@ class PyramidQA:
             self._grid_hidden += hide
             grid.stride = stride
             grid.enabled = True
-        else:
+            self.viewer.reset_view()
+        elif grid.enabled or self._grid_hidden:
             # grid off first: with it on, every layer shown again rebuilds the grid's views
             grid.enabled = False
             for layer in self._grid_hidden:
                 if layer in self.viewer.layers:
                     layer.visible = True
             self._grid_hidden = []
-        self.grid = bool(enabled)
-        self.events.side_by_side()
 
     def toggle_side_by_side(self) -> Layer | None:
         """Show the side-by-side layers one at a time, then all again. Returns the layer
