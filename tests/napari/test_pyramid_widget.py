@@ -623,7 +623,7 @@ def test_docs_screenshot(qa, qtbot):
     """The docs picture: a 2-D slice of level 0 with the level-1 chunk outlines and the
     level 0 -> 1 links, next to the widget."""
     viewer, widget, store = qa(v07_store("points"), show=True)
-    viewer.window._qt_window.resize(1280, 860)
+    viewer.window._qt_window.resize(1280, 1000)
     qtbot.waitUntil(lambda: widget.stats_box.stats_table.columnCount() == 3, timeout=10_000)
     widget.model.lock_level(0)
     controller = widget.model.controller
