@@ -318,6 +318,22 @@ def test_side_by_side_levels_share_colours_and_toggle(qa, qtbot):
     assert not grid.enabled and all(lyr.visible for lyr in others)
 
 
+@pytest.mark.gui
+def test_grid_cells_hold_the_layers_of_one_level(qa, qtbot):
+    """A skeleton level is two layers (edges, nodes): one cell per level, level 0 first."""
+    viewer, widget, store = qa(v07_store("skeleton"))
+    layers = run(qtbot, widget.model.add_levels([0, 1]))
+    grid = viewer.canvas.grid
+    assert grid.enabled and len(layers) == 4
+    cell_of = {}
+    for i, layer in enumerate(viewer.layers):
+        if layer in layers:
+            cell_of.setdefault(grid.position(i, viewer.layers), set()).add(
+                layer.metadata["zarr_vectors"]["level"]
+            )
+    assert cell_of == {(0, 0): {0}, (0, 1): {1}}
+
+
 # --------------------------------------------------------------------------------------------
 # chunk and bin outlines
 # --------------------------------------------------------------------------------------------

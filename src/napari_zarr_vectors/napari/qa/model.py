@@ -610,7 +610,17 @@ class PyramidQA:
             for layer in hide:
                 layer.visible = False
             self._grid_hidden += hide
-            grid.stride = stride
+            if stride > 1:
+                # napari groups ``stride`` layers a cell counted from the top of the list
+                # (negative stride): the levels go on top, level by level, the first
+                # level topmost (the first cell)
+                levels: dict[Any, list[Layer]] = {}
+                for layer in side:
+                    levels.setdefault(zv_meta(layer).get("level"), []).append(layer)
+                order = [lyr for group in reversed(list(levels.values())) for lyr in group]
+                layers = self.viewer.layers
+                layers.move_multiple([layers.index(lyr) for lyr in order], len(layers))
+            grid.stride = -stride if stride > 1 else 1
             grid.enabled = True
             self.viewer.reset_view()
         elif grid.enabled or self._grid_hidden:

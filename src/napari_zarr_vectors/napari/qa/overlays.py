@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_zarr_vectors.format import pyramid as core
+from napari_zarr_vectors.format.query import chunks_in_bbox, normalise_bbox
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba, flat_colormap
 from napari_zarr_vectors.napari.layerdata.build import (
     OBJECT_ID,
@@ -42,7 +43,7 @@ from napari_zarr_vectors.napari.layerdata.build import (
 )
 from napari_zarr_vectors.napari.layerdata.store_info import layer_scale, store_info, world_affine
 from napari_zarr_vectors.napari.lod.cache import shared_cache
-from napari_zarr_vectors.napari.lod.view_geometry import Box, subset_to_budget
+from napari_zarr_vectors.napari.lod.view_geometry import Box, object_rank, subset_to_budget
 from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
 from napari_zarr_vectors.napari.qa.compute import (
     SIDE_BY_SIDE,
@@ -391,8 +392,18 @@ def links_job(
     """Resolve the stored links ``level -> level + delta`` (see
     :func:`~napari_zarr_vectors.format.pyramid.cross_level_segments`), keep at most
     ``budget / 2`` of them (two ends an arrow; thinned by object like the level of detail)
-    and build their Vectors layer (role ``qa_links``)."""
-    boxes = [bbox] if object_ids is not None or delta < 0 else _link_boxes(store, level, bbox)
+    and build their Vectors layer (role ``qa_links``). When the box (or level) holds more
+    than :data:`LINK_READ_CAP` links, only those of a spread sample of its chunks are read
+    (:func:`_sampled_link_boxes`) and the note says so."""
+    sample = None
+    if object_ids is None and delta > 0:
+        sample = _sampled_link_boxes(store, level, bbox)
+    if sample is not None:
+        boxes = sample[0]
+    elif object_ids is not None or delta < 0:
+        boxes = [bbox]
+    else:
+        boxes = _link_boxes(store, level, bbox)
     parts = []
     for i, box in enumerate(boxes):
         yield QAProgress(i, len(boxes) + 1, f"reading link records ({i + 1}/{len(boxes)})")
@@ -429,11 +440,51 @@ def links_job(
     kwargs["name"] = f"{store.name} links {seg.fine_level}→{seg.coarse_level}"
     text = shown_of(int(keep.sum()), len(seg), "link(s)")
     text += f" level {seg.fine_level} → {seg.coarse_level}"
+    if sample is not None:
+        where = "the visible box" if bbox is not None else f"level {level}"
+        text += (
+            f", read in {len(boxes):,} of the {sample[1]:,} chunks of {where} "
+            "(a spread sample: reading every link would take seconds)"
+        )
     if seg.n_missing:
         text += f"; {seg.n_missing:,} record(s) with a missing endpoint left out"
     return Built(
         make_layers([(data, kwargs, kind)]), text, seg.fine_level, int(keep.sum()), len(seg)
     )
+
+
+#: links (about the fine level's vertices) that a links action reads at most: above it, a
+#: spread sample of chunks holding about this many is read
+LINK_READ_CAP = 100_000
+
+#: a fixed odd multiplier per chunk-key axis (the sample's pseudo-random rank of a chunk)
+_KEY_MIX = np.array([73856093, 19349663, 83492791, 2654435761], np.int64)
+
+
+def _sampled_link_boxes(store: Store, level: int, bbox: Box | None) -> tuple[list[Any], int] | None:
+    """World boxes of a spread sample of the chunks of ``level`` (within ``bbox``) holding
+    about :data:`LINK_READ_CAP` links, and the number of chunks sampled from; ``None`` when
+    reading them all stays under the cap (or the chunk keys are not spatial only). A chunk's
+    place in the sample is a fixed rank of its key (the same chunks at every call)."""
+    info = store.level(level)
+    listed = np.asarray(store.chunks(level), np.int64)
+    total = int(info.vertex_count or 0)
+    ndim = store.ndim
+    if listed.ndim != 2 or listed.shape[1] != ndim or len(listed) == 0 or not total:
+        return None
+    box = None if bbox is None else normalise_bbox(bbox, ndim)
+    chunks = listed if box is None else chunks_in_bbox(listed, info, *box)
+    n = max(int(LINK_READ_CAP * len(listed) // total), 1)
+    if n >= len(chunks) or ndim > len(_KEY_MIX):
+        return None
+    rank = object_rank(np.bitwise_xor.reduce(chunks * _KEY_MIX[:ndim], axis=1))
+    picked = chunks[np.argsort(rank, kind="stable")[:n]]
+    cs = np.asarray(info.chunk_shape, np.float64)
+    lo = picked * cs + info.chunk_origin
+    hi = np.nextafter((picked + 1) * cs + info.chunk_origin, -np.inf)
+    if box is not None:
+        lo, hi = np.maximum(lo, box[0]), np.minimum(hi, box[1])
+    return list(zip(lo, hi, strict=True)), len(chunks)
 
 
 #: chunks per step when resolving the links of a whole level or box (see
