@@ -123,7 +123,7 @@ def test_point_cloud():
     (bounds, points) = read(v07_store("points"))
     data, kwargs, layer_type = points
     assert layer_type == "points"
-    assert kwargs["name"] == "points points"
+    assert kwargs["name"] == "points"
     assert data.shape == (240, 3)
     np.testing.assert_allclose(
         rows_sorted(f32(world(data, kwargs))), rows_sorted(f32(truth["positions"])), atol=1e-5
@@ -342,7 +342,7 @@ def test_reader_opens_the_resolution_level_within_the_budget(monkeypatch):
     # no camera: the level a 1000-pixel view of the whole store resolves (0 here), thinned
     assert kwargs["metadata"]["zarr_vectors"]["level"] == 0
     # a level-of-detail layer: its level is in the metadata and the status bar, not the name
-    assert kwargs["name"] == "points points"
+    assert kwargs["name"] == "points"
     assert 0 < len(data) <= 100
     _, (small, kwargs, _) = zv_reader.read_zarr_vectors(str(v07_store("points")), vertex_budget=10)
     assert kwargs["metadata"]["zarr_vectors"]["level"] == 0
@@ -354,7 +354,7 @@ def test_reader_opens_the_resolution_level_within_the_budget(monkeypatch):
 def test_explicit_level():
     _, (data, kwargs, _) = zv_reader.read_zarr_vectors(str(v07_store("streamlines")), level=2)
     assert kwargs["metadata"]["zarr_vectors"]["level"] == 2
-    assert kwargs["name"] == "streamlines streamlines (level 2)"  # a static layer
+    assert kwargs["name"] == "streamlines (level 2)"  # a static layer
     assert len(data) > 0
 
 

@@ -21,6 +21,7 @@ Colouring layers (the Colour-by widget's choice, kept at every level) lives in
 
 from __future__ import annotations
 
+import re
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
@@ -695,7 +696,7 @@ class BrowseState:
         if target is None:
             return
         active = self.filters.active
-        note = f"{self.filters.n_passing():,}/{self.table.n_objects:,} objects"
+        note = f"{self.filters.n_passing():,}/{self.table.n_objects:,}"
         for layer in list(getattr(target, "layers", [])):
             meta = zv_meta(layer)
             if meta is None:
@@ -711,10 +712,11 @@ class BrowseState:
                 layer.name = name
 
 
+_NOTE = re.compile(r" \[[\d,]+/[\d,]+\]$")
+
+
 def _strip_note(name: str) -> str:
-    if name.endswith(" objects]") and " [" in name:
-        return name[: name.rindex(" [")]
-    return name
+    return _NOTE.sub("", name)
 
 
 def browse_state_of(target: BrowseTarget | None) -> BrowseState | None:

@@ -17,6 +17,7 @@ import numpy as np
 from magicgui.widgets import CheckBox, ComboBox, Container, FloatRangeSlider
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel
+from superqt import QLabeledDoubleRangeSlider
 from superqt.utils import qdebounced
 
 from napari_zarr_vectors.napari.browse.groups import group_labels
@@ -89,6 +90,9 @@ class ColourByWidget(ZVBrowseWidget):
         self.mode = ComboBox(label="Values", choices=[AUTO, CONTINUOUS, CATEGORICAL])
         self.colormap = ComboBox(label="Colormap", choices=list(COLORMAPS))
         self.contrast = FloatRangeSlider(label="Contrast", min=0.0, max=1.0, value=(0.0, 1.0))
+        # the handles' own labels say the limits: the range's end labels beside them
+        # repeated them and ran into them in a narrow dock
+        self.contrast.native.setEdgeLabelMode(QLabeledDoubleRangeSlider.EdgeLabelMode.NoLabel)
         self.all_layers = CheckBox(text="all layers of this store", value=True)
         self.controls = Container(
             widgets=[self.feature, self.mode, self.colormap, self.contrast, self.all_layers]
