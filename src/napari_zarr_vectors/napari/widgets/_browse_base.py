@@ -160,9 +160,10 @@ def fit_dock_title(widget: QWidget) -> int:
     if dock is None:
         return 0
     bar = dock.titleBarWidget()
+    laid_out = bar is not None and bar.layout() is not None
     need = (
-        bar.sizeHint().width()
-        if bar is not None
+        bar.layout().sizeHint().width()  # a custom title bar: its buttons, title and margins
+        if laid_out
         else dock.fontMetrics().horizontalAdvance(dock.windowTitle()) + TITLE_BAR_BUTTONS
     )
     if dock.minimumWidth() < need:

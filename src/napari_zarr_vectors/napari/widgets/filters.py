@@ -29,6 +29,7 @@ from qtpy.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt import QLabeledRangeSlider
 from superqt.utils import qdebounced
 
 from napari_zarr_vectors.napari.browse.filters import GroupFilter, RangeFilter, ValueFilter
@@ -386,6 +387,8 @@ class _FilterRow(QGroupBox):
             spark.setStyleSheet(MONOSPACE)
             layout.addWidget(spark)
             layout.addWidget(self._axis(summary))
+            # the axis says the range: the slider's own end labels would repeat it
+            self.slider.native.setEdgeLabelMode(QLabeledRangeSlider.EdgeLabelMode.NoLabel)
             layout.addWidget(self.slider.native)
             self.slider.changed.connect(lambda *_: self._emit_later())
         else:
