@@ -542,6 +542,58 @@ def test_pick_shows_the_object_under_the_cursor(make_napari_viewer, qtbot):
     assert widget.last_pick is not None and widget.last_pick.object_id == k
 
 
+def test_the_pick_spin_box_names_no_object_before_a_pick(make_napari_viewer, qtbot):
+    from napari_zarr_vectors.napari.widgets.pick import NO_OBJECT_CHOSEN, PickWidget
+
+    viewer = make_napari_viewer()
+    target = open_zv(viewer, qtbot, "v09", "polylines", lock_level=0)
+    widget = dock(viewer, PickWidget)
+    ids = browse_state_of(target).table.ids
+    assert widget.object_id.text() == NO_OBJECT_CHOSEN and widget.object_chosen() is None
+    assert not widget.isolate_button.isEnabled()
+    assert widget.object_id.minimum() == int(ids.min()) - 1
+    layer = target.layers[0]
+    viewer.dims.ndisplay = 2
+    viewer.reset_view()
+    i = int(np.flatnonzero(layer_object_ids(layer) == 7)[0])
+    widget.pick(np.asarray(layer.data[i, 1:]) * np.asarray(layer.scale))
+    assert widget.object_chosen() == 7 and widget.object_id.text() == "object 7"
+    assert widget.isolate_button.isEnabled()
+    widget.object_id.setValue(int(ids.min()))  # the smallest id is an object, not "none"
+    assert widget.object_chosen() == int(ids.min())
+
+
+def test_hover_picks_where_the_cursor_stops(make_napari_viewer, qtbot):
+    """Moves faster than the hover interval are not all picked, but the last one is."""
+    from napari_zarr_vectors.napari.widgets.pick import PickWidget
+
+    viewer = make_napari_viewer()
+    target = open_zv(viewer, qtbot, "v09", "polylines", lock_level=0)
+    widget = dock(viewer, PickWidget)
+    layer = target.layers[0]
+    viewer.dims.ndisplay = 2
+    viewer.reset_view()
+    widget.on_hover.setChecked(True)
+
+    class Move:
+        type = "mouse_move"
+        dims_displayed = list(viewer.dims.displayed)
+        view_direction = None
+
+    def at(k):
+        event = Move()
+        i = int(np.flatnonzero(layer_object_ids(layer) == k)[0])
+        event.position = np.asarray(layer.data[i, 1:]) * np.asarray(layer.scale)
+        return event
+
+    widget._on_move(viewer, at(7))
+    assert widget.last_pick.object_id == 7
+    widget._on_move(viewer, at(3))  # within the interval: not picked at once
+    assert widget.last_pick.object_id == 7
+    qtbot.waitUntil(lambda: widget.last_pick.object_id == 3, timeout=2_000)
+    assert "Object 3" in widget.info.text() and widget.object_chosen() == 3
+
+
 def test_isolate_loads_the_whole_object_at_full_resolution_even_outside_the_view(
     make_napari_viewer, qtbot
 ):

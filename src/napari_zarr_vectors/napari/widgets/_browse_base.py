@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QDockWidget, QLabel, QVBoxLayout, QWidget
+from superqt import QLabeledRangeSlider
 
 from napari_zarr_vectors.napari.browse.targets import (
     BrowseTarget,
@@ -145,6 +146,13 @@ class ZVBrowseWidget(QWidget):
         if self.target is not None:
             return self.target.store
         return None
+
+
+def values_at_ends(slider: QLabeledRangeSlider) -> None:
+    """A labelled range slider says its two values in editable labels at its ends, none on
+    its handles (handle labels overlapped each other and were clipped at the ends)."""
+    slider.setHandleLabelPosition(QLabeledRangeSlider.LabelPosition.NoLabel)
+    slider.setEdgeLabelMode(QLabeledRangeSlider.EdgeLabelMode.LabelIsValue)
 
 
 #: Room the dock's own title bar buttons take when it has no title bar widget to ask.

@@ -29,7 +29,6 @@ from qtpy.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt import QLabeledRangeSlider
 from superqt.utils import qdebounced
 
 from napari_zarr_vectors.napari.browse.filters import GroupFilter, RangeFilter, ValueFilter
@@ -40,7 +39,11 @@ from napari_zarr_vectors.napari.browse.groups import (
 )
 from napari_zarr_vectors.napari.browse.table import AttributeSummary, summarise
 from napari_zarr_vectors.napari.values import CATEGORICAL, dtype_word, format_value
-from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, clear_layout
+from napari_zarr_vectors.napari.widgets._browse_base import (
+    ZVBrowseWidget,
+    clear_layout,
+    values_at_ends,
+)
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer
@@ -387,8 +390,7 @@ class _FilterRow(QGroupBox):
             spark.setStyleSheet(MONOSPACE)
             layout.addWidget(spark)
             layout.addWidget(self._axis(summary))
-            # the axis says the range: the slider's own end labels would repeat it
-            self.slider.native.setEdgeLabelMode(QLabeledRangeSlider.EdgeLabelMode.NoLabel)
+            values_at_ends(self.slider.native)
             layout.addWidget(self.slider.native)
             self.slider.changed.connect(lambda *_: self._emit_later())
         else:
