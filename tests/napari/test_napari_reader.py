@@ -110,7 +110,7 @@ def test_metadata_name_axes_and_bounds_layer(name):
         assert meta["path"] == store.path
         assert meta["geometry_type"] == V07_STORES[name]
         assert meta["level"] == 0
-        assert kwargs["name"].startswith(store.name + " ")
+        assert kwargs["name"] == store.name or kwargs["name"].startswith(store.name + " ")
         assert kwargs["axis_labels"][-3:] == ("z", "y", "x")
     data, kwargs, layer_type = layers[0]
     assert layer_type == "tracks" and kwargs["metadata"]["zarr_vectors"]["role"] == "bounds"
@@ -210,7 +210,7 @@ def test_graph_and_skeleton_edges_and_nodes(name):
     edges_data, edges_kw, edges_type = layers["edges"]
     nodes_data, nodes_kw, nodes_type = layers["nodes"]
     assert (edges_type, nodes_type) == ("vectors", "points")
-    assert edges_kw["name"] == f"{name} {name} edges"
+    assert edges_kw["name"] == f"{name} edges"
     positions = f32(truth["positions"])
     truth_edges = np.asarray(truth.get("edges") or truth["edges_child_parent"])
     assert nodes_data.shape == (len(positions), 3)
