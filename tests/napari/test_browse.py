@@ -236,8 +236,8 @@ def test_store_summary_lists_levels_attributes_and_groups():
     assert [lv.vertex_count for lv in s.levels] == [322, 130, 36]
     assert [lv.object_count for lv in s.levels][0] == 16
     assert [lv.bin_shape for lv in s.levels][1] == (10.0, 10.0, 10.0)
-    assert ("length", "float32") in s.object_attributes
-    assert ("intensity", "float32") in s.vertex_attributes
+    assert ("length", "number") in s.object_attributes
+    assert ("intensity", "number") in s.vertex_attributes
     assert s.groups == ((0, "bundle_a", 5), (1, "bundle_b", 11), (2, "hand_made", 2))
     empty = store_summary(store("v07", "points_binned"))
     assert empty.n_objects == 0 and empty.groups == () and empty.object_attributes == ()

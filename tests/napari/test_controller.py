@@ -665,8 +665,8 @@ def test_samples_and_drag_and_drop_get_a_controller(
     sample = viewer.open_sample(PLUGIN_NAME, "skeleton")
     c = controller_for(sample[-1])
     assert c is not None and {layer.name for layer in c.layers} == {
-        "skeleton skeleton edges",
-        "skeleton skeleton nodes",
+        "skeleton edges",
+        "skeleton nodes",
     }
     viewer.window._qt_viewer._open_from_list_of_urls_data(
         [QUrl.fromLocalFile(str(v07_store("mesh")))], stack=False, choose_plugin=False

@@ -78,7 +78,7 @@ def test_a_whole_store_request_shows_the_resolution_level_thinned_to_the_budget(
     ((data, kwargs, kind),) = result.layer_data
     assert kind == "points" and len(data) == result.vertex_count
     assert kwargs["metadata"]["zarr_vectors"]["level"] == result.level
-    assert kwargs["name"] == "points points"  # level-of-detail layers: no level in the name
+    assert kwargs["name"] == "points"  # level-of-detail layers: no level in the name
 
 
 def test_progress_is_reported_after_every_batch():

@@ -110,7 +110,7 @@ def test_metadata_name_axes_and_bounds_layer(name):
         assert meta["path"] == store.path
         assert meta["geometry_type"] == V07_STORES[name]
         assert meta["level"] == 0
-        assert kwargs["name"].startswith(store.name + " ")
+        assert kwargs["name"] == store.name or kwargs["name"].startswith(store.name + " ")
         assert kwargs["axis_labels"][-3:] == ("z", "y", "x")
     data, kwargs, layer_type = layers[0]
     assert layer_type == "tracks" and kwargs["metadata"]["zarr_vectors"]["role"] == "bounds"
@@ -123,7 +123,7 @@ def test_point_cloud():
     (bounds, points) = read(v07_store("points"))
     data, kwargs, layer_type = points
     assert layer_type == "points"
-    assert kwargs["name"] == "points points"
+    assert kwargs["name"] == "points"
     assert data.shape == (240, 3)
     np.testing.assert_allclose(
         rows_sorted(f32(world(data, kwargs))), rows_sorted(f32(truth["positions"])), atol=1e-5
@@ -210,7 +210,7 @@ def test_graph_and_skeleton_edges_and_nodes(name):
     edges_data, edges_kw, edges_type = layers["edges"]
     nodes_data, nodes_kw, nodes_type = layers["nodes"]
     assert (edges_type, nodes_type) == ("vectors", "points")
-    assert edges_kw["name"] == f"{name} {name} edges"
+    assert edges_kw["name"] == f"{name} edges"
     positions = f32(truth["positions"])
     truth_edges = np.asarray(truth.get("edges") or truth["edges_child_parent"])
     assert nodes_data.shape == (len(positions), 3)
@@ -342,7 +342,7 @@ def test_reader_opens_the_resolution_level_within_the_budget(monkeypatch):
     # no camera: the level a 1000-pixel view of the whole store resolves (0 here), thinned
     assert kwargs["metadata"]["zarr_vectors"]["level"] == 0
     # a level-of-detail layer: its level is in the metadata and the status bar, not the name
-    assert kwargs["name"] == "points points"
+    assert kwargs["name"] == "points"
     assert 0 < len(data) <= 100
     _, (small, kwargs, _) = zv_reader.read_zarr_vectors(str(v07_store("points")), vertex_budget=10)
     assert kwargs["metadata"]["zarr_vectors"]["level"] == 0
@@ -354,7 +354,7 @@ def test_reader_opens_the_resolution_level_within_the_budget(monkeypatch):
 def test_explicit_level():
     _, (data, kwargs, _) = zv_reader.read_zarr_vectors(str(v07_store("streamlines")), level=2)
     assert kwargs["metadata"]["zarr_vectors"]["level"] == 2
-    assert kwargs["name"] == "streamlines streamlines (level 2)"  # a static layer
+    assert kwargs["name"] == "streamlines (level 2)"  # a static layer
     assert len(data) > 0
 
 

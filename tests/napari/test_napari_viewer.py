@@ -79,7 +79,7 @@ def test_scripted_open_defaults_to_naparis_builtin_reader():
 
 def test_scripted_open_naming_the_plugin_works_in_a_fresh_profile(viewer_model):
     opened = viewer_model.open(str(v07_store("polylines")), plugin=PLUGIN_NAME)
-    assert [layer.name for layer in opened] == ["polylines bounds", "polylines polylines"]
+    assert [layer.name for layer in opened] == ["polylines bounds", "polylines"]
 
 
 def test_open_sample_in_a_fresh_profile_then_any_store_opens_unambiguously(
@@ -99,8 +99,8 @@ def test_open_without_a_plugin_uses_this_one_once_registered(
     opened = viewer_model.open(str(v07_store("skeleton")) + suffix, plugin=None)
     assert [layer.name for layer in opened] == [
         "skeleton bounds",
-        "skeleton skeleton edges",
-        "skeleton skeleton nodes",
+        "skeleton edges",
+        "skeleton nodes",
     ]
     assert {layer.source.reader_plugin for layer in opened} == {PLUGIN_NAME}
 
@@ -147,7 +147,7 @@ def test_drag_and_drop_opens_without_a_dialog_once_registered(
     )
     viewer = make_napari_viewer()
     drop(viewer, v07_store("mesh"))
-    assert [layer.name for layer in viewer.layers] == ["mesh bounds", "mesh mesh"]
+    assert [layer.name for layer in viewer.layers] == ["mesh bounds", "mesh"]
     assert viewer.layers[-1].source.reader_plugin == PLUGIN_NAME
 
 

@@ -259,7 +259,10 @@ def test_qa_filter_and_group_filter_are_one_state(qa, qtbot):
     want = members[0] | members[3]
     assert drawn_ids(controller) == want
     assert groups.count.text() == f"{len(want)} of 15 objects pass"
-    assert controller.layers[0].name.endswith(f"[{len(want)}/15 objects]")
+    assert controller.layers[0].metadata["zarr_vectors"]["filter"] == {
+        "passing": len(want),
+        "total": 15,
+    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -271,7 +271,7 @@ def test_side_by_side_levels_share_colours_and_toggle(qa, qtbot):
     viewer, widget, store = qa(v07_store("points"))
     layers = run(qtbot, widget.model.add_levels([0, 1, 2]))
     assert [lyr.metadata["zarr_vectors"]["level"] for lyr in layers] == [0, 1, 2]
-    assert [lyr.name for lyr in layers] == [f"points points [level {i}]" for i in (0, 1, 2)]
+    assert [lyr.name for lyr in layers] == [f"points [level {i}]" for i in (0, 1, 2)]
     for layer, level in zip(layers, (0, 1, 2), strict=True):
         world = np.asarray(layer.data) * np.asarray(layer.scale)
         assert len(world) == store.read(level).vertex_count

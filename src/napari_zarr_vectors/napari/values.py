@@ -30,6 +30,23 @@ def attribute_kind(values: np.ndarray, n_unique: int | None = None) -> str:
     return NUMERIC
 
 
+def dtype_word(dtype: object) -> str:
+    """A column's type in words for the UI: ``"text"``, ``"integer"``, ``"number"``,
+    ``"yes/no"`` (a numpy dtype or its name; anything else is ``"value"``)."""
+    try:
+        kind = np.dtype(dtype).kind
+    except TypeError:
+        return "value"
+    return {
+        "O": "text",
+        "U": "text",
+        "S": "text",
+        "b": "yes/no",
+        "i": "integer",
+        "u": "integer",
+    }.get(kind, "number" if kind in "fc" else "value")
+
+
 def format_value(value: object) -> str:
     """Compact text for a value: ``1.5``, ``7``, ``"left"``, ``(1, 2)``."""
     if value is None:

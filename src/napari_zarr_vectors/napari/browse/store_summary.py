@@ -9,6 +9,7 @@ import numpy as np
 from napari_zarr_vectors.napari.browse.groups import group_labels
 from napari_zarr_vectors.napari.browse.table import ObjectTable, safe_read
 from napari_zarr_vectors.napari.types import ZVStore
+from napari_zarr_vectors.napari.values import dtype_word
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def store_summary(store: ZVStore, counts: bool = True) -> StoreSummary:
                 vattrs.append((name, "unreadable, left out"))
                 continue
             text = spec.categories is not None or spec.dtype.kind in "US"
-            dtype = "str" if text else str(np.dtype(spec.dtype))
+            dtype = "text" if text else dtype_word(spec.dtype)
             vattrs.append((spec.name, dtype if not spec.width else f"{dtype} × {spec.width}"))
     except Exception:  # noqa: BLE001 - metadata we cannot read is left out
         vattrs = [(n, "?") for n in safe_read(store.vertex_attribute_names, 0, [])]
@@ -126,7 +127,7 @@ def _placement(store: ZVStore) -> str:
 
 
 def _dtype_text(values: np.ndarray) -> str:
-    kind = "str" if values.dtype.kind in "OUS" else str(values.dtype)
+    kind = dtype_word(values.dtype)
     if values.ndim > 1:
         return f"{kind} × {int(np.prod(values.shape[1:]))}"
     return kind

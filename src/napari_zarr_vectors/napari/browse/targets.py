@@ -690,31 +690,20 @@ class BrowseState:
             callback()
 
     def _annotate(self) -> None:
-        """Record how many objects pass on each data layer (metadata and layer name)."""
+        """Record how many objects pass in each data layer's metadata (layer names stay as
+        they are; the filter docks show the count)."""
         target = self.target
         if target is None:
             return
-        active = self.filters.active
-        note = f"{self.filters.n_passing():,}/{self.table.n_objects:,} objects"
+        passing = (
+            {"passing": self.filters.n_passing(), "total": self.table.n_objects}
+            if self.filters.active
+            else None
+        )
         for layer in list(getattr(target, "layers", [])):
             meta = zv_meta(layer)
-            if meta is None:
-                continue
-            meta["filter"] = (
-                {"passing": self.filters.n_passing(), "total": self.table.n_objects}
-                if active
-                else None
-            )
-            base = _strip_note(layer.name)
-            name = f"{base} [{note}]" if active else base
-            if layer.name != name:
-                layer.name = name
-
-
-def _strip_note(name: str) -> str:
-    if name.endswith(" objects]") and " [" in name:
-        return name[: name.rindex(" [")]
-    return name
+            if meta is not None:
+                meta["filter"] = None if passing is None else dict(passing)
 
 
 def browse_state_of(target: BrowseTarget | None) -> BrowseState | None:

@@ -305,7 +305,12 @@ def graph_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
         label=f"{kind} edges",
         geometry=geometry,
     )
-    nodes = _points_layer(geometry, info, role="nodes", label=f"{kind} nodes", size_factor=0.5)
+    # a skeleton's nodes sit on its edges, densely: drawn thinner than the edges so the
+    # edges stay visible; a graph's nodes are its subject, drawn at half the points' size
+    size = 0.5 * (
+        _line_width(info) if kind == GeometryType.SKELETON else _level_point_size(geometry, info)
+    )
+    nodes = _points_layer(geometry, info, role="nodes", label=f"{kind} nodes", size=size)
     return [edges, nodes]
 
 
@@ -407,7 +412,7 @@ def _track_rows(track_ids: np.ndarray, coords: np.ndarray, info: StoreInfo) -> n
 
 
 def _points_layer(
-    geometry: Geometry, info: StoreInfo, *, role: str, label: str, size_factor: float = 1.0
+    geometry: Geometry, info: StoreInfo, *, role: str, label: str, size: float | None = None
 ) -> LayerData:
     rows = np.arange(geometry.vertex_count)
     features = _vertex_features(geometry, info, rows)
@@ -419,7 +424,7 @@ def _points_layer(
     kwargs = _common_kwargs(info, role, label, geometry, extra={"colour_by": colour.source})
     kwargs.update(
         features=features,
-        size=size_factor * _point_size(info, info.level_vertex_count or geometry.vertex_count),
+        size=_level_point_size(geometry, info) if size is None else size,
         border_width=0.0,
         projection_mode=SLAB_PROJECTION,
     )
@@ -757,6 +762,10 @@ def _point_size(info: StoreInfo, n: int) -> float:
     return float(np.clip(0.5 * spacing, largest / 1000, largest / 50))
 
 
+def _level_point_size(geometry: Geometry, info: StoreInfo) -> float:
+    return _point_size(info, info.level_vertex_count or geometry.vertex_count)
+
+
 def _line_width(info: StoreInfo) -> float:
     extent = _data_extent(info)
     largest = float(extent.max()) if extent.size and extent.max() > 0 else 1.0
@@ -791,9 +800,21 @@ def _time_label(axes: Sequence[str]) -> str:
 
 def layer_name(info: StoreInfo, label: str) -> str:
     """``"<store name> <label>"``, with the level when it is not level 0 (static layers;
-    a level-of-detail layer's level is in its metadata and the status bar instead)."""
-    name = f"{info.name} {label}"
+    a level-of-detail layer's level is in its metadata and the status bar instead).
+
+    Leading words of ``label`` that repeat the end of the store name are said once: a store
+    named ``mesh`` gives ``mesh`` and ``mesh bounds``, ``skeleton`` gives ``skeleton nodes``.
+    """
+    name = _join_words(str(info.name), label)
     return name if info.level == 0 or info.lod else f"{name} (level {info.level})"
+
+
+def _join_words(head: str, tail: str) -> str:
+    words = tail.split()
+    last = head.split()[-1].lower() if head.split() else ""
+    while words and words[0].lower().rstrip("s") == last.rstrip("s"):
+        words = words[1:]
+    return " ".join([head, *words])
 
 
 def _common_kwargs(

@@ -204,16 +204,13 @@ def _read_lod(store: Any, vertex_budget: int | None, with_bounds: bool = True) -
     plan, _ = loader.plan(request)
     big = float(plan.estimates.sum()) > BACKGROUND_READ_VERTICES
     if with_bounds and big and install_viewer_hooks():
-        # a big overview: the bounds now, the data from the controller's worker (with
-        # progress) instead of a frozen window while it decodes
+        # a big overview: the bounds now, the data from the controller's worker instead of a
+        # frozen window while it decodes; its progress is in the status bar (no toast left
+        # over the canvas)
         bounds = bounds_box_layer(store_info(store, plan.level, lod=True, objects=False))
         empty = np.empty((0, store.levels[0].key_ndim), np.int64)
         token = register_pending(store, loader, 1, (plan.level, empty, None), vertex_budget)
         bounds[1]["metadata"]["zarr_vectors"]["session"] = token
-        _notify_info(
-            f"{store.name}: a large store (~{int(plan.estimates.sum()):,} vertices at level "
-            f"{plan.level}); loading what the view shows in the background"
-        )
         return [bounds]
     try:
         result = loader.load(request)

@@ -15,7 +15,8 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt
-from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QDockWidget, QLabel, QVBoxLayout, QWidget
+from superqt import QLabeledRangeSlider
 
 from napari_zarr_vectors.napari.browse.targets import (
     BrowseTarget,
@@ -63,6 +64,7 @@ class ZVBrowseWidget(QWidget):
         self.layer: Layer = None
         self.target: BrowseTarget | None = None
         self.session: Any = None
+        self._followed = False
         self.setLayout(QVBoxLayout())
         self.layout().setAlignment(Qt.AlignmentFlag.AlignTop)
         self.header = QLabel(NO_LAYER)
@@ -71,6 +73,10 @@ class ZVBrowseWidget(QWidget):
         self.layout().addWidget(self.header)
         napari_viewer.layers.selection.events.active.connect(self._on_active)
         napari_viewer.layers.events.removed.connect(self._on_removed)
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        fit_dock_title(self)
 
     # -- following the selection -------------------------------------------------------
     def _on_active(self, event: Event | None = None) -> None:
@@ -94,8 +100,9 @@ class ZVBrowseWidget(QWidget):
             meta = zv_meta(layer)
         if meta is None:
             layer, target = None, None
-        if layer is self.layer and target is self.target:
+        if self._followed and layer is self.layer and target is self.target:
             return
+        self._followed = True  # the first call sets the controls up even for no layer
         if self.session is not None:
             self.session.disconnect(self._filters_changed)
         self._watch_level(self.target, False)
@@ -139,6 +146,37 @@ class ZVBrowseWidget(QWidget):
         if self.target is not None:
             return self.target.store
         return None
+
+
+def values_at_ends(slider: QLabeledRangeSlider) -> None:
+    """A labelled range slider says its two values in editable labels at its ends, none on
+    its handles (handle labels overlapped each other and were clipped at the ends)."""
+    slider.setHandleLabelPosition(QLabeledRangeSlider.LabelPosition.NoLabel)
+    slider.setEdgeLabelMode(QLabeledRangeSlider.EdgeLabelMode.LabelIsValue)
+
+
+#: Room the dock's own title bar buttons take when it has no title bar widget to ask.
+TITLE_BAR_BUTTONS = 100
+
+
+def fit_dock_title(widget: QWidget) -> int:
+    """Make the dock holding ``widget`` at least as wide as its title bar wants (its title
+    whole, not cut off); returns that width (0: not in a dock)."""
+    dock = widget.parentWidget()
+    while dock is not None and not isinstance(dock, QDockWidget):
+        dock = dock.parentWidget()
+    if dock is None:
+        return 0
+    bar = dock.titleBarWidget()
+    laid_out = bar is not None and bar.layout() is not None
+    need = (
+        bar.layout().sizeHint().width()  # a custom title bar: its buttons, title and margins
+        if laid_out
+        else dock.fontMetrics().horizontalAdvance(dock.windowTitle()) + TITLE_BAR_BUTTONS
+    )
+    if dock.minimumWidth() < need:
+        dock.setMinimumWidth(need)
+    return need
 
 
 def _derived(layer: Layer, meta: dict) -> bool:

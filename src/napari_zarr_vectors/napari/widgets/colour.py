@@ -50,7 +50,7 @@ from napari_zarr_vectors.napari.values import (
     attribute_kind,
     format_value,
 )
-from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
+from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, values_at_ends
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -89,6 +89,7 @@ class ColourByWidget(ZVBrowseWidget):
         self.mode = ComboBox(label="Values", choices=[AUTO, CONTINUOUS, CATEGORICAL])
         self.colormap = ComboBox(label="Colormap", choices=list(COLORMAPS))
         self.contrast = FloatRangeSlider(label="Contrast", min=0.0, max=1.0, value=(0.0, 1.0))
+        values_at_ends(self.contrast.native)
         self.all_layers = CheckBox(text="all layers of this store", value=True)
         self.controls = Container(
             widgets=[self.feature, self.mode, self.colormap, self.contrast, self.all_layers]

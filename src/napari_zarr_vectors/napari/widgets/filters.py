@@ -38,8 +38,12 @@ from napari_zarr_vectors.napari.browse.groups import (
     group_labels,
 )
 from napari_zarr_vectors.napari.browse.table import AttributeSummary, summarise
-from napari_zarr_vectors.napari.values import CATEGORICAL, format_value
-from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, clear_layout
+from napari_zarr_vectors.napari.values import CATEGORICAL, dtype_word, format_value
+from napari_zarr_vectors.napari.widgets._browse_base import (
+    ZVBrowseWidget,
+    clear_layout,
+    values_at_ends,
+)
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer
@@ -50,6 +54,9 @@ APPLY_DELAY_MS = 150
 #: List item data role holding the group id (``None``: objects in no group).
 GROUP_ROLE = Qt.ItemDataRole.UserRole
 UNGROUPED = -1
+
+#: The group list is as tall as its rows up to this many (then it scrolls).
+GROUP_ROWS_SHOWN = 20
 
 NO_OBJECTS = "This store has no objects: there is nothing to filter by."
 NO_GROUPS = "This store has no groups."
@@ -68,6 +75,9 @@ class GroupFilterWidget(ZVBrowseWidget):
         # custom Qt: each group is ticked (shown) and may be highlighted ("Only these")
         self.groups = QListWidget()
         self.groups.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        # long names are elided in the middle (the tooltip has them whole), never scrolled
+        self.groups.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.groups.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.all_button = PushButton(text="All")
         self.none_button = PushButton(text="None")
         self.only_button = PushButton(text="Only these")
@@ -134,9 +144,9 @@ class GroupFilterWidget(ZVBrowseWidget):
         current = self.session.filters.group_filter
         ticked = None if current is None else set(current.groups)
         for g in table.group_ids():
-            item = QListWidgetItem(f"{labels[g]}  —  {counts[g]:,} objects")
-            if by != GROUP_ID_LABEL:
-                item.setToolTip(f"group id {g}")
+            text = f"{labels[g]}  —  {counts[g]:,} objects"
+            item = QListWidgetItem(text)
+            item.setToolTip(text if by == GROUP_ID_LABEL else f"{text} (group id {g})")
             item.setData(GROUP_ROLE, g)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             on = ticked is None or g in ticked
@@ -150,6 +160,14 @@ class GroupFilterWidget(ZVBrowseWidget):
             on = current is None or current.ungrouped
             item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
             self.groups.addItem(item)
+        self._fit_rows()
+
+    def _fit_rows(self) -> None:
+        """Make the list as tall as its rows (up to :data:`GROUP_ROWS_SHOWN`): a list of
+        many groups is not squeezed to a few rows in a dock with room to spare."""
+        n = min(self.groups.count(), GROUP_ROWS_SHOWN)
+        row = self.groups.sizeHintForRow(0) if self.groups.count() else 0
+        self.groups.setFixedHeight(max(n, 1) * max(row, 1) + 2 * self.groups.frameWidth() + 2)
 
     def _relabel(self, by: str) -> None:
         if self._updating or self.session is None:
@@ -312,6 +330,16 @@ class AttributeFilterWidget(ZVBrowseWidget):
             self.count.setText(self.session.filters.describe())
 
 
+MONOSPACE = "font-family: monospace; letter-spacing: 0px;"
+
+
+def histogram_axis(summary: AttributeSummary) -> str:
+    """``"24.69          76.67"``: the lowest and highest value, as wide as the sparkline."""
+    lo, hi = format_value(summary.lo), format_value(summary.hi)
+    width = len(summary.sparkline())
+    return lo + " " * max(width - len(lo) - len(hi), 1) + hi
+
+
 class _FilterRow(QGroupBox):
     """The control of one attribute filter: a range slider (numeric) or a value list
     (categorical), in a titled frame (custom Qt) with the histogram as a sparkline."""
@@ -325,7 +353,7 @@ class _FilterRow(QGroupBox):
         super().__init__()
         self.summary = summary
         self._changed = changed
-        self.setTitle(f"{summary.name}  ({summary.dtype})")
+        self.setTitle(f"{summary.name}  ({dtype_word(summary.dtype)})")
         layout = QVBoxLayout(self)
         head = QHBoxLayout()
         info = QLabel(self._info_text())
@@ -357,13 +385,23 @@ class _FilterRow(QGroupBox):
                 step = 10.0 ** -_decimals(lo, hi)
                 self.slider = FloatRangeSlider(min=lo, max=hi, value=(lo, hi), step=step)
             spark = QLabel(summary.sparkline())
-            spark.setToolTip("histogram of the objects' values")
-            spark.setStyleSheet("font-family: monospace; letter-spacing: 0px;")
+            peak = int(summary.histogram.max()) if summary.histogram is not None else 0
+            spark.setToolTip(f"histogram of the objects' values (tallest bar: {peak:,} objects)")
+            spark.setStyleSheet(MONOSPACE)
             layout.addWidget(spark)
+            layout.addWidget(self._axis(summary))
+            values_at_ends(self.slider.native)
             layout.addWidget(self.slider.native)
             self.slider.changed.connect(lambda *_: self._emit_later())
         else:
             layout.addWidget(QLabel("no values to filter on"))
+
+    def _axis(self, summary: AttributeSummary) -> QLabel:
+        """The histogram's axis: its lowest and highest values under its ends (the same
+        monospace font, so they line up with the bars)."""
+        self.axis = QLabel(histogram_axis(summary))
+        self.axis.setStyleSheet(MONOSPACE)
+        return self.axis
 
     def _info_text(self) -> str:
         s = self.summary

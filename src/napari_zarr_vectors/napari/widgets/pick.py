@@ -8,7 +8,7 @@ import html
 import time
 from typing import TYPE_CHECKING, Any
 
-from qtpy.QtCore import Qt
+from qtpy.QtCore import Qt, QTimer
 from qtpy.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -41,8 +41,11 @@ if TYPE_CHECKING:
 
     from napari import Viewer
 
-#: Hover picks at most this often (seconds).
+#: Hover picks at most this often (seconds); the last position of a move is always picked.
 HOVER_INTERVAL = 0.08
+
+#: What the object spin box says before an object is picked or typed in.
+NO_OBJECT_CHOSEN = "object id…"
 
 NO_OBJECTS = (
     "This store has no objects: picking shows the vertex under the cursor; "
@@ -63,8 +66,11 @@ class PickWidget(ZVBrowseWidget):
         self.info.setWordWrap(True)
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.object_id = QSpinBox()
-        self.object_id.setRange(0, 2**31 - 1)
+        self.object_id.setRange(-1, 2**31 - 1)
         self.object_id.setPrefix("object ")
+        # its minimum (one below the smallest id) means "none chosen yet"
+        self.object_id.setSpecialValueText(NO_OBJECT_CHOSEN)
+        self.object_id.setToolTip("The object to isolate: pick one, or type its id")
         self.isolate_button = QPushButton("Isolate")
         self.isolate_button.setToolTip(
             "Load the whole object at full resolution (all its chunks) into a highlighted layer"
@@ -96,8 +102,13 @@ class PickWidget(ZVBrowseWidget):
         self.layout().addWidget(self.controls)
         self.last_pick: Pick | None = None
         self._last_hover = 0.0
+        self._hover_at: tuple[Any, list[int], Any] | None = None
+        self._hover_timer = QTimer(self)
+        self._hover_timer.setSingleShot(True)
+        self._hover_timer.timeout.connect(self._hover_pick)
         self._worker: LoadJob | None = None
         self.isolate_button.clicked.connect(lambda: self.isolate(self.object_id.value()))
+        self.object_id.valueChanged.connect(lambda *_: self._enable_isolate())
         self.clear_button.clicked.connect(self.clear)
         self.export_button.clicked.connect(lambda: export_dialog(self))
         napari_viewer.mouse_drag_callbacks.append(self._on_drag)
@@ -120,16 +131,27 @@ class PickWidget(ZVBrowseWidget):
         if self.layer is None:
             return
         has_objects = self.session is not None and self.session.table.n_objects > 0
-        self.isolate_button.setEnabled(has_objects)
         self.object_id.setEnabled(has_objects)
         if has_objects:
             ids = self.session.table.ids
-            self.object_id.setRange(int(ids.min()), int(ids.max()))
+            self.object_id.setRange(int(ids.min()) - 1, int(ids.max()))
+            self.object_id.setValue(self.object_id.minimum())
             self.info.setText("Click an object in the viewer.")
             self.status.setText("")
         else:
             self.info.setText("Click a vertex in the viewer.")
             self.status.setText(NO_OBJECTS)
+        self._enable_isolate()
+
+    def object_chosen(self) -> int | None:
+        """The object id in the spin box (``None`` before one is picked or typed in)."""
+        value = self.object_id.value()
+        return None if value == self.object_id.minimum() else int(value)
+
+    def _enable_isolate(self) -> None:
+        self.isolate_button.setEnabled(
+            self.object_id.isEnabled() and self.object_chosen() is not None
+        )
 
     # -- mouse -----------------------------------------------------------------------------
     def _on_drag(self, viewer: Viewer, event: Event):
@@ -141,11 +163,21 @@ class PickWidget(ZVBrowseWidget):
     def _on_move(self, viewer: Viewer, event: Event) -> None:
         if self.layer is None or not self.on_hover.isChecked():
             return
-        now = time.monotonic()
-        if now - self._last_hover < HOVER_INTERVAL:
+        view = event.view_direction if len(event.dims_displayed) == 3 else None
+        self._hover_at = (list(event.position), list(event.dims_displayed), view)
+        wait = HOVER_INTERVAL - (time.monotonic() - self._last_hover)
+        if wait <= 0:
+            self._hover_pick()
+        elif not self._hover_timer.isActive():  # pick where the cursor is once it may
+            self._hover_timer.start(int(wait * 1000) + 1)
+
+    def _hover_pick(self) -> None:
+        if self._hover_at is None or self.layer is None:
             return
-        self._last_hover = now
-        self.pick_event(event)
+        position, displayed, view = self._hover_at
+        self._hover_at = None
+        self._last_hover = time.monotonic()
+        self.pick(position, displayed, view_direction=view)
 
     def pick_event(self, event: Event) -> Pick | None:
         ndisplay = len(event.dims_displayed)
