@@ -199,6 +199,28 @@ def test_range_sliders_say_their_values_at_their_ends_only(make_napari_viewer, t
     assert slider.edgeLabelMode() == QLabeledRangeSlider.EdgeLabelMode.LabelIsValue
 
 
+def test_the_default_colouring_shows_no_colormap_of_its_own(
+    make_napari_viewer, qtbot, tracks300_store
+):
+    """Lines coloured by direction (the default) show no viridis colormap and no 0..1
+    contrast range in Colour by: only the attribute choice, named; choosing an attribute
+    brings the colormap and range back, choosing the default again hides them."""
+    path, truth = tracks300_store
+    viewer = make_napari_viewer()
+    opened(viewer, qtbot, path)
+    _, colour = plugin_dock(viewer, "Colour by")
+    hidden = lambda: [w.native.isHidden() for w in (colour.mode, colour.colormap, colour.contrast)]  # noqa: E731
+    assert colour.feature.value is None
+    assert colour.feature.null_string == "direction (default)"
+    assert hidden() == [True, True, True]
+    colour.feature.value = "length_mm"
+    assert hidden() == [False, False, False]
+    lengths = truth.object_attributes["length_mm"]
+    assert colour.contrast.value == pytest.approx((lengths.min(), lengths.max()), rel=1e-5)
+    colour.feature.value = None
+    assert hidden() == [True, True, True]
+
+
 def test_a_large_store_reports_its_loading_in_the_status_bar_not_a_toast(
     make_napari_viewer, qtbot, monkeypatch, tracks300_store
 ):

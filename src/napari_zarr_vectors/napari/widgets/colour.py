@@ -135,8 +135,14 @@ class ColourByWidget(ZVBrowseWidget):
                 self._show_spec(current)
             else:
                 self.feature.value = None
+                self._show_default()
         finally:
             self._updating = False
+
+    def _show_default(self) -> None:
+        """The layer's default colouring (stored colours, direction, one colour per object)
+        has no colormap or range to set: only the choice of attribute is shown."""
+        self.mode.visible = self.colormap.visible = self.contrast.visible = False
 
     def _fill_features(self) -> list[str]:
         """Offer the selected layer's colourable features, and the feature it is coloured by
@@ -238,6 +244,7 @@ class ColourByWidget(ZVBrowseWidget):
             return None
         feature = self.spec_feature()
         if feature is None:
+            self._show_default()
             return None
         values = self._values(feature)
         mode = self.mode.value
@@ -312,6 +319,7 @@ class ColourByWidget(ZVBrowseWidget):
         self._updating = True
         try:
             categorical = spec.categorical
+            self.mode.visible = True
             self.colormap.visible = self.contrast.visible = not categorical
             if not categorical:
                 lo, hi = finite_range(self._values(spec.feature))
