@@ -27,7 +27,7 @@ from napari_zarr_vectors.format import (
 )
 from napari_zarr_vectors.format.chunks import LoadedChunks
 from napari_zarr_vectors.format.layout.v09 import V09Layout
-from napari_zarr_vectors.format.loading import load_chunks
+from napari_zarr_vectors.format.loading import READ_BATCH, load_chunks
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "v09"
 EDGE = DATA / "edge-cases"
@@ -789,7 +789,8 @@ def test_listing_falls_back_to_scanning(tmp_path, name):
 
 
 def test_full_level_read_batches_cell_fetches(monkeypatch):
-    """A full-level read fetches all cells of every unsharded grid array in one batch."""
+    """A full-level read fetches the cells of every unsharded grid array together, in
+    batches of ``READ_BATCH`` chunks (one fetch per batch, not one per cell)."""
     s = open_store(DATA / "points_binned.zarrvectors")
     calls = []
     original = s.layout.io.fetch_many
@@ -801,7 +802,34 @@ def test_full_level_read_batches_cell_fetches(monkeypatch):
     monkeypatch.setattr(s.layout.io, "fetch_many", spy)
     s.read(0)
     cell_batches = [n for n in calls if n > 1]
-    assert cell_batches == [2 * len(s.chunks(0)) + len(s.chunks(0))]
+    n = len(s.chunks(0))
+    assert n > READ_BATCH  # more than one batch
+    # vertices, vertex_fragments and one vertex attribute of every chunk of the batch
+    assert cell_batches == [3 * min(READ_BATCH, n - lo) for lo in range(0, n, READ_BATCH)]
+
+
+def test_read_without_cache_packs_rows_into_one_array():
+    """Without a cache, every chunk's positions and vertex attributes are consecutive views
+    of one array per name, which the read returns as is; the values are those decoded chunk
+    by chunk through a cache."""
+    from napari_zarr_vectors.format import ChunkCache
+    from napari_zarr_vectors.format.loading import attribute_specs
+
+    s = open_store(DATA / "points_binned.zarrvectors")
+    specs = attribute_specs(s.layout, 0)
+    packed = load_chunks(s.layout, 0, s.chunks(0), specs)
+    apart = load_chunks(s.layout, 0, s.chunks(0), specs, cache=ChunkCache())
+    assert len(packed) == len(apart) > READ_BATCH
+    for name in [None, *(sp.name for sp in specs)]:
+        parts = [c.positions if name is None else c.attributes[name] for c in packed]
+        base = parts[0].base
+        assert all(p.base is base for p in parts) and len(base) == sum(map(len, parts))
+        loaded = LoadedChunks.build(packed, s.ndim, s.level(0).key_ndim, owned=True)
+        assert loaded.concatenated(list(parts), name) is base
+        expect = [c.positions if name is None else c.attributes[name] for c in apart]
+        np.testing.assert_array_equal(base, np.concatenate(expect))
+    geom = s.read(0)
+    np.testing.assert_array_equal(geom.positions, np.concatenate([c.positions for c in apart]))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -39,11 +39,17 @@ def _entries_in_loaded(loaded: LoadedChunks, index: ObjectIndex, entries: np.nda
     asked ones otherwise."""
     if 4 * entries.size < index.frags.size:
         return loaded.table.index_of(index.chunks[entries])
+    return _entry_chunks(loaded, index)[entries]
+
+
+def _entry_chunks(loaded: LoadedChunks, index: ObjectIndex) -> np.ndarray:
+    """Chunk index (``-1`` when not loaded) of every entry of the index, mapped once per
+    read (the array is shared: not to be written to)."""
     memo = loaded.__dict__.setdefault("_entry_chunks", {})
     key = id(index.chunks)
     if key not in memo or memo[key][0] is not index.chunks:
         memo[key] = (index.chunks, loaded.table.index_of(index.chunks))
-    return memo[key][1][entries]
+    return memo[key][1]
 
 
 def _object_ids_per_row(
@@ -178,12 +184,21 @@ def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray | N
     object whose manifest leaves the loaded chunks is split into one path per contiguous
     run of loaded entries."""
     if object_rows is None:  # every entry: no entry numbers, no gathered copies
-        cidx = loaded.table.index_of(index.chunks)
+        cidx = _entry_chunks(loaded, index)
         frags = index.frags
     else:
         entries = index.entries_of_rows(object_rows)
         cidx = _entries_in_loaded(loaded, index, entries)
         frags = index.frags[entries]
+    if object_rows is None and cidx.size and cidx.min() >= 0:
+        # every entry loaded (a whole level): one run per object with entries, no gathers
+        rows, counts = loaded.fragment_rows(cidx, frags, loaded.row_dtype)
+        del cidx, frags
+        first = index.offsets[:-1]
+        objs = np.flatnonzero(index.offsets[1:] > first)
+        run_rows = np.add.reduceat(counts, first[objs])
+        keep = run_rows > 0
+        return rows, run_rows[keep], index.ids[objs[keep]]
     at = np.flatnonzero(cidx >= 0)  # the entries in loaded chunks (a box: a few of them)
     if at.size == 0:
         return np.empty(0, loaded.row_dtype), np.empty(0, np.int64), np.empty(0, np.int64)

@@ -138,6 +138,9 @@ class LoadedChunks:
         empty = (0, self._ndim) if name is None else (0,)
         if not parts:
             return _concat(parts, empty)
+        whole = _packed_base(parts)
+        if whole is not None:  # the parts are one array already (loading packed them)
+            return whole
         dtype = np.result_type(*[p.dtype for p in parts])
         tail = parts[0].shape[1:]
         bounds = self.start.tolist()
@@ -342,6 +345,24 @@ class LoadedChunks:
                 counts[e] = rows.size
         rows = np.concatenate(parts) if parts else np.empty(0, np.int64)
         return rows.astype(dtype, copy=False), counts
+
+
+def _packed_base(parts: list[np.ndarray]) -> np.ndarray | None:
+    """The array ``parts`` are consecutive row slices of, covering it whole (what
+    loading without a cache hands over); ``None`` otherwise."""
+    base = parts[0].base
+    if not isinstance(base, np.ndarray) or not base.flags.c_contiguous or base.ndim == 0:
+        return None
+    at = base.__array_interface__["data"][0]
+    row = base.strides[0] if base.shape[0] else 0
+    for p in parts:
+        if p.base is not base or p.__array_interface__["data"][0] != at:
+            return None
+        if p.shape[1:] != base.shape[1:] or p.dtype != base.dtype:
+            return None
+        at += p.shape[0] * row
+    end = base.__array_interface__["data"][0] + base.shape[0] * row
+    return base if at == end else None
 
 
 def _concat(parts: list[np.ndarray], empty: tuple[int, ...]) -> np.ndarray:

@@ -30,6 +30,12 @@ MAX_ROW_WIDTH = 1 << 16
 #: a later read asks for it again.
 FAILED = object()
 
+#: Chunks a read without a cache fetches and decodes at a time (the concurrency of a
+#: remote fetch): the fetched bytes of one batch are freed before the next is fetched.
+READ_BATCH = 32
+
+_NO_ROWS = np.empty(0, np.float32)
+
 
 @dataclass(frozen=True)
 class AttributeSpec:
@@ -170,8 +176,7 @@ def load_chunks(
     are left out. With a ``cache``, only chunks it does not hold are fetched."""
     chunks = np.asarray(chunks, dtype=np.int64)
     if cache is None:
-        fresh = _fetch_and_decode(layout, level, chunks, specs, strict)
-        return [c for c in fresh if isinstance(c, ChunkData)]
+        return _load_packed(layout, level, chunks, specs, strict)
     names = tuple(s.name for s in specs)
     keys = [(layout.io.name, level, tuple(c), names) for c in chunks.tolist()]
     found: list[object | None] = [cache.get(k) for k in keys]
@@ -184,6 +189,63 @@ def load_chunks(
             found[i] = EMPTY if value is None else value
             cache.put(keys[i], found[i])
     return [v for v in found if isinstance(v, ChunkData)]
+
+
+class _Packed:
+    """Row-aligned arrays of one dtype and row shape appended one after another into a
+    single array, grown in place (``ndarray.resize``: the rows already in are not copied)."""
+
+    def __init__(self, first: np.ndarray) -> None:
+        self.array = np.empty((0, *first.shape[1:]), dtype=first.dtype)
+
+    def fits(self, part: np.ndarray) -> bool:
+        return part.dtype == self.array.dtype and part.shape[1:] == self.array.shape[1:]
+
+    def append(self, part: np.ndarray) -> tuple[int, int]:
+        """Copy ``part`` in; its rows' ``(start, end)`` in :attr:`array`."""
+        a = self.array.shape[0]
+        b = a + part.shape[0]
+        # no view of the array exists until every part is in (see _load_packed)
+        self.array.resize((b, *self.array.shape[1:]), refcheck=False)
+        self.array[a:b] = part
+        return a, b
+
+
+def _load_packed(
+    layout: Layout, level: int, chunks: np.ndarray, specs: list[AttributeSpec], strict: bool
+) -> list[ChunkData]:
+    """:func:`load_chunks` without a cache: :data:`READ_BATCH` chunks at a time, every
+    chunk's positions and vertex attributes copied, as soon as they are decoded, into one
+    array per name, so that a batch's fetched bytes are freed before the next batch is
+    fetched (a whole read holds its rows once, not the fetched and the assembled copies
+    side by side). The chunks' arrays are consecutive views of those arrays, which
+    :meth:`.LoadedChunks.concatenated` returns without a copy."""
+    out: list[ChunkData] = []
+    packed: dict[str | None, _Packed] = {}
+    spans: list[dict[str | None, tuple[int, int]]] = []
+    for lo in range(0, len(chunks), READ_BATCH):
+        for c in _fetch_and_decode(layout, level, chunks[lo : lo + READ_BATCH], specs, strict):
+            if not isinstance(c, ChunkData):
+                continue
+            span: dict[str | None, tuple[int, int]] = {}
+            for name, part in [(None, c.positions), *c.attributes.items()]:
+                target = packed.setdefault(name, _Packed(part))
+                if target.fits(part):
+                    span[name] = target.append(part)
+            for name in span:  # the fetched bytes are freed now
+                if name is None:
+                    c.positions = _NO_ROWS
+                else:
+                    c.attributes[name] = _NO_ROWS
+            out.append(c)
+            spans.append(span)
+    for c, span in zip(out, spans, strict=True):
+        for name, (a, b) in span.items():
+            if name is None:
+                c.positions = packed[None].array[a:b]
+            else:
+                c.attributes[name] = packed[name].array[a:b]
+    return out
 
 
 def _fetch_and_decode(

@@ -63,14 +63,14 @@ def expand_ranges(
         raise ValueError("expand_ranges: negative count")
     # one array of steps, summed in place: 1 inside a range, the jump to the next range's
     # start at its first element (one allocation of the result and two of one value per
-    # range, no repeat)
-    s = np.asarray(starts, dtype=np.int64)
-    c = counts
+    # range, no repeat), all in ``dtype`` (every start and the total fit it)
+    s = np.asarray(starts).astype(dtype, copy=False)
+    c = counts.astype(dtype, copy=False)
     if not np.all(c > 0):
         nz = c > 0
         s, c = s[nz], c[nz]
     out = np.ones(total, dtype=dtype)
-    at = np.cumsum(c)
+    at = np.cumsum(c, dtype=dtype)
     at -= c
     jump = s[1:] - s[:-1]
     jump -= c[:-1]
@@ -103,11 +103,11 @@ def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> F
     count = table[:, 1].astype(np.int64)
     if n_rows is not None and not _ranges_fit(start, count, n_rows):
         return None
-    return FragmentIndex(
-        np.ones(F, dtype=bool),
+    return FragmentIndex(  # constant fields as read-only broadcasts: no memory per fragment
+        np.broadcast_to(np.True_, (F,)),
         start,
         count,
-        np.full(F, -1, np.int64),
+        np.broadcast_to(np.int64(-1), (F,)),
         np.zeros(1, np.int64),
         _EMPTY,
     )
