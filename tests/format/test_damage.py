@@ -669,3 +669,51 @@ def test_an_inflated_parametric_shape_is_refused_before_reading(tmp_path):
     doc.write_text(json.dumps(meta))
     with pytest.raises(ZVFormatError, match="chunks to read"):
         nzv.open_store(path).parametric  # noqa: B018 - the read is the point
+
+
+# -- parametric rows keep their NaN padding ----------------------------------------------------
+def test_parametric_rows_read_as_the_fill_value_are_reported(tmp_path):
+    """A missing ``parametric/objects`` chunk reads as the fill value 0: rows of type 0 (a
+    plane, 4 coefficients) whose padding is 0, not NaN. They are left out with a warning
+    naming the array and chunk instead of appearing as four planes 0x+0y+0z+0=0."""
+    path = copy_store("next/parametric.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).parametric_objects
+    assert len(clean) == 4 and {o.type for o in clean} != {"plane"}
+    (path / "parametric/objects/c/0/0").unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = nzv.open_store(path).parametric_objects
+    messages = [str(w.message) for w in caught if issubclass(w.category, ZVChunkWarning)]
+    assert got == []
+    assert any("parametric/objects" in m and "chunk 0.0" in m for m in messages), messages
+
+
+def test_parametric_coefficient_names_that_are_not_strings_are_refused(tmp_path):
+    path = copy_store("next/parametric.zarrvectors", tmp_path)
+    doc = path / "parametric/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["attributes"]["parametric_types"]["0"]["coefficients"][1] = None
+    doc.write_text(json.dumps(meta))
+    with pytest.raises(ZVFormatError, match="coefficients") as info:
+        list(nzv.open_store(path).parametric_objects)
+    assert "parametric/zarr.json" in str(info.value)
+
+
+def test_object_attribute_with_more_rows_than_objects_is_left_out(tmp_path):
+    """An object attribute whose ``shape`` was inflated x1000 holds rows no object owns: it
+    is left out with a warning naming it; the other attributes read as on the clean store."""
+    path = copy_store("dense/streamlines.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).object_attributes(0)
+    assert "length" in clean and len(clean) > 1
+    doc = path / "0/object_attributes/length/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["shape"][0] *= 1000
+    doc.write_text(json.dumps(meta))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = nzv.open_store(path).object_attributes(0)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ZVChunkWarning)]
+    assert set(got) == set(clean) - {"length"}
+    for name, values in got.items():
+        np.testing.assert_array_equal(values, clean[name])
+    assert any("object_attributes/length" in m and "level 0" in m for m in messages), messages

@@ -168,6 +168,36 @@ def test_v09_nonempty_chunks_of_numbers(tmp_path: Path) -> None:
     assert "0/vertices/zarr.json" in str(info.value)
 
 
+def test_v09_nonempty_chunks_entry_not_a_key(tmp_path: Path) -> None:
+    """One listed cell replaced by a word: the listing no longer names every non-empty cell
+    (the link family's cell would silently read as empty), so it is refused."""
+    store = copy(tmp_path, "v09/polylines.zarrvectors")
+    doc = store / "0" / "links" / "0" / "+1.0.0" / "zarr.json"
+    listed = json.loads(doc.read_text())["attributes"]["nonempty_chunks"]
+    assert len(listed) > 2
+    edit(doc, lambda d: d["attributes"]["nonempty_chunks"].__setitem__(2, "word"))
+    s = nzv.open_store(store)
+    with pytest.raises(ZVFormatError, match="nonempty_chunks") as info:
+        s.links(0, 0)
+    assert "0/links/0/+1.0.0/zarr.json" in str(info.value)
+    assert len(nzv.open_store(store).read(0).positions) == len(
+        nzv.open_store(DATA / "v09/polylines.zarrvectors").read(0).positions
+    )
+
+
+def test_v09_group_name_that_is_a_number(tmp_path: Path) -> None:
+    """A group name that is a number is refused, not read as the name "2147483648"."""
+    store = copy(tmp_path, "v09/polylines.zarrvectors")
+    assert nzv.open_store(store).group_names(0) == {0: "bundle_a", 1: "bundle_b", 2: "hand_made"}
+    edit(
+        store / "0" / "groups" / "zarr.json",
+        lambda d: d["attributes"]["group_names"].__setitem__(1, 2**31),
+    )
+    with pytest.raises(ZVFormatError, match="group_names") as info:
+        nzv.open_store(store).group_names(0)
+    assert "0/groups/zarr.json" in str(info.value)
+
+
 def test_v09_grid_origin_null(tmp_path: Path) -> None:
     store = copy(tmp_path, "v09/points.zarrvectors")
     edit(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -116,7 +117,10 @@ def _read_v09(io: StoreIO, types: dict, rsrc: Source) -> Parametric:
         if name != "zarr.json"
         and (values := _listed_array(io, f"parametric/group_attributes/{name}")) is not None
     }
-    return Parametric(_objects(io, rows, names, attrs, types, rsrc), groups, group_attrs)
+    doc = io.get_json("parametric/objects/zarr.json")
+    rows_per_chunk = int(doc["chunk_grid"]["configuration"]["chunk_shape"][0])
+    objects = _objects(io, rows, names, attrs, types, rsrc, lambda i: f"{i // rows_per_chunk}.0")
+    return Parametric(objects, groups, group_attrs)
 
 
 def _listed_array(io: StoreIO, path: str) -> np.ndarray | None:
@@ -183,8 +187,10 @@ def _objects(
     attrs: dict[str, np.ndarray],
     types: dict,
     rsrc: Source,
+    chunk_of_row: Callable[[int], str],
 ) -> list[ParametricObject]:
-    """One :class:`ParametricObject` per row ``[type_id, coefficients...]`` (NaN-padded)."""
+    """One :class:`ParametricObject` per row ``[type_id, coefficients...]`` (NaN-padded);
+    ``chunk_of_row`` names the chunk that holds a row."""
     n, width = rows.shape
     if n and not (np.all(np.isfinite(rows[:, 0])) and np.all(np.abs(rows[:, 0]) < 2**53)):
         raise ZVFormatError(
@@ -193,12 +199,20 @@ def _objects(
             array="parametric/objects",
         )
     objects = []
+    padded = []
     for i, row in enumerate(rows):
         tid = int(row[0])
         spec = as_mapping(types.get(str(tid)), f"parametric_types.{tid}", rsrc)
         coeff_names = list_field(spec, "coefficients", rsrc, None) or [
             f"c{j}" for j in range(width - 1)
         ]
+        if not all(isinstance(c, str) for c in coeff_names):
+            raise rsrc.error(f"parametric_types.{tid}.coefficients", "is not a list of names")
+        if len(coeff_names) > width - 1 or not np.all(np.isnan(row[1 + len(coeff_names) :])):
+            # a row is NaN-padded past its type's coefficients: one that is not (e.g. a
+            # missing chunk read as the fill value 0) is not an object of that type
+            padded.append(i)
+            continue
         coeffs = {
             c: float(v) for c, v in zip(coeff_names, row[1:], strict=False) if not np.isnan(v)
         }
@@ -212,6 +226,15 @@ def _objects(
                 {k: v[i] for k, v in attrs.items() if i < len(v)},
             )
         )
+    if padded:
+        error = ZVFormatError(
+            f"{len(padded)} rows (first {padded[0]}) are not [type id, its coefficients] "
+            "NaN-padded to the row width",
+            store=io.name,
+            array="parametric/objects",
+            chunk=chunk_of_row(padded[0]),
+        )
+        warnings.warn(f"left out: {error}", ZVChunkWarning, stacklevel=3)
     return objects
 
 
@@ -241,7 +264,7 @@ def read_parametric(io: StoreIO) -> Parametric:
     names_raw = _blob(io, "parametric/names/data")
     names = names_raw.decode("utf-8", errors="replace").split("\n") if names_raw else []
     attrs = _arrays(io, "parametric/object_attributes")
-    objects = _objects(io, rows, names, attrs, types, rsrc)
+    objects = _objects(io, rows, names, attrs, types, rsrc, lambda i: "0")
     groups: dict[int, np.ndarray] = {}
     gmeta = io.get_json("parametric/groups/zarr.json")
     if gmeta is not None:

@@ -433,16 +433,34 @@ class Store:
         ids = self.object_ids(level)
         return {
             name: _by_id(ids, a.values, missing_value(a.values.dtype))
-            for name, a in self.layout.read_object_attributes(level).items()
+            for name, a in self._aligned_object_attributes(level, ids.size).items()
         }
 
     def object_attribute_presence(self, level: int = 0) -> dict[str, np.ndarray]:
         """``{name: bool array indexed by object id}``: which objects hold a value."""
         ids = self.object_ids(level)
         out = {}
-        for name, a in self.layout.read_object_attributes(level).items():
+        for name, a in self._aligned_object_attributes(level, ids.size).items():
             present = a.present if a.present is not None else np.ones(a.values.shape[0], bool)
             out[name] = _by_id(ids, present, False)
+        return out
+
+    def _aligned_object_attributes(self, level: int, n_objects: int) -> dict:
+        """The level's object attributes that hold one row per object; one whose row count
+        differs from the object index's (e.g. an inflated ``shape``) cannot be matched to
+        the objects and is left out with a :class:`ZVChunkWarning`."""
+        out = {}
+        for name, a in self.layout.read_object_attributes(level).items():
+            if a.values.shape[0] != n_objects:
+                error = ZVFormatError(
+                    f"{a.values.shape[0]} rows for {n_objects} objects",
+                    store=self.path,
+                    level=level,
+                    array=f"object_attributes/{name}",
+                )
+                warnings.warn(f"left out: {error}", ZVChunkWarning, stacklevel=3)
+                continue
+            out[name] = a
         return out
 
     def groups(self, level: int = 0) -> dict[int, np.ndarray]:

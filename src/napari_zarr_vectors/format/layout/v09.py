@@ -476,6 +476,8 @@ class V09Layout(Layout):
             isinstance(nonempty, list) and all(isinstance(k, str) for k in nonempty)
         ):
             raise src.error("nonempty_chunks", "is not a list of chunk key strings")
+        if nonempty is not None and len(parse_chunk_keys(nonempty, knd)) != len(nonempty):
+            raise src.error("nonempty_chunks", f"lists entries that are not {knd}-d chunk keys")
         doc = self._doc(path) or {}
         codecs = [c if isinstance(c, dict) else {"name": c} for c in doc.get("codecs") or []]
         grid_doc = doc.get("chunk_grid")
@@ -1341,11 +1343,10 @@ class V09Layout(Layout):
                 raise src.error(f"group_ranges.{key}", f"spans {hi - lo} ids")
             extra = np.arange(lo, hi, dtype=np.int64)
             members[g] = np.concatenate([members.get(g, np.empty(0, np.int64)), extra])
-        names = {
-            g: str(n)
-            for g, n in enumerate(list_field(attrs, "group_names", src, []))
-            if n is not None
-        }
+        listed = list_field(attrs, "group_names", src, [])
+        if not all(n is None or isinstance(n, str) for n in listed):
+            raise src.error("group_names", "is not a list of names (strings or null)")
+        names = {g: n for g, n in enumerate(listed) if n is not None}
         return GroupTable(members, names)
 
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
