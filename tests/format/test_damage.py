@@ -717,3 +717,14 @@ def test_object_attribute_with_more_rows_than_objects_is_left_out(tmp_path):
     for name, values in got.items():
         np.testing.assert_array_equal(values, clean[name])
     assert any("object_attributes/length" in m and "level 0" in m for m in messages), messages
+
+
+def test_v07_cross_chunk_links_without_their_group_document_are_refused(tmp_path):
+    """The streamlines' only link family of delta 0 is ``cross_chunk_links/0``: without its
+    ``zarr.json`` (which gives ``link_width``) its 55 records read as no links at all."""
+    path = copy_store("v07/streamlines.zarrvectors", tmp_path)
+    assert len(nzv.open_store(path).links(0, 0)) == 55
+    (path / "0/cross_chunk_links/0/zarr.json").unlink()
+    with pytest.raises(ZVFormatError, match="link_width") as info:
+        nzv.open_store(path).links(0, 0)
+    assert "level 0" in str(info.value) and "cross_chunk_links/0" in str(info.value)

@@ -254,9 +254,18 @@ class V07Layout(Layout):
     def read_links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
         knd = self.key_ndim(level)
         width = self.link_width(level, delta)
-        if width is None:
-            return LinkSet.empty(2, knd)
         d = delta_name(delta)
+        if width is None:
+            stored = [
+                f for f in ("links", "cross_chunk_links") if self.io.list_dir(f"{level}/{f}/{d}")
+            ]
+            if stored:
+                raise self.error(
+                    "link records are stored but no zarr.json gives their link_width",
+                    level,
+                    f"{stored[0]}/{d}",
+                )
+            return LinkSet.empty(2, knd)
         array = f"links/{d}"
         everything = chunks is None
         if chunks is None:
