@@ -728,3 +728,21 @@ def test_v07_cross_chunk_links_without_their_group_document_are_refused(tmp_path
     with pytest.raises(ZVFormatError, match="link_width") as info:
         nzv.open_store(path).links(0, 0)
     assert "level 0" in str(info.value) and "cross_chunk_links/0" in str(info.value)
+
+
+def test_dense_chunk_shape_that_puts_stored_cells_outside_the_bounds_is_refused(tmp_path):
+    """A root ``chunk_shape`` inflated on one axis maps every stored cell past index 0 of that
+    axis outside the bounds: a bbox read would skip them and return part of the box, so the
+    level's listing refuses it; the clean store's box read holds those vertices."""
+    path = copy_store("dense/mesh.zarrvectors", tmp_path)
+    box = ([-30.0, -10.0, -10.0], [28.0, 40.0, 40.0])
+    clean = nzv.open_store(path).read(0, bbox=box)
+    assert (clean.positions[:, 0] > 0).any()
+    doc = path / "zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["attributes"]["zarr_vectors"]["chunk_shape"][0] = 2.0**31
+    doc.write_text(json.dumps(meta))
+    with pytest.raises(ZVFormatError, match="outside the store's bounds") as info:
+        nzv.open_store(path).read(0, bbox=box)
+    assert "level 0" in str(info.value) and "array vertices" in str(info.value)
+    assert "chunk 1." in str(info.value)

@@ -295,9 +295,33 @@ class DenseLayout(Layout):
                 values = self.read_cells(level, [array], cand)[array]
                 keep = np.array([v is not None for v in values], dtype=bool)
             chunks = sort_chunks(cand[keep]) if len(cand) else cand
+            if array == "vertices":
+                self._check_within_bounds(level, chunks)
         with self._lock:
             self._listings[key] = chunks
         return chunks
+
+    def _check_within_bounds(self, level: int, chunks: np.ndarray) -> None:
+        """Every stored vertex cell must meet the store's bounds (which hold every vertex of
+        every level): a cell wholly outside them means the root's ``chunk_shape`` or
+        ``bounds`` disagree with the level's grid, and a bbox read would miss it."""
+        lv = self.levels[level]
+        lo, hi = (np.asarray(b, np.float64) for b in self.root.bounds)
+        size = np.asarray(lv.chunk_shape, np.float64)
+        if not len(chunks) or chunks.shape[1] != size.size or lo.size != size.size:
+            return
+        origin = np.zeros(size.size) if lv.grid_origin is None else lv.grid_origin
+        start = origin + chunks * size
+        outside = np.any(start > hi, axis=1) | np.any(start + size < lo, axis=1)
+        if outside.any():
+            first = chunks[int(np.argmax(outside))]
+            raise self.error(
+                f"{int(outside.sum())} stored cells lie outside the store's bounds "
+                f"{lo.tolist()} .. {hi.tolist()} with chunk_shape {size.tolist()}",
+                level,
+                "vertices",
+                first,
+            )
 
     def _stored_cells(self, level: int, array: str, arr: AsyncArray, knd: int):
         """Grid cells that have a stored Zarr chunk (``None`` when the store cannot list):
