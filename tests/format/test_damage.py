@@ -746,3 +746,28 @@ def test_dense_chunk_shape_that_puts_stored_cells_outside_the_bounds_is_refused(
         nzv.open_store(path).read(0, bbox=box)
     assert "level 0" in str(info.value) and "array vertices" in str(info.value)
     assert "chunk 1." in str(info.value)
+
+
+def test_link_attribute_grid_that_does_not_mirror_its_records_is_a_gap(tmp_path):
+    """A link attribute array whose ``chunk_grid_origin`` moved no longer mirrors its link
+    records cell for cell: its values would read as absent (NaN) with no word. The records
+    stand, that segment's values are a reported gap, every other value is exact."""
+    path = copy_store("next/graph_deferred_sharded.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 0)
+    doc = path / "0/link_attributes/weight/0/+1.0.+2/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["attributes"]["chunk_grid_origin"][2] = 2**31
+    doc.write_text(json.dumps(meta))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = nzv.open_store(path).links(0, 0)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ZVChunkWarning)]
+    assert len(got) == len(clean) == 135
+    lost = np.isnan(got.attributes["weight"])
+    assert 0 < lost.sum() < len(got)
+    np.testing.assert_array_equal(
+        got.attributes["weight"][~lost], clean.attributes["weight"][~lost]
+    )
+    assert any("link_attributes/weight/0/+1.0.+2" in m and "mirror" in m for m in messages), (
+        messages
+    )

@@ -1094,8 +1094,25 @@ class V09Layout(Layout):
         attribute has no array for this segment of records."""
         if not blobs:
             return _missing(0)
-        if counts.sum() and self._grid(level, array) is None:
+        grid = self._grid(level, array)
+        if counts.sum() and grid is None:
             raise self.error("the attribute has no array for these link records", level, array)
+        records = self._grid(level, "links/" + array.split("/", 2)[2])
+        if (
+            grid is not None
+            and records is not None
+            and not (
+                np.array_equal(grid.origin, records.origin)
+                and np.array_equal(grid.shape, records.shape)
+            )
+        ):  # link attributes mirror their records cell for cell (FORMAT09 §3.6)
+            raise self.error(
+                f"the attribute's grid (origin {grid.origin.tolist()}, shape "
+                f"{grid.shape.tolist()}) does not mirror its link records' (origin "
+                f"{records.origin.tolist()}, shape {records.shape.tolist()})",
+                level,
+                array,
+            )
         meta = self.array_attributes(level, array) or {}
         src = self.src(f"{level}/{array}", level, array)
         row_shape = int_list(meta.get("row_shape") or [], "row_shape", src, None, 1, 1 << 16)
