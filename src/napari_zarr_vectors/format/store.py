@@ -452,13 +452,7 @@ class Store:
         out = {}
         for name, a in self.layout.read_object_attributes(level).items():
             if a.values.shape[0] != n_objects:
-                error = ZVFormatError(
-                    f"{a.values.shape[0]} rows for {n_objects} objects",
-                    store=self.path,
-                    level=level,
-                    array=f"object_attributes/{name}",
-                )
-                warnings.warn(f"left out: {error}", ZVChunkWarning, stacklevel=3)
+                self.layout.warn_misaligned(level, name, a.values.shape[0], n_objects)
                 continue
             out[name] = a
         return out

@@ -251,6 +251,14 @@ class Layout(ABC):
         error = self.error("the folder is listed but holds no array", level, path)
         warnings.warn(f"{what} left out: {error}", ZVChunkWarning, stacklevel=3)
 
+    def warn_misaligned(self, level: int, name: str, rows: int, n_objects: int) -> None:
+        """Warn that object attribute ``name`` holds ``rows`` rows for ``n_objects`` objects
+        (e.g. an inflated ``shape``): its rows cannot be matched to objects, it is left out."""
+        error = self.error(
+            f"{rows} rows for {n_objects} objects", level, f"object_attributes/{name}"
+        )
+        warnings.warn(f"left out: {error}", ZVChunkWarning, stacklevel=3)
+
     def key_ndim(self, level: int) -> int:
         return self.levels[level].key_ndim
 

@@ -582,6 +582,9 @@ class DenseLayout(Layout):
 
     def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:
         names = self.list_attributes(level, "object")
+        n_objects = self._declared_objects(level)
+        if n_objects is not None:  # rows no object owns are not read (an inflated shape)
+            names = [n for n in names if self._rows_fit(level, n, n_objects)]
         values = self._whole(level, [f"object_attributes/{n}" for n in names])
         out = {}
         for name, vals in zip(names, values, strict=True):
@@ -593,6 +596,22 @@ class DenseLayout(Layout):
                 vals, None, dict(self.array_attributes(level, f"object_attributes/{name}") or {})
             )
         return out
+
+    def _declared_objects(self, level: int) -> int | None:
+        """How many objects the level's object index declares (from metadata alone)."""
+        where = f"{level}/object_index"
+        offsets = self._array(level, "object_index/offsets")
+        if offsets is None or offsets.ndim != 1:
+            return None
+        attrs = self._attrs(where) or {}
+        return int_field(attrs, "num_objects", self.src(where, level), offsets.shape[0], 0)
+
+    def _rows_fit(self, level: int, name: str, n_objects: int) -> bool:
+        arr = self._array(level, f"object_attributes/{name}")
+        if arr is None or arr.ndim == 0 or arr.shape[0] == n_objects:
+            return True
+        self.warn_misaligned(level, name, arr.shape[0], n_objects)
+        return False
 
     def read_groups(self, level: int) -> GroupTable | None:
         (table,) = self._whole(level, ["groupings"])
