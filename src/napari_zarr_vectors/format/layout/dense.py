@@ -551,10 +551,7 @@ class DenseLayout(Layout):
         opened = [self._array(level, a) for a in arrays]
         for a, arr in zip(arrays, opened, strict=True):
             if arr is not None:
-                path = f"{level}/{self._physical(level, a)}"
-                src = self.src(path, level, a)
-                check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
-
+                self._check_whole(level, a, arr)
         return self._gather_whole(level, list(zip(arrays, opened, strict=True)))
 
     # -- objects and groups -------------------------------------------------------------
@@ -606,10 +603,16 @@ class DenseLayout(Layout):
         attrs = self._attrs(where) or {}
         return int_field(attrs, "num_objects", self.src(where, level), offsets.shape[0], 0)
 
+    def _check_whole(self, level: int, array: str, arr: AsyncArray) -> None:
+        """Refuse a whole read of ``arr`` whose declared size is beyond what may be read."""
+        src = self.src(f"{level}/{self._physical(level, array)}", level, array)
+        check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
+
     def _rows_fit(self, level: int, name: str, n_objects: int) -> bool:
         arr = self._array(level, f"object_attributes/{name}")
         if arr is None or arr.ndim == 0 or arr.shape[0] == n_objects:
             return True
+        self._check_whole(level, f"object_attributes/{name}", arr)
         self.warn_misaligned(level, name, arr.shape[0], n_objects)
         return False
 
