@@ -12,7 +12,7 @@ import numpy as np
 from .chunks import LoadedChunks
 from .decode.fragments import expand_ranges
 from .errors import ZVChunkWarning, ZVFormatError
-from .geometry import PATH_TYPES, Derived, Geometry, split_lengths
+from .geometry import PATH_TYPES, Derived, Geometry, GeometryType, split_lengths
 from .layout.base import LinkSet
 from .loading import AttributeSpec
 from .objects import ObjectIndex
@@ -325,17 +325,21 @@ def assemble(
         geom.edges = Derived(partial(_path_edges, flat, lengths))
         # from the paths: the result holds neither the object index nor the chunks
         vid = Derived(partial(_path_object_ids, flat, lengths, path_ids, loaded.n_rows, keep_rows))
-    elif geometry_type == "skeleton" and links is not None:
+    elif geometry_type == GeometryType.SKELETON and links is not None:
         geom.edges, geom.edge_attributes = _skeleton_edges(loaded, links)
-    elif geometry_type in ("graph", "mesh") and links is not None and len(links):
+    elif (
+        geometry_type in (GeometryType.GRAPH, GeometryType.MESH)
+        and links is not None
+        and len(links)
+    ):
         g = _link_rows(loaded, links)
         ok = np.all(g >= 0, axis=1)
-        if geometry_type == "graph":
+        if geometry_type == GeometryType.GRAPH:
             geom.edges = g[ok]
             geom.edge_attributes = {k: v[ok] for k, v in links.attributes.items()}
         else:
             geom.faces = g[ok]
-    if geometry_type == "mesh":
+    if geometry_type == GeometryType.MESH:
         draco_faces = [
             c.faces + loaded.start[k] for k, c in enumerate(loaded.chunks) if c.faces is not None
         ]

@@ -35,7 +35,7 @@ from napari_zarr_vectors.napari.browse.targets import (
     layer_object_ids,
     layer_world_positions,
 )
-from napari_zarr_vectors.napari.conventions import META
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.store_info import store_box_to_world
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
 
@@ -181,7 +181,7 @@ def dim(layers: Sequence[Layer], on: bool) -> None:
     opacity before dimming is kept in the layer's metadata block, so dimming twice does not
     compound and undimming restores exactly."""
     for layer in layers:
-        meta = layer.metadata.get(META)
+        meta = meta_of(layer)
         if meta is None:
             continue
         if on and "undimmed_opacity" not in meta:

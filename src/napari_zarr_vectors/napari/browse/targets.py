@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from napari_zarr_vectors.format.geometry import GeometryType
 from napari_zarr_vectors.napari.browse.filters import FilterState
 from napari_zarr_vectors.napari.browse.pick import nearest_row
 from napari_zarr_vectors.napari.browse.table import ObjectTable
@@ -39,6 +40,7 @@ from napari_zarr_vectors.napari.colour.live import (
     reapply_colour,
 )
 from napari_zarr_vectors.napari.colour.spec import ColourSpec
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.build import META, OBJECT_ID, layers_from_geometry
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.controller import (
@@ -73,21 +75,10 @@ PICK_PIXELS = 8.0
 # --------------------------------------------------------------------------------------------
 
 
-def zv_meta(layer: Layer) -> dict | None:
-    """The layer's ``metadata["zarr_vectors"]`` block, or ``None`` for other layers."""
-    if layer is None:
-        return None
-    meta = getattr(layer, "metadata", None)
-    if not isinstance(meta, dict):
-        return None
-    block = meta.get(META)
-    return block if isinstance(block, dict) else None
-
-
 def is_data_layer(layer: Layer) -> bool:
     """A layer holding its store's data (not the bounds box, an isolated object, a Pyramid
     QA overlay or a level added side by side)."""
-    return is_data_meta(zv_meta(layer))
+    return is_data_meta(meta_of(layer))
 
 
 def is_data_meta(meta: dict | None) -> bool:
@@ -104,7 +95,7 @@ def store_layers(viewer: Viewer, path: str) -> list[Layer]:
     return [
         layer
         for layer in viewer.layers
-        if is_data_layer(layer) and zv_meta(layer).get("path") == path
+        if is_data_layer(layer) and meta_of(layer).get("path") == path
     ]
 
 
@@ -152,7 +143,7 @@ def target_for(viewer: Viewer, layer: Layer) -> BrowseTarget | None:
     """The browse target of ``layer``: its controller, else the :class:`StaticTarget` of
     its open store. The bounds box and isolated objects lead to their store's target;
     ``None`` for other layers (or when the store has no data layers)."""
-    meta = zv_meta(layer)
+    meta = meta_of(layer)
     if meta is None:
         return None
     path = meta.get("path")
@@ -182,7 +173,7 @@ def _adopt(layers: list[Layer]) -> OpenStore | None:
         return None
     import napari_zarr_vectors as nzv
 
-    meta = zv_meta(layers[0])
+    meta = meta_of(layers[0])
     path, kind = meta["path"], meta.get("geometry_type")
 
     def open_geometry() -> GeometryStore:
@@ -191,7 +182,7 @@ def _adopt(layers: list[Layer]) -> OpenStore | None:
 
     entry = OpenStore(opener=open_geometry)
     for layer in layers:
-        if (zv_meta(layer) or {}).get("geometry_type") == kind:
+        if (meta_of(layer) or {}).get("geometry_type") == kind:
             register(layer, entry)
     return entry
 
@@ -237,7 +228,7 @@ class StaticTarget:
     @property
     def level(self) -> int:
         layers = self.layers
-        return int(zv_meta(layers[0]).get("level", 0)) if layers else 0
+        return int(meta_of(layers[0]).get("level", 0)) if layers else 0
 
     @property
     def object_filter(self) -> np.ndarray | None:
@@ -500,7 +491,7 @@ def only_objects(geometry: Geometry, object_ids: int | Sequence[int] | np.ndarra
     vertex (the core labels a shared vertex with one object): they are returned unchanged."""
     from napari_zarr_vectors.format.geometry import Geometry
 
-    if geometry.vertex_object_ids is None or geometry.geometry_type == "mesh":
+    if geometry.vertex_object_ids is None or geometry.geometry_type == GeometryType.MESH:
         return geometry
     wanted = np.atleast_1d(np.asarray(object_ids, np.int64))
     keep = np.isin(np.asarray(geometry.vertex_object_ids, np.int64), wanted)
@@ -701,7 +692,7 @@ class BrowseState:
             else None
         )
         for layer in list(getattr(target, "layers", [])):
-            meta = zv_meta(layer)
+            meta = meta_of(layer)
             if meta is not None:
                 meta["filter"] = None if passing is None else dict(passing)
 

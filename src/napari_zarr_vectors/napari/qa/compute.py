@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from napari_zarr_vectors.format.query import chunks_in_bbox
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.store_info import (
     napari_order,
     world_box_to_store,
@@ -287,7 +288,7 @@ def grid_plan(layers: Sequence[Layer], side: Sequence[Layer]) -> tuple[list[Laye
     hide = [lyr for lyr in layers if id(lyr) not in side_ids and getattr(lyr, "visible", False)]
     per_level: dict[Any, int] = {}
     for layer in side:
-        level = layer.metadata.get("zarr_vectors", {}).get("level")
+        level = (meta_of(layer) or {}).get("level")
         per_level[level] = per_level.get(level, 0) + 1
     counts = set(per_level.values())
     return hide, counts.pop() if len(counts) == 1 else 1
@@ -296,12 +297,6 @@ def grid_plan(layers: Sequence[Layer], side: Sequence[Layer]) -> tuple[list[Laye
 # --------------------------------------------------------------------------------------------
 # where the view is (viewer models only)
 # --------------------------------------------------------------------------------------------
-
-
-def axis_order(store: Store) -> np.ndarray:
-    """The store column of each napari axis of the store's layers (non-space axes first,
-    then the space axes reversed: :func:`..store_info.napari_order`)."""
-    return napari_order(store)
 
 
 def slice_of(

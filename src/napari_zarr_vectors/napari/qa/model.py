@@ -43,10 +43,11 @@ from napari_zarr_vectors.napari.browse.targets import (
     controller_of,
     is_data_layer,
     target_for,
-    zv_meta,
 )
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.store_info import (
     layer_scale,
+    napari_order,
     store_box_to_world,
     world_box_to_store,
 )
@@ -56,7 +57,6 @@ from napari_zarr_vectors.napari.lod.view_geometry import Box
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, next_turn, remove_layers
 from napari_zarr_vectors.napari.qa.compute import (
     DroppedObjects,
-    axis_order,
     drawn_text,
     estimate_read,
     grid_plan,
@@ -119,14 +119,14 @@ def qa_model(viewer: Viewer, target: Target) -> PyramidQA:
 def qa_model_for(viewer: Viewer, layer: Layer | None) -> PyramidQA | None:
     """The Pyramid QA model of the store ``layer`` shows (its data layers, bounds box or a
     layer derived from it); ``None`` for a layer of no Zarr Vectors store."""
-    target = target_for(viewer, layer) if zv_meta(layer) is not None else None
+    target = target_for(viewer, layer) if meta_of(layer) is not None else None
     return None if target is None else qa_model(viewer, target)
 
 
 def store_layer(viewer: Viewer, layer: Layer | None = None) -> Layer | None:
     """``layer`` when it is of a Zarr Vectors store, else the viewer's first store data layer
     (one with a level-of-detail controller first); ``None`` when no store is open."""
-    if zv_meta(layer) is not None and target_for(viewer, layer) is not None:
+    if meta_of(layer) is not None and target_for(viewer, layer) is not None:
         return layer
     data = [lyr for lyr in viewer.layers if is_data_layer(lyr)]
     with_controller = [lyr for lyr in data if controller_of(lyr) is not None]
@@ -303,7 +303,7 @@ class PyramidQA:
         level = self.level
         drawn = getattr(self.target, "vertex_count", None)
         if drawn is None:  # a fixed-level layer: what its layers hold
-            drawn = sum(int(zv_meta(lyr).get("vertex_count", 0) or 0) for lyr in self.target.layers)
+            drawn = sum(int(meta_of(lyr).get("vertex_count", 0) or 0) for lyr in self.target.layers)
         stored = self.store.level(level).vertex_count
         return drawn_text(level, int(drawn), stored, self.locked_level is not None)
 
@@ -616,7 +616,7 @@ class PyramidQA:
                 # level topmost (the first cell)
                 levels: dict[Any, list[Layer]] = {}
                 for layer in side:
-                    levels.setdefault(zv_meta(layer).get("level"), []).append(layer)
+                    levels.setdefault(meta_of(layer).get("level"), []).append(layer)
                 order = [lyr for group in reversed(list(levels.values())) for lyr in group]
                 layers = self.viewer.layers
                 layers.move_multiple([layers.index(lyr) for lyr in order], len(layers))
@@ -771,7 +771,7 @@ class PyramidQA:
     def _move_slice_into(self, lo: np.ndarray, hi: np.ndarray) -> str:
         """Move the dims point to the middle of the boxes on the axes not displayed."""
         store = self.store
-        order = axis_order(store)
+        order = napari_order(store)
         displayed, _ = slice_of(self.viewer, order, store)
         offset = self.viewer.dims.ndim - store.ndim
         middle = (lo.min(0) + hi.max(0)) / 2
@@ -808,7 +808,7 @@ class PyramidQA:
         info = store.level(level)
         key = np.floor((p - info.chunk_origin) / info.chunk_shape).astype(np.int64).tolist()
         self._pick(key, None)
-        displayed, _ = slice_of(self.viewer, axis_order(store), store)
+        displayed, _ = slice_of(self.viewer, napari_order(store), store)
         reach = np.asarray(info.bin_shape, float) * 2.0
         others = [a for a in range(ndim) if a not in displayed]
         reach[others] = np.asarray(layer_scale(store), float)[others] / 2.0

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from napari_zarr_vectors.napari.browse.targets import zv_meta
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.build import StoreInfo
 from napari_zarr_vectors.napari.lod.viewer_layers import (
     add_layer,
@@ -179,7 +179,7 @@ class BoxOverlay:
 
     def drawn(self) -> int:
         """Boxes the layer outlines now."""
-        return 0 if self.layer is None else int(zv_meta(self.layer)["boxes_drawn"])
+        return 0 if self.layer is None else int(meta_of(self.layer)["boxes_drawn"])
 
     def remove(self) -> None:
         """No layer of this overlay's role and store stays in the viewer."""
@@ -187,7 +187,7 @@ class BoxOverlay:
         mine = [
             lyr
             for lyr in self.viewer.layers
-            if lyr is self.layer or _same_overlay(zv_meta(lyr), self.role, store)
+            if lyr is self.layer or _same_overlay(meta_of(lyr), self.role, store)
         ]
         remove_layers(self.viewer, mine)
         self.layer = None

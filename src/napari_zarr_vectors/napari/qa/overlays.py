@@ -33,6 +33,7 @@ import numpy as np
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.format.query import chunks_in_bbox, normalise_bbox
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba, flat_colormap
+from napari_zarr_vectors.napari.coords import store_to_layer
 from napari_zarr_vectors.napari.layerdata.build import (
     OBJECT_ID,
     LayerData,
@@ -142,13 +143,6 @@ def boxes_in_slab(
     return np.flatnonzero(np.all((lo[:, other] <= p + t / 2) & (hi[:, other] > p - t / 2), axis=1))
 
 
-def to_layer(positions: np.ndarray, scale: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Store coordinates (store order) -> layer data (napari axis ``k`` = store column
-    ``order[k]``, units of ``scale``)."""
-    positions = np.asarray(positions, dtype=np.float64).reshape(-1, len(scale))
-    return (positions / np.asarray(scale, dtype=np.float64))[:, np.asarray(order, np.int64)]
-
-
 def overlay_info(store: Store, level: int) -> StoreInfo:
     """The :class:`StoreInfo` of an overlay (store metadata only: no object attributes or
     groups are read)."""
@@ -183,8 +177,8 @@ def segments_layer(
     """Segments ``starts[i] -> ends[i]`` (store order) as a Vectors layer data tuple with the
     store's scale, axis labels and units, named ``"<store> <label>"`` (+ level)."""
     scale = info.world_scale
-    p0 = to_layer(starts, scale, info.order)
-    p1 = to_layer(ends, scale, info.order)
+    p0 = store_to_layer(starts, scale, info.order)
+    p1 = store_to_layer(ends, scale, info.order)
     data = np.stack([p0, p1 - p0], axis=1) if len(p0) else np.empty((0, 2, scale.size))
     kwargs = _common_kwargs(info, role, label, None, extra=extra)
     kwargs.update(

@@ -23,8 +23,8 @@ from napari_zarr_vectors.napari.browse.targets import (
     browse_state_of,
     is_data_layer,
     target_for,
-    zv_meta,
 )
+from napari_zarr_vectors.napari.conventions import meta_of
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -88,7 +88,7 @@ class ZVBrowseWidget(QWidget):
 
     def follow(self, layer: Layer) -> None:
         """Act on ``layer`` (``None`` or a non-ZV layer: nothing)."""
-        meta = zv_meta(layer)
+        meta = meta_of(layer)
         target = None if meta is None else target_for(self.viewer, layer)
         if (
             meta is not None
@@ -97,7 +97,7 @@ class ZVBrowseWidget(QWidget):
         ):
             # an isolated object or a Pyramid QA layer: keep browsing its store
             layer = target.layers[0] if target is not None and target.layers else None
-            meta = zv_meta(layer)
+            meta = meta_of(layer)
         if meta is None:
             layer, target = None, None
         if self._followed and layer is self.layer and target is self.target:
@@ -124,7 +124,7 @@ class ZVBrowseWidget(QWidget):
             target.events.level_changed.disconnect(self._update_header)
 
     def _update_header(self, *_: int) -> None:
-        meta = zv_meta(self.layer)
+        meta = meta_of(self.layer)
         if self.layer is None or meta is None:
             self.header.setText(NO_LAYER)
             return

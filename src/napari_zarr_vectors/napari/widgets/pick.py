@@ -21,14 +21,13 @@ from qtpy.QtWidgets import (
 
 from napari_zarr_vectors.napari.browse.hover import pick_fields, store_position_text
 from napari_zarr_vectors.napari.browse.targets import (
-    META,
     Pick,
     isolate_layer_data,
     layer_kind,
     pick_at,
     pick_slab,
-    zv_meta,
 )
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
@@ -263,7 +262,7 @@ class PickWidget(ZVBrowseWidget):
         earlier = [
             layer
             for layer in self.viewer.layers
-            if (meta := zv_meta(layer))
+            if (meta := meta_of(layer))
             and meta.get("role") == "isolated"
             and meta.get("object_id") == object_id
             and (path is None or meta.get("path") == path)
@@ -280,7 +279,7 @@ class PickWidget(ZVBrowseWidget):
         return [
             layer
             for layer in self.viewer.layers
-            if (m := zv_meta(layer)) and m.get("role") == "isolated" and m.get("path") == path
+            if (m := meta_of(layer)) and m.get("role") == "isolated" and m.get("path") == path
         ]
 
     def clear(self) -> None:
@@ -290,5 +289,5 @@ class PickWidget(ZVBrowseWidget):
 
 
 def _vertex_count(layer: Layer) -> int:
-    meta = layer.metadata.get(META, {})
+    meta = meta_of(layer) or {}
     return int(meta.get("vertex_count", 0))

@@ -22,6 +22,7 @@ from napari_zarr_vectors.napari.browse import selection as sel
 from napari_zarr_vectors.napari.browse.region import objects_in_region, slice_extent
 from napari_zarr_vectors.napari.browse.selection import highlight_for, selection_for
 from napari_zarr_vectors.napari.browse.targets import META, isolate_layer_data
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
@@ -252,7 +253,5 @@ class SelectionWidget(ZVBrowseWidget):
         return [
             layer
             for layer in self.viewer.layers
-            if (m := layer.metadata.get(META))
-            and m.get("role") == "selected"
-            and m.get("path") == path
+            if (m := meta_of(layer)) and m.get("role") == "selected" and m.get("path") == path
         ]

@@ -17,7 +17,8 @@ from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QCheckBox, QLabel, QScrollArea
 
 from napari_zarr_vectors.napari.browse.store_summary import StoreSummary, store_summary
-from napari_zarr_vectors.napari.browse.targets import open_store_of, zv_meta
+from napari_zarr_vectors.napari.browse.targets import open_store_of
+from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.store_info import show_stored_space, world_affine
 from napari_zarr_vectors.napari.npe2.opening import open_in_viewer
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
@@ -105,13 +106,13 @@ class StorePanel(ZVBrowseWidget):
         box, Pyramid QA overlays) are opened again, with level of detail, with or without
         the placement (a placement that permutes axes also orders the layer data, so the
         layers cannot just drop their affine)."""
-        meta = zv_meta(self.layer)
+        meta = meta_of(self.layer)
         if meta is None:
             return
         path = meta.get("path")
         show_stored_space(path, on)
         for layer in list(self.viewer.layers):
-            if (zv_meta(layer) or {}).get("path") == path:
+            if (meta_of(layer) or {}).get("path") == path:
                 self.viewer.layers.remove(layer)
         target = open_in_viewer(self.viewer, path)
         if target.layers:
