@@ -184,7 +184,7 @@ def test_statistics_count_stored_vertices_and_the_status_bar_count_agrees(qa, qt
     widget.model.lock_level(1)
     settle(qtbot, controller)
     drawn = controller.vertex_count
-    assert f"{drawn:,} rows drawn" in widget.stats_box.drawn_label.text()
+    assert f"{drawn:,} vertices drawn" in widget.stats_box.drawn_label.text()
     assert "22 stored vertices" in widget.stats_box.drawn_label.text()
     assert f"{drawn:,} vertices" in viewer.status
 
@@ -202,17 +202,17 @@ def test_side_by_side_counts_agree_with_the_table_and_the_status_bar(qa, qtbot):
     for level, layer in enumerate(layers):
         rows = len(layer.data)
         assert (
-            f"level {level}: {kept[level]} objects · {rows:,} rows drawn "
+            f"level {level}: {kept[level]} objects · {rows:,} vertices drawn "
             f"({stored[level]} stored vertices in the level)" in notes
         )
         # what the table counts as kept is what the layer draws
         assert len(np.unique(layer.features["object_id"])) == int(kept[level])
     widget.model.remove_levels()
-    # the status bar counts rows drawn: at level 1 the same number side by side gave
+    # the status bar counts the vertices drawn: at level 1 the same number side by side gave
     widget.model.lock_level(1)
     settle(qtbot, controller)
     assert controller.vertex_count == len(layers[1].data) == 65
-    assert f"{controller.vertex_count:,} vertices" in viewer.status
+    assert f"{controller.vertex_count:,} vertices drawn" in viewer.status
 
 
 def test_bins_in_2d_draw_what_they_report(qa, qtbot):

@@ -61,7 +61,7 @@ def test_stat_cells_say_what_they_count():
         "per_object",
     ]
     text = qa.drawn_text(1, 24274, 4216, locked=False)
-    assert "24,274 rows drawn" in text and "4,216 stored vertices" in text
+    assert "24,274 vertices drawn" in text and "4,216 stored vertices" in text
 
 
 # --------------------------------------------------------------------------------------------

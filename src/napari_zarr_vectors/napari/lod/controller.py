@@ -563,7 +563,7 @@ class ZVLayerController:
         text = (
             f"{f'{self.store.name}: ' if named else ''}level {self.level}"
             f"{' (locked)' if self._locked is not None else ''}, "
-            f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices"
+            f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices drawn"
         )
         part = self.view_share.describe(item_label(self.store.geometry_type))
         if part:

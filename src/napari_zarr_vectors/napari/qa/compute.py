@@ -125,12 +125,12 @@ def stat_cells(row: dict[str, Any]) -> list[str]:
 
 
 def drawn_text(level: int, drawn: int, stored: int | None, locked: bool) -> str:
-    """The line under the statistics: the shown level's drawn rows (the number the status
-    bar gives) next to its stored vertices."""
+    """The line under the statistics: the shown level's vertices drawn (the layers' rows,
+    the number the status bar gives) next to its stored vertices."""
     stored_text = "?" if stored is None else f"{stored:,}"
     return (
-        f"shown: level {level}{' (locked)' if locked else ''}: {drawn:,} rows drawn in view "
-        f"(status bar 'vertices') · {stored_text} stored vertices in the level"
+        f"shown: level {level}{' (locked)' if locked else ''}: {drawn:,} vertices drawn in view "
+        f"· {stored_text} stored vertices in the level"
     )
 
 
@@ -201,10 +201,11 @@ def side_by_side_note(
     shown: int, in_view: int, noun: str, rows: int, stored: int | None, *, boxed: bool
 ) -> str:
     """What a side-by-side level shows, each number named: the objects (or points) drawn of
-    those read (the whole level, or the visible box), then the layer rows drawn next to the
+    those read (the whole level, or the visible box), then the vertices drawn (the layer's
+    rows) next to the
     vertices the level stores (the statistics table's *stored vertices*; a Tracks layer
     repeats a coarse metavertex in every path through it, so rows can exceed it).
-    ``"3 of 5 objects in the visible box (capped by the vertex budget) · 20 rows drawn
+    ``"3 of 5 objects in the visible box (capped by the vertex budget) · 20 vertices drawn
     (6 stored vertices in the level)"``."""
     where = " in the visible box" if boxed else ""
     if shown < in_view:
@@ -212,7 +213,7 @@ def side_by_side_note(
     else:
         what = f"{in_view:,} {noun}{where}"
     stored_text = "?" if stored is None else f"{int(stored):,}"
-    return f"{what} · {rows:,} rows drawn ({stored_text} stored vertices in the level)"
+    return f"{what} · {rows:,} vertices drawn ({stored_text} stored vertices in the level)"
 
 
 def chunk_batches(
