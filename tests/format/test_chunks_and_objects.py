@@ -62,6 +62,8 @@ def test_unique_rows_equals_numpy_row_unique() -> None:
         np.empty((0, 3), np.int64),
         np.array([[0, 2**40, 1], [2**40, 0, 1], [0, 2**40, 1]]),
         np.array([[2**63 - 1, 0], [-(2**63), 1], [2**63 - 1, 0]]),  # would wrap around
+        # a span a float rounds one short (2**60 + 2 -> 2**60): a corrupt manifest's chunk
+        np.array([[0, 0], [2**60 + 1, 0], [0, 0]]),
     ]
     for coords in cases:
         np.testing.assert_array_equal(unique_rows(coords), np.unique(coords, axis=0))

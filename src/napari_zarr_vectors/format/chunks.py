@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -381,11 +382,11 @@ def unique_rows(coords: np.ndarray) -> np.ndarray:
     if coords.ndim != 2 or len(coords) == 0:
         return np.unique(coords, axis=0) if coords.ndim == 2 else coords
     lo = coords.min(axis=0)
-    # the span in floats: corrupt coordinates near the int64 limits must not wrap around
-    wide = coords.max(axis=0).astype(np.float64) - lo.astype(np.float64) + 1.0
-    if float(np.prod(wide)) >= 2.0**62:  # keys would overflow: the row sort
+    # the span in Python integers: corrupt coordinates near the int64 limits must neither
+    # wrap around nor round (a float span one short of the true one)
+    span = tuple(int(h) - int(low) + 1 for h, low in zip(coords.max(axis=0), lo, strict=True))
+    if math.prod(span) >= 2**62:  # keys would overflow: the row sort
         return np.unique(coords, axis=0)
-    span = tuple(int(v) for v in wide)
     keys = np.ravel_multi_index((coords - lo).T, span)
     _, first = np.unique(keys, return_index=True)
     return coords[first]
