@@ -699,6 +699,36 @@ def test_parametric_coefficient_names_that_are_not_strings_are_refused(tmp_path)
     assert "parametric/zarr.json" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("store", "key", "value", "field"),
+    [
+        ("v07/lines.zarrvectors", "name", 2**31, "parametric_types.0.name"),
+        ("next/parametric.zarrvectors", "name", 3, "parametric_types.0.name"),
+        ("v07/lines.zarrvectors", "coefficients", None, "parametric_types.0.coefficients"),
+    ],
+)
+def test_parametric_type_without_a_string_name_or_coefficient_list_is_refused(
+    tmp_path, store, key, value, field
+):
+    """A declared type names itself and its coefficients: a number for a name, or the
+    coefficient list removed (rows then read with made-up names ``c0..``), is refused."""
+    path = copy_store(store, tmp_path)
+    clean = nzv.open_store(path).parametric_objects
+    planes = [o for o in clean if o.type == "plane"]
+    assert planes and set(planes[0].coefficients) == {"A", "B", "C", "D"}
+    doc = path / "parametric/zarr.json"
+    meta = json.loads(doc.read_text())
+    spec = meta["attributes"]["parametric_types"]["0"]
+    if value is None:
+        del spec[key]
+    else:
+        spec[key] = value
+    doc.write_text(json.dumps(meta))
+    with pytest.raises(ZVFormatError, match=field.replace(".", r"\.")) as info:
+        list(nzv.open_store(path).parametric_objects)
+    assert "parametric/zarr.json" in str(info.value)
+
+
 def test_object_attribute_with_more_rows_than_objects_is_left_out(tmp_path):
     """An object attribute whose ``shape`` was inflated x1000 holds rows no object owns: it
     is left out with a warning naming it; the other attributes read as on the clean store."""

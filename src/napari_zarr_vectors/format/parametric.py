@@ -21,7 +21,6 @@ from .validate import (
     check_zarr_array_doc,
     int_field,
     int_list,
-    list_field,
     mapping_field,
     str_field,
 )
@@ -180,6 +179,20 @@ def _arrays(io: StoreIO, folder: str) -> dict[str, np.ndarray]:
     return out
 
 
+def _type_coefficients(spec: dict, tid: int, rsrc: Source) -> list[str]:
+    """The coefficient names of a declared parametric type (``[]`` for an undeclared one); a
+    declared type names itself and its coefficients with strings."""
+    if not spec:
+        return []
+    field = f"parametric_types.{tid}"
+    if not isinstance(spec.get("name"), str):
+        raise rsrc.error(f"{field}.name", "is missing or not a string")
+    coeff_names = spec.get("coefficients")
+    if not isinstance(coeff_names, list) or not all(isinstance(c, str) for c in coeff_names):
+        raise rsrc.error(f"{field}.coefficients", "is missing or not a list of names")
+    return coeff_names
+
+
 def _objects(
     io: StoreIO,
     rows: np.ndarray,
@@ -203,11 +216,7 @@ def _objects(
     for i, row in enumerate(rows):
         tid = int(row[0])
         spec = as_mapping(types.get(str(tid)), f"parametric_types.{tid}", rsrc)
-        coeff_names = list_field(spec, "coefficients", rsrc, None) or [
-            f"c{j}" for j in range(width - 1)
-        ]
-        if not all(isinstance(c, str) for c in coeff_names):
-            raise rsrc.error(f"parametric_types.{tid}.coefficients", "is not a list of names")
+        coeff_names = _type_coefficients(spec, tid, rsrc) or [f"c{j}" for j in range(width - 1)]
         if len(coeff_names) > width - 1 or not np.all(np.isnan(row[1 + len(coeff_names) :])):
             # a row is NaN-padded past its type's coefficients: one that is not (e.g. a
             # missing chunk read as the fill value 0) is not an object of that type
