@@ -573,8 +573,11 @@ def test_a_dense_attribute_without_its_zarr_json_is_reported(tmp_path):
     assert "label" in clean and set(attrs) == set(clean) - {"label"}
 
 
-def test_a_listed_object_index_without_its_group_is_reported(tmp_path):
-    path = copy_store("next/points_categorical.zarrvectors", tmp_path)
+@pytest.mark.parametrize(
+    "rel", ["next/points_categorical.zarrvectors", "v07/polylines.zarrvectors"]
+)
+def test_a_listed_object_index_without_its_group_is_reported(tmp_path, rel):
+    path = copy_store(rel, tmp_path)
     clean = nzv.open_store(path).read(0)
     assert (clean.vertex_object_ids >= 0).any()
     (path / "0/object_index/zarr.json").unlink()
@@ -582,6 +585,37 @@ def test_a_listed_object_index_without_its_group_is_reported(tmp_path):
         geom = nzv.open_store(path).read(0)
         assert geom.vertex_object_ids is None
     np.testing.assert_array_equal(geom.positions, clean.positions)
+
+
+def test_v07_object_index_document_without_num_objects_is_refused(tmp_path):
+    """Another node's document in place of the object index's (no ``num_objects``) read as
+    an index of no objects; the count is required."""
+    path = copy_store("v07/graph_interleaved.zarrvectors", tmp_path)
+    assert (nzv.open_store(path).read(0).vertex_object_ids >= 0).any()
+    doc = path / "0/object_index/zarr.json"
+    doc.unlink()
+    doc.symlink_to("../link_fragments/zarr.json")
+    with pytest.raises(ZVFormatError, match="num_objects") as info:
+        nzv.open_store(path).read(0)
+    assert "level 0" in str(info.value) and "array object_index" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("rel", "level", "delta"),
+    [("v09/points_binned.zarrvectors", 1, -1), ("v09/edge-cases/poly_mc.zarrvectors", 0, 0)],
+)
+def test_link_family_that_lists_segments_without_its_width_is_refused(tmp_path, rel, level, delta):
+    """A link family group whose attributes are gone (or whose document is another node's)
+    read as no links although it lists segments."""
+    path = copy_store(rel, tmp_path)
+    assert len(nzv.open_store(path).links(level, delta)) > 0
+    doc = path / f"{level}/links/{delta}/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["attributes"] = {}
+    doc.write_text(json.dumps(meta))
+    with pytest.raises(ZVFormatError, match="link_width") as info:
+        nzv.open_store(path).links(level, delta)
+    assert f"level {level}" in str(info.value) and "array links/" in str(info.value)
 
 
 @pytest.mark.parametrize("rel", ["v07/graph.zarrvectors", "dense/skeleton.zarrvectors"])

@@ -385,10 +385,12 @@ class V07Layout(Layout):
     def read_object_table(self, level: int) -> ObjectTable | None:
         attrs = self._attrs(f"{level}/object_index")
         if attrs is None:
+            if "object_index" in (self.io.list_dir_known(f"{level}", all_nodes=True) or ()):
+                self._warn_missing(level, "object_index", "object index")
             return None
         where = f"{level}/object_index"
         src = self.src(where, level, "object_index")
-        n = int_field(attrs, "num_objects", src, 0)
+        n = int_field(attrs, "num_objects", src)
         knd = int_field(attrs, "sid_ndim", src, self.key_ndim(level), 1, MAX_NDIM)
         if attrs.get("layout") == "vlen_manifests_v1" or self._doc(f"{where}/manifests"):
             manifests = self._vlen_items(f"{where}/manifests", n, level)

@@ -909,8 +909,18 @@ class V09Layout(Layout):
         return bool(names) and d in names and self._attrs(f"{level}/links/{d}") is None
 
     def link_width(self, level: int, delta: int = 0) -> int | None:
-        attrs = self._attrs(f"{level}/links/{delta_name(delta)}")
-        if not attrs or "link_width" not in attrs:
+        d = delta_name(delta)
+        attrs = self._attrs(f"{level}/links/{d}")
+        if attrs is None:
+            return None
+        if "link_width" not in attrs:
+            # a family group without its width cannot hold records: one that lists
+            # segments lost its attributes (or its document is another node's)
+            listed = self.io.list_dir_known(f"{level}/links/{d}", all_nodes=True) or ()
+            if any(n != "zarr.json" for n in listed):
+                raise self.error(
+                    "the link family lists segments but gives no link_width", level, f"links/{d}"
+                )
             return None
         return int_field(
             attrs, "link_width", self.src(f"{level}/links/{delta_name(delta)}"), lo=1, hi=64
