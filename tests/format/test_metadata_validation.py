@@ -168,6 +168,22 @@ def test_v09_nonempty_chunks_of_numbers(tmp_path: Path) -> None:
     assert "0/vertices/zarr.json" in str(info.value)
 
 
+def test_chunk_attribute_values_of_mixed_types_are_refused(tmp_path: Path) -> None:
+    """The values of one chunk attribute are all strings or all numbers: a number among
+    strings (the cells of that value read as another attribute value) is refused."""
+    store = copy(tmp_path, "v09/edge-cases/cba_demo.zarrvectors")
+    info = nzv.open_store(store).levels[0]
+    assert info.chunk_attribute_values == ("a", "b", "c")
+    doc = store / "0" / "zarr.json"
+    edit(
+        doc,
+        lambda d: d["attributes"]["zarr_vectors_level"]["chunk_attribute_values"].__setitem__(2, 3),
+    )
+    with pytest.raises(ZVFormatError, match="chunk_attribute_values") as caught:
+        nzv.open_store(store).read(0)
+    assert "0/zarr.json" in str(caught.value) and "level 0" in str(caught.value)
+
+
 def test_v09_nonempty_chunks_entry_not_a_key(tmp_path: Path) -> None:
     """One listed cell replaced by a word: the listing no longer names every non-empty cell
     (the link family's cell would silently read as empty), so it is refused."""

@@ -297,6 +297,12 @@ def parse_level(root: RootMetadata, path: str, doc: dict[str, Any] | None, store
     values = attrs.get("chunk_attribute_values")
     if values is not None and not isinstance(values, list):
         raise src.error("chunk_attribute_values", f"is {values!r}, expected a list")
+    if values and not (
+        all(isinstance(v, str) for v in values)
+        or all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    ):
+        # the values of one attribute: all strings or all numbers
+        raise src.error("chunk_attribute_values", f"is {values!r}, expected strings or numbers")
     parent = int_field(attrs, "parent_level", src, None, 0, 1 << 20)
     inherited = int_field(attrs, "inherited_num_objects", src, None)
     cattr = str_field(attrs, "chunk_attribute_name", src, None)
