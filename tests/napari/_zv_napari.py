@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -78,3 +79,25 @@ def map_categories(spec: ColourSpec, values: np.ndarray) -> np.ndarray:
     hit = index >= 0
     out[hit] = cols[index[hit]]
     return out
+
+
+#: Where the docs' screenshots live (written only with ``NZV_DOCS_IMAGES=1``).
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+def save_docs_image(
+    image: np.ndarray, name: str, *, max_bytes: int, thumbnail: tuple[int, int] | None = None
+) -> None:
+    """With ``NZV_DOCS_IMAGES=1``, save a screenshot as ``docs/images/<name>`` (shrunk to fit
+    ``thumbnail`` when given) and check it stays under ``max_bytes``."""
+    if os.environ.get("NZV_DOCS_IMAGES") != "1":
+        return
+    from PIL import Image
+
+    DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+    picture = Image.fromarray(image[..., :3])
+    if thumbnail is not None:
+        picture.thumbnail(thumbnail, Image.Resampling.LANCZOS)
+    target = DOCS_IMAGES / name
+    picture.save(target, optimize=True)
+    assert target.stat().st_size < max_bytes

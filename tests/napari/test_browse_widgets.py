@@ -10,12 +10,10 @@ sets, colours. With ``NZV_DOCS_IMAGES=1`` the screenshot test writes docs/images
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
-from _zv_napari import DATA, f32, layer_colours
+from _zv_napari import DATA, f32, layer_colours, save_docs_image
 
 from napari_zarr_vectors.napari.browse.filters import RangeFilter
 from napari_zarr_vectors.napari.browse.targets import (
@@ -27,8 +25,6 @@ from napari_zarr_vectors.napari.browse.targets import (
 from napari_zarr_vectors.napari.values import NUMERIC
 
 pytestmark = pytest.mark.gui
-
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def expected(version: str, name: str) -> dict:
@@ -687,15 +683,7 @@ def test_browsing_screenshot(make_napari_viewer, qtbot):
     qtbot.wait(300)
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] > 100
-    if os.environ.get("NZV_DOCS_IMAGES") == "1":
-        from PIL import Image
-
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        picture = Image.fromarray(image[..., :3])
-        picture.thumbnail((960, 720), Image.Resampling.LANCZOS)
-        target_file = DOCS_IMAGES / "browsing.png"
-        picture.save(target_file, optimize=True)
-        assert target_file.stat().st_size < 400_000
+    save_docs_image(image, "browsing.png", max_bytes=400_000, thumbnail=(960, 720))
 
 
 def test_session_is_shared_between_widgets(make_napari_viewer, qtbot):

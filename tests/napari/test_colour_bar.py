@@ -10,7 +10,8 @@ import os
 
 import numpy as np
 import pytest
-from test_browse_widgets import DOCS_IMAGES, dock, open_zv, settle
+from _zv_napari import save_docs_image
+from test_browse_widgets import dock, open_zv, settle
 from test_store_language import opened_3d
 
 from napari_zarr_vectors.napari.colour.bar import (
@@ -266,12 +267,8 @@ def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, trac
     canvas = viewer.screenshot(canvas_only=True, flash=False)
     assert all(_corner_has(canvas, rgb) for rgb in ends)
     if os.environ.get("NZV_DOCS_IMAGES") == "1":
-        from PIL import Image
-
         window = viewer.screenshot(canvas_only=False, flash=False)
-        target_file = DOCS_IMAGES / "colour_bar.png"
-        Image.fromarray(window[..., :3]).save(target_file, optimize=True)
-        assert target_file.stat().st_size < 600_000
+        save_docs_image(window, "colour_bar.png", max_bytes=600_000)
     widget.colour_by("hemisphere")
     qtbot.waitUntil(lambda: not bars.shown, timeout=TIMEOUT)
     qtbot.wait(200)

@@ -8,19 +8,16 @@ screenshot test also writes ``docs/images/<geometry type>.png``.
 from __future__ import annotations
 
 import importlib.util
-import os
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _zv_napari import v07_store
+from _zv_napari import save_docs_image, v07_store
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME, READER_PATTERN
 from napari_zarr_vectors.napari.npe2.samples import SAMPLES
-
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 #: geometry type -> fixture store shown on its docs page
 DOCS_STORES = {
@@ -219,12 +216,4 @@ def test_each_type_renders_where_the_store_says(
 
     image = screenshot(viewer, store.ndim)
     assert_not_blank(image)
-    if os.environ.get("NZV_DOCS_IMAGES") == "1":
-        from PIL import Image
-
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        target = DOCS_IMAGES / f"{geometry_type}.png"
-        picture = Image.fromarray(image[..., :3])
-        picture.thumbnail((480, 360), Image.Resampling.LANCZOS)
-        picture.save(target, optimize=True)
-        assert target.stat().st_size < 200_000
+    save_docs_image(image, f"{geometry_type}.png", max_bytes=200_000, thumbnail=(480, 360))

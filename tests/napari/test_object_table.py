@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _zv_napari import save_docs_image
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari.browse.object_rows import (
@@ -31,7 +30,6 @@ from napari_zarr_vectors.napari.browse.targets import layer_object_ids, layer_wo
 pytestmark = pytest.mark.gui
 
 TIMEOUT = 30_000
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 # --------------------------------------------------------------------------------------------
@@ -568,13 +566,7 @@ def test_object_table_screenshot(make_napari_viewer, qtbot, tracks300_store):
     qtbot.wait(300)
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] >= 900
-    if os.environ.get("NZV_DOCS_IMAGES") == "1":
-        from PIL import Image
-
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        target_file = DOCS_IMAGES / "object_table.png"
-        Image.fromarray(image[..., :3]).save(target_file, optimize=True)
-        assert target_file.stat().st_size < 800_000
+    save_docs_image(image, "object_table.png", max_bytes=800_000)
 
 
 def test_the_table_fills_its_dock(make_napari_viewer, qtbot, tracks300_store):

@@ -6,18 +6,16 @@ Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/test_pyramid_widget.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _zv_napari import v07_store
+from _zv_napari import save_docs_image, v07_store
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.napari.qa import compute as qa_compute
 
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 V09 = Path(__file__).resolve().parents[1] / "data" / "v09"
 
 
@@ -653,12 +651,4 @@ def test_docs_screenshot(qa, qtbot):
     qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] > 200
-    if os.environ.get("NZV_DOCS_IMAGES") == "1":
-        from PIL import Image
-
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        target = DOCS_IMAGES / "pyramid_qa.png"
-        picture = Image.fromarray(image[..., :3])
-        picture.thumbnail((1024, 720), Image.Resampling.LANCZOS)
-        picture.save(target, optimize=True)
-        assert target.stat().st_size < 400_000
+    save_docs_image(image, "pyramid_qa.png", max_bytes=400_000, thumbnail=(1024, 720))

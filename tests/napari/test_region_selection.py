@@ -9,11 +9,9 @@ test writes docs/images/region_selection.png.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
+from _zv_napari import save_docs_image
 
 from napari_zarr_vectors.napari import controller_for
 from napari_zarr_vectors.napari.browse.region import inside_polygon
@@ -22,7 +20,6 @@ from napari_zarr_vectors.napari.layerdata.export import SELECTED, widget_selecti
 from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
 
 TIMEOUT = 30_000
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def test_inside_polygon_follows_a_concave_outline():
@@ -214,10 +211,4 @@ def test_region_selection_screenshot(make_napari_viewer, qtbot, tracks300_store)
     qtbot.wait(300)
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] >= 900
-    if os.environ.get("NZV_DOCS_IMAGES") == "1":
-        from PIL import Image
-
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        target_file = DOCS_IMAGES / "region_selection.png"
-        Image.fromarray(image[..., :3]).save(target_file, optimize=True)
-        assert target_file.stat().st_size < 800_000
+    save_docs_image(image, "region_selection.png", max_bytes=800_000)
