@@ -64,6 +64,17 @@ def open_table(viewer, qtbot, path):
     return target, widget
 
 
+def open_table_2d(viewer, qtbot, path):
+    """:func:`open_table`, then a 2-D view: the target, the widget, the world positions of
+    the first data layer's vertices and the object owning each."""
+    target, widget = open_table(viewer, qtbot, path)
+    viewer.dims.ndisplay = 2
+    qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
+    data = target.layers[0]
+    pts, rows = layer_world_positions(data)
+    return target, widget, pts, layer_object_ids(data)[rows]
+
+
 def shown_ids(widget) -> np.ndarray:
     return widget.model.object_ids(np.arange(widget.model.rowCount()))
 
@@ -299,12 +310,7 @@ def test_a_pick_on_the_canvas_selects_and_shows_its_row(make_napari_viewer, qtbo
 
     path, _ = tracks300_store
     viewer = make_napari_viewer()
-    target, widget = open_table(viewer, qtbot, path)
-    viewer.dims.ndisplay = 2
-    qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
-    data = target.layers[0]
-    pts, rows = layer_world_positions(data)
-    owners = layer_object_ids(data)[rows]
+    target, widget, pts, owners = open_table_2d(viewer, qtbot, path)
     # the vertex of object 250 farthest from every other object's vertices (on screen)
     displayed = list(viewer.dims.displayed)
     mine = np.flatnonzero(owners == 250)
@@ -381,12 +387,7 @@ def test_canvas_clicks_select_and_shift_clicks_add(make_napari_viewer, qtbot, tr
 
     path, _ = tracks300_store
     viewer = make_napari_viewer()
-    target, widget = open_table(viewer, qtbot, path)
-    viewer.dims.ndisplay = 2
-    qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
-    data = target.layers[0]
-    pts, rows = layer_world_positions(data)
-    owners = layer_object_ids(data)[rows]
+    target, widget, pts, owners = open_table_2d(viewer, qtbot, path)
 
     def click(oid, modifiers=()):
         vertex = pts[np.flatnonzero(owners == oid)[0]]
