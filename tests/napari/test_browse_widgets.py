@@ -492,15 +492,21 @@ def test_colour_and_filter_survive_a_reload_on_every_layer_type(
 # --------------------------------------------------------------------------------------------
 
 
-def test_pick_shows_the_object_under_the_cursor(make_napari_viewer, qtbot):
+def pick_in_2d(viewer, qtbot):
+    """The v09 polylines at level 0 in a 2-D view with *Pick and isolate* docked: the target,
+    the widget and the first data layer."""
     from napari_zarr_vectors.napari.widgets.pick import PickWidget
 
-    viewer = make_napari_viewer()
     target = open_zv(viewer, qtbot, "v09", "polylines", lock_level=0)
     widget = dock(viewer, PickWidget)
-    layer = target.layers[0]
     viewer.dims.ndisplay = 2
     viewer.reset_view()
+    return target, widget, target.layers[0]
+
+
+def test_pick_shows_the_object_under_the_cursor(make_napari_viewer, qtbot):
+    viewer = make_napari_viewer()
+    target, widget, layer = pick_in_2d(viewer, qtbot)
     # a vertex of object 7, in world coordinates (viewer order: t, z, y, x)
     k = 7
     i = int(np.flatnonzero(layer_object_ids(layer) == k)[0])
@@ -561,14 +567,8 @@ def test_the_pick_spin_box_names_no_object_before_a_pick(make_napari_viewer, qtb
 
 def test_hover_picks_where_the_cursor_stops(make_napari_viewer, qtbot):
     """Moves faster than the hover interval are not all picked, but the last one is."""
-    from napari_zarr_vectors.napari.widgets.pick import PickWidget
-
     viewer = make_napari_viewer()
-    target = open_zv(viewer, qtbot, "v09", "polylines", lock_level=0)
-    widget = dock(viewer, PickWidget)
-    layer = target.layers[0]
-    viewer.dims.ndisplay = 2
-    viewer.reset_view()
+    target, widget, layer = pick_in_2d(viewer, qtbot)
     widget.on_hover.setChecked(True)
 
     class Move:
