@@ -45,13 +45,16 @@ class ChunkTable:
             return None
         if np.any(self._sorted[1:] == self._sorted[:-1]):  # repeated coordinates: the search
             return None
-        lut = np.full(int(cells), -1, dtype=np.int64)
-        lut[self._keys] = np.arange(len(self._keys), dtype=np.int64)
+        lut = np.full(int(cells), -1, dtype=np.int32)  # (positions: fewer than 2**31 chunks)
+        lut[self._keys] = np.arange(len(self._keys), dtype=np.int32)
         return lut
 
     def index_of(self, coords: np.ndarray) -> np.ndarray:
-        """Position of every coordinate row in the table, ``-1`` where absent."""
-        coords = np.asarray(coords, dtype=np.int64)
+        """Position of every coordinate row in the table, ``-1`` where absent (int32 when
+        looked up in the dense table, else int64)."""
+        coords = np.asarray(coords)
+        if coords.dtype.kind != "i":  # (signed integers are used as they are: no copy)
+            coords = coords.astype(np.int64)
         flat = coords.reshape(-1, coords.shape[-1])
         if len(self.chunks) == 0 or len(flat) == 0:
             return np.full(len(flat), -1, dtype=np.int64).reshape(coords.shape[:-1])
@@ -59,7 +62,8 @@ class ChunkTable:
             key = np.zeros(len(flat), dtype=np.int64)
             inside = np.ones(len(flat), dtype=bool)
             for axis in range(flat.shape[1]):
-                rel = flat[:, axis] - self._lo[axis]
+                rel = flat[:, axis].astype(np.int64)
+                rel -= self._lo[axis]
                 inside &= rel >= 0
                 inside &= rel < self._span[axis]
                 key *= self._span[axis]
@@ -205,17 +209,20 @@ class LoadedChunks:
     @cached_property
     def _range_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """``(fragments per chunk, first global fragment of each chunk, global start,
-        count)`` of every fragment when all are ranges (else ``None``); built once."""
+        count)`` of every fragment when all are ranges (else ``None``; start and count in
+        :attr:`row_dtype`); built once."""
         if not all(c.fragments.all_ranges for c in self.chunks):
             return None
         nfrag = np.array([c.fragments.num_fragments for c in self.chunks], dtype=np.int64)
         base = np.concatenate([[0], np.cumsum(nfrag)])
+        dtype = self.row_dtype  # (every start and count is a row number)
         g_start = np.concatenate(
             [c.fragments.start + s for c, s in zip(self.chunks, self.start[:-1], strict=False)]
-            or [np.empty(0, np.int64)]
+            or [np.empty(0, np.int64)],
+            dtype=dtype,
         )
         g_count = np.concatenate(
-            [c.fragments.count for c in self.chunks] or [np.empty(0, np.int64)]
+            [c.fragments.count for c in self.chunks] or [np.empty(0, np.int64)], dtype=dtype
         )
         return nfrag, base, g_start, g_count
 
@@ -317,9 +324,9 @@ class LoadedChunks:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Global rows of fragment references ``(chunk index, fragment)``, concatenated (in
         ``dtype``: int64, or :attr:`row_dtype`), and the row count of each reference (0 for
-        invalid references)."""
-        chunk_idx = np.asarray(chunk_idx, dtype=np.int64)
-        frags = np.asarray(frags, dtype=np.int64)
+        invalid references; in :attr:`row_dtype` for range fragments, else int64)."""
+        chunk_idx = np.asarray(chunk_idx)
+        frags = np.asarray(frags)
         if self._range_table is not None:
             nfrag, base, g_start, g_count = self._range_table
             valid = (
@@ -328,8 +335,8 @@ class LoadedChunks:
                 else np.zeros(len(frags), bool)
             )
             if not len(g_count):
-                return np.empty(0, dtype), np.zeros(len(frags), np.int64)
-            gf = base[chunk_idx]  # (in place: a whole level names a million fragments)
+                return np.empty(0, dtype), np.zeros(len(frags), g_count.dtype)
+            gf = base[chunk_idx]  # (int64, in place: a whole level names a million fragments)
             gf += frags
             gf[~valid] = 0
             counts = g_count[gf]

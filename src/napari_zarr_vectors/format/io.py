@@ -34,7 +34,7 @@ import stat
 import threading
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote
@@ -104,6 +104,20 @@ def _pool() -> ThreadPoolExecutor:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(LOCAL_READ_THREADS, thread_name_prefix="zv-read")
         return _POOL
+
+
+_SIDE_POOL: ThreadPoolExecutor | None = None
+
+
+def in_background(fn: Callable[[], T]) -> Future[T]:
+    """``fn()`` run on a thread of its own pool (not the read threads', which ``fn`` may
+    use): a read that must also fetch something else (a level's object index beside its
+    chunks) overlaps the two; ``result()`` raises what ``fn`` raised."""
+    global _SIDE_POOL
+    with _POOL_LOCK:
+        if _SIDE_POOL is None:
+            _SIDE_POOL = ThreadPoolExecutor(2, thread_name_prefix="zv-side")
+        return _SIDE_POOL.submit(fn)
 
 
 def map_parallel(fn: Callable[..., T], *iterables: Sequence[Any]) -> list[T]:

@@ -19,8 +19,10 @@ from .errors import (
     ZVFormatError,
     ZVUnsupportedDtypeError,
 )
+from .io import map_parallel
 from .layout.base import Layout
 from .metadata import LevelInfo
+from .query import column_extremes
 from .validate import Source, int_field, int_list, list_field, str_field
 
 #: Most values per row a vertex attribute may declare.
@@ -33,6 +35,9 @@ FAILED = object()
 #: Chunks a read without a cache fetches and decodes at a time (the concurrency of a
 #: remote fetch): the fetched bytes of one batch are freed before the next is fetched.
 READ_BATCH = 32
+
+#: Most rows a read's packed arrays are allocated for up front (see :func:`_capacity`).
+MAX_PACKED_ROWS = 1 << 31
 
 _NO_ROWS = np.empty(0, np.float32)
 
@@ -128,10 +133,8 @@ def _check_in_chunk(positions: np.ndarray, coords: np.ndarray, info: LevelInfo) 
     hi = lo + edge
     slack = 1e-6 * (np.abs(lo) + np.abs(hi)) + 1e-5 * edge
     below, above = lo - slack, hi + slack
-    # per-column extremes (a column reduces ~10x faster than an (N, ndim) comparison); a NaN
-    # extreme fails these tests and takes the vertex-by-vertex way
-    low = np.array([positions[:, k].min() for k in range(ndim)], np.float64)
-    high = np.array([positions[:, k].max() for k in range(ndim)], np.float64)
+    # a NaN extreme fails these tests and takes the vertex-by-vertex way
+    low, high = column_extremes(positions)
     with np.errstate(invalid="ignore"):
         if np.all(low >= below) and np.all(high <= above):
             return
@@ -193,22 +196,44 @@ def load_chunks(
 
 class _Packed:
     """Row-aligned arrays of one dtype and row shape appended one after another into a
-    single array, grown in place (``ndarray.resize``: the rows already in are not copied)."""
+    single array allocated once for ``capacity`` rows (rows never written cost no memory:
+    the pages of a large allocation are mapped when first written) and grown in place
+    (``ndarray.resize``) only past it; :meth:`finish` trims it to the rows appended."""
 
-    def __init__(self, first: np.ndarray) -> None:
-        self.array = np.empty((0, *first.shape[1:]), dtype=first.dtype)
+    def __init__(self, first: np.ndarray, capacity: int) -> None:
+        shape = first.shape[1:]
+        try:
+            self.array = np.empty((capacity, *shape), dtype=first.dtype)
+        except (MemoryError, ValueError):  # a capacity the machine refuses: grown as needed
+            self.array = np.empty((0, *shape), dtype=first.dtype)
+        self.rows = 0
 
     def fits(self, part: np.ndarray) -> bool:
         return part.dtype == self.array.dtype and part.shape[1:] == self.array.shape[1:]
 
     def append(self, part: np.ndarray) -> tuple[int, int]:
         """Copy ``part`` in; its rows' ``(start, end)`` in :attr:`array`."""
-        a = self.array.shape[0]
+        a = self.rows
         b = a + part.shape[0]
-        # no view of the array exists until every part is in (see _load_packed)
-        self.array.resize((b, *self.array.shape[1:]), refcheck=False)
+        if b > self.array.shape[0]:  # past the capacity (zero-fills the new rows: slower)
+            # no view of the array exists until every part is in (see _load_packed)
+            self.array.resize((b, *self.array.shape[1:]), refcheck=False)
         self.array[a:b] = part
+        self.rows = b
         return a, b
+
+    def finish(self) -> np.ndarray:
+        """The array of the rows appended (the unused capacity released, without a copy)."""
+        if self.rows < self.array.shape[0]:
+            self.array.resize((self.rows, *self.array.shape[1:]), refcheck=False)
+        return self.array
+
+
+def _capacity(layout: Layout, level: int) -> int:
+    """Rows to allocate for a read's packed arrays: the level's ``vertex_count`` (every read
+    of the level holds at most that many rows; a wrong count only costs growth), bounded."""
+    count = layout.levels[level].vertex_count
+    return int(count) if 0 < count <= MAX_PACKED_ROWS else 0
 
 
 def _load_packed(
@@ -223,13 +248,16 @@ def _load_packed(
     out: list[ChunkData] = []
     packed: dict[str | None, _Packed] = {}
     spans: list[dict[str | None, tuple[int, int]]] = []
+    capacity = _capacity(layout, level)
     for lo in range(0, len(chunks), READ_BATCH):
         for c in _fetch_and_decode(layout, level, chunks[lo : lo + READ_BATCH], specs, strict):
             if not isinstance(c, ChunkData):
                 continue
             span: dict[str | None, tuple[int, int]] = {}
             for name, part in [(None, c.positions), *c.attributes.items()]:
-                target = packed.setdefault(name, _Packed(part))
+                if name not in packed:
+                    packed[name] = _Packed(part, capacity)
+                target = packed[name]
                 if target.fits(part):
                     span[name] = target.append(part)
             for name in span:  # the fetched bytes are freed now
@@ -239,12 +267,13 @@ def _load_packed(
                     c.attributes[name] = _NO_ROWS
             out.append(c)
             spans.append(span)
+    arrays = {name: target.finish() for name, target in packed.items()}
     for c, span in zip(out, spans, strict=True):
         for name, (a, b) in span.items():
             if name is None:
-                c.positions = packed[None].array[a:b]
+                c.positions = arrays[None][a:b]
             else:
-                c.attributes[name] = packed[name].array[a:b]
+                c.attributes[name] = arrays[name][a:b]
     return out
 
 
@@ -267,13 +296,15 @@ def _fetch_and_decode(
         raise exc.located(store=layout.io.name, level=level, array="vertices") from None
     arrays = ["vertices", "vertex_fragments", *(s.array for s in specs)]
     cells = layout.read_cell_views(level, arrays, chunks)  # payloads decoded without a copy
-    out: list[ChunkData | object | None] = [None] * len(chunks)
-    for i, coords in enumerate(chunks):
+    levels = layout.levels[level]
+
+    def decode(i: int) -> ChunkData | object | None:
+        coords = chunks[i]
         array = "vertices"
         try:
             raw = cells["vertices"][i]
             if raw is None:
-                continue
+                return None
             if isinstance(raw, ZVFormatError):
                 raise raw
             faces = None
@@ -283,7 +314,7 @@ def _fetch_and_decode(
                 positions = decode_rows(raw, vdtype, ndim)
             else:
                 raise ZVFormatError(f"unsupported vertex encoding {encoding!r}")
-            _check_in_chunk(positions, coords, layout.levels[level])
+            _check_in_chunk(positions, coords, levels)
             n = positions.shape[0]
             array = "vertex_fragments"
             fraw = cells["vertex_fragments"][i]
@@ -310,15 +341,17 @@ def _fetch_and_decode(
                         warnings.warn(
                             f"vertex attribute {spec.name!r} left out of one chunk: {err}",
                             ZVChunkWarning,
-                            stacklevel=4,
+                            stacklevel=5,
                         )
                     elif value is not None:
                         attrs[spec.name] = value
-            out[i] = ChunkData(np.asarray(coords, dtype=np.int64), positions, frags, attrs, faces)
+            return ChunkData(np.asarray(coords, dtype=np.int64), positions, frags, attrs, faces)
         except ZVFormatError as exc:
             err = exc.located(store=layout.io.name, level=level, array=array, chunk=coords)
             if strict:
                 raise err from None
-            out[i] = FAILED if isinstance(err, ZVFetchError) else Unreadable(str(err), err.key)
-            warnings.warn(f"skipping chunk: {err}", ZVChunkWarning, stacklevel=4)
-    return out
+            warnings.warn(f"skipping chunk: {err}", ZVChunkWarning, stacklevel=5)
+            return FAILED if isinstance(err, ZVFetchError) else Unreadable(str(err), err.key)
+
+    # on the read threads: checking and decoding a chunk's rows releases the GIL
+    return map_parallel(decode, range(len(chunks)))

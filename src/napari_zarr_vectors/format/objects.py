@@ -23,8 +23,8 @@ class ObjectIndex:
 
     ids: np.ndarray  # (O,) int64
     offsets: np.ndarray  # (O + 1,) int64
-    chunks: np.ndarray  # (E, key_ndim) int64
-    frags: np.ndarray  # (E,) int64
+    chunks: np.ndarray  # (E, key_ndim) int32 or int64
+    frags: np.ndarray  # (E,) int32 or int64
 
     @property
     def num_objects(self) -> int:

@@ -7,6 +7,7 @@ import functools
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from functools import cached_property
 from pathlib import PurePosixPath
 from threading import Event, Lock
@@ -22,7 +23,7 @@ from .chunks import ChunkTable, LoadedChunks, unique_rows
 from .composite import CompositeGeometryStore
 from .errors import ZVChunkWarning, ZVError, ZVFormatError, chunk_key
 from .geometry import GRAPH_TYPES, PIECE_TYPES, Geometry, GeometryType
-from .io import StoreIO
+from .io import StoreIO, in_background
 from .layout import Layout, LinkSet, ObjectRows, ObjectTable, detect_layout
 from .layout.keys import sort_chunks
 from .loading import attribute_specs, load_chunks
@@ -581,17 +582,13 @@ class Store:
         knd = info.key_ndim
         box = None if bbox is None else normalise_bbox(bbox, self.ndim)
         selection = Selection(bbox=box, store=self.path, strict=strict)
+        pending: Future[ObjectIndex | ObjectTable | None] | None = None
         if object_ids is not None or group_ids is not None:
             index, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
-        elif strict or self.geometry_type in PATH_TYPES:
-            index = self.object_index(level, strict=strict)
-        else:  # read (and checked) now; decoded when the per-vertex object ids are asked for
-            table = self._object_table(level)
-            index = (
-                functools.partial(self.object_index, level)
-                if isinstance(table, ObjectTable)
-                else table
-            )
+        elif strict or self.geometry_type in PATH_TYPES:  # read beside the chunks
+            pending = in_background(functools.partial(self.object_index, level, strict))
+        else:  # read (and checked) beside the chunks; decoded when the ids are asked for
+            pending = in_background(functools.partial(self._object_table, level))
         if selection.object_rows is not None:
             named = None if chunks is None else np.asarray(chunks, np.int64).reshape(-1, knd)
             target = self._manifest_chunks(index, selection.object_rows, knd, named)
@@ -624,7 +621,13 @@ class Store:
                 stacklevel=2,
             )
             specs = []
-        decoded = load_chunks(self.layout, level, target, specs, strict=strict, cache=cache)
+        try:
+            decoded = load_chunks(self.layout, level, target, specs, strict=strict, cache=cache)
+        finally:
+            if pending is not None:  # (its error first: the object index is the level's)
+                index = pending.result()
+        if isinstance(index, ObjectTable):
+            index = functools.partial(self.object_index, level)
         loaded = LoadedChunks.build(decoded, self.ndim, knd, owned=cache is None)
         links = self._read_links(level, loaded, strict, not draco, selection.whole)
         if draco and links is not None:

@@ -55,8 +55,10 @@ def expand_ranges(
 ) -> np.ndarray:
     """Concatenate ``arange(s, s + c)`` for every pair, vectorised, in ``dtype`` (the
     caller makes sure every value fits)."""
-    counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
+    counts = np.asarray(counts)
+    if counts.dtype.kind != "i":
+        counts = counts.astype(np.int64)
+    total = int(counts.sum(dtype=np.int64))
     if total == 0:
         return np.empty(0, dtype=dtype)
     if counts.min() < 0:

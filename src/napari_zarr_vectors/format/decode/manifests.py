@@ -14,18 +14,57 @@ def _mode0_dtype(key_ndim: int) -> np.dtype:
     return np.dtype([("chunk", "<i8", (key_ndim,)), ("mode", "u1"), ("frag", "<i8")])
 
 
+#: Manifests decoded together by :func:`decode_mode0_manifests` (its temporaries, a few
+#: copies of their bytes, are bounded by this many manifests, not by the index).
+MANIFEST_SLICE = 16384
+
+
 def decode_mode0_manifests(
     manifests: Sequence[bytes], key_ndim: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Decode many manifests at once when every block of every one is mode 0 (what all
-    known writers emit): ``(blocks per manifest, chunks (E, key_ndim), fragments (E,))``.
-    ``None`` when any manifest has another shape; decode those one by one instead."""
+    known writers emit): ``(blocks per manifest, chunks (E, key_ndim), fragments (E,))``,
+    chunks and fragments in int32 when every value fits (else int64). ``None`` when any
+    manifest has another shape; decode those one by one instead."""
     n = len(manifests)
     sizes = np.fromiter(map(len, manifests), dtype=np.int64, count=n)
-    if n == 0 or np.any(sizes < 4):
+    record = 8 * key_ndim + 9
+    if n == 0 or np.any(sizes < 4) or np.any((sizes - 4) % record):
         return None
-    # one join of the whole index, then the 4-byte block counts picked out by index and
-    # the records by a mask: no per-manifest slicing (about 4x faster for 200,000 objects)
+    blocks = (sizes - 4) // record
+    # the results allocated once at their size and filled slice by slice
+    chunks = np.empty((int(blocks.sum()), key_ndim), np.int32)
+    frags = np.empty(len(chunks), np.int32)
+    at = 0
+    for lo in range(0, n, MANIFEST_SLICE):
+        part = _decode_mode0_slice(
+            manifests[lo : lo + MANIFEST_SLICE], sizes[lo : lo + MANIFEST_SLICE], key_ndim
+        )
+        if part is None or not np.array_equal(part[0], blocks[lo : lo + MANIFEST_SLICE]):
+            return None
+        end = at + len(part[2])
+        chunks = _put(chunks, at, end, part[1])
+        frags = _put(frags, at, end, part[2])
+        at = end
+    return blocks, chunks, frags
+
+
+def _put(out: np.ndarray, a: int, b: int, values: np.ndarray) -> np.ndarray:
+    """``out[a:b] = values``, ``out`` widened to int64 first when a value does not fit it."""
+    if values.size and out.dtype != values.dtype:
+        limits = np.iinfo(out.dtype)
+        if values.min() < limits.min or values.max() > limits.max:
+            out = out.astype(values.dtype)
+    out[a:b] = values
+    return out
+
+
+def _decode_mode0_slice(
+    manifests: Sequence[bytes], sizes: np.ndarray, key_ndim: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`decode_mode0_manifests` of a few manifests of byte lengths ``sizes``, in int64."""
+    # one join of the slice, then the 4-byte block counts picked out by index and the
+    # records by a mask: no per-manifest slicing (about 4x faster for 200,000 objects)
     raw = np.frombuffer(b"".join(manifests), np.uint8)
     starts = np.cumsum(sizes) - sizes
     head = (starts[:, None] + np.arange(4)).ravel()
