@@ -12,7 +12,7 @@ import numpy as np
 from .chunks import LoadedChunks
 from .decode.fragments import expand_ranges
 from .errors import ZVChunkWarning, ZVFormatError
-from .geometry import PATH_TYPES, Derived, Geometry, GeometryType, split_lengths
+from .geometry import PATH_TYPES, Derived, Geometry, GeometryType, flat_paths, split_lengths
 from .layout.base import LinkSet
 from .loading import AttributeSpec
 from .objects import ObjectIndex
@@ -88,6 +88,8 @@ def _loaded_entries(
     )
     cidx = _entries_in_loaded(loaded, index, entries)
     ok = cidx >= 0
+    if ok.all():  # (a whole level: no copies)
+        return entries, cidx
     return entries[ok], cidx[ok]
 
 
@@ -515,15 +517,14 @@ def _renumber(geom: Geometry, keep_rows: np.ndarray) -> None:
         f = _renumbered(keep_rows, geom.faces)
         geom.faces = f[np.all(f >= 0, axis=1)]
     if geom.paths:
-        lengths = np.fromiter((len(p) for p in geom.paths), np.int64, len(geom.paths))
-        flat = _renumbered(keep_rows, np.concatenate(geom.paths))
+        flat, lengths = flat_paths(geom.paths)
+        flat = _renumbered(keep_rows, flat)
         # a path stays when it is non-empty and every one of its rows is kept
         dropped = np.bincount(
             np.repeat(np.arange(len(lengths)), lengths), weights=flat < 0, minlength=len(lengths)
         )
         keep = (lengths > 0) & (dropped == 0)
-        mapped = split_lengths(flat, lengths)
-        geom.paths = [m for m, k in zip(mapped, keep.tolist(), strict=True) if k]
+        geom.paths = split_lengths(flat[np.repeat(keep, lengths)], lengths[keep])
         geom.path_object_ids = geom.path_object_ids[keep]
 
 

@@ -59,15 +59,20 @@ class ChunkTable:
         if len(self.chunks) == 0 or len(flat) == 0:
             return np.full(len(flat), -1, dtype=np.int64).reshape(coords.shape[:-1])
         if self._dense is not None:  # axis by axis: no (N, key_ndim) temporaries
-            key = np.zeros(len(flat), dtype=np.int64)
+            # in the coordinates' dtype when the grid's bounds fit it (keys of the dense
+            # grid do, and wrapping sums of inside rows end right); rows outside are masked
+            fits = _fits(flat.dtype, self._lo, self._lo + self._span)
+            dtype = flat.dtype if fits else np.dtype(np.int64)
+            key = np.zeros(len(flat), dtype=dtype)
             inside = np.ones(len(flat), dtype=bool)
             for axis in range(flat.shape[1]):
-                rel = flat[:, axis].astype(np.int64)
-                rel -= self._lo[axis]
-                inside &= rel >= 0
-                inside &= rel < self._span[axis]
-                key *= self._span[axis]
-                key += rel
+                col = flat[:, axis]
+                lo, span = dtype.type(self._lo[axis]), dtype.type(self._span[axis])
+                inside &= col >= lo
+                inside &= col < lo + span
+                key *= span
+                key += col
+                key -= lo
             outside = ~inside
             key[outside] = 0
             out = self._dense[key]
@@ -353,6 +358,12 @@ class LoadedChunks:
                 counts[e] = rows.size
         rows = np.concatenate(parts) if parts else np.empty(0, np.int64)
         return rows.astype(dtype, copy=False), counts
+
+
+def _fits(dtype: np.dtype, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Whether every value of ``lo`` and ``hi`` is a value of the integer ``dtype``."""
+    info = np.iinfo(dtype)
+    return bool(lo.min() >= info.min and hi.max() <= info.max)
 
 
 def _packed_base(parts: list[np.ndarray]) -> np.ndarray | None:

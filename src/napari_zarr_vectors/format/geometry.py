@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -103,7 +104,8 @@ class Geometry:
     paths
         Ordered vertex row indices per object (line, polyline, streamline): ``paths[i]`` is an
         integer array of rows into ``positions`` (int32 when a read's rows fit in it, else
-        int64; the paths of one read are views of one array).
+        int64). A read returns them as a :class:`Paths`, a sequence of views of one array
+        (:func:`flat_paths` gives that array and the lengths without a copy per path).
     path_object_ids
         ``(len(paths),)`` int64 object id of each path.
     chunks
@@ -118,7 +120,7 @@ class Geometry:
     edges: np.ndarray = _Derivable(lambda: np.empty((0, 2), dtype=np.int64))  # type: ignore[assignment]
     edge_attributes: dict[str, np.ndarray] = field(default_factory=dict)
     faces: np.ndarray = field(default_factory=lambda: np.empty((0, 3), dtype=np.int64))
-    paths: list[np.ndarray] = field(default_factory=list)
+    paths: Sequence[np.ndarray] = field(default_factory=list)
     path_object_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     chunks: np.ndarray | None = None
 
@@ -143,8 +145,73 @@ class Geometry:
         return self.positions[self.paths[i]]
 
 
-def split_lengths(values: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
-    """``values`` cut into consecutive pieces of ``lengths`` (views; ``np.split`` without
-    its per-piece overhead, ~3x faster for thousands of paths)."""
-    ends = np.cumsum(np.asarray(lengths, dtype=np.int64)).tolist()
-    return [values[a:b] for a, b in zip([0, *ends][:-1], ends, strict=True)]
+class Paths(Sequence[np.ndarray]):
+    """The row indices of many paths, one path after another in one array (:attr:`flat`)
+    cut at :attr:`offsets`: a sequence of arrays whose items (views of :attr:`flat`) are
+    made when accessed, so that a read of 100,000 paths does not build 100,000 arrays
+    that a caller working on the flat rows never looks at (about 30 ms)."""
+
+    __slots__ = ("flat", "offsets")
+
+    def __init__(self, flat: np.ndarray, lengths: np.ndarray) -> None:
+        self.flat = flat
+        self.offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=self.offsets[1:])
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Length of every path (int64)."""
+        return np.diff(self.offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[np.ndarray]: ...
+    def __getitem__(self, i: int | slice) -> np.ndarray | list[np.ndarray]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(len(self))[i]]
+        n = len(self)
+        k = operator.index(i)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(f"path {i} of {n}")
+        return self.flat[self.offsets[k] : self.offsets[k + 1]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        bounds = self.offsets.tolist()
+        flat = self.flat
+        return (flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a sequence of the same paths (``paths == []`` for none)."""
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(
+            np.array_equal(a, b) for a, b in zip(self, other, strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Paths({len(self)} paths, {len(self.flat)} rows)"
+
+
+def split_lengths(values: np.ndarray, lengths: np.ndarray) -> Paths:
+    """``values`` cut into consecutive pieces of ``lengths`` (views made on access)."""
+    return Paths(values, np.asarray(lengths, dtype=np.int64))
+
+
+def flat_paths(paths: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows of every path one after another, int64; length of each path, int64)``,
+    without a copy per path when ``paths`` is a :class:`Paths`."""
+    if isinstance(paths, Paths):
+        return paths.flat.astype(np.int64, copy=False), paths.lengths
+    lengths = np.fromiter((len(p) for p in paths), dtype=np.int64, count=len(paths))
+    rows = (
+        np.concatenate([np.asarray(p, np.int64) for p in paths]) if paths else np.empty(0, np.int64)
+    )
+    return rows, lengths

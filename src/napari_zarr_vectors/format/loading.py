@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -19,7 +21,7 @@ from .errors import (
     ZVFormatError,
     ZVUnsupportedDtypeError,
 )
-from .io import map_parallel
+from .io import in_background, map_parallel
 from .layout.base import Layout
 from .metadata import LevelInfo
 from .query import column_extremes
@@ -33,8 +35,9 @@ MAX_ROW_WIDTH = 1 << 16
 FAILED = object()
 
 #: Chunks a read without a cache fetches and decodes at a time (the concurrency of a
-#: remote fetch): the fetched bytes of one batch are freed before the next is fetched.
-READ_BATCH = 32
+#: remote fetch): the fetched bytes of one batch are freed once the batch after it is
+#: fetched (two batches are held at most, see :func:`_load_packed`).
+READ_BATCH = 16
 
 #: Most rows a read's packed arrays are allocated for up front (see :func:`_capacity`).
 MAX_PACKED_ROWS = 1 << 31
@@ -241,32 +244,33 @@ def _load_packed(
 ) -> list[ChunkData]:
     """:func:`load_chunks` without a cache: :data:`READ_BATCH` chunks at a time, every
     chunk's positions and vertex attributes copied, as soon as they are decoded, into one
-    array per name, so that a batch's fetched bytes are freed before the next batch is
-    fetched (a whole read holds its rows once, not the fetched and the assembled copies
-    side by side). The chunks' arrays are consecutive views of those arrays, which
+    array per name, so that a batch's fetched bytes are freed soon after (a whole read
+    holds its rows once, not the fetched and the assembled copies side by side). The next
+    batch is fetched and decoded on a side thread while one is copied: two batches at
+    most are held. The chunks' arrays are consecutive views of those arrays, which
     :meth:`.LoadedChunks.concatenated` returns without a copy."""
     out: list[ChunkData] = []
     packed: dict[str | None, _Packed] = {}
     spans: list[dict[str | None, tuple[int, int]]] = []
     capacity = _capacity(layout, level)
-    for lo in range(0, len(chunks), READ_BATCH):
-        for c in _fetch_and_decode(layout, level, chunks[lo : lo + READ_BATCH], specs, strict):
-            if not isinstance(c, ChunkData):
-                continue
-            span: dict[str | None, tuple[int, int]] = {}
-            for name, part in [(None, c.positions), *c.attributes.items()]:
-                if name not in packed:
-                    packed[name] = _Packed(part, capacity)
-                target = packed[name]
-                if target.fits(part):
-                    span[name] = target.append(part)
-            for name in span:  # the fetched bytes are freed now
-                if name is None:
-                    c.positions = _NO_ROWS
-                else:
-                    c.attributes[name] = _NO_ROWS
-            out.append(c)
-            spans.append(span)
+    batches = [chunks[lo : lo + READ_BATCH] for lo in range(0, len(chunks), READ_BATCH)]
+
+    def fetch(k: int) -> Future[list[ChunkData | object | None]] | None:
+        if k >= len(batches):
+            return None
+        return in_background(partial(_fetch_and_decode, layout, level, batches[k], specs, strict))
+
+    ahead, k = fetch(0), 0
+    try:
+        while ahead is not None:
+            decoded = ahead.result()
+            k += 1
+            ahead = fetch(k)
+            _append_batch(decoded, packed, capacity, out, spans)
+            del decoded
+    finally:
+        if ahead is not None and not ahead.cancel():  # a read that failed: no work left behind
+            wait([ahead])
     arrays = {name: target.finish() for name, target in packed.items()}
     for c, span in zip(out, spans, strict=True):
         for name, (a, b) in span.items():
@@ -275,6 +279,34 @@ def _load_packed(
             else:
                 c.attributes[name] = arrays[name][a:b]
     return out
+
+
+def _append_batch(
+    decoded: list[ChunkData | object | None],
+    packed: dict[str | None, _Packed],
+    capacity: int,
+    out: list[ChunkData],
+    spans: list[dict[str | None, tuple[int, int]]],
+) -> None:
+    """Copy the rows of a batch's decoded chunks into ``packed`` (one array per name, see
+    :func:`_load_packed`), the chunks to ``out`` and their rows' spans to ``spans``."""
+    for c in decoded:
+        if not isinstance(c, ChunkData):
+            continue
+        span: dict[str | None, tuple[int, int]] = {}
+        for name, part in [(None, c.positions), *c.attributes.items()]:
+            if name not in packed:
+                packed[name] = _Packed(part, capacity)
+            target = packed[name]
+            if target.fits(part):
+                span[name] = target.append(part)
+        for name in span:  # the fetched bytes are freed now
+            if name is None:
+                c.positions = _NO_ROWS
+            else:
+                c.attributes[name] = _NO_ROWS
+        out.append(c)
+        spans.append(span)
 
 
 def _fetch_and_decode(

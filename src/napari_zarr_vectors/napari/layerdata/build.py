@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from napari_zarr_vectors.format.geometry import Geometry, GeometryType
+from napari_zarr_vectors.format.geometry import Geometry, GeometryType, flat_paths
 from napari_zarr_vectors.format.missing import take_by_id
 from napari_zarr_vectors.napari.colour.defaults import (
     DEFAULT_COLORMAP,
@@ -568,8 +568,7 @@ def _segments(
     edge_attrs: Mapping[str, np.ndarray] = geometry.edge_attributes
     object_ids = None
     if geometry.paths and (len(edges) == 0 or geometry.geometry_type == GeometryType.LINE):
-        lengths = np.fromiter((len(p) for p in geometry.paths), np.int64, len(geometry.paths))
-        rows = np.concatenate([np.asarray(p, np.int64) for p in geometry.paths])
+        rows, lengths = flat_paths(geometry.paths)
         ends_of_paths = np.cumsum(lengths) - 1
         keep = np.ones(len(rows), bool)
         keep[ends_of_paths] = False  # a segment starts at every vertex but a path's last

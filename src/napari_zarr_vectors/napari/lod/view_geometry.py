@@ -27,7 +27,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from napari_zarr_vectors.format.geometry import GRAPH_TYPES, Geometry, GeometryType, split_lengths
+from napari_zarr_vectors.format.geometry import (
+    GRAPH_TYPES,
+    Geometry,
+    GeometryType,
+    flat_paths,
+    split_lengths,
+)
 from napari_zarr_vectors.format.query import inside_box
 from napari_zarr_vectors.format.ranks import object_rank, position_rank
 
@@ -106,14 +112,6 @@ def segments_meet_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.nda
     return t0 <= t1
 
 
-def _flat_paths(paths: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.fromiter((len(p) for p in paths), dtype=np.int64, count=len(paths))
-    rows = (
-        np.concatenate([np.asarray(p, np.int64) for p in paths]) if paths else np.empty(0, np.int64)
-    )
-    return rows, lengths
-
-
 def crop_geometry(geometry: Geometry, box: Box) -> Geometry:
     """Only what meets ``box`` (store order, inclusive, sides may be infinite).
 
@@ -149,7 +147,7 @@ def crop_geometry(geometry: Geometry, box: Box) -> Geometry:
 
 def _crop_paths(geometry: Geometry, lo: np.ndarray, hi: np.ndarray) -> Geometry:
     pos = geometry.positions
-    rows, lengths = _flat_paths(geometry.paths)
+    rows, lengths = flat_paths(geometry.paths)
     ids = np.asarray(geometry.path_object_ids, dtype=np.int64)
     m = len(rows)
     path_of = np.repeat(np.arange(len(lengths)), lengths)
@@ -300,7 +298,7 @@ def _items(geometry: Geometry) -> tuple[np.ndarray, np.ndarray, str]:
     ranks (object ids, or vertex rows when there are none) and how many layer vertices each
     contributes."""
     if geometry.paths:
-        rows, lengths = _flat_paths(geometry.paths)
+        rows, lengths = flat_paths(geometry.paths)
         ids = np.repeat(np.asarray(geometry.path_object_ids, np.int64), lengths)
         weight = np.ones(len(ids))
         if geometry.geometry_type == GeometryType.LINE:  # a path of k vertices is 2 (k - 1) ends
@@ -430,7 +428,7 @@ def finite_geometry(geometry: Geometry) -> tuple[Geometry, int]:
         return geometry, 0
     if not geometry.paths:
         return _compact(geometry, finite, None, None, None, None), dropped
-    rows, lengths = _flat_paths(geometry.paths)
+    rows, lengths = flat_paths(geometry.paths)
     ok = finite[rows]
     path_of = np.repeat(np.arange(len(lengths)), lengths)
     # a kept row starts a new path at the start of its path or after a dropped row
