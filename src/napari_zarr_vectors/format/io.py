@@ -480,6 +480,11 @@ class StoreIO:
         """The bytes stored under ``key``, or ``None`` when the key does not exist.
 
         Raises :class:`ZVFetchError` when a remote key keeps failing."""
+        if self._local_root is not None:  # (zarr's local get hands every read to a thread)
+            try:
+                return read_local(self._local_root + key)
+            except ZVFetchError as exc:
+                raise exc.located(store=self.name, key=key) from None
         return sync(self._aget(key))
 
     def get_json(self, key: str) -> dict[str, Any] | None:
@@ -595,7 +600,10 @@ class StoreIO:
     def _list(self, prefix: str) -> list[str]:
         """Raw listing of the store (no fallbacks); names are URL-unquoted for HTTP indexes."""
         try:
-            names = sync(self._alist_dir(prefix + "/" if prefix else ""))
+            if self._local_root is not None:  # what zarr's LocalStore lists, without its loop
+                names = os.listdir(self._local_root + prefix)
+            else:
+                names = sync(self._alist_dir(prefix + "/" if prefix else ""))
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:  # a symlink loop, no permission ...
