@@ -88,6 +88,9 @@ CACHE_LOCKS = 64
 LOCAL_READ_THREADS = 4
 LOCAL_PARALLEL_MIN = 256
 
+#: Fewest bytes :func:`map_parallel` hands to the read threads (below, one thread works).
+PARALLEL_MIN_BYTES = 1 << 20
+
 #: The hidden folder a write builds a store in before renaming it into place
 #: (``.<name>.partial-<8 hex digits>``, see ``write.engine``): a leftover when a write died.
 PARTIAL_NAME = re.compile(r"^\..+\.partial-[0-9a-f]{8}$")
@@ -120,12 +123,16 @@ def in_background(fn: Callable[[], T]) -> Future[T]:
         return _SIDE_POOL.submit(fn)
 
 
-def map_parallel(fn: Callable[..., T], *iterables: Sequence[Any]) -> list[T]:
+def map_parallel(
+    fn: Callable[..., T], *iterables: Sequence[Any], nbytes: int | None = None
+) -> list[T]:
     """``list(map(fn, *iterables))`` on the read threads (work that releases the GIL, e.g.
-    decompression), the calling thread when there is one item; the first exception (in
-    item order) is raised."""
+    decompression), the calling thread when there is one item or the items hold fewer than
+    :data:`PARALLEL_MIN_BYTES` (``nbytes``, when the caller knows it: handing small work
+    to the threads costs more than doing it); the first exception (in item order) is
+    raised."""
     n = len(iterables[0])
-    if n < 2:
+    if n < 2 or (nbytes is not None and nbytes < PARALLEL_MIN_BYTES):
         return list(map(fn, *iterables))
     # a few contiguous slices, not one task per item: handing a task to the pool costs
     # ~50 us, more than decoding a small cell

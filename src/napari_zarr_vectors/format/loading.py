@@ -386,4 +386,5 @@ def _fetch_and_decode(
             return FAILED if isinstance(err, ZVFetchError) else Unreadable(str(err), err.key)
 
     # on the read threads: checking and decoding a chunk's rows releases the GIL
-    return map_parallel(decode, range(len(chunks)))
+    payload = sum(len(v) for v in cells["vertices"] if isinstance(v, bytes | memoryview))
+    return map_parallel(decode, range(len(chunks)), nbytes=payload)

@@ -635,7 +635,11 @@ class V09Layout(Layout):
             raws = self.io.fetch_many(keys)
             # decompression releases the GIL: the cells decode in parallel
             cell_values = map_parallel(
-                _direct_cell, raws, [g.direct for _, _, g in direct], [view] * len(raws)
+                _direct_cell,
+                raws,
+                [g.direct for _, _, g in direct],
+                [view] * len(raws),
+                nbytes=sum(len(r) for r in raws if isinstance(r, bytes)),
             )
             for (r, p, _), value, key in zip(direct, cell_values, keys, strict=True):
                 if isinstance(value, ZVFormatError):  # (a failed fetch is one too)
