@@ -113,10 +113,11 @@ def _derived_object_ids(
 
 def _check_fragment_refs(
     loaded: LoadedChunks, index: ObjectIndex, selection: Selection, level: int
-) -> None:
+) -> bool:
     """Report the manifest entries of the selected objects that name a fragment their
     loaded chunk does not hold or, when the read loaded the whole level, a chunk it does
-    not list: the pieces they name are left out (``selection.strict``: raise)."""
+    not list: the pieces they name are left out (``selection.strict``: raise). Whether
+    every selected entry in a loaded chunk names a fragment it holds."""
     entries, cidx = _loaded_entries(loaded, index, selection.object_rows)
     if selection.whole and entries.size < len(index.frags) and loaded.n_rows:
         _report(
@@ -130,14 +131,14 @@ def _check_fragment_refs(
             selection.strict,
         )
     if not entries.size:
-        return
+        return True
     nfrag = np.fromiter(
         (c.fragments.num_fragments for c in loaded.chunks), np.int64, len(loaded.chunks)
     )
-    frags = index.frags[entries]
+    frags = index.frags if entries.size == index.frags.size else index.frags[entries]
     bad = np.flatnonzero((frags < 0) | (frags >= nfrag[cidx]))
     if not bad.size:
-        return
+        return True
     e, k = entries[bad[0]], cidx[bad[0]]
     obj = int(index.ids[np.searchsorted(index.offsets, e, side="right") - 1])
     error = ZVFormatError(
@@ -149,6 +150,7 @@ def _check_fragment_refs(
         chunk=loaded.table.chunks[k],
     )
     _report(error, selection.strict)
+    return False
 
 
 def _report(error: ZVFormatError, strict: bool) -> None:
@@ -179,12 +181,18 @@ def _object_ids_by_fragment(
     return loaded.per_row(owner, -1, keep)
 
 
-def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray | None):
+def _paths(
+    loaded: LoadedChunks,
+    index: ObjectIndex,
+    object_rows: np.ndarray | None,
+    checked: bool = False,
+):
     """Ordered global rows per object (of the index rows ``object_rows``, ``None``: every
     object), as ``(rows of every path one after another, in
     :attr:`LoadedChunks.row_dtype`, length of each path, object id of each path)``; an
     object whose manifest leaves the loaded chunks is split into one path per contiguous
-    run of loaded entries."""
+    run of loaded entries. ``checked``: every entry in a loaded chunk is known to name a
+    fragment it holds (:func:`_check_fragment_refs`)."""
     if object_rows is None:  # every entry: no entry numbers, no gathered copies
         cidx = _entry_chunks(loaded, index)
         frags = index.frags
@@ -194,7 +202,7 @@ def _paths(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.ndarray | N
         frags = index.frags[entries]
     if object_rows is None and cidx.size and cidx.min() >= 0:
         # every entry loaded (a whole level): one run per object with entries, no gathers
-        rows, counts = loaded.fragment_rows(cidx, frags, loaded.row_dtype)
+        rows, counts = loaded.fragment_rows(cidx, frags, loaded.row_dtype, checked)
         del cidx, frags
         first = index.offsets[:-1]
         objs = np.flatnonzero(index.offsets[1:] > first)
@@ -303,8 +311,9 @@ def assemble(
         attrs[name] = table[np.clip(bins, 0, len(table) - 1)] if len(table) else bins
     if geometry_type in PATH_TYPES and callable(index):  # paths need the index now
         index = index()
+    refs_ok = False
     if index is not None and not callable(index):  # read already: checked with the read
-        _check_fragment_refs(loaded, index, selection, level)
+        refs_ok = _check_fragment_refs(loaded, index, selection, level)
     vid = None
     if index is not None and geometry_type not in PATH_TYPES:
         # derived on first use (a callable ``index`` is read then too)
@@ -322,7 +331,7 @@ def assemble(
     )
 
     if geometry_type in PATH_TYPES and index is not None:
-        flat, lengths, path_ids = _paths(loaded, index, selection.object_rows)
+        flat, lengths, path_ids = _paths(loaded, index, selection.object_rows, refs_ok)
         geom.paths, geom.path_object_ids = split_lengths(flat, lengths), path_ids.astype(np.int64)
         geom.edges = Derived(partial(_path_edges, flat, lengths))
         # from the paths: the result holds neither the object index nor the chunks

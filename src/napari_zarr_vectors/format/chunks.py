@@ -325,29 +325,32 @@ class LoadedChunks:
         return np.int32 if self.n_rows < 2**31 else np.int64
 
     def fragment_rows(
-        self, chunk_idx: np.ndarray, frags: np.ndarray, dtype: type[np.signedinteger] = np.int64
+        self,
+        chunk_idx: np.ndarray,
+        frags: np.ndarray,
+        dtype: type[np.signedinteger] = np.int64,
+        checked: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Global rows of fragment references ``(chunk index, fragment)``, concatenated (in
         ``dtype``: int64, or :attr:`row_dtype`), and the row count of each reference (0 for
-        invalid references; in :attr:`row_dtype` for range fragments, else int64)."""
+        invalid references; in :attr:`row_dtype` for range fragments, else int64).
+        ``checked``: every reference is known to be valid (none is looked for)."""
         chunk_idx = np.asarray(chunk_idx)
         frags = np.asarray(frags)
         if self._range_table is not None:
             nfrag, base, g_start, g_count = self._range_table
-            valid = (
-                (frags >= 0) & (frags < nfrag[chunk_idx])
-                if len(nfrag)
-                else np.zeros(len(frags), bool)
-            )
             if not len(g_count):
                 return np.empty(0, dtype), np.zeros(len(frags), g_count.dtype)
+            invalid = None if checked else ~((frags >= 0) & (frags < nfrag[chunk_idx]))
             gf = base[chunk_idx]  # (int64, in place: a whole level names a million fragments)
             gf += frags
-            gf[~valid] = 0
+            if invalid is not None:
+                gf[invalid] = 0
             counts = g_count[gf]
-            counts[~valid] = 0
+            if invalid is not None:
+                counts[invalid] = 0
             starts = g_start[gf]
-            del gf, valid
+            del gf, invalid
             return expand_ranges(starts, counts, dtype), counts
         parts, counts = [], np.zeros(len(frags), dtype=np.int64)
         for e, (k, f) in enumerate(zip(chunk_idx.tolist(), frags.tolist(), strict=True)):
