@@ -69,18 +69,22 @@ def test_a_wrong_vertex_count_reads_the_same_rows(name: str, declared: str, tmp_
 
 @pytest.mark.parametrize("name", STORES)
 @pytest.mark.parametrize("batch", [1, 2, 7])
-def test_batches_fetched_ahead_give_the_rows_of_one_batch(name, batch, monkeypatch):
+@pytest.mark.parametrize("ahead", [True, False])
+def test_batches_fetched_ahead_give_the_rows_of_one_batch(name, batch, ahead, monkeypatch):
     whole = nzv.open_store(DATA / f"{name}.zarrvectors").read(0)
     box = (whole.positions.min(axis=0).tolist(), np.median(whole.positions, axis=0).tolist())
     boxed = nzv.open_store(DATA / f"{name}.zarrvectors").read(0, bbox=box)
     monkeypatch.setattr(loading, "READ_BATCH", batch)
+    monkeypatch.setattr(loading, "PIPELINE_MIN_ROWS", 0 if ahead else 2**40)
     _same(nzv.open_store(DATA / f"{name}.zarrvectors").read(0), whole)
     _same(nzv.open_store(DATA / f"{name}.zarrvectors").read(0, bbox=box), boxed)
 
 
-def test_damage_in_a_later_batch_is_reported_with_its_chunk(monkeypatch, tmp_path: Path):
+@pytest.mark.parametrize("ahead", [True, False])
+def test_damage_in_a_later_batch_is_reported_with_its_chunk(ahead, monkeypatch, tmp_path: Path):
     """A chunk of the last batch that cannot be decoded raises with ``strict=True`` (from
     the side thread, naming its chunk and file) and is a gap of its own rows otherwise."""
+    monkeypatch.setattr(loading, "PIPELINE_MIN_ROWS", 0 if ahead else 2**40)
     path = _copy("v09/streamlines", tmp_path)
     clean = nzv.open_store(path).read(0)
     files = sorted(p for p in (path / "0" / "vertices" / "c").rglob("*") if p.is_file())

@@ -39,6 +39,10 @@ FAILED = object()
 #: fetched (two batches are held at most, see :func:`_load_packed`).
 READ_BATCH = 16
 
+#: Fewest rows of a level (its ``vertex_count``) whose batches are fetched on a side
+#: thread while the one before is copied (smaller levels: one after another).
+PIPELINE_MIN_ROWS = 1 << 18
+
 #: Most rows a read's packed arrays are allocated for up front (see :func:`_capacity`).
 MAX_PACKED_ROWS = 1 << 31
 
@@ -255,17 +259,18 @@ def _load_packed(
     capacity = _capacity(layout, level)
     batches = [chunks[lo : lo + READ_BATCH] for lo in range(0, len(chunks), READ_BATCH)]
 
-    def fetch(k: int) -> Future[list[ChunkData | object | None]] | None:
-        if k >= len(batches):
-            return None
-        return in_background(partial(_fetch_and_decode, layout, level, batches[k], specs, strict))
-
-    ahead, k = fetch(0), 0
+    pipelined = capacity >= PIPELINE_MIN_ROWS  # (small levels: a hand-over costs more)
+    ahead: Future[list[ChunkData | object | None]] | None = None
     try:
-        while ahead is not None:
-            decoded = ahead.result()
-            k += 1
-            ahead = fetch(k)
+        for k, batch in enumerate(batches):
+            if ahead is not None:
+                decoded = ahead.result()
+            else:
+                decoded = _fetch_and_decode(layout, level, batch, specs, strict)
+            ahead = None
+            if pipelined and k + 1 < len(batches):
+                nxt = batches[k + 1]
+                ahead = in_background(partial(_fetch_and_decode, layout, level, nxt, specs, strict))
             _append_batch(decoded, packed, capacity, out, spans)
             del decoded
     finally:
