@@ -8,6 +8,7 @@ import json
 import pickle
 import shutil
 import struct
+import threading
 import warnings
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import loading
 from napari_zarr_vectors.format.chunks import ChunkTable
 from napari_zarr_vectors.format.decode import manifests
-from napari_zarr_vectors.format.errors import ZVChunkWarning, ZVFormatError
+from napari_zarr_vectors.format.errors import ZVCancelledError, ZVChunkWarning, ZVFormatError
 from napari_zarr_vectors.format.geometry import Paths, flat_paths, split_lengths
 from napari_zarr_vectors.format.query import column_extremes
 
@@ -186,3 +187,25 @@ def test_dense_lookup_of_int32_coordinates_near_the_int32_limits(origin: int):
         expected[(probe == row).all(1)] = i
     np.testing.assert_array_equal(table.index_of(probe), expected)
     np.testing.assert_array_equal(table.index_of(probe.astype(np.int32)), expected)
+
+
+def test_a_cancelled_read_stops_the_batches_fetched_on_the_side_thread(monkeypatch):
+    """The cancel event of a read reaches the batches fetched ahead on a side thread: once
+    it is set, the next batch is not fetched and the read raises."""
+    monkeypatch.setattr(loading, "READ_BATCH", 1)
+    monkeypatch.setattr(loading, "PIPELINE_MIN_ROWS", 0)
+    cancel = threading.Event()
+    copied = []
+    append = loading._append_batch
+
+    def append_then_cancel(*args, **kwargs):
+        copied.append(1)
+        cancel.set()
+        return append(*args, **kwargs)
+
+    monkeypatch.setattr(loading, "_append_batch", append_then_cancel)
+    store = nzv.open_store(DATA / "v09/streamlines.zarrvectors")
+    assert len(store.chunks(0)) > 5
+    with pytest.raises(ZVCancelledError):
+        store.read(0, cancel=cancel)
+    assert len(copied) <= 2  # the batch fetched before the event was set, at most

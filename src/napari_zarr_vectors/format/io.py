@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import os
 import re
@@ -112,15 +113,14 @@ def _pool() -> ThreadPoolExecutor:
 _SIDE_POOL: ThreadPoolExecutor | None = None
 
 
-def in_background(fn: Callable[[], T]) -> Future[T]:
-    """``fn()`` run on a thread of its own pool (not the read threads', which ``fn`` may
-    use): a read that must also fetch something else (a level's object index beside its
-    chunks) overlaps the two; ``result()`` raises what ``fn`` raised."""
+def _side_pool() -> ThreadPoolExecutor:
+    """The threads of :meth:`StoreIO.in_background` (not the read threads, which the work
+    handed to them may use)."""
     global _SIDE_POOL
     with _POOL_LOCK:
         if _SIDE_POOL is None:
             _SIDE_POOL = ThreadPoolExecutor(2, thread_name_prefix="zv-side")
-        return _SIDE_POOL.submit(fn)
+        return _SIDE_POOL
 
 
 def map_parallel(
@@ -525,6 +525,21 @@ class StoreIO:
         store = self.store
         return read_budget(store.policy if isinstance(store, RetryingStore) else None)
 
+    def in_background(self, fn: Callable[[], T]) -> Future[T]:
+        """``fn()`` on a side thread, as if the calling thread ran it: with the calling
+        thread's read budget (:meth:`read_budget`) and cancel event (:meth:`cancellable`),
+        so that a read that also fetches something else (the next batch of chunks, a
+        level's object index) overlaps the two and still ends by its deadline or when it
+        is cancelled; ``result()`` raises what ``fn`` raised."""
+        context = contextvars.copy_context()
+        cancel = getattr(self._cancel, "event", None)
+
+        def run() -> T:
+            with self.cancellable(cancel):
+                return context.run(fn)
+
+        return _side_pool().submit(run)
+
     @contextlib.contextmanager
     def cancellable(self, cancel: threading.Event | None) -> Iterator[None]:
         """Within this block, batched gets of the calling thread stop early (raising
@@ -570,11 +585,11 @@ class StoreIO:
         :class:`ZVFetchError` of a remote key that kept failing (it is not raised)."""
         if not keys:
             return []
-        if self._local_root is not None:
-            return list(self._get_many_local(keys))
         cancel = getattr(self._cancel, "event", None)
         if cancel is not None and cancel.is_set():
             raise ZVCancelledError(f"read of {self.name} cancelled")
+        if self._local_root is not None:
+            return list(self._get_many_local(keys))
         return sync(self._aget_many(list(keys), cancel))
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:

@@ -21,7 +21,7 @@ from .errors import (
     ZVFormatError,
     ZVUnsupportedDtypeError,
 )
-from .io import in_background, map_parallel
+from .io import map_parallel
 from .layout.base import Layout
 from .metadata import LevelInfo
 from .query import column_extremes
@@ -270,7 +270,8 @@ def _load_packed(
             ahead = None
             if pipelined and k + 1 < len(batches):
                 nxt = batches[k + 1]
-                ahead = in_background(partial(_fetch_and_decode, layout, level, nxt, specs, strict))
+                work = partial(_fetch_and_decode, layout, level, nxt, specs, strict)
+                ahead = layout.io.in_background(work)
             _append_batch(decoded, packed, capacity, out, spans)
             del decoded
     finally:

@@ -23,7 +23,7 @@ from .chunks import ChunkTable, LoadedChunks, unique_rows
 from .composite import CompositeGeometryStore
 from .errors import ZVChunkWarning, ZVError, ZVFormatError, chunk_key
 from .geometry import GRAPH_TYPES, PIECE_TYPES, Geometry, GeometryType
-from .io import StoreIO, in_background
+from .io import StoreIO
 from .layout import Layout, LinkSet, ObjectRows, ObjectTable, detect_layout
 from .layout.keys import sort_chunks
 from .loading import attribute_specs, load_chunks
@@ -586,9 +586,9 @@ class Store:
         if object_ids is not None or group_ids is not None:
             index, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
         elif strict or self.geometry_type in PATH_TYPES:  # read beside the chunks
-            pending = in_background(functools.partial(self.object_index, level, strict))
+            pending = self._io.in_background(functools.partial(self.object_index, level, strict))
         else:  # read (and checked) beside the chunks; decoded when the ids are asked for
-            pending = in_background(functools.partial(self._object_table, level))
+            pending = self._io.in_background(functools.partial(self._object_table, level))
         if selection.object_rows is not None:
             named = None if chunks is None else np.asarray(chunks, np.int64).reshape(-1, knd)
             target = self._manifest_chunks(index, selection.object_rows, knd, named)
