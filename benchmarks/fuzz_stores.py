@@ -733,6 +733,10 @@ UNDETECTABLE: dict[str, tuple[tuple[str, ...], str]] = {
 
 
 def _array_kind_and_mutation(case: str) -> tuple[str, str]:
+    """What the mutated file of ``case`` holds and the mutation applied to it (an ``index``
+    mutation of a chunk its codecs cannot round-trip flips bits instead: a ``flip``)."""
+    if case.endswith(" index at undecodable: flip"):
+        return _array_kind(case), "flip"
     return _array_kind(case), case.split(": ", 1)[-1].split(" ")[1]
 
 

@@ -835,3 +835,55 @@ def test_link_attribute_grid_that_does_not_mirror_its_records_is_a_gap(tmp_path)
     assert any("link_attributes/weight/0/+1.0.+2" in m and "mirror" in m for m in messages), (
         messages
     )
+
+
+def test_manifest_rows_read_as_the_fill_value_beyond_num_present_are_reported(tmp_path):
+    """A 0.9 manifests chunk that is gone reads as the fill value, no manifest: objects
+    without geometry. ``num_present`` counts the rows that hold one, so more empty rows than
+    ``num_objects - num_present`` are damage; the vertices still read."""
+    path = copy_store("v09/edge-cases/schema_demo2.zarrvectors", tmp_path)
+    clean = nzv.open_store(path)
+    clean_geom, clean_by_id = clean.read(0), clean.read(0, object_ids=[3])
+    assert clean.object_presence(0).all() and len(clean_by_id.positions) > 0
+    (path / "0/object_index/manifests/c/0").unlink()
+    where = r"level 0, array object_index/manifests, chunk 0, file 0/object_index/manifests/c/0"
+    with pytest.warns(ZVChunkWarning, match=rf"num_present says 10 of the 10 .*{where}"):
+        by_id = nzv.open_store(path).read(0, object_ids=[3])  # the rows of one chunk read
+    assert len(by_id.positions) == 0
+    store = nzv.open_store(path)
+    with pytest.warns(ZVChunkWarning, match=rf"10 manifest rows read as the fill value.*{where}"):
+        presence = store.object_presence(0)
+    assert presence.shape == (10,) and not presence.any()
+    geom, _ = read_quietly(path)
+    np.testing.assert_array_equal(geom.positions, clean_geom.positions)
+
+
+def test_manifests_a_writer_left_without_blocks_are_not_reported(tmp_path):
+    """A manifest of zero blocks (``B = 0``) is a row the writer wrote: ``explicit_demo``
+    counts it in ``num_present`` and reads without a warning."""
+    path = copy_store("v09/edge-cases/explicit_demo.zarrvectors", tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ZVChunkWarning)
+        store = nzv.open_store(path)
+        present = store.object_presence(0)
+    np.testing.assert_array_equal(np.flatnonzero(present), [5, 1000])
+
+
+def test_link_offsets_that_differ_from_the_segment_name_are_a_gap(tmp_path):
+    """A segment's ``offsets`` repeat its name; one that lost a coordinate (``[[1, 0]]`` for
+    ``+1.0.0``) placed every record's other endpoint in the wrong chunk. The segment is a
+    reported gap, every other record is exact."""
+    path = copy_store("next/trk_crs.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 0)
+    doc = path / "0/links/0/+1.0.0/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["attributes"]["offsets"] = [[1, 0]]
+    doc.write_text(json.dumps(meta))
+    with pytest.warns(ZVChunkWarning, match=r"differ from the segment's name.*links/0/\+1.0.0"):
+        links = nzv.open_store(path).links(0, 0)
+    kept = ~np.all(clean.chunks[:, 1] - clean.chunks[:, 0] == [1, 0, 0], axis=1)
+    assert len(links) == int(kept.sum()) == len(clean) - 16
+    np.testing.assert_array_equal(links.chunks, clean.chunks[kept])
+    np.testing.assert_array_equal(links.rows, clean.rows[kept])
+    with pytest.raises(ZVFormatError, match=r"offsets \[\[1, 0\]\] differ .* \+1.0.0 \(store"):
+        nzv.open_store(path).links(0, 0, strict=True)
