@@ -556,6 +556,20 @@ def test_a_link_attribute_segment_without_its_array_is_reported(tmp_path):
     np.testing.assert_array_equal(weight[~lost], clean.attributes["weight"][~lost])
 
 
+def test_a_listed_link_attribute_family_without_its_group_is_reported(tmp_path):
+    """``link_attributes/weight/0`` listed without its group document: the attribute is
+    left out of the delta's links with a warning; the records stand."""
+    path = copy_store("v09/skeleton.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 0)
+    assert list(clean.attributes) == ["weight"]
+    (path / "0/link_attributes/weight/0/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"level 0, array link_attributes/weight/0\)"):
+        links = nzv.open_store(path).links(0, 0)
+    assert links.attributes == {}
+    np.testing.assert_array_equal(links.chunks, clean.chunks)
+    np.testing.assert_array_equal(links.rows, clean.rows)
+
+
 def test_a_listed_link_family_without_its_group_is_reported(tmp_path):
     path = copy_store("next/streamlines_dense.zarrvectors", tmp_path)
     assert len(nzv.open_store(path).links(0, 0)) == 61
@@ -761,6 +775,28 @@ def test_parametric_type_without_a_string_name_or_coefficient_list_is_refused(
     with pytest.raises(ZVFormatError, match=field.replace(".", r"\.")) as info:
         list(nzv.open_store(path).parametric_objects)
     assert "parametric/zarr.json" in str(info.value)
+
+
+@pytest.mark.parametrize("store", ["next/parametric.zarrvectors", "v07/lines.zarrvectors"])
+def test_parametric_rows_of_a_type_the_store_does_not_declare_are_left_out(tmp_path, store):
+    """A row's type id names an entry of ``parametric_types``: with the entry (or the whole
+    table) gone, its coefficients have no names and its type no name (it read as type
+    ``"1"`` with coefficients ``c0..``). Those rows are left out with a warning; the others
+    read as on the clean store."""
+    path = copy_store(store, tmp_path)
+    clean = nzv.open_store(path).parametric_objects
+    assert {o.type for o in clean} == {"plane", "line", "sphere"}
+    doc = path / "parametric/zarr.json"
+    meta = json.loads(doc.read_text())
+    del meta["attributes"]["parametric_types"]["1"]
+    doc.write_text(json.dumps(meta))
+    with pytest.warns(ZVChunkWarning, match=r"does not declare \(.*array parametric/objects"):
+        got = nzv.open_store(path).parametric_objects
+    assert got == [o for o in clean if o.type != "line"] and len(got) < len(clean)
+    del meta["attributes"]["parametric_types"]
+    doc.write_text(json.dumps(meta))
+    with pytest.warns(ZVChunkWarning, match=rf"{len(clean)} rows \(first 0\) have a type id"):
+        assert nzv.open_store(path).parametric_objects == []
 
 
 def test_object_attribute_with_more_rows_than_objects_is_left_out(tmp_path):

@@ -1047,18 +1047,20 @@ class V09Layout(Layout):
                     listed = listed[hit]
             sources.append(listed)
 
-        attr_names = [
-            n
-            for n in self.list_attributes(level, "link")
-            if self._attrs(f"{level}/link_attributes/{n}/{d}") is not None
-            and (
+        attr_names = []
+        for n in self.list_attributes(level, "link"):
+            if self._attrs(f"{level}/link_attributes/{n}/{d}") is None:
+                listed = self.io.list_dir_known(f"{level}/link_attributes/{n}", all_nodes=True)
+                if d in (listed or ()):  # its folder is there, its group document is gone
+                    self._warn_missing(level, f"link_attributes/{n}/{d}")
+            elif (
                 not segments
                 or self.attribute_dtype(
                     level, "edge", n, f"link_attributes/{n}/{d}/{segments[0].name}"
                 )
                 is not None
-            )
-        ]
+            ):
+                attr_names.append(n)
         requests = [
             (f"links/{d}/{seg.name}", src) for seg, src in zip(segments, sources, strict=True)
         ]
