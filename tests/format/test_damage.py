@@ -696,6 +696,30 @@ def test_a_link_segment_whose_attributes_are_gone_costs_its_records(tmp_path):
     assert all(len(v) == len(links) for v in links.attributes.values())
 
 
+@pytest.mark.parametrize("path_value", [None, 2**62])
+def test_a_level_the_root_lists_without_its_document_is_reported(tmp_path, path_value):
+    """Level 1's ``zarr.json`` gone, or the root's dataset path of level 1 turned into
+    another level number: the level the root lists has no document and is left out with a
+    warning naming it; level 0 reads as on the clean store."""
+    path = copy_store("next/trk_crs.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    if path_value is None:
+        (path / "1/zarr.json").unlink()
+        level = 1
+    else:
+        doc = path / "zarr.json"
+        meta = json.loads(doc.read_text())
+        meta["attributes"]["multiscales"][0]["datasets"][1]["path"] = path_value
+        doc.write_text(json.dumps(meta))
+        level = path_value
+    with pytest.warns(
+        ZVChunkWarning, match=rf"level left out: .*zarr.json is missing.*level {level}\)"
+    ):
+        store = nzv.open_store(path)
+    assert [lv.index for lv in store.levels] == [0]
+    np.testing.assert_array_equal(store.read(0).positions, clean.positions)
+
+
 def test_links_toward_a_level_the_store_lacks_are_a_format_error(tmp_path):
     from napari_zarr_vectors.format import cross_level_segments
 
