@@ -947,3 +947,23 @@ def test_link_offsets_that_differ_from_the_segment_name_are_a_gap(tmp_path):
     np.testing.assert_array_equal(links.rows, clean.rows[kept])
     with pytest.raises(ZVFormatError, match=r"offsets \[\[1, 0\]\] differ .* \+1.0.0 \(store"):
         nzv.open_store(path).links(0, 0, strict=True)
+
+
+def test_object_ids_that_do_not_ascend_in_a_sorted_index_are_refused(tmp_path):
+    """One id of level 1's ``object_ids`` changed (7 -> 71) in an index that says
+    ``object_ids_sorted``: it read as object 71 with object 7's geometry. Without the
+    flag, unsorted ids are ids a writer may write, read as they are."""
+    path = copy_store("v09/edge-cases/schema_demo2.zarrvectors", tmp_path)
+    arr = zarr.open_array(path / "1/object_index/object_ids", mode="r+")
+    ids = arr[:]
+    np.testing.assert_array_equal(ids, np.arange(10))
+    ids[7] = 71
+    arr[:] = ids
+    with pytest.raises(ZVFormatError, match="object_ids_sorted") as info:
+        nzv.open_store(path).object_ids(1)
+    assert "level 1, array object_index/object_ids" in str(info.value)
+    doc = path / "1/object_index/zarr.json"
+    meta = json.loads(doc.read_text())
+    del meta["attributes"]["object_ids_sorted"]
+    doc.write_text(json.dumps(meta))
+    np.testing.assert_array_equal(nzv.open_store(path).object_ids(1), ids)

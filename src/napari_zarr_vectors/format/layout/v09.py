@@ -1216,7 +1216,7 @@ class V09Layout(Layout):
         if set(map(type, blobs)) - {bytes}:  # zarr gives bytes; anything else: fix
             blobs = [_cell_value(b) or b"" for b in blobs]
         self._check_unwritten_rows(level, attrs, n, np.arange(n), blobs)
-        return ObjectTable(self._row_ids(level, ids, n), blobs)
+        return ObjectTable(self._row_ids(level, ids, n, attrs), blobs)
 
     def read_object_rows(self, level: int) -> ObjectRows | ObjectTable | None:
         """A vlen index read in chunks of rows (what 0.9 writers produce): ``object_ids``
@@ -1233,7 +1233,7 @@ class V09Layout(Layout):
         if per_chunk is None or per_chunk < 1:
             return self.read_object_table(level)
         (ids,) = self._read_whole(level, ["object_index/object_ids"])
-        row_ids = self._row_ids(level, ids, n)
+        row_ids = self._row_ids(level, ids, n, attrs)
 
         def manifests(rows: np.ndarray) -> ObjectTable:
             rows = np.asarray(rows, np.int64)
@@ -1300,10 +1300,13 @@ class V09Layout(Layout):
         )
         warnings.warn(f"objects left without geometry: {error}", ZVChunkWarning, stacklevel=3)
 
-    def _row_ids(self, level: int, ids: np.ndarray | None, n: int) -> np.ndarray:
+    def _row_ids(
+        self, level: int, ids: np.ndarray | None, n: int, attrs: dict[str, Any]
+    ) -> np.ndarray:
         """Object id of each of ``n`` index rows: the ``object_ids`` array whenever it
         exists, whatever the index's ``layout`` label says (tools' coarse levels label it
-        ``vlen_manifests_v1``, FORMAT-NEXT §9.4), else the row number."""
+        ``vlen_manifests_v1``, FORMAT-NEXT §9.4), else the row number. Ids the index
+        (``attrs``) says are sorted must ascend."""
         if ids is None:  # 0.7-style identity rows
             return np.arange(n, dtype=np.int64)
         if ids.ndim != 1 or ids.shape[0] < n or ids.dtype.kind not in "iu":
@@ -1319,8 +1322,15 @@ class V09Layout(Layout):
                 level,
                 "object_index/object_ids",
             )
-        if not np.all(row_ids[1:] > row_ids[:-1]) and np.unique(row_ids).size != n:
-            raise self.error("object_ids repeat an id", level, "object_index/object_ids")
+        if not np.all(row_ids[1:] > row_ids[:-1]):
+            if np.unique(row_ids).size != n:
+                raise self.error("object_ids repeat an id", level, "object_index/object_ids")
+            if attrs.get("object_ids_sorted") is True:
+                raise self.error(
+                    "object_ids do not ascend, but the index says object_ids_sorted",
+                    level,
+                    "object_index/object_ids",
+                )
         return row_ids
 
     def _dense_index(self, level: int, attrs: dict[str, Any]) -> bool:
@@ -1358,7 +1368,7 @@ class V09Layout(Layout):
             blobs = dense_manifest_blobs(spans[:n], blocks, self.key_ndim(level))
         except ZVFormatError as exc:
             raise exc.located(store=self.io.name, level=level, array="object_index") from None
-        return ObjectTable(self._row_ids(level, ids, n), blobs)
+        return ObjectTable(self._row_ids(level, ids, n, attrs), blobs)
 
     def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:
         names = self.list_attributes(level, "object")
