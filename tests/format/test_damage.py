@@ -556,6 +556,20 @@ def test_a_link_attribute_segment_without_its_array_is_reported(tmp_path):
     np.testing.assert_array_equal(weight[~lost], clean.attributes["weight"][~lost])
 
 
+def test_a_listed_link_attribute_family_without_its_group_is_reported(tmp_path):
+    """``link_attributes/weight/0`` listed without its group document: the attribute is
+    left out of the delta's links with a warning; the records stand."""
+    path = copy_store("v09/skeleton.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 0)
+    assert list(clean.attributes) == ["weight"]
+    (path / "0/link_attributes/weight/0/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"level 0, array link_attributes/weight/0\)"):
+        links = nzv.open_store(path).links(0, 0)
+    assert links.attributes == {}
+    np.testing.assert_array_equal(links.chunks, clean.chunks)
+    np.testing.assert_array_equal(links.rows, clean.rows)
+
+
 def test_a_listed_link_family_without_its_group_is_reported(tmp_path):
     path = copy_store("next/streamlines_dense.zarrvectors", tmp_path)
     assert len(nzv.open_store(path).links(0, 0)) == 61
@@ -682,6 +696,30 @@ def test_a_link_segment_whose_attributes_are_gone_costs_its_records(tmp_path):
     assert all(len(v) == len(links) for v in links.attributes.values())
 
 
+@pytest.mark.parametrize("path_value", [None, 2**62])
+def test_a_level_the_root_lists_without_its_document_is_reported(tmp_path, path_value):
+    """Level 1's ``zarr.json`` gone, or the root's dataset path of level 1 turned into
+    another level number: the level the root lists has no document and is left out with a
+    warning naming it; level 0 reads as on the clean store."""
+    path = copy_store("next/trk_crs.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).read(0)
+    if path_value is None:
+        (path / "1/zarr.json").unlink()
+        level = 1
+    else:
+        doc = path / "zarr.json"
+        meta = json.loads(doc.read_text())
+        meta["attributes"]["multiscales"][0]["datasets"][1]["path"] = path_value
+        doc.write_text(json.dumps(meta))
+        level = path_value
+    with pytest.warns(
+        ZVChunkWarning, match=rf"level left out: .*zarr.json is missing.*level {level}\)"
+    ):
+        store = nzv.open_store(path)
+    assert [lv.index for lv in store.levels] == [0]
+    np.testing.assert_array_equal(store.read(0).positions, clean.positions)
+
+
 def test_links_toward_a_level_the_store_lacks_are_a_format_error(tmp_path):
     from napari_zarr_vectors.format import cross_level_segments
 
@@ -763,6 +801,28 @@ def test_parametric_type_without_a_string_name_or_coefficient_list_is_refused(
     assert "parametric/zarr.json" in str(info.value)
 
 
+@pytest.mark.parametrize("store", ["next/parametric.zarrvectors", "v07/lines.zarrvectors"])
+def test_parametric_rows_of_a_type_the_store_does_not_declare_are_left_out(tmp_path, store):
+    """A row's type id names an entry of ``parametric_types``: with the entry (or the whole
+    table) gone, its coefficients have no names and its type no name (it read as type
+    ``"1"`` with coefficients ``c0..``). Those rows are left out with a warning; the others
+    read as on the clean store."""
+    path = copy_store(store, tmp_path)
+    clean = nzv.open_store(path).parametric_objects
+    assert {o.type for o in clean} == {"plane", "line", "sphere"}
+    doc = path / "parametric/zarr.json"
+    meta = json.loads(doc.read_text())
+    del meta["attributes"]["parametric_types"]["1"]
+    doc.write_text(json.dumps(meta))
+    with pytest.warns(ZVChunkWarning, match=r"does not declare \(.*array parametric/objects"):
+        got = nzv.open_store(path).parametric_objects
+    assert got == [o for o in clean if o.type != "line"] and len(got) < len(clean)
+    del meta["attributes"]["parametric_types"]
+    doc.write_text(json.dumps(meta))
+    with pytest.warns(ZVChunkWarning, match=rf"{len(clean)} rows \(first 0\) have a type id"):
+        assert nzv.open_store(path).parametric_objects == []
+
+
 def test_object_attribute_with_more_rows_than_objects_is_left_out(tmp_path):
     """An object attribute whose ``shape`` was inflated x1000 holds rows no object owns: it
     is left out with a warning naming it; the other attributes read as on the clean store."""
@@ -835,3 +895,75 @@ def test_link_attribute_grid_that_does_not_mirror_its_records_is_a_gap(tmp_path)
     assert any("link_attributes/weight/0/+1.0.+2" in m and "mirror" in m for m in messages), (
         messages
     )
+
+
+def test_manifest_rows_read_as_the_fill_value_beyond_num_present_are_reported(tmp_path):
+    """A 0.9 manifests chunk that is gone reads as the fill value, no manifest: objects
+    without geometry. ``num_present`` counts the rows that hold one, so more empty rows than
+    ``num_objects - num_present`` are damage; the vertices still read."""
+    path = copy_store("v09/edge-cases/schema_demo2.zarrvectors", tmp_path)
+    clean = nzv.open_store(path)
+    clean_geom, clean_by_id = clean.read(0), clean.read(0, object_ids=[3])
+    assert clean.object_presence(0).all() and len(clean_by_id.positions) > 0
+    (path / "0/object_index/manifests/c/0").unlink()
+    where = r"level 0, array object_index/manifests, chunk 0, file 0/object_index/manifests/c/0"
+    with pytest.warns(ZVChunkWarning, match=rf"num_present says 10 of the 10 .*{where}"):
+        by_id = nzv.open_store(path).read(0, object_ids=[3])  # the rows of one chunk read
+    assert len(by_id.positions) == 0
+    store = nzv.open_store(path)
+    with pytest.warns(ZVChunkWarning, match=rf"10 manifest rows read as the fill value.*{where}"):
+        presence = store.object_presence(0)
+    assert presence.shape == (10,) and not presence.any()
+    geom, _ = read_quietly(path)
+    np.testing.assert_array_equal(geom.positions, clean_geom.positions)
+
+
+def test_manifests_a_writer_left_without_blocks_are_not_reported(tmp_path):
+    """A manifest of zero blocks (``B = 0``) is a row the writer wrote: ``explicit_demo``
+    counts it in ``num_present`` and reads without a warning."""
+    path = copy_store("v09/edge-cases/explicit_demo.zarrvectors", tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ZVChunkWarning)
+        store = nzv.open_store(path)
+        present = store.object_presence(0)
+    np.testing.assert_array_equal(np.flatnonzero(present), [5, 1000])
+
+
+def test_link_offsets_that_differ_from_the_segment_name_are_a_gap(tmp_path):
+    """A segment's ``offsets`` repeat its name; one that lost a coordinate (``[[1, 0]]`` for
+    ``+1.0.0``) placed every record's other endpoint in the wrong chunk. The segment is a
+    reported gap, every other record is exact."""
+    path = copy_store("next/trk_crs.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).links(0, 0)
+    doc = path / "0/links/0/+1.0.0/zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["attributes"]["offsets"] = [[1, 0]]
+    doc.write_text(json.dumps(meta))
+    with pytest.warns(ZVChunkWarning, match=r"differ from the segment's name.*links/0/\+1.0.0"):
+        links = nzv.open_store(path).links(0, 0)
+    kept = ~np.all(clean.chunks[:, 1] - clean.chunks[:, 0] == [1, 0, 0], axis=1)
+    assert len(links) == int(kept.sum()) == len(clean) - 16
+    np.testing.assert_array_equal(links.chunks, clean.chunks[kept])
+    np.testing.assert_array_equal(links.rows, clean.rows[kept])
+    with pytest.raises(ZVFormatError, match=r"offsets \[\[1, 0\]\] differ .* \+1.0.0 \(store"):
+        nzv.open_store(path).links(0, 0, strict=True)
+
+
+def test_object_ids_that_do_not_ascend_in_a_sorted_index_are_refused(tmp_path):
+    """One id of level 1's ``object_ids`` changed (7 -> 71) in an index that says
+    ``object_ids_sorted``: it read as object 71 with object 7's geometry. Without the
+    flag, unsorted ids are ids a writer may write, read as they are."""
+    path = copy_store("v09/edge-cases/schema_demo2.zarrvectors", tmp_path)
+    arr = zarr.open_array(path / "1/object_index/object_ids", mode="r+")
+    ids = arr[:]
+    np.testing.assert_array_equal(ids, np.arange(10))
+    ids[7] = 71
+    arr[:] = ids
+    with pytest.raises(ZVFormatError, match="object_ids_sorted") as info:
+        nzv.open_store(path).object_ids(1)
+    assert "level 1, array object_index/object_ids" in str(info.value)
+    doc = path / "1/object_index/zarr.json"
+    meta = json.loads(doc.read_text())
+    del meta["attributes"]["object_ids_sorted"]
+    doc.write_text(json.dumps(meta))
+    np.testing.assert_array_equal(nzv.open_store(path).object_ids(1), ids)

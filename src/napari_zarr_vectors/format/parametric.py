@@ -180,10 +180,8 @@ def _arrays(io: StoreIO, folder: str) -> dict[str, np.ndarray]:
 
 
 def _type_coefficients(spec: dict, tid: int, rsrc: Source) -> list[str]:
-    """The coefficient names of a declared parametric type (``[]`` for an undeclared one); a
-    declared type names itself and its coefficients with strings."""
-    if not spec:
-        return []
+    """The coefficient names of a declared parametric type, which names itself and its
+    coefficients with strings."""
     field = f"parametric_types.{tid}"
     if not isinstance(spec.get("name"), str):
         raise rsrc.error(f"{field}.name", "is missing or not a string")
@@ -213,9 +211,13 @@ def _objects(
         )
     objects = []
     padded = []
+    undeclared = []
     for i, row in enumerate(rows):
         tid = int(row[0])
         spec = as_mapping(types.get(str(tid)), f"parametric_types.{tid}", rsrc)
+        if not spec:  # a type the root does not declare: what its coefficients mean is unknown
+            undeclared.append(i)
+            continue
         coeff_names = _type_coefficients(spec, tid, rsrc) or [f"c{j}" for j in range(width - 1)]
         if len(coeff_names) > width - 1 or not np.all(np.isnan(row[1 + len(coeff_names) :])):
             # a row is NaN-padded past its type's coefficients: one that is not (e.g. a
@@ -225,25 +227,31 @@ def _objects(
         coeffs = {
             c: float(v) for c, v in zip(coeff_names, row[1:], strict=False) if not np.isnan(v)
         }
-        name = names[i] if i < len(names) and names[i] else f"{spec.get('name', 'object')}_{i}"
+        name = names[i] if i < len(names) and names[i] else f"{spec['name']}_{i}"
         objects.append(
             ParametricObject(
-                str(spec.get("name", tid)),
+                spec["name"],
                 tid,
                 coeffs,
                 name,
                 {k: v[i] for k, v in attrs.items() if i < len(v)},
             )
         )
-    if padded:
-        error = ZVFormatError(
-            f"{len(padded)} rows (first {padded[0]}) are not [type id, its coefficients] "
-            "NaN-padded to the row width",
-            store=io.name,
-            array="parametric/objects",
-            chunk=chunk_of_row(padded[0]),
-        )
-        warnings.warn(f"left out: {error}", ZVChunkWarning, stacklevel=3)
+    for left, why in (
+        (padded, "are not [type id, its coefficients] NaN-padded to the row width"),
+        (
+            undeclared,
+            "have a type id that parametric/zarr.json's parametric_types does not declare",
+        ),
+    ):
+        if left:
+            error = ZVFormatError(
+                f"{len(left)} rows (first {left[0]}) {why}",
+                store=io.name,
+                array="parametric/objects",
+                chunk=chunk_of_row(left[0]),
+            )
+            warnings.warn(f"left out: {error}", ZVChunkWarning, stacklevel=3)
     return objects
 
 

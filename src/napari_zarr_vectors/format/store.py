@@ -142,7 +142,13 @@ class Store:
         docs = self._io.get_many([f"{p}/zarr.json" for p in paths])
         levels = []
         for p, raw in zip(paths, docs, strict=True):
-            if raw is None:
+            if raw is None:  # listed by the root, gone from the store
+                error = ZVFormatError(
+                    f"the root lists the level, but {p}/zarr.json is missing",
+                    store=self._io.name,
+                    level=int(p),
+                )
+                warnings.warn(f"level left out: {error}", ZVChunkWarning, stacklevel=4)
                 continue
             levels.append(
                 parse_level(self.root, p, self._io.parse_json(raw, f"{p}/zarr.json"), self._io.name)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import math
 import struct
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -49,7 +50,7 @@ from ..discovery import (
     candidate_segments,
     warn_unlisted,
 )
-from ..errors import ZVFetchError, ZVFormatError
+from ..errors import ZVChunkWarning, ZVFetchError, ZVFormatError
 from ..io import map_parallel
 from ..validate import (
     MAX_COORD,
@@ -410,7 +411,11 @@ class V09Layout(Layout):
         self._listings: dict[str, np.ndarray] = {}
         self._segments: dict[tuple[int, int], list[_Segment]] = {}
         self._listed: dict[str, ChunkTable] = {}  # nonempty_chunks lookups
-        self._lost_segments: dict[tuple[int, int], list[str]] = {}  # listed, without array
+        #: segments listed without an array or with offsets that differ from their name:
+        #: the error and the chunks that own their records (``None``: any)
+        self._lost_segments: dict[
+            tuple[int, int], list[tuple[ZVFormatError, np.ndarray | None]]
+        ] = {}
 
     # -- metadata ----------------------------------------------------------------------
     def _open(self, path: str, level: int | None) -> AsyncArray | None:
@@ -961,7 +966,9 @@ class V09Layout(Layout):
             array = f"links/{d}/{name}"
             grid = self._grid(level, array)
             if grid is None:  # listed, but no array: its records are gone
-                lost.append(array)
+                lost.append(
+                    (self.error("the segment is listed but holds no array", level, array), None)
+                )
                 continue
             raw = grid.attrs.get("offsets")
             offsets = raw if isinstance(raw, list) else _parse_offsets(name)
@@ -973,6 +980,16 @@ class V09Layout(Layout):
                 ).reshape(-1, len(offsets[0]) if offsets else knd)
             except (TypeError, ValueError, IndexError):
                 raise self.error(f"unreadable link offsets {raw!r}", level, array) from None
+            has_perm = bool_field(grid.attrs, "has_perm", src)
+            named = _parse_offsets(name)
+            if named is not None and off.tolist() != named:  # FORMAT09 §3.5: they repeat it
+                error = self.error(
+                    f"offsets {off.tolist()} differ from the segment's name {name}", level, array
+                )
+                # the records' endpoint 0 is their cell (with a perm column, any endpoint)
+                owners = None if has_perm and delta == 0 else self.list_chunks(level, array)
+                lost.append((error, owners))
+                continue
             if off.shape[1] < knd:  # spatial offsets on a chunk-by-attribute grid
                 off = np.concatenate([np.zeros((len(off), knd - off.shape[1]), np.int64), off], 1)
             seg_width = int_field(grid.attrs, "link_width", src, width, 1, 64)
@@ -980,7 +997,6 @@ class V09Layout(Layout):
                 raise self.error(
                     f"offsets {off.tolist()} do not fit link width {width}", level, array
                 )
-            has_perm = bool_field(grid.attrs, "has_perm", src)
             intra = delta == 0 and not off.any()
             segments.append(_Segment(name, grid, off, has_perm, intra))
         with self._lock:
@@ -1031,18 +1047,20 @@ class V09Layout(Layout):
                     listed = listed[hit]
             sources.append(listed)
 
-        attr_names = [
-            n
-            for n in self.list_attributes(level, "link")
-            if self._attrs(f"{level}/link_attributes/{n}/{d}") is not None
-            and (
+        attr_names = []
+        for n in self.list_attributes(level, "link"):
+            if self._attrs(f"{level}/link_attributes/{n}/{d}") is None:
+                listed = self.io.list_dir_known(f"{level}/link_attributes/{n}", all_nodes=True)
+                if d in (listed or ()):  # its folder is there, its group document is gone
+                    self._warn_missing(level, f"link_attributes/{n}/{d}")
+            elif (
                 not segments
                 or self.attribute_dtype(
                     level, "edge", n, f"link_attributes/{n}/{d}/{segments[0].name}"
                 )
                 is not None
-            )
-        ]
+            ):
+                attr_names.append(n)
         requests = [
             (f"links/{d}/{seg.name}", src) for seg, src in zip(segments, sources, strict=True)
         ]
@@ -1056,10 +1074,8 @@ class V09Layout(Layout):
         parts_c: list[np.ndarray] = []
         parts_r: list[np.ndarray] = []
         attr_parts: dict[str, list[np.ndarray]] = {n: [] for n in attr_names}
-        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = [  # each costs its own cell
-            (self.error("the segment is listed but holds no array", level, lost), None)
-            for lost in self._lost_segments.get((level, delta), ())
-        ]
+        # each gap costs its own cell (a segment that cannot be read: its cells)
+        gaps = list(self._lost_segments.get((level, delta), ()))
         for s, (seg, src) in enumerate(zip(segments, sources, strict=True)):
             array = requests[s][0]
             # a lost cell's records own its chunk, or (reordered by the perm column) any
@@ -1199,7 +1215,8 @@ class V09Layout(Layout):
         blobs = manifests[:n].tolist()
         if set(map(type, blobs)) - {bytes}:  # zarr gives bytes; anything else: fix
             blobs = [_cell_value(b) or b"" for b in blobs]
-        return ObjectTable(self._row_ids(level, ids, n), blobs)
+        self._check_unwritten_rows(level, attrs, n, np.arange(n), blobs)
+        return ObjectTable(self._row_ids(level, ids, n, attrs), blobs)
 
     def read_object_rows(self, level: int) -> ObjectRows | ObjectTable | None:
         """A vlen index read in chunks of rows (what 0.9 writers produce): ``object_ids``
@@ -1216,7 +1233,7 @@ class V09Layout(Layout):
         if per_chunk is None or per_chunk < 1:
             return self.read_object_table(level)
         (ids,) = self._read_whole(level, ["object_index/object_ids"])
-        row_ids = self._row_ids(level, ids, n)
+        row_ids = self._row_ids(level, ids, n, attrs)
 
         def manifests(rows: np.ndarray) -> ObjectTable:
             rows = np.asarray(rows, np.int64)
@@ -1228,6 +1245,7 @@ class V09Layout(Layout):
             at = np.searchsorted(cells, rows // per_chunk).tolist()
             local = (rows % per_chunk).tolist()
             blobs = [_cell_value(pieces[c][r]) or b"" for c, r in zip(at, local, strict=True)]
+            self._check_unwritten_rows(level, attrs, n, rows, blobs)
             return ObjectTable(row_ids[rows], blobs)
 
         return ObjectRows(row_ids, manifests)
@@ -1248,10 +1266,47 @@ class V09Layout(Layout):
             )
         return n
 
-    def _row_ids(self, level: int, ids: np.ndarray | None, n: int) -> np.ndarray:
+    def _check_unwritten_rows(
+        self, level: int, attrs: dict[str, Any], n: int, rows: np.ndarray, blobs: list[bytes]
+    ) -> None:
+        """Warn when the manifests ``blobs`` of index rows ``rows`` that read as the fill
+        value (no bytes: their chunk is not stored) are more than ``num_present`` allows:
+        a manifest holds at least its block count, so at most ``n`` minus those rows hold
+        one, and ``num_present`` counts the rows that do. Their objects read as objects
+        without geometry (the gap); the geometry itself is read."""
+        empty = np.fromiter(map(len, blobs), np.int64, len(blobs)) == 0
+        lost = int(np.count_nonzero(empty))
+        if not lost:
+            return
+        src = self.src(f"{level}/object_index", level, "object_index")
+        present = int_field(attrs, "num_present", src, None, 0, None)
+        if present is None or n - lost >= present:
+            return
+        path = "object_index/manifests"
+        arr = self._open_plain(f"{level}/{path}", level)
+        per_chunk = getattr(arr.metadata.chunk_grid, "chunk_shape", None) if arr else None
+        chunk = key = None
+        if per_chunk:
+            chunk = (int(np.asarray(rows)[empty][0]) // int(per_chunk[0]),)
+            key = f"{level}/{path}/{arr.metadata.encode_chunk_key(chunk)}"
+        error = ZVFormatError(
+            f"{lost} manifest rows read as the fill value (their chunk is not stored), but "
+            f"num_present says {present} of the {n} objects hold a manifest",
+            store=self.io.name,
+            level=level,
+            array=path,
+            chunk=chunk,
+            key=key,
+        )
+        warnings.warn(f"objects left without geometry: {error}", ZVChunkWarning, stacklevel=3)
+
+    def _row_ids(
+        self, level: int, ids: np.ndarray | None, n: int, attrs: dict[str, Any]
+    ) -> np.ndarray:
         """Object id of each of ``n`` index rows: the ``object_ids`` array whenever it
         exists, whatever the index's ``layout`` label says (tools' coarse levels label it
-        ``vlen_manifests_v1``, FORMAT-NEXT §9.4), else the row number."""
+        ``vlen_manifests_v1``, FORMAT-NEXT §9.4), else the row number. Ids the index
+        (``attrs``) says are sorted must ascend."""
         if ids is None:  # 0.7-style identity rows
             return np.arange(n, dtype=np.int64)
         if ids.ndim != 1 or ids.shape[0] < n or ids.dtype.kind not in "iu":
@@ -1267,8 +1322,15 @@ class V09Layout(Layout):
                 level,
                 "object_index/object_ids",
             )
-        if not np.all(row_ids[1:] > row_ids[:-1]) and np.unique(row_ids).size != n:
-            raise self.error("object_ids repeat an id", level, "object_index/object_ids")
+        if not np.all(row_ids[1:] > row_ids[:-1]):
+            if np.unique(row_ids).size != n:
+                raise self.error("object_ids repeat an id", level, "object_index/object_ids")
+            if attrs.get("object_ids_sorted") is True:
+                raise self.error(
+                    "object_ids do not ascend, but the index says object_ids_sorted",
+                    level,
+                    "object_index/object_ids",
+                )
         return row_ids
 
     def _dense_index(self, level: int, attrs: dict[str, Any]) -> bool:
@@ -1306,7 +1368,7 @@ class V09Layout(Layout):
             blobs = dense_manifest_blobs(spans[:n], blocks, self.key_ndim(level))
         except ZVFormatError as exc:
             raise exc.located(store=self.io.name, level=level, array="object_index") from None
-        return ObjectTable(self._row_ids(level, ids, n), blobs)
+        return ObjectTable(self._row_ids(level, ids, n, attrs), blobs)
 
     def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:
         names = self.list_attributes(level, "object")
