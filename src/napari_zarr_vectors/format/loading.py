@@ -37,7 +37,7 @@ FAILED = object()
 #: Chunks a read without a cache fetches and decodes at a time (the concurrency of a
 #: remote fetch): the fetched bytes of one batch are freed once the batch after it is
 #: fetched (two batches are held at most, see :func:`_load_packed`).
-READ_BATCH = 16
+READ_BATCH = 8
 
 #: Fewest rows of a level (its ``vertex_count``) whose batches are fetched on a side
 #: thread while the one before is copied (smaller levels: one after another).
