@@ -34,10 +34,12 @@ MAX_ROW_WIDTH = 1 << 16
 #: a later read asks for it again.
 FAILED = object()
 
-#: Chunks a read without a cache fetches and decodes at a time (the concurrency of a
-#: remote fetch): the fetched bytes of one batch are freed once the batch after it is
-#: fetched (two batches are held at most, see :func:`_load_packed`).
+#: Chunks a read of a local store without a cache fetches and decodes at a time: the
+#: fetched bytes of one batch are freed once the batch after it is fetched (two batches
+#: are held at most, see :func:`_load_packed`).
 READ_BATCH = 8
+#: The same for a remote store, where a batch is also the concurrency of the fetch.
+REMOTE_READ_BATCH = 32
 
 #: Fewest rows of a level (its ``vertex_count``) whose batches are fetched on a side
 #: thread while the one before is copied (smaller levels: one after another).
@@ -246,7 +248,8 @@ def _capacity(layout: Layout, level: int) -> int:
 def _load_packed(
     layout: Layout, level: int, chunks: np.ndarray, specs: list[AttributeSpec], strict: bool
 ) -> list[ChunkData]:
-    """:func:`load_chunks` without a cache: :data:`READ_BATCH` chunks at a time, every
+    """:func:`load_chunks` without a cache: :data:`READ_BATCH` chunks at a time
+    (:data:`REMOTE_READ_BATCH` from a remote store), every
     chunk's positions and vertex attributes copied, as soon as they are decoded, into one
     array per name, so that a batch's fetched bytes are freed soon after (a whole read
     holds its rows once, not the fetched and the assembled copies side by side). The next
@@ -257,7 +260,8 @@ def _load_packed(
     packed: dict[str | None, _Packed] = {}
     spans: list[dict[str | None, tuple[int, int]]] = []
     capacity = _capacity(layout, level)
-    batches = [chunks[lo : lo + READ_BATCH] for lo in range(0, len(chunks), READ_BATCH)]
+    size = REMOTE_READ_BATCH if layout.io.remote else READ_BATCH
+    batches = [chunks[lo : lo + size] for lo in range(0, len(chunks), size)]
 
     pipelined = capacity >= PIPELINE_MIN_ROWS  # (small levels: a hand-over costs more)
     ahead: Future[list[ChunkData | object | None]] | None = None
