@@ -379,3 +379,21 @@ def test_a_large_selection_of_many_objects_equals_the_whole_index_read(many_obje
     _same_geometry(got, whole.read(0, object_ids=pick))
     assert got.vertex_count == 4 * pick.size
     np.testing.assert_array_equal(np.unique(got.vertex_object_ids), np.sort(pick))
+
+
+@pytest.mark.parametrize("name", ["v09/points", "v09/graph", "v07/points"])
+def test_a_point_cloud_read_fetches_its_manifests_only_when_the_ids_are_asked_for(
+    name, monkeypatch
+):
+    """Its object ids and metadata are read (and checked) with the read; the manifests,
+    the costly part of a large index, when the per-vertex object ids are first used."""
+    expected = nzv.open_store(DATA / f"{name}.zarrvectors").read(0, strict=True)
+    store = nzv.open_store(DATA / f"{name}.zarrvectors")
+    keys = _fetched_keys(store, monkeypatch)
+    g = store.read(0)
+    manifests = [k for k in keys if "object_index/manifests/c" in k]
+    if name.startswith("v09"):
+        assert manifests == []
+        assert len(store._object_rows) == 1  # noqa: SLF001 - the ids read, not the table
+    np.testing.assert_array_equal(g.vertex_object_ids, expected.vertex_object_ids)
+    assert g.vertex_object_ids is not None and (g.vertex_object_ids >= 0).any()

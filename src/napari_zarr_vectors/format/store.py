@@ -588,13 +588,14 @@ class Store:
         knd = info.key_ndim
         box = None if bbox is None else normalise_bbox(bbox, self.ndim)
         selection = Selection(bbox=box, store=self.path, strict=strict)
-        pending: Future[ObjectIndex | ObjectTable | None] | None = None
+        pending: Future[ObjectIndex | ObjectTable | ObjectRows | None] | None = None
         if object_ids is not None or group_ids is not None:
             index, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
         elif strict or self.geometry_type in PATH_TYPES:  # read beside the chunks
             pending = self._io.in_background(functools.partial(self.object_index, level, strict))
-        else:  # read (and checked) beside the chunks; decoded when the ids are asked for
-            pending = self._io.in_background(functools.partial(self._object_table, level))
+        else:  # its ids and metadata read and checked beside the chunks; its manifests
+            # read and decoded when the per-vertex object ids are asked for
+            pending = self._io.in_background(functools.partial(self._object_ids_only, level))
         if selection.object_rows is not None:
             named = None if chunks is None else np.asarray(chunks, np.int64).reshape(-1, knd)
             target = self._manifest_chunks(index, selection.object_rows, knd, named)
@@ -632,7 +633,7 @@ class Store:
         finally:
             if pending is not None:  # (its error first: the object index is the level's)
                 index = pending.result()
-        if isinstance(index, ObjectTable):
+        if isinstance(index, ObjectTable | ObjectRows):
             index = functools.partial(self.object_index, level)
         loaded = LoadedChunks.build(decoded, self.ndim, knd, owned=cache is None)
         links = self._read_links(level, loaded, strict, not draco, selection.whole)
