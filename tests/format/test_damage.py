@@ -823,6 +823,22 @@ def test_parametric_rows_of_a_type_the_store_does_not_declare_are_left_out(tmp_p
         assert nzv.open_store(path).parametric_objects == []
 
 
+@pytest.mark.parametrize("store", ["next/parametric.zarrvectors", "v07/lines.zarrvectors"])
+def test_a_parametric_folder_without_its_group_document_is_reported(tmp_path, store):
+    """With ``parametric/zarr.json`` gone, the folder's objects cannot be read: they are
+    left out with a warning naming the folder, not silently; a store with no parametric
+    folder reads none, without a warning."""
+    path = copy_store(store, tmp_path)
+    assert nzv.open_store(path).parametric_objects
+    (path / "parametric/zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"parametric objects left out.*array parametric"):
+        assert nzv.open_store(path).parametric_objects == []
+    shutil.rmtree(path / "parametric")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert nzv.open_store(path).parametric_objects == []
+
+
 def test_object_attribute_with_more_rows_than_objects_is_left_out(tmp_path):
     """An object attribute whose ``shape`` was inflated x1000 holds rows no object owns: it
     is left out with a warning naming it; the other attributes read as on the clean store."""

@@ -259,6 +259,13 @@ def read_parametric(io: StoreIO) -> Parametric:
     """The store's parametric objects (empty when there is no ``parametric/`` group)."""
     root = io.get_json("parametric/zarr.json")
     if root is None:
+        if io.list_dir_known("parametric"):  # its folder holds data, its document is gone
+            error = ZVFormatError(
+                "the parametric folder holds data but no zarr.json",
+                store=io.name,
+                array="parametric",
+            )
+            warnings.warn(f"parametric objects left out: {error}", ZVChunkWarning, stacklevel=2)
         return Parametric()
     rsrc = Source(io.name, "parametric/zarr.json")
     types = mapping_field(_attrs(io, "parametric"), "parametric_types", rsrc)
