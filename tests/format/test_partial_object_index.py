@@ -66,4 +66,4 @@ def test_a_large_selection_decodes_the_full_index_once() -> None:
     assert 0 not in store._object_index  # noqa: SLF001 - nothing decoded yet
     store.read(0, object_ids=ids)  # every object: more than 1/PARTIAL_INDEX_SHARE
     assert store.object_index(0) is store._object_index[0]  # noqa: SLF001
-    assert 0 not in store._object_tables  # noqa: SLF001 - the raw table is released
+    assert 0 not in store._object_rows  # noqa: SLF001 - the ids and raw table are released

@@ -107,11 +107,9 @@ class Store:
         #: worker's side thread) does not hold up chunk listings and reads meanwhile
         self._objects_lock = Lock()
         self._object_index: dict[int, ObjectIndex | None] = {}
-        #: raw object tables of levels whose full index is not decoded yet (reads of a few
-        #: objects decode only their manifests)
-        self._object_tables: dict[int, ObjectTable | None] = {}
-        #: object ids of levels read by id before any whole read, with a reader of a few
-        #: rows' manifests (:meth:`Layout.read_object_rows`)
+        #: object ids of levels whose full index is not decoded yet (point-cloud reads,
+        #: reads by id), with a reader of a few rows' manifests
+        #: (:meth:`Layout.read_object_rows`)
         self._object_rows: dict[int, ObjectRows | ObjectTable | None] = {}
         self._chunk_lists: dict[int, np.ndarray] = {}
         self._chain_chunks: dict[int, np.ndarray] = {}
@@ -358,9 +356,7 @@ class Store:
         with self._objects_lock:
             if level not in self._object_index:
                 held = self._object_rows.pop(level, None)
-                if level in self._object_tables:
-                    table = self._object_tables.pop(level)
-                elif isinstance(held, ObjectTable):
+                if isinstance(held, ObjectTable):
                     table = held
                 else:
                     table = self.layout.read_object_table(level)
@@ -376,28 +372,13 @@ class Store:
                 )
             return self._object_index[level]
 
-    def _object_table(self, level: int) -> ObjectIndex | ObjectTable | None:
-        """The level's decoded index when it exists, else its raw table (read once and
-        kept until the full index is decoded)."""
-        self.level(level)
-        with self._objects_lock:
-            if level in self._object_index:
-                return self._object_index[level]
-            if level not in self._object_tables:
-                held = self._object_rows.pop(level, None)
-                self._object_tables[level] = (
-                    held if isinstance(held, ObjectTable) else self.layout.read_object_table(level)
-                )
-            return self._object_tables[level]
-
     def _object_ids_only(self, level: int) -> ObjectIndex | ObjectTable | ObjectRows | None:
         """What the level already holds of its object index, else its object ids with a
         reader of a few rows' manifests (read once and kept until the full table is read)."""
         self.level(level)
         with self._objects_lock:
-            for held in (self._object_index, self._object_tables):
-                if level in held:
-                    return held[level]
+            if level in self._object_index:
+                return self._object_index[level]
             if level not in self._object_rows:
                 self._object_rows[level] = self.layout.read_object_rows(level)
             return self._object_rows[level]
