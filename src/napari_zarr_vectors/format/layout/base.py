@@ -134,10 +134,11 @@ def decoded_chunk_shape(arr: AsyncArray | Array) -> tuple[int, ...] | None:
 
 @dataclass
 class ObjectTable:
-    """Object index of a level: row ``r`` describes object ``ids[r]``; manifests are raw blobs."""
+    """Object index of a level: row ``r`` describes object ``ids[r]``; manifests are raw
+    blobs (a list, or :class:`~..decode.vlen.PackedBlobs` when read packed)."""
 
     ids: np.ndarray  # (O,) int64
-    manifests: list[bytes]
+    manifests: Sequence[bytes]
 
 
 @dataclass

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import permutations
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from zarr.core.array import AsyncArray
@@ -44,6 +44,7 @@ from ..decode.arrays import decode_attribute, parse_attribute_dtype, text_values
 from ..decode.fragments import expand_ranges
 from ..decode.links import decode_ragged_links
 from ..decode.manifests import dense_manifest_blobs
+from ..decode.vlen import PackedBlobs, blob_sizes, vlen_items
 from ..discovery import (
     MAX_ENUMERATED_CHUNKS,
     candidate_deltas,
@@ -377,14 +378,12 @@ def _direct_cell(
         return exc
 
 
-def _vlen_items(payload: bytes) -> np.ndarray:
-    """The items (an object array of ``bytes``) of one decompressed vlen-bytes chunk."""
-    from numcodecs.vlen import VLenBytes
-
-    try:
-        return VLenBytes().decode(payload)
-    except Exception as exc:  # noqa: BLE001 - numcodecs raises ValueError on a corrupt buffer
-        raise ZVFormatError(f"vlen chunk cannot be decoded: {exc}") from None
+def _packed(values: np.ndarray | None) -> np.ndarray | PackedBlobs | None:
+    """A 1-D object array of vlen-bytes elements (what zarr reads) as :class:`PackedBlobs`;
+    anything else as it is."""
+    if values is None or values.dtype != object or values.ndim != 1:
+        return values
+    return PackedBlobs.from_items([_cell_value(v) or b"" for v in values.tolist()])
 
 
 def _cell_value(value: Any) -> bytes | None:
@@ -638,14 +637,14 @@ class V09Layout(Layout):
 
         if direct:
             raws = self.io.fetch_many(keys)
-            # decompression releases the GIL: the cells decode in parallel
-            cell_values = map_parallel(
-                _direct_cell,
-                raws,
-                [g.direct for _, _, g in direct],
-                [view] * len(raws),
-                nbytes=sum(len(r) for r in raws if isinstance(r, bytes)),
-            )
+            codecs = [g.direct for _, _, g in direct]
+            if any(codecs):  # decompression releases the GIL: the cells decode in parallel
+                nbytes = sum(len(r) for r in raws if isinstance(r, bytes))
+                cell_values = map_parallel(
+                    _direct_cell, raws, codecs, [view] * len(raws), nbytes=nbytes
+                )
+            else:  # plain vlen cells are views of their bytes: threads would only cost
+                cell_values = [_direct_cell(r, (), view) for r in raws]
             for (r, p, _), value, key in zip(direct, cell_values, keys, strict=True):
                 if isinstance(value, ZVFormatError):  # (a failed fetch is one too)
                     array, chunks = requests[r]
@@ -758,14 +757,16 @@ class V09Layout(Layout):
                     store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
                 )
 
-    def _precheck(self, level: int, path: str, arr: AsyncArray) -> np.ndarray | None:
+    def _precheck(
+        self, level: int, path: str, arr: AsyncArray, packed: bool = False
+    ) -> np.ndarray | PackedBlobs | None:
         """Plain arrays are decoded by zarr, whose decompressors allocate whatever a frame
         declares: fetch their chunks first and refuse frames that declare more than a chunk
         of the array can hold (or, for vlen arrays, than their bytes can).
 
         A 1-D vlen-bytes array (e.g. the object manifests) is decoded here from the checked
-        chunks and returned (an object array), so its chunks are fetched and decompressed
-        once; ``None``: let zarr read the array."""
+        chunks and returned (an object array; ``packed``: a :class:`PackedBlobs`), so its
+        chunks are fetched and decompressed once; ``None``: let zarr read the array."""
         chunk_shape = self._plain_chunking(level, path, arr)
         if chunk_shape is None:
             return None
@@ -781,9 +782,12 @@ class V09Layout(Layout):
             else np.zeros((1, 0), np.int64)
         )
         whole = self._vlen_rows_direct(level, path, arr) is not None
-        pieces = self._checked_chunks(level, path, arr, chunk_shape, cells, whole)
+        items = ("packed" if packed else "objects") if whole else None
+        pieces = self._checked_chunks(level, path, arr, chunk_shape, cells, items)
         if not whole or not len(cells) or pieces is None:
             return None  # (a failed fetch: zarr reads the array and reports it)
+        if packed:
+            return PackedBlobs.concat(pieces)[: int(arr.shape[0])]
         return np.concatenate(pieces)[: int(arr.shape[0])]
 
     def _plain_chunking(self, level: int, path: str, arr: AsyncArray) -> tuple[int, ...] | None:
@@ -821,21 +825,22 @@ class V09Layout(Layout):
         arr: AsyncArray,
         chunk_shape: tuple[int, ...],
         cells: np.ndarray,
-        items_out: bool,
-    ) -> list[np.ndarray] | None:
+        items: Literal["objects", "packed"] | None,
+    ) -> list[np.ndarray] | list[PackedBlobs] | list[None] | None:
         """Fetch the chunks ``cells`` (``(K, ndim)`` chunk coordinates) of plain array
         ``path`` and refuse any whose frame declares more than the chunk can hold; with
-        ``items_out`` (1-D vlen-bytes arrays), their items, one object array per cell (a
+        ``items`` (1-D vlen-bytes arrays), their items, one object array (``"objects"``)
+        or :class:`PackedBlobs` (``"packed"``, unpacked on the read threads) per cell (a
         chunk not stored: the fill value, empty items). ``None`` when a fetch failed."""
         codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
         encode = arr.metadata.encode_chunk_key
         keys = [f"{level}/{path}/{encode(tuple(int(x) for x in c))}" for c in cells]
-        items = int(np.prod(chunk_shape, dtype=object)) if chunk_shape else 1
+        count = int(np.prod(chunk_shape, dtype=object)) if chunk_shape else 1
         fixed = arr.dtype.kind in "biuf"
-        max_bytes = items * arr.dtype.itemsize if fixed else None
+        max_bytes = count * arr.dtype.itemsize if fixed else None
         vlen = not fixed and isinstance(codecs[0], dict) and codecs[0].get("name") == "vlen-bytes"
 
-        def check(key: str, raw: bytes) -> np.ndarray | None:
+        def check(key: str, raw: bytes) -> np.ndarray | PackedBlobs | None:
             try:
                 check_compressed_frame(raw, codecs, max_bytes)
                 if not vlen:
@@ -843,9 +848,11 @@ class V09Layout(Layout):
                 # zarr's vlen decoder allocates the item count the chunk declares
                 payload = decode_bytes_chunk(raw, [{"name": "bytes"}, *codecs[1:]])
                 n = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else -1
-                if n != items:
-                    raise ZVFormatError(f"vlen chunk declares {n} items, not {items}")
-                return _vlen_items(payload) if items_out else None
+                if n != count:
+                    raise ZVFormatError(f"vlen chunk declares {n} items, not {count}")
+                if items == "packed":
+                    return PackedBlobs.from_vlen(payload)
+                return vlen_items(payload) if items == "objects" else None
             except ZVFormatError as exc:
                 raise self.error(f"{key}: {exc.reason}", level, path) from None
 
@@ -858,7 +865,8 @@ class V09Layout(Layout):
         if len(stored) + raws.count(None) < len(raws):
             return None
         decoded = dict(zip(stored, checked, strict=True))
-        fill = np.full(items, b"", dtype=object)  # a chunk not stored: the fill value
+        # a chunk not stored: the fill value
+        fill = PackedBlobs.empty(count) if items == "packed" else np.full(count, b"", object)
         return [fill if r is None else decoded[i] for i, r in enumerate(raws)]
 
     @staticmethod
@@ -1181,20 +1189,25 @@ class V09Layout(Layout):
         links of a composite store's added geometry (:mod:`..composite`)."""
         return self._read_whole(level, [path])[0]
 
-    def _read_whole(self, level: int, paths: Sequence[str]) -> list[np.ndarray | None]:
+    def _read_whole(
+        self, level: int, paths: Sequence[str], packed: bool = False
+    ) -> list[np.ndarray | PackedBlobs | None]:
         """Whole contents of several plain arrays of a level, read concurrently (their
-        compressed chunks checked first, see :meth:`_precheck`)."""
+        compressed chunks checked first, see :meth:`_precheck`); ``packed``: a 1-D
+        vlen-bytes array as :class:`PackedBlobs` (not one Python object per item)."""
         arrays = [self._open_plain(f"{level}/{p}", level) for p in paths]
-        decoded: dict[str, np.ndarray] = {}
+        decoded: dict[str, np.ndarray | PackedBlobs] = {}
         for p, arr in zip(paths, arrays, strict=True):
             if arr is not None:
                 src = self.src(f"{level}/{p}", level, p)
                 check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
-                whole = self._precheck(level, p, arr)
+                whole = self._precheck(level, p, arr, packed)
                 if whole is not None:
                     decoded[p] = whole
         rest = [(p, None if p in decoded else a) for p, a in zip(paths, arrays, strict=True)]
         read = self._gather_whole(level, rest)
+        if packed:  # what zarr read: 1-D vlen arrays packed too
+            read = [_packed(r) for r in read]
         return [decoded.get(p, r) for p, r in zip(paths, read, strict=True)]
 
     # -- objects and groups -------------------------------------------------------------
@@ -1207,14 +1220,13 @@ class V09Layout(Layout):
         if self._dense_index(level, attrs):
             return self._read_dense_object_table(level, attrs)
         manifests, ids = self._read_whole(
-            level, ["object_index/manifests", "object_index/object_ids"]
+            level, ["object_index/manifests", "object_index/object_ids"], packed=True
         )
         if manifests is None:
             raise self.error("the object index has no manifests array", level, "object_index")
-        n = self._manifest_count(level, attrs, manifests.shape)
-        blobs = manifests[:n].tolist()
-        if set(map(type, blobs)) - {bytes}:  # zarr gives bytes; anything else: fix
-            blobs = [_cell_value(b) or b"" for b in blobs]
+        shape = (len(manifests),) if isinstance(manifests, PackedBlobs) else manifests.shape
+        n = self._manifest_count(level, attrs, shape)
+        blobs = manifests[:n]
         self._check_unwritten_rows(level, attrs, n, np.arange(n), blobs)
         return ObjectTable(self._row_ids(level, ids, n, attrs), blobs)
 
@@ -1238,7 +1250,7 @@ class V09Layout(Layout):
         def manifests(rows: np.ndarray) -> ObjectTable:
             rows = np.asarray(rows, np.int64)
             cells = np.unique(rows // per_chunk)
-            pieces = self._checked_chunks(level, path, arr, (per_chunk,), cells[:, None], True)
+            pieces = self._checked_chunks(level, path, arr, (per_chunk,), cells[:, None], "objects")
             if pieces is None:  # a fetch that kept failing: reported as a whole read does
                 whole = self.read_object_table(level)
                 return ObjectTable(row_ids[rows], [whole.manifests[r] for r in rows.tolist()])
@@ -1267,14 +1279,14 @@ class V09Layout(Layout):
         return n
 
     def _check_unwritten_rows(
-        self, level: int, attrs: dict[str, Any], n: int, rows: np.ndarray, blobs: list[bytes]
+        self, level: int, attrs: dict[str, Any], n: int, rows: np.ndarray, blobs: Sequence[bytes]
     ) -> None:
         """Warn when the manifests ``blobs`` of index rows ``rows`` that read as the fill
         value (no bytes: their chunk is not stored) are more than ``num_present`` allows:
         a manifest holds at least its block count, so at most ``n`` minus those rows hold
         one, and ``num_present`` counts the rows that do. Their objects read as objects
         without geometry (the gap); the geometry itself is read."""
-        empty = np.fromiter(map(len, blobs), np.int64, len(blobs)) == 0
+        empty = blob_sizes(blobs) == 0
         lost = int(np.count_nonzero(empty))
         if not lost:
             return
