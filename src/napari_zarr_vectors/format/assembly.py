@@ -16,7 +16,7 @@ from .geometry import PATH_TYPES, Derived, Geometry, GeometryType, flat_paths, s
 from .layout.base import LinkSet
 from .loading import AttributeSpec
 from .objects import ObjectIndex
-from .query import inside_box
+from .query import inside_box, inside_box_within
 from .ranks import position_rank
 
 
@@ -497,11 +497,24 @@ def _kept_rows(
     if geometry_type == "point_cloud" and selection.bbox is not None:
         lo, hi = selection.bbox
         if keep is None:  # chunk by chunk: the rows the box drops are never concatenated
-            inside = [inside_box(c.positions, lo, hi) for c in loaded.chunks]
-            keep = np.flatnonzero(np.concatenate(inside)) if inside else np.empty(0, np.int64)
+            keep = _rows_inside(loaded, lo, hi)
         else:
             keep = keep[inside_box(loaded.take(keep), lo, hi)]
     return keep
+
+
+def _rows_inside(loaded: LoadedChunks, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Global rows (ascending) of the loaded vertices inside the inclusive box, testing in
+    each chunk only the sides of the box that cut its vertices' extent."""
+    start = loaded.start.tolist()
+    pieces = []
+    for k, c in enumerate(loaded.chunks):
+        inside = inside_box_within(c.positions, lo, hi, c.extent)
+        if inside is True:
+            pieces.append(np.arange(start[k], start[k + 1], dtype=np.int64))
+        elif inside is not False:
+            pieces.append(np.flatnonzero(inside) + start[k])
+    return np.concatenate(pieces) if pieces else np.empty(0, np.int64)
 
 
 def _renumbered(keep: np.ndarray, rows: np.ndarray) -> np.ndarray:

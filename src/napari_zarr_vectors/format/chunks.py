@@ -100,6 +100,9 @@ class ChunkData:
     fragments: FragmentIndex
     attributes: dict[str, np.ndarray] = field(default_factory=dict)
     faces: np.ndarray | None = None  # chunk-local faces decoded from a Draco blob
+    #: ``(min, max)`` of every column of ``positions`` (float64, NaN where a column holds
+    #: one), when known
+    extent: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def n_rows(self) -> int:
@@ -194,7 +197,7 @@ class LoadedChunks:
     def take(self, rows: np.ndarray) -> np.ndarray:
         """Positions of the given global rows (ascending), gathered chunk by chunk."""
         if "positions" in self.__dict__:
-            return self.positions[rows]
+            return np.take(self.positions, rows, 0)
         return self.take_values([c.positions for c in self.chunks], rows, (0, self._ndim))
 
     def take_values(
@@ -204,11 +207,13 @@ class LoadedChunks:
         (``empty``: the shape of an empty result)."""
         rows = np.asarray(rows, dtype=np.int64)
         bounds = np.searchsorted(rows, self.start).tolist()
+        sizes = np.diff(self.start).tolist()
         pieces = [
-            parts[k][rows[a:b] - self.start[k]]
+            parts[k] if b - a == sizes[k] else np.take(parts[k], rows[a:b] - self.start[k], 0)
             for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
             if b > a
-        ]
+        ]  # (every row of a chunk: its rows as they are; ``np.take`` copies whole rows, ~4x
+        # faster than fancy indexing for (N, 3) rows)
         return _concat(pieces or [p[:0] for p in parts[:1]], empty)
 
     @cached_property

@@ -125,27 +125,30 @@ def _single_fragment(n_rows: int) -> FragmentIndex:
     )
 
 
-def _check_in_chunk(positions: np.ndarray, coords: np.ndarray, info: LevelInfo) -> None:
+def _check_in_chunk(
+    positions: np.ndarray, coords: np.ndarray, info: LevelInfo
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Raise :class:`ZVFormatError` when a vertex lies outside its chunk: every writer puts a
     vertex in the chunk ``floor((p - origin) / chunk_shape)``, so such a chunk holds bytes
     that are not its own (another chunk's, zeros, a damaged exponent). Non-finite
     coordinates are left to the caller; a slack of a millionth of the coordinates' magnitude
-    (and 1e-5 of a chunk) absorbs rounding at chunk edges."""
+    (and 1e-5 of a chunk) absorbs rounding at chunk edges. The rows' ``(min, max)`` per
+    column (:func:`.query.column_extremes`; ``None`` without rows)."""
     if not len(positions):
-        return
+        return None
+    # a NaN extreme fails the tests below and takes the vertex-by-vertex way
+    low, high = column_extremes(positions)
     ndim = positions.shape[1]
     edge = np.asarray(info.chunk_shape, np.float64)
     if edge.size != ndim or len(coords) < ndim:
-        return
+        return low, high
     lo = info.chunk_origin + np.asarray(coords[len(coords) - ndim :], np.float64) * edge
     hi = lo + edge
     slack = 1e-6 * (np.abs(lo) + np.abs(hi)) + 1e-5 * edge
     below, above = lo - slack, hi + slack
-    # a NaN extreme fails these tests and takes the vertex-by-vertex way
-    low, high = column_extremes(positions)
     with np.errstate(invalid="ignore"):
         if np.all(low >= below) and np.all(high <= above):
-            return
+            return low, high
         beyond = (positions < below) | (positions > above)
         outside = np.any(beyond & np.isfinite(positions), axis=1)
     if outside.any():
@@ -155,6 +158,7 @@ def _check_in_chunk(positions: np.ndarray, coords: np.ndarray, info: LevelInfo) 
             f"{first.tolist()}, the chunk spans {lo.tolist()} .. {hi.tolist()}): these bytes "
             "are not this chunk's"
         )
+    return low, high
 
 
 def _attribute(
@@ -355,7 +359,7 @@ def _fetch_and_decode(
                 positions = decode_rows(raw, vdtype, ndim)
             else:
                 raise ZVFormatError(f"unsupported vertex encoding {encoding!r}")
-            _check_in_chunk(positions, coords, levels)
+            extent = _check_in_chunk(positions, coords, levels)
             n = positions.shape[0]
             array = "vertex_fragments"
             fraw = cells["vertex_fragments"][i]
@@ -386,7 +390,9 @@ def _fetch_and_decode(
                         )
                     elif value is not None:
                         attrs[spec.name] = value
-            return ChunkData(np.asarray(coords, dtype=np.int64), positions, frags, attrs, faces)
+            return ChunkData(
+                np.asarray(coords, dtype=np.int64), positions, frags, attrs, faces, extent
+            )
         except ZVFormatError as exc:
             err = exc.located(store=layout.io.name, level=level, array=array, chunk=coords)
             if strict:

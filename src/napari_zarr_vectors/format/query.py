@@ -37,6 +37,30 @@ def inside_box(
     return out
 
 
+def inside_box_within(
+    positions: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    extent: tuple[np.ndarray, np.ndarray] | None,
+) -> np.ndarray | bool:
+    """:func:`inside_box` of rows whose ``extent`` (``(min, max)`` of every column, NaN
+    where a column holds one; ``None``: unknown) is known: only the sides of the box that
+    cut the extent are tested; ``True`` when every row is inside, ``False`` when none is."""
+    if extent is None:
+        return inside_box(positions, lo, hi)
+    low, high = extent
+    if np.any(high < lo) or np.any(low > hi):  # (NaN compares False: tested below)
+        return False
+    out: np.ndarray | None = None
+    for a in range(positions.shape[1]):
+        col = positions[:, a]
+        if not low[a] >= lo[a]:
+            out = col >= lo[a] if out is None else np.logical_and(out, col >= lo[a], out=out)
+        if not high[a] <= hi[a]:
+            out = col <= hi[a] if out is None else np.logical_and(out, col <= hi[a], out=out)
+    return True if out is None else out
+
+
 #: Rows reduced together by :func:`column_extremes` (their values are one SIMD-wide row).
 _EXTREME_BLOCK = 64
 
