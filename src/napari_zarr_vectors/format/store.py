@@ -610,7 +610,11 @@ class Store:
             )
             specs = []
         try:
-            decoded = load_chunks(self.layout, level, target, specs, strict=strict, cache=cache)
+            # (the object index read beside: a local read fetches no batch ahead)
+            beside = pending is not None and (strict or self.geometry_type in PATH_TYPES)
+            decoded = load_chunks(
+                self.layout, level, target, specs, strict=strict, cache=cache, beside=beside
+            )
         finally:
             if pending is not None:  # (its error first: the object index is the level's)
                 index = pending.result()

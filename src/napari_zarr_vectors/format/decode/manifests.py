@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import overload
 
 import numpy as np
 
@@ -26,14 +27,19 @@ def decode_mode0_manifests(
     """Decode many manifests at once when every block of every one is mode 0 (what all
     known writers emit): ``(blocks per manifest, chunks (E, key_ndim), fragments (E,))``,
     chunks and fragments in int32 when every value fits (else int64). ``None`` when any
-    manifest has another shape; decode those one by one instead. Packed manifests
-    (:class:`.vlen.PackedBlobs`) are decoded from their buffer, without a copy."""
+    manifest has another shape; decode those one by one instead. An empty blob (no
+    manifest: the fill value) has no blocks. Packed manifests (:class:`.vlen.PackedBlobs`)
+    are decoded from their buffer, without a copy; decoded ones
+    (:class:`Mode0Manifests`) are returned as they are."""
+    if isinstance(manifests, Mode0Manifests):
+        return manifests.blocks, manifests.chunks, manifests.frags
     n = len(manifests)
     sizes = blob_sizes(manifests)
     record = 8 * key_ndim + 9
-    if n == 0 or np.any(sizes < 4) or np.any((sizes - 4) % record):
+    stored = sizes > 0
+    if n == 0 or np.any(stored & ((sizes < 4) | ((sizes - 4) % record != 0))):
         return None
-    blocks = (sizes - 4) // record
+    blocks = np.where(stored, (sizes - 4) // record, 0)
     # the results allocated once at their size and filled slice by slice
     chunks = np.empty((int(blocks.sum()), key_ndim), np.int32)
     frags = np.empty(len(chunks), np.int32)
@@ -77,12 +83,14 @@ def _decode_mode0_slice(
     raw: np.ndarray, starts: np.ndarray, sizes: np.ndarray, key_ndim: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """``(chunks, fragments)`` in int64 of a few manifests, ``raw[starts[i]:][:sizes[i]]``
-    (``raw``: ``uint8``; each manifest at least 4 bytes and 4 plus whole mode-0
-    records); ``None`` when a block count disagrees with its length or a block is not
-    mode 0."""
+    (``raw``: ``uint8``; each manifest empty, or 4 plus whole mode-0 records); ``None``
+    when a block count disagrees with its length or a block is not mode 0."""
     # the 4-byte block counts, then every field of every record, picked out by index: no
     # per-manifest slicing, no mask of every byte, every result contiguous
     record = 8 * key_ndim + 9
+    stored = sizes > 0  # (an empty blob: no manifest, no blocks)
+    if not stored.all():
+        starts, sizes = starts[stored], sizes[stored]
     blocks = raw[(starts[:, None] + np.arange(4)).ravel()].view("<u4").astype(np.int64)
     if not np.array_equal(sizes, 4 + blocks * record):
         return None
@@ -132,22 +140,118 @@ def dense_manifest_blobs(spans: np.ndarray, blocks: np.ndarray, key_ndim: int) -
             f"manifest span {r} [{int(start[r])}, {int(count[r])}] is outside the "
             f"{n_blocks} manifest blocks"
         )
-    dtype = _mode0_dtype(key_ndim)
-    rec = np.zeros(int(count.sum()), dtype)
     picked = blocks[expand_ranges(start, count)].astype(np.int64)
-    rec["chunk"] = picked[:, :key_ndim]
-    rec["frag"] = picked[:, key_ndim]
-    # one buffer: per object a uint32 block count then its records
-    sizes = 4 + count * dtype.itemsize
-    ends = np.cumsum(sizes)
-    heads = ends - sizes
-    buf = np.zeros(int(ends[-1]) if ends.size else 0, np.uint8)
-    buf[(heads[:, None] + np.arange(4)).ravel()] = count.astype("<u4").view(np.uint8)
-    body = np.ones(buf.size, dtype=bool)
-    body[(heads[:, None] + np.arange(4)).ravel()] = False
-    buf[body] = rec.view(np.uint8)
-    raw = buf.tobytes()
-    return [raw[a:b] for a, b in zip(heads.tolist(), ends.tolist(), strict=True)]
+    return list(Mode0Manifests(count, picked[:, :key_ndim], picked[:, key_ndim]).packed())
+
+
+class Mode0Manifests(Sequence[bytes]):
+    """Object manifests every block of which is mode 0 (what every known writer emits),
+    decoded: the block count of every manifest and the chunk and fragment of every block,
+    manifest after manifest. Indexing gives a manifest's bytes (re-encoded; ``b""`` for an
+    empty blob, the fill value of an object without a manifest), as a list of blobs would."""
+
+    __slots__ = ("blocks", "chunks", "empty", "frags", "offsets")
+
+    def __init__(
+        self,
+        blocks: np.ndarray,
+        chunks: np.ndarray,
+        frags: np.ndarray,
+        empty: np.ndarray | None = None,
+    ) -> None:
+        self.blocks = np.asarray(blocks, dtype=np.int64)
+        self.chunks = np.asarray(chunks)
+        self.frags = np.asarray(frags)
+        self.empty = np.zeros(len(self.blocks), bool) if empty is None else np.asarray(empty)
+        self.offsets = np.zeros(len(self.blocks) + 1, np.int64)
+        np.cumsum(self.blocks, out=self.offsets[1:])
+
+    @classmethod
+    def none(cls, n: int, key_ndim: int) -> Mode0Manifests:
+        """``n`` empty blobs (no manifest: a chunk that is not stored holds the fill value)."""
+        return cls(
+            np.zeros(n, np.int64),
+            np.empty((0, key_ndim), np.int32),
+            np.empty(0, np.int32),
+            np.ones(n, bool),
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[Mode0Manifests]) -> Mode0Manifests:
+        """The manifests of ``parts``, one after another."""
+        if len(parts) == 1:
+            return parts[0]
+        return cls(
+            np.concatenate([p.blocks for p in parts]),
+            np.concatenate([p.chunks for p in parts]),
+            np.concatenate([p.frags for p in parts]),
+            np.concatenate([p.empty for p in parts]),
+        )
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Byte length of every manifest's blob (int64; 0 for an empty one)."""
+        record = 8 * self.chunks.shape[1] + 9
+        return np.where(self.empty, 0, 4 + record * self.blocks)
+
+    def __len__(self) -> int:
+        return len(self.blocks)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> Mode0Manifests: ...
+    def __getitem__(self, i: int | slice) -> bytes | Mode0Manifests:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("Mode0Manifests slices take every manifest (step 1)")
+            stop = max(start, stop)
+            a, b = int(self.offsets[start]), int(self.offsets[stop])
+            return Mode0Manifests(
+                self.blocks[start:stop],
+                self.chunks[a:b],
+                self.frags[a:b],
+                self.empty[start:stop],
+            )
+        return self[i : i + 1 if i != -1 else None].packed()[0]
+
+    def packed(self) -> PackedBlobs:
+        """Every manifest's bytes (per manifest a ``uint32`` block count, then its
+        records; an empty blob where it was one), in one buffer."""
+        key_ndim = self.chunks.shape[1]
+        rec = np.zeros(len(self.frags), _mode0_dtype(key_ndim))
+        rec["chunk"] = self.chunks
+        rec["frag"] = self.frags
+        sizes = self.sizes
+        ends = np.cumsum(sizes)
+        heads = (ends - sizes)[~self.empty]
+        buf = np.zeros(int(ends[-1]) if ends.size else 0, np.uint8)
+        head = (heads[:, None] + np.arange(4)).ravel()
+        buf[head] = self.blocks[~self.empty].astype("<u4").view(np.uint8)
+        body = np.ones(buf.size, dtype=bool)
+        body[head] = False
+        buf[body] = rec.view(np.uint8)
+        return PackedBlobs([(buf.tobytes(), ends - sizes, sizes)])
+
+
+def read_manifests(payload: bytes, key_ndim: int) -> Mode0Manifests | PackedBlobs:
+    """The manifests of one decompressed vlen-bytes chunk: decoded when every block is mode
+    0 (:class:`Mode0Manifests`: what the chunk's bytes held is freed at once), else
+    packed (decoded one by one later)."""
+    packed = PackedBlobs.from_vlen(payload)
+    decoded = decode_mode0_manifests(packed, key_ndim)
+    if decoded is None:
+        return packed
+    return Mode0Manifests(*decoded, empty=packed.sizes == 0)
+
+
+def join_manifests(parts: Sequence[Mode0Manifests | PackedBlobs]) -> Mode0Manifests | PackedBlobs:
+    """The manifests of several chunks (:func:`read_manifests`), one after another: decoded
+    when every chunk's are."""
+    if all(isinstance(p, Mode0Manifests) for p in parts):
+        return Mode0Manifests.concat(parts)
+    return PackedBlobs.concat([p.packed() if isinstance(p, Mode0Manifests) else p for p in parts])
 
 
 def decode_manifest(raw: bytes, key_ndim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
-from typing import overload
+from typing import Protocol, overload, runtime_checkable
 
 import numpy as np
 
@@ -141,8 +141,18 @@ class PackedBlobs(Sequence[bytes]):
             )
 
 
+@runtime_checkable
+class SizedBlobs(Protocol):
+    """Blobs that know their byte lengths without a pass over them
+    (:class:`PackedBlobs`, :class:`.manifests.Mode0Manifests`)."""
+
+    @property
+    def sizes(self) -> np.ndarray: ...
+
+
 def blob_sizes(blobs: Sequence[bytes]) -> np.ndarray:
-    """Byte length of every blob (int64), without a pass over Python objects when packed."""
-    if isinstance(blobs, PackedBlobs):
+    """Byte length of every blob (int64), without a pass over Python objects when the
+    blobs know them (:class:`SizedBlobs`)."""
+    if isinstance(blobs, SizedBlobs):
         return blobs.sizes
     return np.fromiter(map(len, blobs), np.int64, len(blobs))

@@ -43,7 +43,12 @@ from ..codecs import _decode_crc32c, check_compressed_frame, decode_bytes_chunk
 from ..decode.arrays import decode_attribute, parse_attribute_dtype, text_values
 from ..decode.fragments import expand_ranges
 from ..decode.links import decode_ragged_links
-from ..decode.manifests import dense_manifest_blobs
+from ..decode.manifests import (
+    Mode0Manifests,
+    dense_manifest_blobs,
+    join_manifests,
+    read_manifests,
+)
 from ..decode.vlen import PackedBlobs, blob_sizes, vlen_items
 from ..discovery import (
     MAX_ENUMERATED_CHUNKS,
@@ -758,15 +763,16 @@ class V09Layout(Layout):
                 )
 
     def _precheck(
-        self, level: int, path: str, arr: AsyncArray, packed: bool = False
-    ) -> np.ndarray | PackedBlobs | None:
+        self, level: int, path: str, arr: AsyncArray, manifests: bool = False
+    ) -> np.ndarray | Mode0Manifests | PackedBlobs | None:
         """Plain arrays are decoded by zarr, whose decompressors allocate whatever a frame
         declares: fetch their chunks first and refuse frames that declare more than a chunk
         of the array can hold (or, for vlen arrays, than their bytes can).
 
         A 1-D vlen-bytes array (e.g. the object manifests) is decoded here from the checked
-        chunks and returned (an object array; ``packed``: a :class:`PackedBlobs`), so its
-        chunks are fetched and decompressed once; ``None``: let zarr read the array."""
+        chunks and returned (an object array; ``manifests``: the object manifests, read
+        on the read threads by :func:`read_manifests`), so its chunks are fetched and
+        decompressed once; ``None``: let zarr read the array."""
         chunk_shape = self._plain_chunking(level, path, arr)
         if chunk_shape is None:
             return None
@@ -782,12 +788,12 @@ class V09Layout(Layout):
             else np.zeros((1, 0), np.int64)
         )
         whole = self._vlen_rows_direct(level, path, arr) is not None
-        items = ("packed" if packed else "objects") if whole else None
+        items = ("manifests" if manifests else "objects") if whole else None
         pieces = self._checked_chunks(level, path, arr, chunk_shape, cells, items)
         if not whole or not len(cells) or pieces is None:
             return None  # (a failed fetch: zarr reads the array and reports it)
-        if packed:
-            return PackedBlobs.concat(pieces)[: int(arr.shape[0])]
+        if manifests:
+            return join_manifests(pieces)[: int(arr.shape[0])]
         return np.concatenate(pieces)[: int(arr.shape[0])]
 
     def _plain_chunking(self, level: int, path: str, arr: AsyncArray) -> tuple[int, ...] | None:
@@ -825,13 +831,14 @@ class V09Layout(Layout):
         arr: AsyncArray,
         chunk_shape: tuple[int, ...],
         cells: np.ndarray,
-        items: Literal["objects", "packed"] | None,
-    ) -> list[np.ndarray] | list[PackedBlobs] | list[None] | None:
+        items: Literal["objects", "manifests"] | None,
+    ) -> list[np.ndarray] | list[Mode0Manifests | PackedBlobs] | list[None] | None:
         """Fetch the chunks ``cells`` (``(K, ndim)`` chunk coordinates) of plain array
         ``path`` and refuse any whose frame declares more than the chunk can hold; with
         ``items`` (1-D vlen-bytes arrays), their items, one object array (``"objects"``)
-        or :class:`PackedBlobs` (``"packed"``, unpacked on the read threads) per cell (a
-        chunk not stored: the fill value, empty items). ``None`` when a fetch failed."""
+        or the object manifests they hold (``"manifests"``: :func:`read_manifests`, on
+        the read threads) per cell (a chunk not stored: the fill value, empty items).
+        ``None`` when a fetch failed."""
         codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
         encode = arr.metadata.encode_chunk_key
         keys = [f"{level}/{path}/{encode(tuple(int(x) for x in c))}" for c in cells]
@@ -840,7 +847,9 @@ class V09Layout(Layout):
         max_bytes = count * arr.dtype.itemsize if fixed else None
         vlen = not fixed and isinstance(codecs[0], dict) and codecs[0].get("name") == "vlen-bytes"
 
-        def check(key: str, raw: bytes) -> np.ndarray | PackedBlobs | None:
+        key_ndim = self.key_ndim(level)
+
+        def check(key: str, raw: bytes) -> np.ndarray | Mode0Manifests | PackedBlobs | None:
             try:
                 check_compressed_frame(raw, codecs, max_bytes)
                 if not vlen:
@@ -850,8 +859,8 @@ class V09Layout(Layout):
                 n = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else -1
                 if n != count:
                     raise ZVFormatError(f"vlen chunk declares {n} items, not {count}")
-                if items == "packed":
-                    return PackedBlobs.from_vlen(payload)
+                if items == "manifests":
+                    return read_manifests(payload, key_ndim)
                 return vlen_items(payload) if items == "objects" else None
             except ZVFormatError as exc:
                 raise self.error(f"{key}: {exc.reason}", level, path) from None
@@ -860,13 +869,20 @@ class V09Layout(Layout):
         stored = [
             i for i, r in enumerate(raws) if r is not None and not isinstance(r, ZVFetchError)
         ]
-        # decompression releases the GIL: a large index's chunks decode in parallel
-        checked = map_parallel(check, [keys[i] for i in stored], [raws[i] for i in stored])
+        # decompression releases the GIL: a large index's chunks decode in parallel, but
+        # manifests one after another (read beside a level's chunks: one chunk's bytes
+        # and temporaries held at a time, in this thread's memory)
+        run = map if items == "manifests" else map_parallel
+        checked = list(run(check, [keys[i] for i in stored], [raws[i] for i in stored]))
         if len(stored) + raws.count(None) < len(raws):
             return None
         decoded = dict(zip(stored, checked, strict=True))
         # a chunk not stored: the fill value
-        fill = PackedBlobs.empty(count) if items == "packed" else np.full(count, b"", object)
+        fill = (
+            Mode0Manifests.none(count, key_ndim)
+            if items == "manifests"
+            else np.full(count, b"", object)
+        )
         return [fill if r is None else decoded[i] for i, r in enumerate(raws)]
 
     @staticmethod
@@ -1190,23 +1206,24 @@ class V09Layout(Layout):
         return self._read_whole(level, [path])[0]
 
     def _read_whole(
-        self, level: int, paths: Sequence[str], packed: bool = False
-    ) -> list[np.ndarray | PackedBlobs | None]:
+        self, level: int, paths: Sequence[str], manifests: bool = False
+    ) -> list[np.ndarray | Mode0Manifests | PackedBlobs | None]:
         """Whole contents of several plain arrays of a level, read concurrently (their
-        compressed chunks checked first, see :meth:`_precheck`); ``packed``: a 1-D
-        vlen-bytes array as :class:`PackedBlobs` (not one Python object per item)."""
+        compressed chunks checked first, see :meth:`_precheck`); ``manifests``: a 1-D
+        vlen-bytes array holds object manifests (read as :func:`read_manifests` reads
+        them, not as one Python object per item)."""
         arrays = [self._open_plain(f"{level}/{p}", level) for p in paths]
-        decoded: dict[str, np.ndarray | PackedBlobs] = {}
+        decoded: dict[str, np.ndarray | Mode0Manifests | PackedBlobs] = {}
         for p, arr in zip(paths, arrays, strict=True):
             if arr is not None:
                 src = self.src(f"{level}/{p}", level, p)
                 check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
-                whole = self._precheck(level, p, arr, packed)
+                whole = self._precheck(level, p, arr, manifests)
                 if whole is not None:
                     decoded[p] = whole
         rest = [(p, None if p in decoded else a) for p, a in zip(paths, arrays, strict=True)]
         read = self._gather_whole(level, rest)
-        if packed:  # what zarr read: 1-D vlen arrays packed too
+        if manifests:  # what zarr read: 1-D vlen arrays packed
             read = [_packed(r) for r in read]
         return [decoded.get(p, r) for p, r in zip(paths, read, strict=True)]
 
@@ -1220,11 +1237,11 @@ class V09Layout(Layout):
         if self._dense_index(level, attrs):
             return self._read_dense_object_table(level, attrs)
         manifests, ids = self._read_whole(
-            level, ["object_index/manifests", "object_index/object_ids"], packed=True
+            level, ["object_index/manifests", "object_index/object_ids"], manifests=True
         )
         if manifests is None:
             raise self.error("the object index has no manifests array", level, "object_index")
-        shape = (len(manifests),) if isinstance(manifests, PackedBlobs) else manifests.shape
+        shape = manifests.shape if isinstance(manifests, np.ndarray) else (len(manifests),)
         n = self._manifest_count(level, attrs, shape)
         blobs = manifests[:n]
         self._check_unwritten_rows(level, attrs, n, np.arange(n), blobs)
