@@ -6,7 +6,12 @@ import numcodecs
 import numpy as np
 import pytest
 
-from napari_zarr_vectors.format.decode.manifests import decode_mode0_manifests
+from napari_zarr_vectors.format.decode.manifests import (
+    Mode0Manifests,
+    decode_mode0_manifests,
+    join_manifests,
+    read_manifests,
+)
 from napari_zarr_vectors.format.decode.vlen import PackedBlobs, blob_sizes, vlen_spans
 from napari_zarr_vectors.format.errors import ZVFormatError
 
@@ -90,3 +95,36 @@ def test_packed_manifests_decode_as_the_list_of_them_does() -> None:
     odd = bytearray(manifests[5])
     odd[4 + 24] = 1
     assert decode_mode0_manifests(PackedBlobs.from_items([*manifests[:5], bytes(odd)]), 3) is None
+
+
+def test_manifests_read_from_a_chunk_are_decoded_and_give_their_bytes_back() -> None:
+    rng = np.random.default_rng(6)
+    manifests = [
+        _manifest(
+            [(tuple(rng.integers(0, 5, 3).tolist()), int(rng.integers(0, 9))) for _ in range(k)]
+        )
+        for k in rng.integers(1, 5, 50)
+    ]
+    manifests[7] = b""  # an object without a manifest (the fill value)
+    decoded = read_manifests(_payload(manifests), 3)
+    assert isinstance(decoded, Mode0Manifests)
+    assert list(decoded) == manifests  # each re-encoded exactly, the empty blob too
+    assert decoded[-1] == manifests[-1] and decoded[7] == b""
+    assert list(decoded[5:9]) == manifests[5:9]
+    assert blob_sizes(decoded).tolist() == [len(m) for m in manifests]
+    blocks, chunks, frags = decode_mode0_manifests(decoded, 3)
+    assert blocks[7] == 0 and blocks.sum() == len(chunks) == len(frags)
+    assert chunks[0].tolist() == np.frombuffer(manifests[0], "<i8", 3, 4).tolist()
+    # a chunk holding a block of another mode stays packed: decoded one by one later
+    odd = bytearray(manifests[3])
+    odd[4 + 24] = 2
+    mixed = [*manifests[:3], bytes(odd), *manifests[4:]]
+    packed = read_manifests(_payload(mixed), 3)
+    assert isinstance(packed, PackedBlobs) and list(packed) == mixed
+    joined = join_manifests([decoded, packed, Mode0Manifests.none(2, 3)])
+    assert list(joined) == manifests + mixed + [b"", b""]
+    whole = join_manifests([decoded, Mode0Manifests.none(2, 3), decoded])
+    assert isinstance(whole, Mode0Manifests)
+    assert list(whole) == manifests + [b"", b""] + manifests
+    with pytest.raises(IndexError):
+        whole[len(whole)]
