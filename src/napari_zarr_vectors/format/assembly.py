@@ -83,12 +83,17 @@ def _loaded_entries(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The manifest entries of the objects ``object_rows`` (``None``: all) that name a
     loaded chunk, and the index of that chunk in ``loaded``."""
-    entries = (
-        np.arange(index.frags.size) if object_rows is None else index.entries_of_rows(object_rows)
-    )
+    if object_rows is None:  # every entry: mapped once per read, and kept
+        memo = loaded.__dict__.setdefault("_loaded_entries", {})
+        cidx = _entry_chunks(loaded, index)
+        if id(cidx) not in memo or memo[id(cidx)][0] is not cidx:
+            at = np.flatnonzero(cidx >= 0)
+            memo[id(cidx)] = (cidx, at, cidx if at.size == cidx.size else cidx[at])
+        return memo[id(cidx)][1:]
+    entries = index.entries_of_rows(object_rows)
     cidx = _entries_in_loaded(loaded, index, entries)
     ok = cidx >= 0
-    if ok.all():  # (a whole level: no copies)
+    if ok.all():  # (no copies)
         return entries, cidx
     return entries[ok], cidx[ok]
 
@@ -209,13 +214,17 @@ def _paths(
         run_rows = np.add.reduceat(counts, first[objs])
         keep = run_rows > 0
         return rows, run_rows[keep], index.ids[objs[keep]]
-    at = np.flatnonzero(cidx >= 0)  # the entries in loaded chunks (a box: a few of them)
+    if object_rows is None:  # the entries in loaded chunks (a box: a few of them)
+        at, cidx = _loaded_entries(loaded, index, None)
+    else:
+        at = np.flatnonzero(cidx >= 0)
+        cidx = cidx[at]
     if at.size == 0:
         return np.empty(0, loaded.row_dtype), np.empty(0, np.int64), np.empty(0, np.int64)
-    rows, counts = loaded.fragment_rows(cidx[at], frags[at], loaded.row_dtype)
+    rows, counts = loaded.fragment_rows(cidx, frags[at], loaded.row_dtype, checked)
     del cidx, frags
     if object_rows is None:
-        obj = np.searchsorted(index.offsets, at, side="right") - 1  # index row of each
+        obj = index.entry_rows[at]  # index row of each (a gather: ~3x a binary search)
     else:
         ends = np.cumsum(index.offsets[object_rows + 1] - index.offsets[object_rows])
         obj = object_rows[np.searchsorted(ends, at, side="right")]
