@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import pickle
+import platform
+import re
 import shutil
 import struct
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -81,12 +84,16 @@ def test_batches_fetched_ahead_give_the_rows_of_one_batch(name, batch, ahead, mo
     _same(nzv.open_store(DATA / f"{name}.zarrvectors").read(0, bbox=box), boxed)
 
 
+@pytest.mark.parametrize("name", ["v09/streamlines", "v09/points"])
 @pytest.mark.parametrize("ahead", [True, False])
-def test_damage_in_a_later_batch_is_reported_with_its_chunk(ahead, monkeypatch, tmp_path: Path):
+def test_damage_in_a_later_batch_is_reported_with_its_chunk(
+    name, ahead, monkeypatch, tmp_path: Path
+):
     """A chunk of the last batch that cannot be decoded raises with ``strict=True`` (from
-    the side thread, naming its chunk and file) and is a gap of its own rows otherwise."""
+    the side thread when fetched ahead, naming its chunk and file) and is a gap of its
+    own rows otherwise. (Streamlines read their object index beside: no batch ahead.)"""
     monkeypatch.setattr(loading, "PIPELINE_MIN_ROWS", 0 if ahead else 2**40)
-    path = _copy("v09/streamlines", tmp_path)
+    path = _copy(name, tmp_path)
     clean = nzv.open_store(path).read(0)
     files = sorted(p for p in (path / "0" / "vertices" / "c").rglob("*") if p.is_file())
     damaged = files[-1]  # the last cell: read in the last batch
@@ -100,14 +107,68 @@ def test_damage_in_a_later_batch_is_reported_with_its_chunk(ahead, monkeypatch, 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         got = nzv.open_store(path).read(0)
-    assert any(issubclass(w.category, ZVChunkWarning) for w in seen)
-    lost = nzv.open_store(DATA / "v09/streamlines.zarrvectors").read(0, chunks=[chunk])
+    # every chunk whose cells the damaged file holds (one, or a shard's few) is a gap
+    said = [
+        str(w.message)
+        for w in seen
+        if issubclass(w.category, ZVChunkWarning) and str(w.message).startswith("skipping chunk")
+    ]
+    named = [
+        [int(v) for v in m.group(1).split(".")]
+        for m in (re.search(r"chunk (-?\d+(?:\.-?\d+)*)", t) for t in said)
+        if m
+    ]
+    assert chunk in named and len(named) == len(said)
+    assert all(f"file {damaged.relative_to(path).as_posix()})" in t for t in said)
+    lost = nzv.open_store(DATA / f"{name}.zarrvectors").read(0, chunks=named)
     assert lost.vertex_count > 0
     assert got.vertex_count == clean.vertex_count - lost.vertex_count
     rows = {tuple(r) for r in clean.positions.tolist()} - {
         tuple(r) for r in lost.positions.tolist()
     }
     assert {tuple(r) for r in got.positions.tolist()} == rows
+
+
+@pytest.mark.parametrize(("name", "ahead"), [("v09/streamlines", 0), ("v09/points", 1)])
+def test_batches_are_fetched_ahead_unless_the_object_index_is_read_beside(name, ahead, monkeypatch):
+    """2 cores: a local read whose object index is read on a side thread (paths) fetches
+    its batches itself; a read that only checks object ids beside fetches one ahead."""
+    monkeypatch.setattr(loading, "READ_BATCH", 1)
+    monkeypatch.setattr(loading, "PIPELINE_MIN_ROWS", 0)
+    fetched_on: list[str] = []
+    fetch = loading._fetch
+
+    def recording(*args, **kwargs):
+        fetched_on.append(threading.current_thread().name)
+        return fetch(*args, **kwargs)
+
+    monkeypatch.setattr(loading, "_fetch", recording)
+    store = nzv.open_store(DATA / f"{name}.zarrvectors")
+    n = len(store.chunks(0))
+    whole = store.read(0)
+    assert len(fetched_on) == n > 2
+    beside = [t for t in fetched_on if t != threading.current_thread().name]
+    assert len(beside) == (n - 1) * ahead
+    assert whole.vertex_count == nzv.open_store(DATA / f"{name}.zarrvectors").read(0).vertex_count
+
+
+def test_a_large_read_gives_the_memory_of_its_fetched_bytes_back(monkeypatch):
+    """Between fetching and assembling a read of at least RELEASE_MIN_ROWS rows, the C
+    heap's free pages are given back (glibc ``malloc_trim``); smaller reads skip it."""
+    from napari_zarr_vectors.format import memory
+    from napari_zarr_vectors.format import store as store_module
+
+    calls: list[int] = []
+    monkeypatch.setattr(store_module, "release_freed_memory", lambda: calls.append(1))
+    path = DATA / "v09/streamlines.zarrvectors"
+    n = nzv.open_store(path).read(0).vertex_count
+    assert calls == []  # fewer rows than RELEASE_MIN_ROWS
+    monkeypatch.setattr(store_module, "RELEASE_MIN_ROWS", n)
+    assert nzv.open_store(path).read(0).vertex_count == n
+    assert calls == [1]
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert memory._malloc_trim() is not None  # (the real one: found and callable)
+        memory.release_freed_memory()
 
 
 def test_paths_are_a_sequence_of_views_of_one_array():

@@ -83,12 +83,15 @@ def _loaded_entries(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The manifest entries of the objects ``object_rows`` (``None``: all) that name a
     loaded chunk, and the index of that chunk in ``loaded``."""
-    if object_rows is None:  # every entry: mapped once per read, and kept
-        memo = loaded.__dict__.setdefault("_loaded_entries", {})
+    if object_rows is None:  # every entry
         cidx = _entry_chunks(loaded, index)
+        if cidx.size == 0 or cidx.min() >= 0:  # all loaded (a whole level): no copies
+            return np.arange(cidx.size), cidx
+        # a few: found once per read and kept (the reference check, then the paths)
+        memo = loaded.__dict__.setdefault("_loaded_entries", {})
         if id(cidx) not in memo or memo[id(cidx)][0] is not cidx:
             at = np.flatnonzero(cidx >= 0)
-            memo[id(cidx)] = (cidx, at, cidx if at.size == cidx.size else cidx[at])
+            memo[id(cidx)] = (cidx, at, cidx[at])
         return memo[id(cidx)][1:]
     entries = index.entries_of_rows(object_rows)
     cidx = _entries_in_loaded(loaded, index, entries)

@@ -27,6 +27,7 @@ from .io import StoreIO
 from .layout import Layout, LinkSet, ObjectRows, ObjectTable, detect_layout
 from .layout.keys import sort_chunks
 from .loading import attribute_specs, load_chunks
+from .memory import release_freed_memory
 from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
 from .missing import missing_value
 from .objects import ObjectIndex, decode_object_index
@@ -38,6 +39,10 @@ from .world import WorldPlacement, world_placement
 
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
 MAX_CANDIDATE_CHUNKS = 4096
+
+#: Fewest rows a read loads after which the memory its fetched bytes took is given back
+#: before the result is built (:func:`.memory.release_freed_memory`).
+RELEASE_MIN_ROWS = 1 << 20
 
 #: a read of at most 1 / PARTIAL_INDEX_SHARE of a level's objects decodes only their
 #: manifests while the level's full object index is not decoded yet
@@ -621,6 +626,8 @@ class Store:
         if isinstance(index, ObjectTable | ObjectRows):
             index = functools.partial(self.object_index, level)
         loaded = LoadedChunks.build(decoded, self.ndim, knd, owned=cache is None)
+        if loaded.n_rows >= RELEASE_MIN_ROWS:  # the fetched bytes are freed by now
+            release_freed_memory()
         links = self._read_links(level, loaded, strict, not draco, selection.whole)
         if draco and links is not None:
             if len(links):

@@ -23,13 +23,13 @@ class FragmentIndex:
     """Decoded fragment index of one chunk.
 
     ``start``/``count`` hold the row range of every range fragment (``-1`` for explicit
-    ones); explicit fragment ``f`` owns ``explicit_rows[explicit_offsets[e]:explicit_offsets[e+1]]``
+    ones; int32 or int64); explicit fragment ``f`` owns ``explicit_rows[explicit_offsets[e]:explicit_offsets[e+1]]``
     with ``e = explicit_number[f]``.
     """
 
     is_range: np.ndarray  # (F,) bool
-    start: np.ndarray  # (F,) int64
-    count: np.ndarray  # (F,) int64
+    start: np.ndarray  # (F,) int32 or int64
+    count: np.ndarray  # (F,) int32 or int64
     explicit_number: np.ndarray  # (F,) int64, -1 for range fragments
     explicit_offsets: np.ndarray  # (E+1,) int64
     explicit_rows: np.ndarray  # (T,) int64
@@ -101,10 +101,12 @@ def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> F
     table = np.frombuffer(raw, "<i8", 2 * F, 16 + padded).reshape(F, 2)
     if table.min() < 0:
         return None
-    start = table[:, 0].astype(np.int64)
-    count = table[:, 1].astype(np.int64)
-    if n_rows is not None and not _ranges_fit(start, count, n_rows):
+    if n_rows is not None and not _ranges_fit(table[:, 0], table[:, 1], n_rows):
         return None
+    # int32 when the rows are known to fit it (half the memory a whole level keeps)
+    dtype = np.int32 if n_rows is not None and n_rows < 2**31 else np.int64
+    start = table[:, 0].astype(dtype)
+    count = table[:, 1].astype(dtype)
     return FragmentIndex(  # constant fields as read-only broadcasts: no memory per fragment
         np.broadcast_to(np.True_, (F,)),
         start,
