@@ -101,12 +101,13 @@ def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> F
     table = np.frombuffer(raw, "<i8", 2 * F, 16 + padded).reshape(F, 2)
     if table.min() < 0:
         return None
-    if n_rows is not None and not _ranges_fit(table[:, 0], table[:, 1], n_rows):
+    # int32 when the rows are known to fit it (half the memory a whole level keeps):
+    # every start and count at most ``n_rows`` (one contiguous pass), then cast and checked
+    small = n_rows is not None and n_rows < 2**31 and int(table.max()) <= n_rows
+    start = table[:, 0].astype(np.int32 if small else np.int64)
+    count = table[:, 1].astype(np.int32 if small else np.int64)
+    if n_rows is not None and not _ranges_fit(start, count, n_rows):
         return None
-    # int32 when the rows are known to fit it (half the memory a whole level keeps)
-    dtype = np.int32 if n_rows is not None and n_rows < 2**31 else np.int64
-    start = table[:, 0].astype(dtype)
-    count = table[:, 1].astype(dtype)
     return FragmentIndex(  # constant fields as read-only broadcasts: no memory per fragment
         np.broadcast_to(np.True_, (F,)),
         start,
