@@ -51,7 +51,11 @@ def test_vlen_spans_refuse_a_truncated_chunk_and_ignore_trailing_bytes() -> None
 def test_packed_blobs_index_slice_and_iterate_like_a_list() -> None:
     a, b = _items(2, 40), _items(3, 25)
     packed = PackedBlobs.concat(
-        [PackedBlobs.from_vlen(_payload(a)), PackedBlobs.empty(3), PackedBlobs.from_items(b)]
+        [
+            PackedBlobs.from_vlen(_payload(a)),
+            PackedBlobs.from_items([b""] * 3),
+            PackedBlobs.from_items(b),
+        ]
     )
     whole = a + [b""] * 3 + b
     assert len(packed) == len(whole)

@@ -84,11 +84,6 @@ class PackedBlobs(Sequence[bytes]):
         return cls([(payload, *vlen_spans(payload))])
 
     @classmethod
-    def empty(cls, n: int) -> PackedBlobs:
-        """``n`` empty blobs (a chunk that is not stored holds the fill value)."""
-        return cls([(b"", np.zeros(n, np.int64), np.zeros(n, np.int64))])
-
-    @classmethod
     def concat(cls, parts: Sequence[PackedBlobs]) -> PackedBlobs:
         """The blobs of ``parts``, one after another (their segments, not copied)."""
         return cls([seg for p in parts for seg in p.segments])
