@@ -279,7 +279,7 @@ def _load_packed(
 
     # (small levels: a hand-over costs more than it overlaps)
     pipelined = capacity >= PIPELINE_MIN_ROWS and (layout.io.remote or not beside)
-    ahead: Future[list[ChunkData | object | None]] | None = None
+    ahead: Future[dict[str, list[bytes | memoryview | ZVFormatError | None]]] | None = None
     try:
         for k, batch in enumerate(batches):
             cells = _fetch(layout, level, batch, specs) if ahead is None else ahead.result()
@@ -432,6 +432,6 @@ def _decode(
             return FAILED if isinstance(err, ZVFetchError) else Unreadable(str(err), err.key)
 
     # in this thread: the rows are views of the fetched bytes and their checks are a few
-    # numpy passes; on the read threads (measured on 2 cores) they took 20-30% longer, as
-    # the next batch is fetched and decoded beside the copy of this one (_load_packed)
+    # numpy passes; on the read threads (measured on 2 cores, beside the side thread that
+    # fetches the next batch) they took 20-30% longer
     return [decode(i) for i in range(len(chunks))]
