@@ -771,7 +771,7 @@ class V09Layout(Layout):
 
         A 1-D vlen-bytes array (e.g. the object manifests) is decoded here from the checked
         chunks and returned (an object array; ``manifests``: the object manifests, read
-        on the read threads by :func:`read_manifests`), so its chunks are fetched and
+        chunk after chunk by :func:`read_manifests`), so its chunks are fetched and
         decompressed once; ``None``: let zarr read the array."""
         chunk_shape = self._plain_chunking(level, path, arr)
         if chunk_shape is None:
@@ -836,8 +836,8 @@ class V09Layout(Layout):
         """Fetch the chunks ``cells`` (``(K, ndim)`` chunk coordinates) of plain array
         ``path`` and refuse any whose frame declares more than the chunk can hold; with
         ``items`` (1-D vlen-bytes arrays), their items, one object array (``"objects"``)
-        or the object manifests they hold (``"manifests"``: :func:`read_manifests`, on
-        the read threads) per cell (a chunk not stored: the fill value, empty items).
+        or the object manifests they hold (``"manifests"``: :func:`read_manifests`, one
+        chunk after another) per cell (a chunk not stored: the fill value, empty items).
         ``None`` when a fetch failed."""
         codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
         encode = arr.metadata.encode_chunk_key
