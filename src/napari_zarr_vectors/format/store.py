@@ -575,10 +575,12 @@ class Store:
         box = None if bbox is None else normalise_bbox(bbox, self.ndim)
         selection = Selection(bbox=box, store=self.path, strict=strict)
         pending: Future[ObjectIndex | ObjectTable | ObjectRows | None] | None = None
+        beside = False  # the object index read beside: a local read fetches no batch ahead
         if object_ids is not None or group_ids is not None:
             index, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
         elif strict or self.geometry_type in PATH_TYPES:  # read beside the chunks
             pending = self._io.in_background(functools.partial(self.object_index, level, strict))
+            beside = True
         else:  # its ids and metadata read and checked beside the chunks; its manifests
             # read and decoded when the per-vertex object ids are asked for
             pending = self._io.in_background(functools.partial(self._object_ids_only, level))
@@ -615,8 +617,6 @@ class Store:
             )
             specs = []
         try:
-            # (the object index read beside: a local read fetches no batch ahead)
-            beside = pending is not None and (strict or self.geometry_type in PATH_TYPES)
             decoded = load_chunks(
                 self.layout, level, target, specs, strict=strict, cache=cache, beside=beside
             )
