@@ -111,9 +111,10 @@ def _decode_mode0_slice(
     return chunks, int64_at[at + (8 * key_ndim + 1)]
 
 
-def dense_manifest_blobs(spans: np.ndarray, blocks: np.ndarray, key_ndim: int) -> list[bytes]:
-    """The manifests of a dense object index (``dense_manifests_v1``, FORMAT-NEXT §4) as
-    mode-0 manifest blobs, one per object row, so they decode like a vlen index.
+def dense_manifests(spans: np.ndarray, blocks: np.ndarray, key_ndim: int) -> Mode0Manifests:
+    """The manifests of a dense object index (``dense_manifests_v1``, FORMAT-NEXT §4), one
+    per object row, decoded as they are (:class:`Mode0Manifests`: a row's mode-0 blob is
+    made only when one is asked for), chunks and fragments in int32 when every value fits.
 
     ``spans`` is ``(O, 2)`` ``[start, count]`` into ``blocks``, ``(B, key_ndim + 1)`` rows
     ``[chunk..., fragment]``. Spans need not be contiguous, ascending or cover every block;
@@ -141,7 +142,9 @@ def dense_manifest_blobs(spans: np.ndarray, blocks: np.ndarray, key_ndim: int) -
             f"{n_blocks} manifest blocks"
         )
     picked = blocks[expand_ranges(start, count)].astype(np.int64)
-    return list(Mode0Manifests(count, picked[:, :key_ndim], picked[:, key_ndim]).packed())
+    chunks = _put(np.empty((len(picked), key_ndim), np.int32), 0, len(picked), picked[:, :key_ndim])
+    frags = _put(np.empty(len(picked), np.int32), 0, len(picked), picked[:, key_ndim])
+    return Mode0Manifests(count, chunks, frags)
 
 
 class Mode0Manifests(Sequence[bytes]):

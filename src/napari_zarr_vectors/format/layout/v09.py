@@ -45,7 +45,7 @@ from ..decode.fragments import expand_ranges
 from ..decode.links import decode_ragged_links
 from ..decode.manifests import (
     Mode0Manifests,
-    dense_manifest_blobs,
+    dense_manifests,
     join_manifests,
     read_manifests,
 )
@@ -1394,7 +1394,7 @@ class V09Layout(Layout):
                 "object_index/manifest_spans",
             )
         try:
-            blobs = dense_manifest_blobs(spans[:n], blocks, self.key_ndim(level))
+            blobs = dense_manifests(spans[:n], blocks, self.key_ndim(level))
         except ZVFormatError as exc:
             raise exc.located(store=self.io.name, level=level, array="object_index") from None
         return ObjectTable(self._row_ids(level, ids, n, attrs), blobs)
