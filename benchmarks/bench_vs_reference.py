@@ -19,7 +19,9 @@ One command. The stores are written once by zarr-vectors 0.9.2 into ``benchmarks
 
 Reads (each opens the store afresh, as a script or a viewer opening a file does): the whole
 of level 0, a box of 1% and of 10% of the volume, the coarsest level, one object by id.
-Three readers per read, alternating inside every repeat (median of ``--repeats``):
+Three readers per read, alternating inside every repeat (median of ``--repeats``), each
+timed read started from the same state (garbage collected, the C heap's free pages given
+back: :func:`_settle`):
 
 * ``ours``: ``open_store(p).read(level, bbox=..., object_ids=...)``;
 * ``0.9.2``: ``zv.open(p).level(level).select(bbox=..., objects=...).read()``;
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import resource
@@ -84,6 +87,18 @@ DEFAULT_STORES = ("points_ids", "points", "streamlines")
 
 def _quiet():
     warnings.filterwarnings("ignore")  # zarr's UnstableSpecificationWarning on vlen-bytes
+
+
+def _settle() -> None:
+    """Start a timed read from the same state whoever ran before: garbage collected and the
+    C heap's free pages given back (glibc's ``malloc_trim``), as in a fresh process. Without
+    it a read reuses the pages the previous reader left mapped: the floor, timed right after
+    0.9.2's read (~700 MB of heap left behind), ran ~35% faster than the same floor after
+    ours (10M streamlines: 107-120 ms against 162-167 ms)."""
+    from napari_zarr_vectors.format.memory import release_freed_memory
+
+    gc.collect()
+    release_freed_memory()
 
 
 def write_points_ids(path: Path, n: int) -> None:
@@ -401,6 +416,7 @@ def child_time(kind: str, path: str, repeats: int, check: bool) -> dict:
         runs: dict[str, list[float]] = {w: [] for w in who_runs}
         for _ in range(repeats):
             for who in who_runs:
+                _settle()
                 t0 = time.perf_counter()
                 fns[who](path, level, bbox, obj)
                 runs[who].append(time.perf_counter() - t0)

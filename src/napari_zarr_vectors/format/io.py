@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import io
 import json
 import os
 import re
@@ -163,44 +164,101 @@ def read_local(path: str, byte_range: ByteRequest | None = None) -> bytes | None
     is read. Those and a file that cannot be opened (a symlink loop, no permission) raise
     :class:`ZVFetchError` naming the file.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        if os.path.islink(path):
-            raise ZVFetchError(f"{path} is a link to nothing ({os.readlink(path)})") from None
+    file = LocalFile.open(path)
+    if file is None:
         return None
-    except OSError as exc:
-        raise ZVFetchError(f"cannot open {path}: {describe(exc)}") from None
-    try:
-        mode = os.fstat(fd)
+    with file:
+        return file.read(*_span(byte_range, file.size))
+
+
+class LocalFile:
+    """A regular file of a local store, open for reading at offsets (a context manager that
+    closes it): what :func:`read_local` reads, and what a layout reads a cell's payload from
+    straight into memory it is handed (:meth:`read_into`)."""
+
+    def __init__(self, path: str, fd: int, size: int) -> None:
+        self.path = path
+        self._fd = fd
+        #: the file's size when it was opened
+        self.size = size
+
+    @classmethod
+    def open(cls, path: str) -> LocalFile | None:
+        """The file at ``path`` opened; ``None`` when there is none (or it is a directory).
+        Raises :class:`ZVFetchError` for a file that cannot be opened or is not a regular
+        file (a FIFO, device or socket: refused unread)."""
+        try:
+            flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+            fd = os.open(path, flags)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            if os.path.islink(path):
+                raise ZVFetchError(f"{path} is a link to nothing ({os.readlink(path)})") from None
+            return None
+        except OSError as exc:
+            raise ZVFetchError(f"cannot open {path}: {describe(exc)}") from None
+        try:
+            mode = os.fstat(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise ZVFetchError(f"cannot read {path}: {describe(exc)}") from None
+        if stat.S_ISREG(mode.st_mode):
+            return cls(path, fd, mode.st_size)
+        os.close(fd)
         if stat.S_ISDIR(mode.st_mode):
             return None
-        if not stat.S_ISREG(mode.st_mode):
-            raise ZVFetchError(
-                f"{path} is not a regular file (a FIFO, device or socket): refused unread"
-            )
-        start, stop = _span(byte_range, mode.st_size)
+        raise ZVFetchError(
+            f"{path} is not a regular file (a FIFO, device or socket): refused unread"
+        )
+
+    def __enter__(self) -> LocalFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self._fd)
+
+    def read(self, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)`` of the file (fewer when it ends sooner). Raises
+        :class:`ZVFetchError` for a read of more than :data:`MAX_OBJECT_BYTES`, a file that
+        grew past its size while it was read, or a failed read."""
         if stop - start > MAX_OBJECT_BYTES:
             raise ZVFetchError(
-                f"{path}: a read of {stop - start} bytes, more than the {MAX_OBJECT_BYTES} "
-                "one stored object may hold"
+                f"{self.path}: a read of {stop - start} bytes, more than the "
+                f"{MAX_OBJECT_BYTES} one stored object may hold"
             )
-        os.lseek(fd, start, os.SEEK_SET)
-        parts, want = [], stop - start + 1  # one byte more: a file that grew is refused
-        while want > 0:
-            part = os.read(fd, min(want, 1 << 30))
-            if not part:
-                break
-            parts.append(part)
-            want -= len(part)
+        try:
+            os.lseek(self._fd, start, os.SEEK_SET)
+            parts, want = [], stop - start + 1  # one byte more: a file that grew is refused
+            while want > 0:
+                part = os.read(self._fd, min(want, 1 << 30))
+                if not part:
+                    break
+                parts.append(part)
+                want -= len(part)
+        except OSError as exc:
+            raise ZVFetchError(f"cannot read {self.path}: {describe(exc)}") from None
         data = b"".join(parts)
-        if len(data) > stop - start and stop == mode.st_size:
-            raise ZVFetchError(f"{path} changed while it was read (it holds more than its size)")
+        if len(data) > stop - start and stop == self.size:
+            raise ZVFetchError(
+                f"{self.path} changed while it was read (it holds more than its size)"
+            )
         return data[: stop - start]
-    except OSError as exc:
-        raise ZVFetchError(f"cannot read {path}: {describe(exc)}") from None
-    finally:
-        os.close(fd)
+
+    def read_into(self, start: int, out: memoryview) -> bool:
+        """Fill ``out`` (writable bytes) with the file's bytes from ``start``, without a copy
+        in between; whether the file held them all (``False``: it ended sooner or could not
+        be read, and ``out`` holds what was read)."""
+        try:
+            os.lseek(self._fd, start, os.SEEK_SET)
+            with io.FileIO(self._fd, "rb", closefd=False) as file:
+                done = 0
+                while done < len(out):
+                    got = file.readinto(out[done:])
+                    if not got:
+                        return False
+                    done += got
+        except OSError:
+            return False
+        return True
 
 
 def _span(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
@@ -578,6 +636,11 @@ class StoreIO:
                 with contextlib.suppress(BaseException):
                     await batch
                 raise ZVCancelledError(f"read of {self.name} cancelled")
+
+    def local_path(self, key: str) -> str | None:
+        """The file holding ``key`` in a local store whose files are read directly (what
+        :meth:`fetch_many` reads); ``None`` for any other store."""
+        return None if self._local_root is None else self._local_root + key
 
     def fetch_many(self, keys: Sequence[str]) -> list[bytes | ZVFetchError | None]:
         """Fetch many keys concurrently (at most :attr:`concurrency` at a time); the result

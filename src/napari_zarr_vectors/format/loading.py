@@ -244,6 +244,39 @@ class _Packed:
         return self.array
 
 
+class _RowsSink:
+    """Where a layout reads raw vertex payloads in place (a :class:`.layout.base.PayloadSink`):
+    each chunk's rows at the end of the packed positions, within their capacity (a chunk
+    past it, or whose payload is no whole number of rows, is read the ordinary way)."""
+
+    def __init__(self, target: _Packed) -> None:
+        self.target = target
+        self.row_bytes = target.array.dtype.itemsize * int(np.prod(target.array.shape[1:]))
+        #: ``(start, end)`` rows of every chunk (by its index in the batch) read in place
+        self.spans: dict[int, tuple[int, int]] = {}
+
+    def claim(self, i: int, nbytes: int) -> memoryview | None:
+        rows, rest = divmod(nbytes, self.row_bytes)
+        a = self.target.rows
+        if rest or not self.row_bytes or a + rows > self.target.array.shape[0]:
+            return None
+        self.target.rows = a + rows
+        self.spans[i] = (a, a + rows)
+        return memoryview(self.target.array[a : a + rows]).cast("B")
+
+    def drop(self, i: int) -> None:
+        self.target.rows = self.spans.pop(i)[0]
+
+    def take(self, batch: int) -> tuple[list[np.ndarray | None], dict[int, tuple[int, int]]]:
+        """The rows read in place for each chunk of a batch of ``batch`` (``None``: read
+        the ordinary way) and their spans; the sink is then empty for the next batch."""
+        spans, self.spans = self.spans, {}
+        rows = [None] * batch
+        for i, (a, b) in spans.items():
+            rows[i] = self.target.array[a:b]
+        return rows, spans
+
+
 def _capacity(layout: Layout, level: int) -> int:
     """Rows to allocate for a read's packed arrays: the level's ``vertex_count`` (every read
     of the level holds at most that many rows; a wrong count only costs growth), bounded."""
@@ -277,22 +310,27 @@ def _load_packed(
     size = REMOTE_READ_BATCH if layout.io.remote else READ_BATCH
     batches = [chunks[lo : lo + size] for lo in range(0, len(chunks), size)]
 
+    sink = _rows_sink(layout, level, packed, capacity)
+    fetch = partial(_fetch, layout, level, specs=specs, vertices=sink is None)
+
     # (small levels: a hand-over costs more than it overlaps)
     pipelined = capacity >= PIPELINE_MIN_ROWS and (layout.io.remote or not beside)
     ahead: Future[dict[str, list[bytes | memoryview | ZVFormatError | None]]] | None = None
     try:
         for k, batch in enumerate(batches):
-            cells = _fetch(layout, level, batch, specs) if ahead is None else ahead.result()
+            cells = fetch(batch) if ahead is None else ahead.result()
             ahead = None
             if pipelined and k + 1 < len(batches):
-                work = partial(_fetch, layout, level, batches[k + 1], specs)
-                ahead = layout.io.in_background(work)
+                ahead = layout.io.in_background(partial(fetch, batches[k + 1]))
+            placed: dict[int, tuple[int, int]] = {}
+            if sink is not None:  # the vertex rows read in place, the others fetched
+                cells["vertices"], placed = _read_vertices(layout, level, batch, sink)
             # decoded here, not beside the fetch: what a chunk keeps (its fragment index)
             # is then never allocated between fetched buffers that are freed (on 2 cores
             # that left ~30% more resident memory)
             decoded = _decode(layout, level, batch, specs, strict, cells)
             del cells
-            _append_batch(decoded, packed, capacity, out, spans)
+            _append_batch(decoded, packed, capacity, out, spans, placed)
             del decoded
     finally:
         if ahead is not None and not ahead.cancel():  # a read that failed: no work left behind
@@ -307,20 +345,55 @@ def _load_packed(
     return out
 
 
+def _rows_sink(
+    layout: Layout, level: int, packed: dict[str | None, _Packed], capacity: int
+) -> _RowsSink | None:
+    """A sink for the level's vertex payloads read in place into the packed positions,
+    when they are raw rows and there is a capacity to read them into (``None``: they are
+    fetched and copied)."""
+    encoding, dtype = _vertex_encoding(layout, level)
+    if encoding != "raw" or not capacity or not layout.reads_in_place(level, "vertices"):
+        return None
+    packed[None] = _Packed(np.empty((0, layout.root.ndim), dtype), capacity)
+    return _RowsSink(packed[None])
+
+
+def _read_vertices(
+    layout: Layout, level: int, batch: np.ndarray, sink: _RowsSink
+) -> tuple[list[Any], dict[int, tuple[int, int]]]:
+    """The ``vertices`` cells of a batch for :func:`_decode`: rows read in place where the
+    layout can (:meth:`.Layout.read_payloads_into`), the others' payloads fetched; and the
+    spans of the rows read in place (by index in the batch)."""
+    done = layout.read_payloads_into(level, "vertices", batch, sink)
+    cells, placed = sink.take(len(batch))
+    rest = np.flatnonzero(~done)
+    if rest.size:
+        fetched = layout.read_cell_views(level, ["vertices"], batch[rest])["vertices"]
+        for i, raw in zip(rest.tolist(), fetched, strict=True):
+            cells[i] = raw
+    return cells, placed
+
+
 def _append_batch(
     decoded: list[ChunkData | object | None],
     packed: dict[str | None, _Packed],
     capacity: int,
     out: list[ChunkData],
     spans: list[dict[str | None, tuple[int, int]]],
+    placed: dict[int, tuple[int, int]],
 ) -> None:
     """Copy the rows of a batch's decoded chunks into ``packed`` (one array per name, see
-    :func:`_load_packed`), the chunks to ``out`` and their rows' spans to ``spans``."""
-    for c in decoded:
+    :func:`_load_packed`), the chunks to ``out`` and their rows' spans to ``spans``;
+    ``placed``: the spans of positions read in place (by index in the batch)."""
+    for i, c in enumerate(decoded):
         if not isinstance(c, ChunkData):
             continue
         span: dict[str | None, tuple[int, int]] = {}
+        if i in placed:
+            span[None] = placed[i]
         for name, part in [(None, c.positions), *c.attributes.items()]:
+            if name in span:
+                continue
             if name not in packed:
                 packed[name] = _Packed(part, capacity)
             target = packed[name]
@@ -348,11 +421,29 @@ def _fetch_and_decode(
 
 
 def _fetch(
-    layout: Layout, level: int, chunks: np.ndarray, specs: list[AttributeSpec]
+    layout: Layout,
+    level: int,
+    chunks: np.ndarray,
+    specs: list[AttributeSpec],
+    vertices: bool = True,
 ) -> dict[str, list[bytes | memoryview | ZVFormatError | None]]:
-    """The payloads of ``chunks``' cells of every array :func:`_decode` decodes."""
-    arrays = ["vertices", "vertex_fragments", *(s.array for s in specs)]
+    """The payloads of ``chunks``' cells of every array :func:`_decode` decodes (but the
+    ``vertices`` without ``vertices``)."""
+    arrays = ["vertex_fragments", *(s.array for s in specs)]
+    if vertices:
+        arrays.insert(0, "vertices")
     return layout.read_cell_views(level, arrays, chunks)  # payloads decoded without a copy
+
+
+def _vertex_encoding(layout: Layout, level: int) -> tuple[str, np.dtype]:
+    """The encoding (``"raw"``, ``"draco"``) and dtype of the level's vertex payloads."""
+    vmeta = layout.array_attributes(level, "vertices") or {}
+    vsrc = Source(layout.io.name, f"{level}/vertices/zarr.json", level, "vertices")
+    encoding = str_field(vmeta, "encoding", vsrc, "raw")
+    try:
+        return encoding, parse_dtype(str_field(vmeta, "dtype", vsrc, "float32"))
+    except ZVFormatError as exc:
+        raise exc.located(store=layout.io.name, level=level, array="vertices") from None
 
 
 def _decode(
@@ -365,13 +456,7 @@ def _decode(
 ) -> list[ChunkData | object | None]:
     """:func:`_fetch_and_decode` of the fetched ``cells``."""
     ndim = layout.root.ndim
-    vmeta = layout.array_attributes(level, "vertices") or {}
-    vsrc = Source(layout.io.name, f"{level}/vertices/zarr.json", level, "vertices")
-    encoding = str_field(vmeta, "encoding", vsrc, "raw")
-    try:
-        vdtype = parse_dtype(str_field(vmeta, "dtype", vsrc, "float32"))
-    except ZVFormatError as exc:
-        raise exc.located(store=layout.io.name, level=level, array="vertices") from None
+    encoding, vdtype = _vertex_encoding(layout, level)
     levels = layout.levels[level]
 
     def decode(i: int) -> ChunkData | object | None:
@@ -384,7 +469,9 @@ def _decode(
             if isinstance(raw, ZVFormatError):
                 raise raw
             faces = None
-            if encoding == "draco":
+            if isinstance(raw, np.ndarray):  # rows read in place (see _RowsSink)
+                positions = raw
+            elif encoding == "draco":
                 positions, faces = decode_draco(bytes(raw), ndim)
             elif encoding == "raw":
                 positions = decode_rows(raw, vdtype, ndim)

@@ -62,7 +62,7 @@ def inside_box_within(
 
 
 #: Rows reduced together by :func:`column_extremes` (their values are one SIMD-wide row).
-_EXTREME_BLOCK = 64
+_EXTREME_BLOCK = 256
 
 
 def column_extremes(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

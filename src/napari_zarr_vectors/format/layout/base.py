@@ -18,7 +18,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -34,6 +34,18 @@ if TYPE_CHECKING:
     from zarr.core.array import AsyncArray
 
     from ..chunks import ChunkTable
+
+
+class PayloadSink(Protocol):
+    """Where :meth:`Layout.read_payloads_into` puts the payloads it reads."""
+
+    def claim(self, i: int, nbytes: int) -> memoryview | None:
+        """Writable memory of ``nbytes`` for the payload of chunk ``i`` (read into it
+        next), or ``None`` to leave that chunk to :meth:`Layout.read_cell_views`."""
+
+    def drop(self, i: int) -> None:
+        """The payload of chunk ``i`` could not be read after all: its memory, the last
+        claimed, is free again."""
 
 
 @dataclass
@@ -339,6 +351,21 @@ class Layout(ABC):
         """:meth:`read_cells` with each payload any bytes-like buffer: a layout that can
         hands out views of the fetched bytes (no copy of a chunk's payload)."""
         return self.read_cells(level, arrays, chunks)
+
+    def reads_in_place(self, level: int, array: str) -> bool:
+        """Whether :meth:`read_payloads_into` reads ``array``'s cells at ``level`` (local
+        cells stored plainly); here: never."""
+        return False
+
+    def read_payloads_into(
+        self, level: int, array: str, chunks: np.ndarray, sink: PayloadSink
+    ) -> np.ndarray:
+        """Read the payloads of ``array``'s cells of ``chunks`` straight into the memory
+        ``sink`` hands out (no fetched copy in between) where :meth:`reads_in_place`, each
+        checked as :meth:`read_cell_views` checks it. Whether each chunk's payload was read
+        so (bool); the others (an empty or damaged cell, a sink that declined) are for
+        :meth:`read_cell_views`, which reports what is wrong with them. Here: none."""
+        return np.zeros(len(chunks), dtype=bool)
 
     @abstractmethod
     def list_attributes(self, level: int, kind: str) -> list[str]:

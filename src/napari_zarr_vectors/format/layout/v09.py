@@ -57,7 +57,7 @@ from ..discovery import (
     warn_unlisted,
 )
 from ..errors import ZVChunkWarning, ZVFetchError, ZVFormatError
-from ..io import map_parallel
+from ..io import MAX_OBJECT_BYTES, LocalFile, map_parallel
 from ..validate import (
     MAX_COORD,
     bool_field,
@@ -76,6 +76,7 @@ from .base import (
     ObjectAttribute,
     ObjectRows,
     ObjectTable,
+    PayloadSink,
     decoded_chunk_shape,
 )
 from .keys import delta_name, parse_chunk_keys, sort_chunks
@@ -212,6 +213,37 @@ def _unpack_vlen(data: bytes, view: bool = False) -> bytes | memoryview | None:
     if view:
         return memoryview(data)[8:] if length else None
     return data[8:] or None
+
+
+def _read_payload_into(path: str, i: int, sink: PayloadSink) -> bool:
+    """Read the payload of the one-cell vlen-bytes chunk file at ``path`` (a ``uint32``
+    count of 1, its ``uint32`` length, its bytes: what :func:`_unpack_vlen` accepts, not
+    empty) into the memory ``sink`` claims for chunk ``i``; whether it was read so (any
+    other file is left to the ordinary read, which reports what is wrong with it)."""
+    try:
+        file = LocalFile.open(path)
+        if file is None:
+            return False
+        with file:
+            head = file.read(0, _VLEN_HEAD.size) if file.size >= _VLEN_HEAD.size else b""
+            if len(head) < _VLEN_HEAD.size:
+                return False
+            count, length = _VLEN_HEAD.unpack_from(head)
+            if (
+                count != 1
+                or not 0 < length <= MAX_OBJECT_BYTES
+                or file.size != _VLEN_HEAD.size + length
+            ):
+                return False
+            out = sink.claim(i, length)
+            if out is None:
+                return False
+            if file.read_into(_VLEN_HEAD.size, out):
+                return True
+            sink.drop(i)
+            return False
+    except ZVFetchError:
+        return False
 
 
 @lru_cache(maxsize=8)
@@ -615,6 +647,27 @@ class V09Layout(Layout):
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, self.key_ndim(level))
         values = self._read_grid_cells(level, [(a, chunks) for a in arrays], view=True)
         return dict(zip(arrays, values, strict=True))
+
+    def reads_in_place(self, level: int, array: str) -> bool:
+        """Cells of a local array stored as plain vlen-bytes files (no compressor, not
+        sharded) are read from their files straight into the sink's memory."""
+        grid = self._grid(level, array)
+        return grid is not None and grid.direct == () and self.io.local_path("") is not None
+
+    def read_payloads_into(
+        self, level: int, array: str, chunks: np.ndarray, sink: PayloadSink
+    ) -> np.ndarray:
+        done = np.zeros(len(chunks), dtype=bool)
+        grid = self._grid(level, array)
+        if grid is None or not self.reads_in_place(level, array):
+            return done
+        chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, self.key_ndim(level))
+        cells, inside = grid.locate(chunks)
+        pos = np.flatnonzero(inside)
+        for i, key in zip(pos.tolist(), grid.keys(cells[pos]), strict=True):
+            path = self.io.local_path(key)
+            done[i] = path is not None and _read_payload_into(path, i, sink)
+        return done
 
     def _read_grid_cells(
         self, level: int, requests: Sequence[tuple[str, np.ndarray]], view: bool = False
