@@ -790,7 +790,8 @@ def test_listing_falls_back_to_scanning(tmp_path, name):
 
 def test_full_level_read_batches_cell_fetches(monkeypatch):
     """A full-level read fetches the cells of every unsharded grid array together, in
-    batches of ``READ_BATCH`` chunks (one fetch per batch, not one per cell)."""
+    batches of ``READ_BATCH`` chunks (one fetch per batch, not one per cell), but the
+    vertices', which a local store's plain cells read from their files in place."""
     s = open_store(DATA / "points_binned.zarrvectors")
     calls = []
     original = s.layout.io.fetch_many
@@ -804,8 +805,14 @@ def test_full_level_read_batches_cell_fetches(monkeypatch):
     cell_batches = [n for n in calls if n > 1]
     n = len(s.chunks(0))
     assert n > READ_BATCH  # more than one batch
-    # vertices, vertex_fragments and one vertex attribute of every chunk of the batch
-    assert cell_batches == [3 * min(READ_BATCH, n - lo) for lo in range(0, n, READ_BATCH)]
+    # vertex_fragments and one vertex attribute of every chunk of the batch
+    assert cell_batches == [2 * min(READ_BATCH, n - lo) for lo in range(0, n, READ_BATCH)]
+    monkeypatch.setattr(type(s.layout), "reads_in_place", lambda self, level, array: False)
+    calls.clear()
+    s.read(0)  # and the vertices too where they cannot be read in place
+    assert [n for n in calls if n > 1] == [
+        3 * min(READ_BATCH, n - lo) for lo in range(0, n, READ_BATCH)
+    ]
 
 
 def test_read_without_cache_packs_rows_into_one_array():
