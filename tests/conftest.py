@@ -14,6 +14,7 @@ it cites are ``shared/format/FORMAT07.md`` and ``FORMAT09.md``):
 from __future__ import annotations
 
 import json
+import shutil
 from functools import cache
 from pathlib import Path
 
@@ -53,6 +54,18 @@ def v09_dir() -> Path:
 @pytest.fixture(scope="session")
 def twins_dir() -> Path:
     return TWINS_DIR
+
+
+@pytest.fixture
+def data_copy(tmp_path: Path):
+    """``data_copy(name)`` -> a copy, to change, of the store ``tests/data/<name>.zarrvectors``."""
+
+    def copy(name: str) -> Path:
+        dst = tmp_path / Path(name).name
+        shutil.copytree(DATA_DIR / f"{name}.zarrvectors", dst)
+        return dst
+
+    return copy
 
 
 @pytest.fixture(scope="session")

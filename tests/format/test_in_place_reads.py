@@ -6,7 +6,6 @@ result and what is reported are those of a read without it."""
 from __future__ import annotations
 
 import json
-import shutil
 import struct
 import warnings
 from pathlib import Path
@@ -20,12 +19,6 @@ from napari_zarr_vectors.format.layout.v09 import V09Layout
 
 DATA = Path(__file__).parents[1] / "data"
 STORES = ["v09/streamlines", "v09/points_binned", "v09/skeleton", "next/points_categorical"]
-
-
-def _copy(name: str, tmp_path: Path) -> Path:
-    dst = tmp_path / Path(name).name
-    shutil.copytree(DATA / f"{name}.zarrvectors", dst)
-    return dst
 
 
 def _read(path: Path, in_place: bool, monkeypatch: pytest.MonkeyPatch, **kw):
@@ -126,9 +119,9 @@ KINDS = [
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", ["v09/streamlines", "next/points_categorical"])
 def test_a_damaged_cell_is_read_and_reported_as_without_in_place_reads(
-    name: str, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, kind: str, data_copy, monkeypatch: pytest.MonkeyPatch
 ):
-    path = _copy(name, tmp_path)
+    path = data_copy(name)
     clean = nzv.open_store(path).read(0)
     cells = _cells(path)
     _damage(cells[len(cells) // 2], kind)
@@ -145,11 +138,11 @@ def test_a_damaged_cell_is_read_and_reported_as_without_in_place_reads(
 
 @pytest.mark.parametrize("declared", ["one", "half"])
 def test_cells_past_the_declared_vertex_count_are_copied_in(
-    declared: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    declared: str, data_copy, monkeypatch: pytest.MonkeyPatch
 ):
     """A level whose ``vertex_count`` is too small: the cells that do not fit the rows
     allocated for it are fetched and copied (the array grown), with the same rows."""
-    path = _copy("v09/streamlines", tmp_path)
+    path = data_copy("v09/streamlines")
     clean = nzv.open_store(path).read(0)
     meta = path / "0" / "zarr.json"
     doc = json.loads(meta.read_text())
@@ -162,11 +155,11 @@ def test_cells_past_the_declared_vertex_count_are_copied_in(
 
 
 def test_a_file_that_cannot_be_read_whole_is_read_the_ordinary_way(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    data_copy, monkeypatch: pytest.MonkeyPatch
 ):
     """A read into the claimed rows that comes back short gives the rows back (the next
     cell is read over them) and the cell is fetched and copied instead."""
-    path = _copy("v09/streamlines", tmp_path)
+    path = data_copy("v09/streamlines")
     clean = nzv.open_store(path).read(0)
     victim = str(_cells(path)[1])
     real = zio.LocalFile.read_into

@@ -8,7 +8,6 @@ import json
 import pickle
 import platform
 import re
-import shutil
 import struct
 import sys
 import threading
@@ -28,12 +27,6 @@ from napari_zarr_vectors.format.query import column_extremes
 
 DATA = Path(__file__).parents[1] / "data"
 STORES = ["v09/streamlines", "v09/points", "v07/streamlines", "v09/polylines"]
-
-
-def _copy(name: str, tmp_path: Path) -> Path:
-    dst = tmp_path / Path(name).name
-    shutil.copytree(DATA / f"{name}.zarrvectors", dst)
-    return dst
 
 
 def _same(a, b) -> None:
@@ -58,11 +51,11 @@ def _set_vertex_count(store: Path, level: int, count: int) -> None:
 
 @pytest.mark.parametrize("name", STORES)
 @pytest.mark.parametrize("declared", ["one", "half", "ten times", "2**33"])
-def test_a_wrong_vertex_count_reads_the_same_rows(name: str, declared: str, tmp_path: Path):
+def test_a_wrong_vertex_count_reads_the_same_rows(name: str, declared: str, data_copy):
     """The declared count only sizes the first allocation: fewer (growth), more (trimmed)
     or more than a read allocates up front (grown from nothing) give the same rows."""
     clean = nzv.open_store(DATA / f"{name}.zarrvectors").read(0)
-    path = _copy(name, tmp_path)
+    path = data_copy(name)
     n = clean.vertex_count
     count = {"one": 1, "half": n // 2, "ten times": 10 * n, "2**33": 2**33}[declared]
     _set_vertex_count(path, 0, count)
@@ -86,14 +79,12 @@ def test_batches_fetched_ahead_give_the_rows_of_one_batch(name, batch, ahead, mo
 
 @pytest.mark.parametrize("name", ["v09/streamlines", "v09/points"])
 @pytest.mark.parametrize("ahead", [True, False])
-def test_damage_in_a_later_batch_is_reported_with_its_chunk(
-    name, ahead, monkeypatch, tmp_path: Path
-):
+def test_damage_in_a_later_batch_is_reported_with_its_chunk(name, ahead, monkeypatch, data_copy):
     """A chunk of the last batch that cannot be decoded raises with ``strict=True`` (from
     the side thread when fetched ahead, naming its chunk and file) and is a gap of its
     own rows otherwise. (Streamlines read their object index beside: no batch ahead.)"""
     monkeypatch.setattr(loading, "PIPELINE_MIN_ROWS", 0 if ahead else 2**40)
-    path = _copy(name, tmp_path)
+    path = data_copy(name)
     clean = nzv.open_store(path).read(0)
     files = sorted(p for p in (path / "0" / "vertices" / "c").rglob("*") if p.is_file())
     damaged = files[-1]  # the last cell: read in the last batch
