@@ -15,10 +15,17 @@ import pytest
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import io as zio
+from napari_zarr_vectors.format import loading
 from napari_zarr_vectors.format.layout.v09 import V09Layout
 
 DATA = Path(__file__).parents[1] / "data"
 STORES = ["v09/streamlines", "v09/points_binned", "v09/skeleton", "next/points_categorical"]
+
+
+@pytest.fixture(autouse=True)
+def _small_cells_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cells of the test stores hold a few rows: read in place all the same."""
+    monkeypatch.setattr(loading, "IN_PLACE_MIN_BYTES", 0)
 
 
 def _read(path: Path, in_place: bool, monkeypatch: pytest.MonkeyPatch, **kw):
@@ -192,3 +199,24 @@ def test_local_file_reads_into_memory_and_says_when_the_file_is_short(tmp_path: 
         assert not file.read_into(15, memoryview(bytearray(8)))  # 5 bytes left
     assert zio.LocalFile.open(str(tmp_path / "nothing")) is None
     assert zio.LocalFile.open(str(tmp_path)) is None  # a directory holds no cell
+
+
+@pytest.mark.parametrize(("least", "in_place"), [(0, True), (1 << 16, False)])
+def test_only_chunks_of_many_rows_on_average_are_read_in_place(
+    least: int, in_place: bool, monkeypatch: pytest.MonkeyPatch
+):
+    """A read whose chunks hold fewer than ``IN_PLACE_MIN_BYTES`` of vertices on average
+    (a coarse level, these small stores) fetches them with the other arrays."""
+    monkeypatch.setattr(loading, "IN_PLACE_MIN_BYTES", least)
+    calls: list[int] = []
+    real = V09Layout.read_payloads_into
+
+    def spy(self, level, array, chunks, sink):
+        calls.append(len(chunks))
+        return real(self, level, array, chunks, sink)
+
+    monkeypatch.setattr(V09Layout, "read_payloads_into", spy)
+    path = DATA / "v09/streamlines.zarrvectors"
+    geom = nzv.open_store(path).read(0)
+    assert (sum(calls) == len(_cells(path))) if in_place else calls == []
+    assert geom.vertex_count == 394  # what the level's vertex_count says

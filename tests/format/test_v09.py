@@ -23,6 +23,7 @@ from napari_zarr_vectors.format import (
     UnsupportedVersionError,
     ZVChunkWarning,
     ZVFormatError,
+    loading,
     open_store,
 )
 from napari_zarr_vectors.format.chunks import LoadedChunks
@@ -792,6 +793,7 @@ def test_full_level_read_batches_cell_fetches(monkeypatch):
     """A full-level read fetches the cells of every unsharded grid array together, in
     batches of ``READ_BATCH`` chunks (one fetch per batch, not one per cell), but the
     vertices', which a local store's plain cells read from their files in place."""
+    monkeypatch.setattr(loading, "IN_PLACE_MIN_BYTES", 0)  # (these cells hold a few rows)
     s = open_store(DATA / "points_binned.zarrvectors")
     calls = []
     original = s.layout.io.fetch_many

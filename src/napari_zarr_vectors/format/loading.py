@@ -47,6 +47,11 @@ PIPELINE_MIN_ROWS = 1 << 18
 #: Most rows a read's packed arrays are allocated for up front (see :func:`_capacity`).
 MAX_PACKED_ROWS = 1 << 31
 
+#: Fewest bytes of vertices a read's chunks hold on average for their payloads to be read
+#: in place (:func:`_rows_sink`): below, a cell's two more system calls cost more than the
+#: copy they save (the coarse levels of a pyramid hold a few rows a chunk)
+IN_PLACE_MIN_BYTES = 1 << 16
+
 _NO_ROWS = np.empty(0, np.float32)
 
 
@@ -310,7 +315,7 @@ def _load_packed(
     size = REMOTE_READ_BATCH if layout.io.remote else READ_BATCH
     batches = [chunks[lo : lo + size] for lo in range(0, len(chunks), size)]
 
-    sink = _rows_sink(layout, level, packed, capacity)
+    sink = _rows_sink(layout, level, packed, capacity, len(chunks))
     fetch = partial(_fetch, layout, level, specs=specs, vertices=sink is None)
 
     # (small levels: a hand-over costs more than it overlaps)
@@ -346,13 +351,19 @@ def _load_packed(
 
 
 def _rows_sink(
-    layout: Layout, level: int, packed: dict[str | None, _Packed], capacity: int
+    layout: Layout, level: int, packed: dict[str | None, _Packed], capacity: int, n_chunks: int
 ) -> _RowsSink | None:
     """A sink for the level's vertex payloads read in place into the packed positions,
-    when they are raw rows and there is a capacity to read them into (``None``: they are
+    when they are raw rows, there is a capacity to read them into and the ``n_chunks``
+    chunks read hold :data:`IN_PLACE_MIN_BYTES` a chunk on average (``None``: they are
     fetched and copied)."""
     encoding, dtype = _vertex_encoding(layout, level)
-    if encoding != "raw" or not capacity or not layout.reads_in_place(level, "vertices"):
+    row_bytes = dtype.itemsize * layout.root.ndim
+    if (
+        encoding != "raw"
+        or capacity * row_bytes < IN_PLACE_MIN_BYTES * n_chunks
+        or not layout.reads_in_place(level, "vertices")
+    ):
         return None
     packed[None] = _Packed(np.empty((0, layout.root.ndim), dtype), capacity)
     return _RowsSink(packed[None])
