@@ -261,9 +261,11 @@ class _RowsSink:
         self.spans: dict[int, tuple[int, int]] = {}
 
     def claim(self, i: int, nbytes: int) -> memoryview | None:
+        if not self.row_bytes:
+            return None
         rows, rest = divmod(nbytes, self.row_bytes)
         a = self.target.rows
-        if rest or not self.row_bytes or a + rows > self.target.array.shape[0]:
+        if rest or a + rows > self.target.array.shape[0]:
             return None
         self.target.rows = a + rows
         self.spans[i] = (a, a + rows)
@@ -438,8 +440,8 @@ def _fetch(
     specs: list[AttributeSpec],
     vertices: bool = True,
 ) -> dict[str, list[bytes | memoryview | ZVFormatError | None]]:
-    """The payloads of ``chunks``' cells of every array :func:`_decode` decodes (but the
-    ``vertices`` without ``vertices``)."""
+    """The payloads of ``chunks``' cells of every array :func:`_decode` decodes (those of
+    ``vertices`` only with ``vertices``: else they are read in place)."""
     arrays = ["vertex_fragments", *(s.array for s in specs)]
     if vertices:
         arrays.insert(0, "vertices")

@@ -225,7 +225,7 @@ def _read_payload_into(path: str, i: int, sink: PayloadSink) -> bool:
         if file is None:
             return False
         with file:
-            head = file.read(0, _VLEN_HEAD.size) if file.size >= _VLEN_HEAD.size else b""
+            head = file.read(0, _VLEN_HEAD.size)
             if len(head) < _VLEN_HEAD.size:
                 return False
             count, length = _VLEN_HEAD.unpack_from(head)
