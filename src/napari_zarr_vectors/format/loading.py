@@ -144,24 +144,29 @@ def _check_in_chunk(
     # a NaN extreme fails the tests below and takes the vertex-by-vertex way
     low, high = column_extremes(positions)
     ndim = positions.shape[1]
-    edge = np.asarray(info.chunk_shape, np.float64)
-    if edge.size != ndim or len(coords) < ndim:
+    edge = [float(e) for e in info.chunk_shape.tolist()]
+    if len(edge) != ndim or len(coords) < ndim:
         return low, high
-    lo = info.chunk_origin + np.asarray(coords[len(coords) - ndim :], np.float64) * edge
-    hi = lo + edge
-    slack = 1e-6 * (np.abs(lo) + np.abs(hi)) + 1e-5 * edge
-    below, above = lo - slack, hi + slack
+    # the chunk's bounds in Python floats (the same float64 arithmetic): a dozen numpy calls
+    # on 3-vectors cost more than the extremes of a coarse level's chunk of a few rows
+    key = np.asarray(coords[len(coords) - ndim :]).tolist()
+    lo = [o + k * e for o, k, e in zip(info.chunk_origin.tolist(), key, edge, strict=True)]
+    hi = [a + e for a, e in zip(lo, edge, strict=True)]
+    slack = [1e-6 * (abs(a) + abs(b)) + 1e-5 * e for a, b, e in zip(lo, hi, edge, strict=True)]
+    below = [a - s for a, s in zip(lo, slack, strict=True)]
+    above = [b + s for b, s in zip(hi, slack, strict=True)]
+    if all(x >= b for x, b in zip(low.tolist(), below, strict=True)) and all(
+        x <= a for x, a in zip(high.tolist(), above, strict=True)
+    ):
+        return low, high
     with np.errstate(invalid="ignore"):
-        if np.all(low >= below) and np.all(high <= above):
-            return low, high
-        beyond = (positions < below) | (positions > above)
+        beyond = (positions < np.array(below)) | (positions > np.array(above))
         outside = np.any(beyond & np.isfinite(positions), axis=1)
     if outside.any():
         first = positions[np.flatnonzero(outside)[0]].astype(np.float64)
         raise ZVFormatError(
             f"{int(outside.sum())} of {len(positions)} vertices lie outside the chunk (e.g. "
-            f"{first.tolist()}, the chunk spans {lo.tolist()} .. {hi.tolist()}): these bytes "
-            "are not this chunk's"
+            f"{first.tolist()}, the chunk spans {lo} .. {hi}): these bytes are not this chunk's"
         )
     return low, high
 

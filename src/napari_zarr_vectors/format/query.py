@@ -70,6 +70,8 @@ def column_extremes(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     when a column holds one), reducing blocks of :data:`_EXTREME_BLOCK` rows as one long
     row: about twice as fast as one strided column at a time, and ~30x ``min(axis=0)``."""
     n, ndim = positions.shape
+    if n < _EXTREME_BLOCK:  # a few rows: one reduction per side
+        return positions.min(axis=0).astype(np.float64), positions.max(axis=0).astype(np.float64)
     full = n - n % _EXTREME_BLOCK
     parts_lo, parts_hi = [], []
     if full and positions.flags.c_contiguous:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -108,14 +109,16 @@ def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> F
     count = table[:, 1].astype(np.int32 if small else np.int64)
     if n_rows is not None and not _ranges_fit(start, count, n_rows):
         return None
-    return FragmentIndex(  # constant fields as read-only broadcasts: no memory per fragment
-        np.broadcast_to(np.True_, (F,)),
-        start,
-        count,
-        np.broadcast_to(np.int64(-1), (F,)),
-        np.zeros(1, np.int64),
-        _EMPTY,
-    )
+    all_ranges, no_exceptions = _range_constants(F)
+    return FragmentIndex(all_ranges, start, count, no_exceptions, np.zeros(1, np.int64), _EMPTY)
+
+
+@lru_cache(maxsize=256)
+def _range_constants(F: int) -> tuple[np.ndarray, np.ndarray]:
+    """The constant fields of ``F`` range fragments (every one a range, no exception rows)
+    as read-only broadcasts: no memory per fragment, shared by the chunks of ``F`` fragments
+    (a coarse level's chunks hold one or a few)."""
+    return np.broadcast_to(np.True_, (F,)), np.broadcast_to(np.int64(-1), (F,))
 
 
 def _header(raw: bytes) -> tuple[int, int, int]:
