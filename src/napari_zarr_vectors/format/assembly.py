@@ -42,14 +42,37 @@ def _entries_in_loaded(loaded: LoadedChunks, index: ObjectIndex, entries: np.nda
     return _entry_chunks(loaded, index)[entries]
 
 
+@dataclass
+class _EntryMap:
+    """Where a read's loaded chunks hold every entry of an object index, worked out once
+    per read (its arrays are shared: not to be written to)."""
+
+    chunks: np.ndarray  # the index's entry chunks it maps (checked by identity)
+    cidx: np.ndarray  # chunk index in the loaded chunks of every entry, -1 when not loaded
+    _inside: tuple[np.ndarray, np.ndarray] | None = None
+
+    def inside(self) -> tuple[np.ndarray, np.ndarray]:
+        """The entries in loaded chunks and the index of their chunk (a box: a few of
+        them; asked for by the reference check, then the paths)."""
+        if self._inside is None:
+            at = np.flatnonzero(self.cidx >= 0)
+            self._inside = (at, self.cidx[at])
+        return self._inside
+
+
+def _entry_map(loaded: LoadedChunks, index: ObjectIndex) -> _EntryMap:
+    memo = loaded.__dict__.setdefault("_entry_maps", {})
+    found = memo.get(id(index.chunks))
+    if found is None or found.chunks is not index.chunks:
+        found = memo[id(index.chunks)] = _EntryMap(
+            index.chunks, loaded.table.index_of(index.chunks)
+        )
+    return found
+
+
 def _entry_chunks(loaded: LoadedChunks, index: ObjectIndex) -> np.ndarray:
-    """Chunk index (``-1`` when not loaded) of every entry of the index, mapped once per
-    read (the array is shared: not to be written to)."""
-    memo = loaded.__dict__.setdefault("_entry_chunks", {})
-    key = id(index.chunks)
-    if key not in memo or memo[key][0] is not index.chunks:
-        memo[key] = (index.chunks, loaded.table.index_of(index.chunks))
-    return memo[key][1]
+    """Chunk index (``-1`` when not loaded) of every entry of the index (:class:`_EntryMap`)."""
+    return _entry_map(loaded, index).cidx
 
 
 def _object_ids_per_row(
@@ -84,15 +107,11 @@ def _loaded_entries(
     """The manifest entries of the objects ``object_rows`` (``None``: all) that name a
     loaded chunk, and the index of that chunk in ``loaded``."""
     if object_rows is None:  # every entry
-        cidx = _entry_chunks(loaded, index)
+        entry_map = _entry_map(loaded, index)
+        cidx = entry_map.cidx
         if cidx.size == 0 or cidx.min() >= 0:  # all loaded (a whole level): no copies
             return np.arange(cidx.size), cidx
-        # a few: found once per read and kept (the reference check, then the paths)
-        memo = loaded.__dict__.setdefault("_loaded_entries", {})
-        if id(cidx) not in memo or memo[id(cidx)][0] is not cidx:
-            at = np.flatnonzero(cidx >= 0)
-            memo[id(cidx)] = (cidx, at, cidx[at])
-        return memo[id(cidx)][1:]
+        return entry_map.inside()
     entries = index.entries_of_rows(object_rows)
     cidx = _entries_in_loaded(loaded, index, entries)
     ok = cidx >= 0

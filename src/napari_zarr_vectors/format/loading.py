@@ -259,9 +259,9 @@ class _RowsSink:
     each chunk's rows at the end of the packed positions, within their capacity (a chunk
     past it, or whose payload is no whole number of rows, is read the ordinary way)."""
 
-    def __init__(self, target: _Packed) -> None:
+    def __init__(self, target: _Packed, row_bytes: int) -> None:
         self.target = target
-        self.row_bytes = target.array.dtype.itemsize * int(np.prod(target.array.shape[1:]))
+        self.row_bytes = row_bytes  # (of the target's rows)
         #: ``(start, end)`` rows of every chunk (by its index in the batch) read in place
         self.spans: dict[int, tuple[int, int]] = {}
 
@@ -373,7 +373,7 @@ def _rows_sink(
     ):
         return None
     packed[None] = _Packed(np.empty((0, layout.root.ndim), dtype), capacity)
-    return _RowsSink(packed[None])
+    return _RowsSink(packed[None], row_bytes)
 
 
 def _read_vertices(
