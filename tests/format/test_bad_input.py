@@ -163,12 +163,26 @@ def test_unknown_level_is_named() -> None:
         store.read(7)
 
 
-def test_bad_bbox_is_rejected() -> None:
-    store = nzv.open_store(V07_DIR / "points.zarrvectors")
-    with pytest.raises(ValueError, match="exceeds"):
-        store.read(0, bbox=([5, 5, 5], [0, 0, 0]))
-    with pytest.raises(ValueError, match="3 coordinates"):
-        store.read(0, bbox=([0, 0], [1, 1]))
+@pytest.mark.parametrize("name", ["points", "streamlines"])
+@pytest.mark.parametrize(
+    "bbox, match",
+    [
+        (([5, 5, 5], [0, 0, 0]), "exceeds"),
+        (([0, 0], [1, 1]), "3 coordinates"),
+        (([np.nan, 0, 0], [1, 1, 1]), "holds NaN"),
+        (([0, 0, 0], [1, np.nan, 1]), "holds NaN"),
+        (([0, 0, 0],), "a pair"),
+        ((["a", 0, 0], [1, 1, 1]), "must be numbers"),
+    ],
+)
+@pytest.mark.parametrize("layout", ["v07", "v09"])
+def test_bad_bbox_is_a_typed_error_naming_the_store(layout, name, bbox, match) -> None:
+    root = V07_DIR if layout == "v07" else V07_DIR.parent / "v09"
+    store = nzv.open_store(root / f"{name}.zarrvectors")
+    with pytest.raises(nzv.ZVArgumentError, match=match) as caught:
+        store.read(0, bbox=bbox)
+    assert isinstance(caught.value, ValueError)  # still a ValueError, as it was
+    assert f"{name}.zarrvectors" in str(caught.value)
 
 
 def test_manifest_with_trailing_bytes_is_reported() -> None:

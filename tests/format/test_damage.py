@@ -409,7 +409,7 @@ def test_vertices_outside_their_chunk_are_reported(tmp_path, rel, move):
         b.write_bytes(first)
     geom, caught = read_quietly(path)
     assert geom.vertex_count < clean.vertex_count
-    assert any("lie outside the chunk" in m for m in caught), caught
+    assert any("lie far outside the chunk" in m for m in caught), caught
 
 
 def test_a_v07_blob_whose_zarr_json_is_gone_is_reported(tmp_path):
@@ -983,3 +983,48 @@ def test_object_ids_that_do_not_ascend_in_a_sorted_index_are_refused(tmp_path):
     del meta["attributes"]["object_ids_sorted"]
     doc.write_text(json.dumps(meta))
     np.testing.assert_array_equal(nzv.open_store(path).object_ids(1), ids)
+
+
+# -- what the fuzz campaign of issue 39 found (seed 29) ----------------------------------------
+def test_a_zeroed_v07_group_table_is_reported(tmp_path):
+    path = copy_store("v07/polylines.zarrvectors", tmp_path)
+    f = path / "0/groups/data/c/0"
+    f.write_bytes(bytes(len(f.read_bytes())))
+    with pytest.warns(ZVChunkWarning, match="group 0 lists object 0 3 times"):
+        groups = nzv.open_store(path).groups(0)
+    assert groups[0].tolist() == [0, 0, 0]  # read as stored, and reported
+
+
+def test_a_v07_group_attribute_without_its_shape_is_shaped_by_the_group_count(tmp_path):
+    path = copy_store("v07/points.zarrvectors", tmp_path)
+    clean = nzv.open_store(path).group_attributes(0)["code"]
+    doc_path = path / "0/group_attributes/code/zarr.json"
+    doc = json.loads(doc_path.read_text())
+    doc["attributes"]["shape"] = None
+    doc_path.write_text(json.dumps(doc))
+    with pytest.warns(ZVChunkWarning, match=r"records no shape.*read as \[4, 2\]"):
+        got = nzv.open_store(path).group_attributes(0)["code"]
+    np.testing.assert_array_equal(got, clean)
+
+
+def test_a_v07_object_attribute_without_its_dtype_is_left_out(tmp_path):
+    path = copy_store("v07/graph.zarrvectors", tmp_path)
+    doc_path = path / "0/object_attributes/n_nodes/zarr.json"
+    doc = json.loads(doc_path.read_text())
+    doc["attributes"] = None
+    doc_path.write_text(json.dumps(doc))
+    with pytest.warns(
+        nzv.ZVAttributeWarning, match="'n_nodes' left out: its zarr.json records no dtype"
+    ):
+        attrs = nzv.open_store(path).object_attributes(0)
+    assert "n_nodes" not in attrs
+
+
+def test_a_coarse_v07_chunk_swapped_with_its_neighbour_is_reported(tmp_path):
+    path = copy_store("v07/skeleton.zarrvectors", tmp_path)
+    a, b = path / "1/vertices/0.1.1/c/0", path / "1/vertices/1.2.1/c/0"
+    first, second = a.read_bytes(), b.read_bytes()
+    a.write_bytes(second)
+    b.write_bytes(first)
+    geom, caught = read_quietly(path, level=1)
+    assert any("lie far outside the chunk" in m for m in caught), caught

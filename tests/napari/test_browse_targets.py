@@ -80,7 +80,7 @@ def test_level_of_detail_layers_lead_to_their_controllers_store(
     path = tmp_path / "c.zarrvectors"
     write_composite(path, POINTS)
     viewer = make_napari_viewer()
-    open_in_viewer(viewer, path)
+    open_in_viewer(viewer, path, first_view=False)
     graph = [lay for lay in viewer.layers if kind_of(lay) == "graph"]
     assert graph
     controller = controller_for(graph[0])
@@ -100,7 +100,7 @@ def test_both_targets_implement_the_browse_target_interface(make_napari_viewer, 
     for data, kwargs, kind in read_zarr_vectors(path, level=0):
         viewer.add_layer(make_layer(data, kwargs, kind))
     static = target_for(viewer, viewer.layers[-1])
-    controller = open_in_viewer(viewer, path)
+    controller = open_in_viewer(viewer, path, first_view=False)
     for target in (static, controller):
         members = [m for m in dir(BrowseTarget) if not m.startswith("_")]
         members += list(BrowseTarget.__annotations__)

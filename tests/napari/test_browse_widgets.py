@@ -46,7 +46,7 @@ def open_zv(viewer, qtbot, version: str, name: str, **options):
         viewer.open(str(path), plugin="napari-zarr-vectors")
         target = target_for(viewer, viewer.layers[-1])
     else:
-        target = open_in_viewer(viewer, path, **options)
+        target = open_in_viewer(viewer, path, first_view=False, **options)
     # a 3-D view of the whole store: every chunk is in view (a 2-D view loads one slab)
     viewer.dims.ndisplay = 3
     viewer.reset_view()

@@ -30,7 +30,7 @@ def settle(qtbot, c, timeout: int = TIMEOUT) -> None:
 
 
 def opened(viewer, qtbot, path, **options):
-    c = open_in_viewer(viewer, path, **options)
+    c = open_in_viewer(viewer, path, first_view=False, **options)
     settle(qtbot, c)
     return c
 
@@ -508,7 +508,7 @@ def test_a_big_store_opens_with_its_bounds_and_loads_its_data_in_the_background(
 
     monkeypatch.setattr(reader, "BACKGROUND_READ_VERTICES", 0)  # every store is "big"
     viewer = make_napari_viewer()
-    c = open_in_viewer(viewer, v07_store("streamlines"), vertex_budget=500)
+    c = open_in_viewer(viewer, v07_store("streamlines"), first_view=False, vertex_budget=500)
     # at once: the bounds box only, the window stays responsive
     assert [layer.name for layer in viewer.layers] == ["streamlines bounds"]
     assert c.layers == [] and c.bounds_layer is viewer.layers[0]
@@ -544,7 +544,7 @@ def test_a_big_store_shows_a_preview_of_its_central_chunks_first(
         )
     monkeypatch.setattr(reader, "BACKGROUND_READ_VERTICES", 0)
     viewer = make_napari_viewer()
-    c = open_in_viewer(viewer, path, vertex_budget=400)
+    c = open_in_viewer(viewer, path, first_view=False, vertex_budget=400)
     seen: list[tuple[int, int, set]] = []
     c.events.refreshed.connect(
         lambda: seen.append(
@@ -701,5 +701,5 @@ def test_open_in_viewer_options(make_napari_viewer, qtbot):
     assert c.level == 2 and c.locked_level == 2
     assert set(c.layers[0].features["object_id"].tolist()) <= {1, 2, 3}
     with pytest.raises(TypeError, match="unknown options"):
-        open_in_viewer(viewer, v07_store("points"), colour="red")
+        open_in_viewer(viewer, v07_store("points"), first_view=False, colour="red")
     assert isinstance(c.store, nzv.Store)

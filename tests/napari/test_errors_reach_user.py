@@ -80,7 +80,7 @@ def test_unreadable_chunk_is_counted_on_every_load_not_only_the_first(
     path = truncated_streamlines(tmp_path)
     viewer = make_napari_viewer()
     with pytest.warns(nzv.ZVChunkWarning, match=rf"chunk {CHUNK}, file {FILE}\)"):
-        c = open_in_viewer(viewer, path, lock_level=0)
+        c = open_in_viewer(viewer, path, first_view=False, lock_level=0)
         viewer.dims.ndisplay = 3  # the whole store in view
         viewer.reset_view()
         qtbot.waitUntil(lambda: not c.is_loading, timeout=20_000)

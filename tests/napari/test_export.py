@@ -148,7 +148,7 @@ def test_export_refusals(tmp_path):
 def _open(viewer, qtbot, path):
     from napari_zarr_vectors.napari import open_in_viewer
 
-    target = open_in_viewer(viewer, path)
+    target = open_in_viewer(viewer, path, first_view=False)
     viewer.dims.ndisplay = 3
     viewer.reset_view()
     qtbot.waitUntil(lambda: not target.is_loading, timeout=10_000)

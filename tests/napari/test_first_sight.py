@@ -153,6 +153,31 @@ def test_the_store_panel_steers_detail_and_the_slab(make_napari_viewer, qtbot, t
     assert "slab 3 millimeter" in controls.slice.text()
 
 
+@pytest.mark.parametrize("first_view", [True, False])
+def test_open_in_viewer_shows_the_whole_store_on_an_empty_viewer(
+    make_napari_viewer, qtbot, tracks300_store, first_view
+):
+    """A script gets the first picture a drop gets (every streamline whole, in 3-D) unless
+    it passes ``first_view=False``, which keeps napari's own 2-D view."""
+    from napari_zarr_vectors.napari import open_in_viewer
+
+    path, truth = tracks300_store
+    viewer = make_napari_viewer()
+    c = (
+        open_in_viewer(viewer, path)
+        if first_view
+        else open_in_viewer(viewer, path, first_view=False)
+    )
+    qtbot.wait(20)  # the first view is set up in the next event-loop turn
+    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    if first_view:
+        assert viewer.dims.ndisplay == 3
+        assert len(data_layer(c, "streamlines").data) == truth.vertex_count == 14_576
+        assert c.view_share.fraction == 1.0 and c.view_share.items_in_view == 300
+    else:
+        assert viewer.dims.ndisplay == 2
+
+
 def test_a_viewer_with_layers_keeps_its_view(make_napari_viewer, qtbot, tracks300_store):
     path, _ = tracks300_store
     viewer = make_napari_viewer()

@@ -29,7 +29,7 @@ def _nothing_frozen_around():
 
 
 def _settled(qtbot, viewer, name="streamlines"):
-    c = open_in_viewer(viewer, v07_store(name))
+    c = open_in_viewer(viewer, v07_store(name), first_view=False)
     qtbot.waitUntil(lambda: not c.is_loading and c.vertex_count > 0, timeout=15_000)
     return c
 

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.gui
 def opened(viewer, qtbot, name: str, version: str = "v09"):
     """A store opened with level of detail, locked at level 0, in a 2-D view of the whole
     store (every object is loaded: each vertex is a distinct position)."""
-    c = open_in_viewer(viewer, DATA / version / f"{name}.zarrvectors", lock_level=0)
+    c = open_in_viewer(
+        viewer, DATA / version / f"{name}.zarrvectors", lock_level=0, first_view=False
+    )
     viewer.reset_view()
     qtbot.waitUntil(lambda: not c.is_loading, timeout=20_000)
     return c

@@ -114,7 +114,7 @@ def test_store_panel_toggles_the_stored_space(make_napari_viewer, qtbot):
 
     viewer = make_napari_viewer()
     path = NEXT / "trk_crs.zarrvectors"
-    target = open_in_viewer(viewer, path)
+    target = open_in_viewer(viewer, path, first_view=False)
     viewer.dims.ndisplay = 3
     viewer.reset_view()
     qtbot.waitUntil(lambda: not target.is_loading, timeout=20_000)

@@ -53,7 +53,7 @@ def open_table(viewer, qtbot, path):
     from napari_zarr_vectors.napari import open_in_viewer
     from napari_zarr_vectors.napari.widgets.object_table import ObjectTableWidget
 
-    target = open_in_viewer(viewer, path)
+    target = open_in_viewer(viewer, path, first_view=False)
     viewer.dims.ndisplay = 3
     viewer.reset_view()
     qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
@@ -435,7 +435,7 @@ def test_docked_from_the_plugins_menu_on_a_fixture_store(make_napari_viewer, qtb
     from napari_zarr_vectors.napari.widgets.object_table import ObjectTableWidget
 
     viewer = make_napari_viewer()
-    target = open_in_viewer(viewer, DATA / "v09" / "polylines.zarrvectors")
+    target = open_in_viewer(viewer, DATA / "v09" / "polylines.zarrvectors", first_view=False)
     qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
     viewer.layers.selection.active = target.layers[0]
     _, widget = viewer.window.add_plugin_dock_widget("napari-zarr-vectors", "Object table")
@@ -471,7 +471,7 @@ def test_a_store_without_objects_says_so(make_napari_viewer, qtbot):
     from napari_zarr_vectors.napari.widgets.object_table import NO_OBJECTS, ObjectTableWidget
 
     viewer = make_napari_viewer()
-    target = open_in_viewer(viewer, DATA / "v09" / "points_binned.zarrvectors")
+    target = open_in_viewer(viewer, DATA / "v09" / "points_binned.zarrvectors", first_view=False)
     qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
     viewer.layers.selection.active = target.layers[0]
     widget = ObjectTableWidget(viewer)
@@ -489,7 +489,7 @@ def test_the_table_follows_the_selected_store(make_napari_viewer, qtbot, tracks3
     viewer = make_napari_viewer()
     tracks, widget = open_table(viewer, qtbot, path)
     widget.select_ids([7])
-    lines = open_in_viewer(viewer, DATA / "v09" / "polylines.zarrvectors")
+    lines = open_in_viewer(viewer, DATA / "v09" / "polylines.zarrvectors", first_view=False)
     qtbot.waitUntil(lambda: not lines.is_loading, timeout=TIMEOUT)
     viewer.layers.selection.active = lines.layers[0]
     qtbot.waitUntil(lambda: widget.model.rowCount() == 16, timeout=TIMEOUT)
@@ -580,7 +580,7 @@ def test_the_table_fills_its_dock(make_napari_viewer, qtbot, tracks300_store):
     path, _ = tracks300_store
     viewer = make_napari_viewer(show=True)
     viewer.window._qt_window.resize(1280, 1000)
-    target = open_in_viewer(viewer, path)
+    target = open_in_viewer(viewer, path, first_view=False)
     qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
     _, widget = viewer.window.add_plugin_dock_widget("napari-zarr-vectors", "Object table")
     viewer.window.add_plugin_dock_widget("napari-zarr-vectors", "Colour by")

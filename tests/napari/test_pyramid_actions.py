@@ -28,7 +28,7 @@ def qa(make_napari_viewer, qtbot):
 
     def make(path, **options):
         viewer = make_napari_viewer()
-        controller = open_in_viewer(viewer, str(path), **options)
+        controller = open_in_viewer(viewer, str(path), first_view=False, **options)
         viewer.dims.ndisplay = 3
         viewer.reset_view()
         settle(qtbot, controller)
@@ -344,7 +344,7 @@ def test_outlines_of_a_time_lapse_store_follow_its_axis_order(make_napari_viewer
         warnings.simplefilter("ignore")
         zv.create(str(path), schema=schema).add_points(pos.astype(np.float32))
     viewer = make_napari_viewer()
-    controller = open_in_viewer(viewer, str(path))
+    controller = open_in_viewer(viewer, str(path), first_view=False)
     viewer.dims.ndisplay = 3
     settle(qtbot, controller)
     widget = PyramidQAWidget(viewer)

@@ -36,7 +36,7 @@ def opened(make_napari_viewer, qtbot):
 
     def make(name, ndisplay=3):
         viewer = make_napari_viewer()
-        controller = open_in_viewer(viewer, str(v07_store(name)))
+        controller = open_in_viewer(viewer, str(v07_store(name)), first_view=False)
         viewer.dims.ndisplay = ndisplay
         viewer.reset_view()
         settle(qtbot, controller)

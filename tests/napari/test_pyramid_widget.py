@@ -35,7 +35,7 @@ def open_in(viewer, path):
     except ImportError:
         open_in_viewer = None
     if open_in_viewer is not None:
-        return open_in_viewer(viewer, str(path))
+        return open_in_viewer(viewer, str(path), first_view=False)
     viewer.open(str(path), plugin="napari-zarr-vectors")
     return None
 

@@ -31,7 +31,7 @@ COORDS = re.compile(r"^x (-?[\d.]+), y (-?[\d.]+), z (-?[\d.]+) (\w+): ")
 def opened_3d(viewer, qtbot, path, kind: str | None):
     """The whole store at level 0 in a 3-D view (every object loaded); returns the
     controller and its ``kind`` layer (made the active layer; ``None``: no layer)."""
-    c = open_in_viewer(viewer, path, lock_level=0, vertex_budget=500_000)
+    c = open_in_viewer(viewer, path, first_view=False, lock_level=0, vertex_budget=500_000)
     viewer.dims.ndisplay = 3
     viewer.reset_view()
     settle(qtbot, c, timeout=30_000)

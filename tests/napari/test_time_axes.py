@@ -193,7 +193,7 @@ def test_paths_are_tracks_in_time_else_vectors(lead, t_lo, kinds):
 def test_the_time_slider_loads_only_that_time(make_napari_viewer, qtbot, points_t3d):
     path, pos = points_t3d
     viewer = make_napari_viewer()
-    c = open_in_viewer(viewer, path)
+    c = open_in_viewer(viewer, path, first_view=False)
     assert viewer.dims.axis_labels == ("t", "z", "y", "x")
     layer = c.layers[0]
     viewer.dims.ndisplay = 3
@@ -211,7 +211,7 @@ def test_the_time_slider_loads_only_that_time(make_napari_viewer, qtbot, points_
 def test_tracks_keep_every_time_while_the_slider_moves(make_napari_viewer, qtbot, tracks_t2d):
     path, tracks = tracks_t2d
     viewer = make_napari_viewer()
-    c = open_in_viewer(viewer, path)
+    c = open_in_viewer(viewer, path, first_view=False)
     layer = c.layers[0]
     viewer.dims.set_point(0, 4)
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
@@ -238,7 +238,7 @@ def test_a_composite_store_opens_one_set_of_layers_per_geometry(make_napari_view
         composite.add_geometry(str(path), "streamline", polylines=lines)
     viewer = make_napari_viewer()
     with pytest.warns(UserWarning, match="geometry 'streamline' left out"):
-        open_in_viewer(viewer, path)
+        open_in_viewer(viewer, path, first_view=False)
     names = [layer.name for layer in viewer.layers]
     assert names == ["mixed bounds", "mixed points", "mixed graph edges", "mixed graph nodes"]
     by_name = {layer.name: layer for layer in viewer.layers}

@@ -271,7 +271,7 @@ class CompositeGeometryStore:
         ndim = self._parent.ndim
         listed = self.chunks(level)
         wanted = listed if chunks is None else np.asarray(chunks, np.int64).reshape(-1, ndim)
-        box = None if bbox is None else normalise_bbox(bbox, ndim)
+        box = None if bbox is None else normalise_bbox(bbox, ndim, self.path)
         if box is not None:
             wanted = chunks_in_bbox(wanted, info, *box)
         if object_ids is not None or group_ids is not None:

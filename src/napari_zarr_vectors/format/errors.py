@@ -35,6 +35,11 @@ class UnsupportedCapabilityError(UnsupportedVersionError):
         self.capabilities = tuple(capabilities)
 
 
+class ZVArgumentError(ZVError, ValueError):
+    """An argument of the reading API is malformed (a box with NaN corners, reversed
+    corners or the wrong number of coordinates); the message names the store."""
+
+
 class MissingDependencyError(ZVError, ImportError):
     """An optional dependency (e.g. DracoPy for Draco meshes) is needed but not installed."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
@@ -130,45 +131,109 @@ def _single_fragment(n_rows: int) -> FragmentIndex:
     )
 
 
-def _check_in_chunk(
-    positions: np.ndarray, coords: np.ndarray, info: LevelInfo
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Raise :class:`ZVFormatError` when a vertex lies outside its chunk: every writer puts a
-    vertex in the chunk ``floor((p - origin) / chunk_shape)``, so such a chunk holds bytes
-    that are not its own (another chunk's, zeros, a damaged exponent). Non-finite
-    coordinates are left to the caller; a slack of a millionth of the coordinates' magnitude
-    (and 1e-5 of a chunk) absorbs rounding at chunk edges. The rows' ``(min, max)`` per
-    column (:func:`.query.column_extremes`; ``None`` without rows)."""
-    if not len(positions):
+#: Fewest bits a Draco writer quantises positions to that a read takes as plausible: a
+#: decoded vertex may lie up to one quantisation step (the blob's extent over ``2**bits - 1``)
+#: past its chunk (zarr-vectors writes 11 bits; Draco's own default is 11 or 14).
+DRACO_MIN_QUANTIZATION_BITS = 8
+
+
+@dataclass(frozen=True)
+class _FarRows:
+    """Rows of a chunk that lie far outside it (:func:`_check_in_chunk`): how many, one of
+    them and the box they should lie in, for the warning that says they were left out."""
+
+    count: int
+    total: int
+    example: list[float]
+    lo: list[float]
+    hi: list[float]
+
+    def message(self) -> str:
+        return (
+            f"{self.count} of {self.total} vertices lie far outside the chunk (e.g. "
+            f"{self.example}, the chunk spans {self.lo} .. {self.hi})"
+        )
+
+
+def _plausible_bounds(
+    coords: np.ndarray, info: LevelInfo, ndim: int, quantum: float
+) -> tuple[list[float], list[float], list[float], list[float]] | None:
+    """The chunk's bounds and the box its vertices may plausibly lie in, in Python floats
+    (a dozen numpy calls on 3-vectors cost more than the extremes of a coarse level's chunk
+    of a few rows); ``None`` when the chunk's key does not give its box.
+
+    What real writers put in a chunk, and so what the box allows: each vertex in the chunk
+    ``floor((p - origin) / chunk_shape)`` (zarr-vectors 0.7 and 0.9.2 at every level, the
+    zarr-vectors-tools ingesters at level 0); a Draco blob's vertices up to ``quantum`` (one
+    quantisation step) past it; on a coarse level whose bins are larger than its chunks,
+    zarr-vectors-tools keys each metavertex (the centroid of a bin) by the level-0 chunks
+    its source vertices came from, so it lies in a bin that meets the chunk: there the box
+    is the chunk grown to the level's bin grid. A slack of a millionth of the coordinates'
+    magnitude (and 1e-5 of a chunk) absorbs rounding at chunk edges."""
+    edge = [float(e) for e in info.chunk_shape.tolist()]
+    if len(edge) != ndim or len(coords) < ndim:
         return None
+    key = np.asarray(coords[len(coords) - ndim :]).tolist()
+    origin = info.chunk_origin.tolist()
+    lo = [o + k * e for o, k, e in zip(origin, key, edge, strict=True)]
+    hi = [a + e for a, e in zip(lo, edge, strict=True)]
+    low, high = list(lo), list(hi)
+    if info.bin_shape.size == ndim:
+        for a, (o, b, e) in enumerate(zip(origin, info.bin_shape.tolist(), edge, strict=True)):
+            if b > e > 0:  # bins wider than chunks: the bins that meet the chunk
+                low[a] = o + math.floor((lo[a] - o) / b) * b
+                high[a] = o + math.ceil((hi[a] - o) / b) * b
+    slack = [
+        1e-6 * (abs(a) + abs(b)) + 1e-5 * e + quantum for a, b, e in zip(lo, hi, edge, strict=True)
+    ]
+    below = [a - s for a, s in zip(low, slack, strict=True)]
+    above = [b + s for b, s in zip(high, slack, strict=True)]
+    return lo, hi, below, above
+
+
+def _check_in_chunk(
+    positions: np.ndarray, coords: np.ndarray, info: LevelInfo, encoding: str = "raw"
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None, _FarRows | None]:
+    """Check that the chunk's vertices lie where a writer puts them
+    (:func:`_plausible_bounds`); returns the rows, their ``(min, max)`` per column
+    (:func:`.query.column_extremes`; ``None`` without rows) and what lay far outside.
+
+    Raises :class:`ZVFormatError` when every finite vertex lies far outside the chunk: its
+    bytes are not its own (another chunk's, zeros). When only some do (a damaged exponent),
+    those rows become NaN (missing, as stored NaN is) and the rest of the chunk is read: the
+    returned :class:`_FarRows` says how many, for the caller's warning. Non-finite
+    coordinates are left as they are."""
+    if not len(positions):
+        return positions, None, None
     # a NaN extreme fails the tests below and takes the vertex-by-vertex way
     low, high = column_extremes(positions)
     ndim = positions.shape[1]
-    edge = [float(e) for e in info.chunk_shape.tolist()]
-    if len(edge) != ndim or len(coords) < ndim:
-        return low, high
-    # the chunk's bounds in Python floats (the same float64 arithmetic): a dozen numpy calls
-    # on 3-vectors cost more than the extremes of a coarse level's chunk of a few rows
-    key = np.asarray(coords[len(coords) - ndim :]).tolist()
-    lo = [o + k * e for o, k, e in zip(info.chunk_origin.tolist(), key, edge, strict=True)]
-    hi = [a + e for a, e in zip(lo, edge, strict=True)]
-    slack = [1e-6 * (abs(a) + abs(b)) + 1e-5 * e for a, b, e in zip(lo, hi, edge, strict=True)]
-    below = [a - s for a, s in zip(lo, slack, strict=True)]
-    above = [b + s for b, s in zip(hi, slack, strict=True)]
+    quantum = 0.0
+    if encoding == "draco":
+        extent = float(np.nanmax(high - low)) if np.isfinite(high - low).any() else 0.0
+        quantum = extent / ((1 << DRACO_MIN_QUANTIZATION_BITS) - 1)
+    bounds = _plausible_bounds(coords, info, ndim, quantum)
+    if bounds is None:
+        return positions, (low, high), None
+    lo, hi, below, above = bounds
     if all(x >= b for x, b in zip(low.tolist(), below, strict=True)) and all(
         x <= a for x, a in zip(high.tolist(), above, strict=True)
     ):
-        return low, high
+        return positions, (low, high), None
     with np.errstate(invalid="ignore"):
+        finite = np.isfinite(positions)
         beyond = (positions < np.array(below)) | (positions > np.array(above))
-        outside = np.any(beyond & np.isfinite(positions), axis=1)
-    if outside.any():
-        first = positions[np.flatnonzero(outside)[0]].astype(np.float64)
-        raise ZVFormatError(
-            f"{int(outside.sum())} of {len(positions)} vertices lie outside the chunk (e.g. "
-            f"{first.tolist()}, the chunk spans {lo} .. {hi}): these bytes are not this chunk's"
-        )
-    return low, high
+        far = np.any(beyond & finite, axis=1)
+    if not far.any():
+        return positions, (low, high), None
+    first = positions[np.flatnonzero(far)[0]].astype(np.float64).tolist()
+    rows = _FarRows(int(far.sum()), len(positions), first, lo, hi)
+    if far.sum() == np.count_nonzero(finite.all(axis=1) | far):
+        raise ZVFormatError(f"{rows.message()}: these bytes are not this chunk's")
+    if not positions.flags.writeable:  # a view of fetched bytes (rows read in place: kept)
+        positions = np.array(positions)
+    positions[far] = np.nan
+    return positions, column_extremes(positions), rows
 
 
 def _attribute(
@@ -495,7 +560,13 @@ def _decode(
                 positions = decode_rows(raw, vdtype, ndim)
             else:
                 raise ZVFormatError(f"unsupported vertex encoding {encoding!r}")
-            extent = _check_in_chunk(positions, coords, levels)
+            positions, extent, far = _check_in_chunk(positions, coords, levels, encoding)
+            if far is not None:
+                err = ZVFormatError(f"{far.message()}: they are read as missing (NaN)")
+                err = err.located(store=layout.io.name, level=level, array=array, chunk=coords)
+                if strict:
+                    raise err from None
+                warnings.warn(str(err), ZVChunkWarning, stacklevel=4)
             n = positions.shape[0]
             array = "vertex_fragments"
             fraw = cells["vertex_fragments"][i]

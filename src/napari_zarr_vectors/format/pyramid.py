@@ -391,7 +391,7 @@ def cross_level_segments(
         return empty()
 
     fine_info = store.level(fine_level)
-    box = None if bbox is None else normalise_bbox(bbox, ndim)
+    box = None if bbox is None else normalise_bbox(bbox, ndim, store.path)
     index = store.object_index(fine_level)
     obj_entries = None
     restrict = None  # fine-level chunks that may hold selected vertices

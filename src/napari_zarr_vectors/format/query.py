@@ -6,22 +6,31 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .errors import ZVArgumentError
 from .metadata import LevelInfo
 from .validate import MAX_COORD
 
 
-def normalise_bbox(bbox: Sequence[Sequence[float]], ndim: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(lo, hi)`` as float arrays of length ``ndim``; raises ``ValueError`` when malformed."""
+def normalise_bbox(
+    bbox: Sequence[Sequence[float]], ndim: int, store: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` as float arrays of length ``ndim``; raises :class:`ZVArgumentError` (a
+    ``ValueError``) naming ``store`` when malformed: not a pair, the wrong number of
+    coordinates, a NaN corner or ``lo > hi`` on an axis."""
+    where = f"{store}: " if store else ""
     if len(bbox) != 2:
-        raise ValueError("bbox must be a pair (lo, hi)")
-    lo = np.asarray(bbox[0], dtype=np.float64).reshape(-1)
-    hi = np.asarray(bbox[1], dtype=np.float64).reshape(-1)
+        raise ZVArgumentError(f"{where}bbox must be a pair (lo, hi)")
+    try:
+        lo = np.asarray(bbox[0], dtype=np.float64).reshape(-1)
+        hi = np.asarray(bbox[1], dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise ZVArgumentError(f"{where}bbox corners must be numbers: {exc}") from None
     if lo.size != ndim or hi.size != ndim:
-        raise ValueError(f"bbox corners must have {ndim} coordinates")
+        raise ZVArgumentError(f"{where}bbox corners must have {ndim} coordinates")
     if np.isnan(lo).any() or np.isnan(hi).any():
-        raise ValueError(f"bbox {lo.tolist()}, {hi.tolist()} holds NaN")
+        raise ZVArgumentError(f"{where}bbox {lo.tolist()}, {hi.tolist()} holds NaN")
     if np.any(lo > hi):
-        raise ValueError(f"bbox lo {lo.tolist()} exceeds hi {hi.tolist()}")
+        raise ZVArgumentError(f"{where}bbox lo {lo.tolist()} exceeds hi {hi.tolist()}")
     return lo, hi
 
 

@@ -512,8 +512,9 @@ class Store:
         level
             Pyramid level (0 = full resolution).
         bbox
-            ``(lo, hi)`` in world units, inclusive. Point clouds return exactly the vertices
-            inside; object types return every fragment of every chunk the box intersects
+            ``(lo, hi)`` in store coordinates (store axis order and units), inclusive;
+            a malformed box raises :class:`ZVArgumentError`. Point clouds return exactly
+            the vertices inside; object types return every fragment of every chunk the box intersects
             (paths leaving the loaded chunks are split into their loaded runs).
         object_ids, group_ids
             Read only these objects (or the objects of these groups), through their
@@ -572,7 +573,7 @@ class Store:
             return concat_geometries(parts, level)
         info = self.level(level)
         knd = info.key_ndim
-        box = None if bbox is None else normalise_bbox(bbox, self.ndim)
+        box = None if bbox is None else normalise_bbox(bbox, self.ndim, self.path)
         selection = Selection(bbox=box, store=self.path, strict=strict)
         pending: Future[ObjectIndex | ObjectTable | ObjectRows | None] | None = None
         beside = False  # the object index read beside: a local read fetches no batch ahead
@@ -699,7 +700,7 @@ class Store:
             return concat_geometries(parts, level)
         info = self.level(level)
         target = np.asarray(chunks, dtype=np.int64).reshape(-1, info.key_ndim)
-        box = None if bbox is None else normalise_bbox(bbox, self.ndim)
+        box = None if bbox is None else normalise_bbox(bbox, self.ndim, self.path)
         if box is not None and len(target) and info.key_ndim == self.ndim:
             # sides that do not cut the chunks read need no test
             edge = np.asarray(info.chunk_shape, np.float64)

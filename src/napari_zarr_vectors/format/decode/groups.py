@@ -21,3 +21,19 @@ def decode_csr_groups(data: bytes, offsets: bytes, num_groups: int) -> dict[int,
         raise ZVFormatError("group byte offsets are not increasing multiples of 8")
     bounds //= 8
     return {g: members[bounds[g] : bounds[g + 1]] for g in range(num_groups)}
+
+
+def repeated_members(groups: dict[int, np.ndarray]) -> list[tuple[int, int, int]]:
+    """``(group, object id, times)`` for every object a group lists more than once (a
+    group's members are a set: every writer stores each once), in group order."""
+    if not groups:
+        return []
+    ids = np.fromiter(groups, np.int64, len(groups))
+    sizes = np.array([len(groups[g]) for g in ids.tolist()], np.int64)
+    if not sizes.sum():
+        return []
+    owner = np.repeat(ids, sizes)
+    members = np.concatenate([groups[g] for g in ids.tolist()]).astype(np.int64)
+    pairs, counts = np.unique(np.stack([owner, members], axis=1), axis=0, return_counts=True)
+    many = counts > 1
+    return [(int(g), int(m), int(c)) for (g, m), c in zip(pairs[many], counts[many], strict=True)]

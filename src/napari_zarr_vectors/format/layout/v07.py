@@ -12,7 +12,7 @@ import zarr
 
 from ..codecs import decode_blob
 from ..decode.arrays import decode_attribute, parse_attribute_dtype, text_values
-from ..decode.groups import decode_csr_groups
+from ..decode.groups import decode_csr_groups, repeated_members
 from ..decode.links import decode_cross_chunk_records, decode_flat_links, decode_ragged_links
 from ..decode.manifests import split_flat_manifests, split_offset_manifests
 from ..discovery import candidate_deltas, level_chunk_grid
@@ -443,9 +443,12 @@ class V07Layout(Layout):
             if data is None:
                 self._warn_missing(level, array)
                 continue
+            if not self._declares_dtype(meta, level, "object", name, array):
+                continue
             if self.attribute_dtype(level, "object", name, array, "float64") is None:
                 continue
-            values = self._shaped(data, meta, level, array)
+            rows = (self._attrs(f"{level}/object_index") or {}).get("num_objects")
+            values = self._shaped(data, meta, level, array, rows)
             present = None
             if mask is not None:
                 present = np.frombuffer(mask, np.uint8).astype(bool)
@@ -458,7 +461,25 @@ class V07Layout(Layout):
             out[name] = ObjectAttribute(values, present, meta)
         return out
 
-    def _shaped(self, raw: bytes, meta: dict[str, Any], level: int, array: str) -> np.ndarray:
+    def _declares_dtype(
+        self, meta: dict[str, Any], level: int, kind: str, name: str, array: str
+    ) -> bool:
+        """Whether an object or group attribute's ``zarr.json`` records its dtype, as the 0.7
+        writer always does (FORMAT07 §5.8): without it the bytes cannot be decoded (read as
+        the default they would be other numbers), so the attribute is left out."""
+        if "dtype" in meta:
+            return True
+        error = self.error("its zarr.json records no dtype", level, array)
+        self.left_out(kind, name, error)
+        return False
+
+    def _shaped(
+        self, raw: bytes, meta: dict[str, Any], level: int, array: str, rows: Any = None
+    ) -> np.ndarray:
+        """The values of an object or group attribute, shaped as its ``zarr.json`` says. The
+        0.7 writer always records ``shape``; without it (a damaged document) the values are
+        shaped by ``rows`` (the level's object or group count) when they divide into them,
+        with a :class:`ZVChunkWarning`."""
         try:
             dtype = parse_attribute_dtype(
                 str_field(
@@ -483,6 +504,20 @@ class V07Layout(Layout):
                     f"{values.size} values do not fill shape {list(shape)}", level, array
                 )
             values = values.reshape(shape)
+        elif isinstance(rows, int) and rows > 0 and values.size != rows:
+            if values.size % rows:
+                raise self.error(
+                    f"{values.size} values without a shape do not divide into {rows} rows",
+                    level,
+                    array,
+                )
+            values = values.reshape(rows, values.size // rows)
+            warnings.warn(
+                f"{self.error('its zarr.json records no shape', level, array)}: its "
+                f"{values.size} values are read as {list(values.shape)} (one row per entry)",
+                ZVChunkWarning,
+                stacklevel=3,
+            )
         return values
 
     def read_groups(self, level: int) -> GroupTable | None:
@@ -498,6 +533,16 @@ class V07Layout(Layout):
             groups = decode_csr_groups(data or b"", offsets or b"", n_groups)
         except ZVFormatError as exc:
             raise exc.located(store=self.io.name, level=level, array="groups") from None
+        repeated = repeated_members(groups)
+        if repeated:
+            g, oid, times = repeated[0]
+            warnings.warn(
+                f"{self.error('groups list an object more than once', level, 'groups/data')}: "
+                f"{len(repeated)} group(s), e.g. group {g} lists object {oid} {times} times "
+                "(the writer stores each member once; zeroed or damaged bytes?)",
+                ZVChunkWarning,
+                stacklevel=2,
+            )
         return GroupTable(groups, {})
 
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
@@ -505,15 +550,17 @@ class V07Layout(Layout):
         for name in self.list_attributes(level, "group"):
             prefix = f"{level}/group_attributes/{name}"
             array = f"group_attributes/{name}"
+            meta = self._attrs(prefix) or {}
+            if not self._declares_dtype(meta, level, "group", name, array):
+                continue
             if self.attribute_dtype(level, "group", name, array, "float64") is None:
                 continue
             raw = self._blob(f"{prefix}/data", level, array)
             if raw is None:
                 self._warn_missing(level, array)
             else:
-                out[name] = self._shaped(
-                    raw, self._attrs(prefix) or {}, level, f"group_attributes/{name}"
-                )
+                rows = (self._attrs(f"{level}/groups") or {}).get("num_groups")
+                out[name] = self._shaped(raw, meta, level, array, rows)
         return out
 
 

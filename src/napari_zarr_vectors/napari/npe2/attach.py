@@ -58,7 +58,7 @@ class _Pending:
     #: the viewer held nothing else when the first layer arrived (set then)
     empty_viewer: bool = False
     #: show the whole store first when the viewer was empty (:mod:`.first_view`); scripts
-    #: (:func:`.opening.open_in_viewer`) keep the view they set up
+    #: that pass ``first_view=False`` to :func:`.opening.open_in_viewer` keep their view
     fit_view: bool = True
 
 

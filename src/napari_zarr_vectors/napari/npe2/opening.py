@@ -18,12 +18,13 @@ def open_in_viewer(viewer: Viewer, path: Any, **options: Any) -> ZVLayerControll
     """Open a ZV store in ``viewer`` with level of detail; returns its controller.
 
     ``options``: ``vertex_budget`` (this store's budget), ``lock_level`` (start locked),
-    ``object_filter`` (allowed object ids), ``first_view`` (``True``: show the whole store
-    first, as a drop into an empty viewer does, :mod:`.first_view`; default ``False``: the
-    viewer's view is kept).
+    ``object_filter`` (allowed object ids), ``first_view`` (default ``True``: on a viewer
+    with no layers, show the whole store first, as a drop does, :mod:`.first_view`: 3-D
+    for three space axes, a 2-D slab of the whole depth, the camera fitted; a viewer that
+    holds layers keeps its view; ``False``: the caller's view is always kept).
     """
     budget = options.pop("vertex_budget", None)
-    first_view = bool(options.pop("first_view", False))
+    first_view = bool(options.pop("first_view", True))
     locked = options.pop("lock_level", None)
     allowed = options.pop("object_filter", None)
     if options:
