@@ -1,0 +1,224 @@
+"""3-D regions for dissection: :class:`Box`, :class:`Sphere` and :class:`Plane` (napari-free).
+
+A region lives in a store's coordinates (store axis order, store units: ``space="store"``)
+or in the world the store's ``crs`` places them in (``space="world"``,
+:attr:`.store.Store.placement`). Every test is closed (a point on the surface is inside)
+and vectorised over many points, segments or boxes:
+
+* :meth:`Region.contains` -- which points lie inside;
+* :meth:`Region.meets_segments` -- which segments ``a -> b`` meet it (a segment that passes
+  through a box or sphere without a vertex inside it meets it);
+* :meth:`Region.meets_boxes` -- which axis-aligned boxes it meets (used to find the chunks
+  a region can reach).
+
+A :class:`Plane` is the slab of its ``thickness`` around it (``0``: the plane itself): a
+segment meets it when its ends lie on both sides (or on it), a vertex is inside when it lies
+in the slab.
+
+:func:`.select.select_objects` combines regions into a selection of a store's objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: the spaces a region may be given in
+SPACES = ("store", "world")
+
+
+def _vector(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
+    out = np.asarray(values, dtype=np.float64).reshape(-1)
+    if out.size == 0 or not np.all(np.isfinite(out)):
+        raise ValueError(f"{what} must be finite numbers, not {np.asarray(values).tolist()}")
+    return out
+
+
+def _check_space(space: str) -> None:
+    if space not in SPACES:
+        raise ValueError(f"space must be one of {SPACES}, not {space!r}")
+
+
+class Region:
+    """The base of the regions: the tests every region implements. ``space`` is
+    ``"store"`` (store order and units) or ``"world"`` (the placement the store's ``crs``
+    gives)."""
+
+    space: str
+
+    @property
+    def ndim(self) -> int:
+        raise NotImplementedError
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        """``(N,)`` bool: which rows of the ``(N, ndim)`` points lie inside (closed)."""
+        raise NotImplementedError
+
+    def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``(M,)`` bool: which segments from the rows of ``a`` to those of ``b`` meet it."""
+        raise NotImplementedError
+
+    def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """``(K,)`` bool: which closed axis-aligned boxes ``[lo, hi]`` it meets."""
+        raise NotImplementedError
+
+    def check_ndim(self, ndim: int, store: str) -> None:
+        """Raise ``ValueError`` when the region does not have ``ndim`` coordinates."""
+        if self.ndim != ndim:
+            raise ValueError(
+                f"{self!r} has {self.ndim} coordinates, {store} has {ndim} axes "
+                "(regions are given in store axis order)"
+            )
+
+
+def _rows(points: np.ndarray, ndim: int) -> np.ndarray:
+    return np.asarray(points, dtype=np.float64).reshape(-1, ndim)
+
+
+class Box(Region):
+    """The closed axis-aligned box ``[lo, hi]``."""
+
+    def __init__(self, lo: Sequence[float], hi: Sequence[float], space: str = "store") -> None:
+        low, high = _vector(lo, "Box lo"), _vector(hi, "Box hi")
+        if low.size != high.size:
+            raise ValueError(f"Box lo {low.tolist()} and hi {high.tolist()} differ in length")
+        if np.any(low > high):
+            raise ValueError(f"Box lo {low.tolist()} exceeds hi {high.tolist()}")
+        _check_space(space)
+        self.lo = low
+        self.hi = high
+        self.space = space
+
+    @property
+    def ndim(self) -> int:
+        return int(self.lo.size)
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        p = _rows(points, self.ndim)
+        return np.all((p >= self.lo) & (p <= self.hi), axis=1)
+
+    def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The slab method: the part of ``[0, 1]`` where the segment is inside every
+        axis's slab is not empty."""
+        a, b = _rows(a, self.ndim), _rows(b, self.ndim)
+        d = b - a
+        t_in = np.zeros(len(a))
+        t_out = np.ones(len(a))
+        ok = np.ones(len(a), bool)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for k in range(self.ndim):
+                flat = d[:, k] == 0
+                ok &= ~flat | ((a[:, k] >= self.lo[k]) & (a[:, k] <= self.hi[k]))
+                t1 = (self.lo[k] - a[:, k]) / d[:, k]
+                t2 = (self.hi[k] - a[:, k]) / d[:, k]
+                near = np.where(flat, -np.inf, np.minimum(t1, t2))
+                far = np.where(flat, np.inf, np.maximum(t1, t2))
+                np.maximum(t_in, near, out=t_in)
+                np.minimum(t_out, far, out=t_out)
+        return ok & (t_in <= t_out)
+
+    def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
+        return np.all((lo <= self.hi) & (hi >= self.lo), axis=1)
+
+    def __repr__(self) -> str:
+        return f"Box(lo={self.lo.tolist()}, hi={self.hi.tolist()}, space={self.space!r})"
+
+
+class Sphere(Region):
+    """The closed ball of ``radius`` around ``center``."""
+
+    def __init__(self, center: Sequence[float], radius: float, space: str = "store") -> None:
+        c = _vector(center, "Sphere center")
+        r = float(radius)
+        if not np.isfinite(r) or r < 0:
+            raise ValueError(f"Sphere radius must be a finite number >= 0, not {radius!r}")
+        _check_space(space)
+        self.center = c
+        self.radius = r
+        self.space = space
+
+    @property
+    def ndim(self) -> int:
+        return int(self.center.size)
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        p = _rows(points, self.ndim) - self.center
+        return np.einsum("ij,ij->i", p, p) <= self.radius**2
+
+    def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The point of the segment nearest the centre is inside."""
+        a, b = _rows(a, self.ndim), _rows(b, self.ndim)
+        d = b - a
+        ac = self.center - a
+        dd = np.einsum("ij,ij->i", d, d)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(dd > 0, np.einsum("ij,ij->i", ac, d) / dd, 0.0)
+        t = np.clip(t, 0.0, 1.0)
+        near = ac - t[:, None] * d
+        return np.einsum("ij,ij->i", near, near) <= self.radius**2
+
+    def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
+        gap = np.clip(self.center, lo, hi) - self.center
+        return np.einsum("ij,ij->i", gap, gap) <= self.radius**2
+
+    def __repr__(self) -> str:
+        return f"Sphere(center={self.center.tolist()}, radius={self.radius}, space={self.space!r})"
+
+
+class Plane(Region):
+    """The plane through ``point`` with ``normal`` (any length but zero), or the closed slab
+    of ``thickness`` centred on it."""
+
+    def __init__(
+        self,
+        point: Sequence[float],
+        normal: Sequence[float],
+        thickness: float = 0.0,
+        space: str = "store",
+    ) -> None:
+        p, n = _vector(point, "Plane point"), _vector(normal, "Plane normal")
+        if p.size != n.size:
+            raise ValueError(f"Plane point {p.tolist()} and normal {n.tolist()} differ in length")
+        length = float(np.linalg.norm(n))
+        if length == 0:
+            raise ValueError("Plane normal must not be zero")
+        t = float(thickness)
+        if not np.isfinite(t) or t < 0:
+            raise ValueError(f"Plane thickness must be a finite number >= 0, not {thickness!r}")
+        _check_space(space)
+        self.point = p
+        self.normal = n
+        self.thickness = t
+        self.space = space
+        self._unit = n / length
+
+    @property
+    def ndim(self) -> int:
+        return int(self.point.size)
+
+    def _side(self, points: np.ndarray) -> np.ndarray:
+        """Signed distance of each point from the plane."""
+        return (_rows(points, self.ndim) - self.point) @ self._unit
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        return np.abs(self._side(points)) <= self.thickness / 2
+
+    def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        sa, sb = self._side(a), self._side(b)
+        half = self.thickness / 2
+        return (np.minimum(sa, sb) <= half) & (np.maximum(sa, sb) >= -half)
+
+    def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
+        centre = (lo + hi) / 2 - self.point
+        reach = (hi - lo) / 2 @ np.abs(self._unit)
+        return np.abs(centre @ self._unit) <= reach + self.thickness / 2
+
+    def __repr__(self) -> str:
+        return (
+            f"Plane(point={self.point.tolist()}, normal={self.normal.tolist()}, "
+            f"thickness={self.thickness}, space={self.space!r})"
+        )

@@ -1,0 +1,286 @@
+"""Select a store's objects by regions: :func:`select_objects` (napari-free).
+
+The selection is exact and covers every object of the level, yet reads only what the
+regions can reach. It works in three steps per region, none of them a loop over objects:
+
+1. **From the object index alone** (no chunk read): every manifest entry names a chunk, and
+   a chunk's cell (its box in the level's grid, :attr:`.metadata.LevelInfo.chunk_origin` +
+   key x ``chunk_shape``) holds its vertices. A segment inside one fragment lies in that
+   cell; a segment between consecutive entries of a path lies in the box around both
+   cells; an edge of a graph or skeleton lies in the box around all the object's cells.
+   So the entries whose cell (or pair of cells, or object box) meets the region are the
+   only ones that can hold a part that meets it, and the objects owning them are the
+   candidates.
+2. **One read** of the candidates restricted to those chunks (``Store.read`` with
+   ``object_ids`` and ``chunks``): each candidate's loaded runs, cross-chunk segments
+   included wherever both their chunks are read.
+3. **The test** of those vertices and segments (:mod:`.regions`), vectorised, gathered
+   per object.
+
+An object is in the result when it meets **every** region of ``include``, **at least one**
+of ``any_of`` (when any is given) and **none** of ``exclude``; the regions are evaluated in
+that order, each over the objects still in the running, so exclusion tests every part of
+every surviving object that can reach the region (the object's whole path is considered,
+through its manifest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from threading import Event
+from typing import Any
+
+import numpy as np
+
+from .cache import ChunkCache
+from .chunks import ChunkTable, unique_rows
+from .errors import ZVCancelledError, ZVError
+from .geometry import GRAPH_TYPES, PATH_TYPES, Geometry
+from .objects import ObjectIndex
+from .regions import Region
+
+#: the tests :func:`select_objects` knows
+TESTS = ("crosses", "vertex", "endpoints", "both_endpoints")
+
+#: the decoded chunks one selection keeps for its regions to share
+CACHE_BYTES = 256 * 2**20
+
+#: a cell is grown by this share of its edge on every side (vertices a writer binned by a
+#: float32 position on a cell's face)
+CELL_SLACK = 1e-4
+
+Progress = Callable[[int, int, str], None]
+
+
+def select_objects(
+    store: Any,
+    include: Sequence[Region] | Region = (),
+    any_of: Sequence[Region] | Region = (),
+    exclude: Sequence[Region] | Region = (),
+    test: str = "crosses",
+    level: int = 0,
+    progress: Progress | None = None,
+    cancel: Event | None = None,
+) -> np.ndarray:
+    """The sorted ids (int64) of the objects of ``level`` that meet every region of
+    ``include``, at least one of ``any_of`` (when given) and none of ``exclude``.
+
+    ``test`` says what "meets" means:
+
+    * ``"crosses"``: some segment of the object's path (or edge of its graph) meets the
+      region, even one with no vertex inside it (a plane: one with ends on both sides);
+      points and meshes: a vertex inside;
+    * ``"vertex"``: some vertex inside;
+    * ``"endpoints"``: the first or the last vertex of a path inside;
+      ``"both_endpoints"``: both (lines, polylines and streamlines only).
+
+    Without ``include`` and ``any_of`` every object of the level is in the running (only
+    ``exclude`` removes some). ``progress(step, n_steps, text)`` is called before each
+    region; once ``cancel`` is set the selection raises
+    :class:`~.errors.ZVCancelledError`. Regions with ``space="world"`` are tested where
+    :attr:`~.store.Store.placement` puts the store's positions.
+
+    Raises ``ValueError`` for an unknown test, an endpoint test of a store without paths
+    or a region of the wrong dimension, and :class:`~.errors.ZVError` for a store or level
+    without objects or an additive level.
+    """
+    include, any_of, exclude = _regions(include), _regions(any_of), _regions(exclude)
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {TESTS}, not {test!r}")
+    kind = store.geometry_type
+    if test in ("endpoints", "both_endpoints") and kind not in PATH_TYPES:
+        raise ValueError(f"{store.path}: the {test!r} test needs paths, not {kind}")
+    for region in (*include, *any_of, *exclude):
+        region.check_ndim(store.ndim, store.path)
+    if len(store.refinement_chain(level)) > 1:
+        raise ZVError(f"{store.path} level {level} is additive: select from level 0 instead")
+    index = store.object_index(level)
+    if index is None:
+        raise ZVError(f"{store.path} level {level} has no objects to select")
+    plan = _Plan(store, level, index, test)
+    alive = index.present.copy()
+    steps = [*(("include", r) for r in include), *(("any_of", r) for r in any_of)]
+    steps += [("exclude", r) for r in exclude]
+    hit_any = np.zeros_like(alive)
+    for step, (role, region) in enumerate(steps):
+        if cancel is not None and cancel.is_set():
+            raise ZVCancelledError(f"{store.path}: selection cancelled")
+        if progress is not None:
+            progress(step, len(steps), f"{role} {region!r}")
+        rows = alive & ~hit_any if role == "any_of" else alive
+        hit = plan.meets(region, rows, cancel)
+        if role == "include":
+            alive &= hit
+        elif role == "any_of":
+            hit_any |= hit
+            if step + 1 == len(include) + len(any_of):
+                alive &= hit_any
+        else:
+            alive &= ~hit
+    if progress is not None:
+        progress(len(steps), len(steps), f"{int(alive.sum()):,} objects selected")
+    return np.sort(index.ids[alive].astype(np.int64))
+
+
+def _regions(value: Sequence[Region] | Region) -> tuple[Region, ...]:
+    regions = (value,) if isinstance(value, Region) else tuple(value)
+    for r in regions:
+        if not isinstance(r, Region):
+            raise TypeError(f"expected a Box, Sphere or Plane, not {r!r}")
+    return regions
+
+
+class _Plan:
+    """What one selection works out once: the cells of the object index's entries (unique
+    chunks, their boxes in the store's and the world's coordinates), the entries' objects,
+    and a chunk cache shared by the regions' reads."""
+
+    def __init__(self, store: Any, level: int, index: ObjectIndex, test: str) -> None:
+        self.store, self.level, self.index, self.test = store, level, index, test
+        self.kind = store.geometry_type
+        info = store.level(level)
+        self.knd = info.key_ndim
+        chunks = np.asarray(index.chunks, np.int64).reshape(-1, self.knd)
+        self.cells = unique_rows(chunks) if len(chunks) else chunks
+        self.cell_of_entry = (
+            ChunkTable(self.cells).index_of(chunks) if len(chunks) else chunks[:, 0]
+        )
+        spatial = self.cells[:, self.knd - store.ndim :].astype(np.float64)
+        edge = np.asarray(info.chunk_shape, np.float64)[-store.ndim :]
+        slack = CELL_SLACK * edge
+        self.cell_lo = info.chunk_origin + spatial * edge - slack
+        self.cell_hi = self.cell_lo + edge + 2 * slack
+        self.entry_row = index.entry_rows
+        self.cache = ChunkCache(CACHE_BYTES)
+        self._world: tuple[np.ndarray, np.ndarray] | None = None
+
+    def boxes(self, region: Region) -> tuple[np.ndarray, np.ndarray]:
+        """The cells' boxes in the region's space."""
+        if region.space == "store" or self.store.placement.is_identity:
+            return self.cell_lo, self.cell_hi
+        if self._world is None:
+            affine = self.store.placement.affine
+            linear, shift = affine[:-1, :-1], affine[:-1, -1]
+            mid = (self.cell_lo + self.cell_hi) / 2 @ linear.T + shift
+            reach = (self.cell_hi - self.cell_lo) / 2 @ np.abs(linear).T
+            self._world = (mid - reach, mid + reach)
+        return self._world
+
+    def positions(self, region: Region, geom: Geometry) -> np.ndarray:
+        """The read's positions in the region's space."""
+        if region.space == "store" or self.store.placement.is_identity:
+            return geom.positions
+        return self.store.placement.apply(geom.positions)
+
+    def meets(self, region: Region, rows: np.ndarray, cancel: Event | None) -> np.ndarray:
+        """``(O,)`` bool per object row of the index: among ``rows``, the objects that meet
+        ``region`` by the plan's test."""
+        index = self.index
+        lo, hi = self.boxes(region)
+        reach = region.meets_boxes(lo, hi)[self.cell_of_entry]  # per entry: may hold a hit
+        ends = None
+        if self.test in ("endpoints", "both_endpoints"):
+            ends = self._ends(reach)
+            cand = ends[0] & ends[1] if self.test == "both_endpoints" else ends[0] | ends[1]
+            need = np.zeros_like(reach)
+            need[index.offsets[:-1][ends[0]]] = True
+            need[index.offsets[1:][ends[1]] - 1] = True
+        elif self.test == "crosses" and self.kind in PATH_TYPES:
+            need = reach.copy()
+            # consecutive entries of one object: their segment lies in the box around both
+            ca, cb = self.cell_of_entry[:-1], self.cell_of_entry[1:]
+            at = np.flatnonzero(self.entry_row[:-1] == self.entry_row[1:])
+            span = region.meets_boxes(
+                np.minimum(lo[ca[at]], lo[cb[at]]), np.maximum(hi[ca[at]], hi[cb[at]])
+            )
+            need[at[span]] = True
+            need[at[span] + 1] = True
+            cand = _any_per_row(need, index)
+        elif self.test == "crosses" and self.kind in GRAPH_TYPES:
+            # an edge may join any two cells of its object: the box around them all
+            cand = np.zeros(index.num_objects, bool)
+            at = np.flatnonzero(index.present)
+            starts = index.offsets[:-1][at]
+            obj_lo = np.minimum.reduceat(lo[self.cell_of_entry], starts, axis=0)
+            obj_hi = np.maximum.reduceat(hi[self.cell_of_entry], starts, axis=0)
+            cand[at] = region.meets_boxes(obj_lo, obj_hi)
+            need = cand[self.entry_row]
+        else:  # a vertex inside
+            need = reach
+            cand = _any_per_row(need, index)
+        cand &= rows
+        if not cand.any():
+            return cand
+        need &= cand[self.entry_row]
+        geom = self.store.read(
+            self.level,
+            object_ids=index.ids[cand],
+            chunks=self.cells[np.unique(self.cell_of_entry[need])],
+            attributes=False,
+            cache=self.cache,
+            cancel=cancel,
+        )
+        pos = self.positions(region, geom)
+        if ends is None:
+            hit_ids = self._hits(region, geom, pos)
+        else:
+            hit_ids = self._endpoint_hits(region, geom, pos, ends)
+        return cand & np.isin(index.ids, hit_ids)
+
+    def _ends(self, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """By object row: whether the cell of its first entry, and of its last, meets the
+        region (``reach``: per entry)."""
+        index = self.index
+        has = index.present
+        first = np.zeros(index.num_objects, bool)
+        last = np.zeros(index.num_objects, bool)
+        first[has] = reach[index.offsets[:-1][has]]
+        last[has] = reach[index.offsets[1:][has] - 1]
+        return first, last
+
+    def _hits(self, region: Region, geom: Geometry, pos: np.ndarray) -> np.ndarray:
+        """Object ids of the read ``geom`` (positions ``pos`` in the region's space) that
+        meet ``region``: a vertex inside, or (``"crosses"`` of paths and graphs) a segment."""
+        vid = geom.vertex_object_ids
+        if vid is None or not len(pos):
+            return np.empty(0, np.int64)
+        found = [vid[region.contains(pos)]]
+        if self.test == "crosses" and self.kind in (*PATH_TYPES, *GRAPH_TYPES):
+            edges = np.asarray(geom.edges, np.int64)
+            if len(edges):
+                seg = region.meets_segments(pos[edges[:, 0]], pos[edges[:, 1]])
+                found.append(vid[edges[seg, 0]])
+        ids = np.concatenate(found)
+        return np.unique(ids[ids >= 0])
+
+    def _endpoint_hits(
+        self,
+        region: Region,
+        geom: Geometry,
+        pos: np.ndarray,
+        ends: tuple[np.ndarray, np.ndarray],
+    ) -> np.ndarray:
+        """Objects whose first or last vertex (both: ``both_endpoints``) is inside. The
+        paths of an object come in manifest order, so its first path starts at its first
+        vertex when the chunk of its first entry was read (``ends[0]``, by object row: read
+        when its cell meets the region, and a chunk whose cell does not holds no vertex
+        inside), its last path ends at its last vertex when that of its last was
+        (``ends[1]``)."""
+        ids = np.asarray(geom.path_object_ids, np.int64)
+        if ids.size == 0:
+            return ids
+        offsets, flat = np.asarray(geom.paths.offsets), geom.paths.flat
+        new = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        end = np.r_[new[1:], ids.size]  # one past each object's last path
+        obj = ids[new]
+        order = np.argsort(self.index.ids, kind="stable")
+        rows = order[np.searchsorted(self.index.ids, obj, sorter=order)]
+        first_in = ends[0][rows] & region.contains(pos[flat[offsets[new]]])
+        last_in = ends[1][rows] & region.contains(pos[flat[offsets[end] - 1]])
+        return obj[first_in & last_in] if self.test == "both_endpoints" else obj[first_in | last_in]
+
+
+def _any_per_row(flags: np.ndarray, index: ObjectIndex) -> np.ndarray:
+    """Per object row of the index: whether any of its entries is flagged."""
+    counts = np.bincount(index.entry_rows[flags], minlength=index.num_objects)
+    return counts > 0
