@@ -63,6 +63,23 @@ class Region:
         """``(K,)`` bool: which closed axis-aligned boxes ``[lo, hi]`` it meets."""
         raise NotImplementedError
 
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The closed axis-aligned box holding the region."""
+        raise NotImplementedError
+
+    def outcodes(self, points: np.ndarray) -> np.ndarray:
+        """``(N,)`` uint32 codes (Cohen-Sutherland) of the points against :meth:`bounds`: a
+        bit per side they lie beyond, ``0`` when inside. A segment whose two codes share a
+        bit cannot meet the region, nor can a point with a code: the quick test that leaves
+        few for the exact ones."""
+        lo, hi = self.bounds()
+        code = np.zeros(len(points), np.uint32)
+        for k in range(self.ndim):
+            col = points[:, k]
+            code |= (col < np.float64(lo[k])).view(np.uint8).astype(np.uint32) << (2 * k)
+            code |= (col > np.float64(hi[k])).view(np.uint8).astype(np.uint32) << (2 * k + 1)
+        return code
+
     def check_ndim(self, ndim: int, store: str) -> None:
         """Raise ``ValueError`` when the region does not have ``ndim`` coordinates."""
         if self.ndim != ndim:
@@ -93,6 +110,9 @@ class Box(Region):
     @property
     def ndim(self) -> int:
         return int(self.lo.size)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.lo, self.hi
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         p = _rows(points, self.ndim)
@@ -142,6 +162,9 @@ class Sphere(Region):
     @property
     def ndim(self) -> int:
         return int(self.center.size)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.center - self.radius, self.center + self.radius
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         p = _rows(points, self.ndim) - self.center
@@ -202,6 +225,16 @@ class Plane(Region):
     def _side(self, points: np.ndarray) -> np.ndarray:
         """Signed distance of each point from the plane."""
         return (_rows(points, self.ndim) - self.point) @ self._unit
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Everywhere (a plane is unbounded): :meth:`outcodes` are its sides instead."""
+        return np.full(self.ndim, -np.inf), np.full(self.ndim, np.inf)
+
+    def outcodes(self, points: np.ndarray) -> np.ndarray:
+        """``1`` below the slab, ``2`` above it, ``0`` in it (exact)."""
+        side = self._side(points)
+        half = self.thickness / 2
+        return (side < -half).astype(np.uint32) | ((side > half).astype(np.uint32) << 1)
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         return np.abs(self._side(points)) <= self.thickness / 2

@@ -11,9 +11,8 @@ regions can reach. It works in three steps per region, none of them a loop over 
    So the entries whose cell (or pair of cells, or object box) meets the region are the
    only ones that can hold a part that meets it, and the objects owning them are the
    candidates.
-2. **One read** of the candidates restricted to those chunks (``Store.read`` with
-   ``object_ids`` and ``chunks``): each candidate's loaded runs, cross-chunk segments
-   included wherever both their chunks are read.
+2. **One read** of those chunks (``Store.read`` with ``chunks``): each candidate's runs in
+   them, cross-chunk segments included wherever both their chunks are read.
 3. **The test** of those vertices and segments (:mod:`.regions`), vectorised, gathered
    per object.
 
@@ -26,8 +25,10 @@ through its manifest).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
-from threading import Event
+from dataclasses import dataclass
+from threading import Event, Lock
 from typing import Any
 
 import numpy as np
@@ -130,27 +131,58 @@ def _regions(value: Sequence[Region] | Region) -> tuple[Region, ...]:
     return regions
 
 
+@dataclass(frozen=True)
+class _Cells:
+    """The cells of a level's object index: its entries' chunks (unique, ``cells``), the
+    cell of every entry, each cell's box (grown by :data:`CELL_SLACK`) and the object row of
+    every entry. Worked out once per store and level (:func:`_cells_of`)."""
+
+    index: ObjectIndex
+    cells: np.ndarray
+    cell_of_entry: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    entry_row: np.ndarray
+
+
+#: the cells of each open store's levels, kept as long as the store (one per level)
+_CELLS: weakref.WeakKeyDictionary[Any, dict[int, _Cells]] = weakref.WeakKeyDictionary()
+_CELLS_LOCK = Lock()
+
+
+def _cells_of(store: Any, level: int, index: ObjectIndex) -> _Cells:
+    with _CELLS_LOCK:
+        found = _CELLS.get(store, {}).get(level)
+    if found is not None and found.index is index:
+        return found
+    info = store.level(level)
+    knd = info.key_ndim
+    chunks = np.asarray(index.chunks, np.int64).reshape(-1, knd)
+    cells = store.chunks(level) if len(store.refinement_chain(level)) == 1 else chunks
+    cell_of_entry = ChunkTable(cells).index_of(chunks)
+    if np.any(cell_of_entry < 0):  # entries naming chunks the level does not list
+        cells = unique_rows(chunks)
+        cell_of_entry = ChunkTable(cells).index_of(chunks)
+    spatial = cells[:, knd - store.ndim :].astype(np.float64)
+    edge = np.asarray(info.chunk_shape, np.float64)[-store.ndim :]
+    slack = CELL_SLACK * edge
+    lo = info.chunk_origin + spatial * edge - slack
+    found = _Cells(index, cells, cell_of_entry, lo, lo + edge + 2 * slack, index.entry_rows)
+    with _CELLS_LOCK:
+        _CELLS.setdefault(store, {})[level] = found
+    return found
+
+
 class _Plan:
-    """What one selection works out once: the cells of the object index's entries (unique
-    chunks, their boxes in the store's and the world's coordinates), the entries' objects,
-    and a chunk cache shared by the regions' reads."""
+    """One selection: the level's cells, their boxes in the world when a region is given
+    there, and a chunk cache shared by the regions' reads."""
 
     def __init__(self, store: Any, level: int, index: ObjectIndex, test: str) -> None:
         self.store, self.level, self.index, self.test = store, level, index, test
         self.kind = store.geometry_type
-        info = store.level(level)
-        self.knd = info.key_ndim
-        chunks = np.asarray(index.chunks, np.int64).reshape(-1, self.knd)
-        self.cells = unique_rows(chunks) if len(chunks) else chunks
-        self.cell_of_entry = (
-            ChunkTable(self.cells).index_of(chunks) if len(chunks) else chunks[:, 0]
-        )
-        spatial = self.cells[:, self.knd - store.ndim :].astype(np.float64)
-        edge = np.asarray(info.chunk_shape, np.float64)[-store.ndim :]
-        slack = CELL_SLACK * edge
-        self.cell_lo = info.chunk_origin + spatial * edge - slack
-        self.cell_hi = self.cell_lo + edge + 2 * slack
-        self.entry_row = index.entry_rows
+        c = _cells_of(store, level, index)
+        self.cells, self.cell_of_entry, self.entry_row = c.cells, c.cell_of_entry, c.entry_row
+        self.cell_lo, self.cell_hi = c.lo, c.hi
         self.cache = ChunkCache(CACHE_BYTES)
         self._world: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -189,7 +221,7 @@ class _Plan:
             need = reach.copy()
             # consecutive entries of one object: their segment lies in the box around both
             ca, cb = self.cell_of_entry[:-1], self.cell_of_entry[1:]
-            at = np.flatnonzero(self.entry_row[:-1] == self.entry_row[1:])
+            at = np.flatnonzero((self.entry_row[:-1] == self.entry_row[1:]) & (ca != cb))
             span = region.meets_boxes(
                 np.minimum(lo[ca[at]], lo[cb[at]]), np.maximum(hi[ca[at]], hi[cb[at]])
             )
@@ -212,9 +244,10 @@ class _Plan:
         if not cand.any():
             return cand
         need &= cand[self.entry_row]
+        # the chunks alone (no object ids: their selection costs more than the test of the
+        # other objects' parts, whose hits are real too and are dropped below)
         geom = self.store.read(
             self.level,
-            object_ids=index.ids[cand],
             chunks=self.cells[np.unique(self.cell_of_entry[need])],
             attributes=False,
             cache=self.cache,
@@ -240,17 +273,42 @@ class _Plan:
 
     def _hits(self, region: Region, geom: Geometry, pos: np.ndarray) -> np.ndarray:
         """Object ids of the read ``geom`` (positions ``pos`` in the region's space) that
-        meet ``region``: a vertex inside, or (``"crosses"`` of paths and graphs) a segment."""
-        vid = geom.vertex_object_ids
-        if vid is None or not len(pos):
+        meet ``region``: a vertex inside, or (``"crosses"`` of paths and graphs) a segment.
+        The vertices' :meth:`~.regions.Region.outcodes` leave few for the exact tests."""
+        if not len(pos):
             return np.empty(0, np.int64)
-        found = [vid[region.contains(pos)]]
-        if self.test == "crosses" and self.kind in (*PATH_TYPES, *GRAPH_TYPES):
-            edges = np.asarray(geom.edges, np.int64)
+        code = region.outcodes(pos)
+        segments = self.test == "crosses" and self.kind in (*PATH_TYPES, *GRAPH_TYPES)
+        if self.kind in PATH_TYPES:  # along the paths' rows: no edges, no per-vertex ids
+            flat = np.asarray(geom.paths.flat, np.int64)
+            offsets = np.asarray(geom.paths.offsets)
+            cf = code[flat]
+            inside = np.zeros(flat.size, bool)
+            at = np.flatnonzero(cf == 0)
+            inside[at] = region.contains(pos[flat[at]])
+            hits = [np.flatnonzero(inside)]
+            if segments and flat.size > 1:
+                # pairs of one path, neither end inside, not both beyond one side
+                k = np.flatnonzero(((cf[:-1] & cf[1:]) == 0) & ~inside[:-1] & ~inside[1:])
+                starts = np.zeros(flat.size, bool)
+                starts[offsets[1:-1]] = True
+                k = k[~starts[k + 1]]
+                hits.append(k[region.meets_segments(pos[flat[k]], pos[flat[k + 1]])])
+            found = np.concatenate(hits)
+            path = np.searchsorted(offsets, found, side="right") - 1
+            ids = np.asarray(geom.path_object_ids, np.int64)[path]
+        else:
+            vid = geom.vertex_object_ids
+            if vid is None:
+                return np.empty(0, np.int64)
+            at = np.flatnonzero(code == 0)
+            parts = [vid[at[region.contains(pos[at])]]]
+            edges = np.asarray(geom.edges, np.int64) if segments else np.empty((0, 2), np.int64)
             if len(edges):
+                edges = edges[(code[edges[:, 0]] & code[edges[:, 1]]) == 0]
                 seg = region.meets_segments(pos[edges[:, 0]], pos[edges[:, 1]])
-                found.append(vid[edges[seg, 0]])
-        ids = np.concatenate(found)
+                parts.append(vid[edges[seg, 0]])
+            ids = np.concatenate(parts)
         return np.unique(ids[ids >= 0])
 
     def _endpoint_hits(
