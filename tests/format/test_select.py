@@ -246,8 +246,11 @@ def test_reads_only_the_chunks_a_region_reaches(tracks300_store, monkeypatch) ->
     got = select_objects(store, include=[box])
     monkeypatch.undo()
     assert got.size > 0 and set(got.tolist()) == brute(store, box, "crosses")
-    assert len(read) == 1
-    assert 0 < len(read[0]) < len(store.chunks(0)) / 2
+    # first the chunks a box read reads, then a few more for segments leaving them
+    as_set = [set(map(tuple, r.tolist())) for r in read]
+    assert as_set[0] == set(map(tuple, original(0, bbox=(box.lo, box.hi)).chunks.tolist()))
+    assert len(read) <= 2 and as_set[0] <= as_set[-1]
+    assert len(as_set[-1]) < len(store.chunks(0)) / 4
 
 
 def test_progress_and_cancel(tracks300_store) -> None:

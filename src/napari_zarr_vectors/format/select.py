@@ -218,16 +218,7 @@ class _Plan:
             need[index.offsets[:-1][ends[0]]] = True
             need[index.offsets[1:][ends[1]] - 1] = True
         elif self.test == "crosses" and self.kind in PATH_TYPES:
-            need = reach.copy()
-            # consecutive entries of one object: their segment lies in the box around both
-            ca, cb = self.cell_of_entry[:-1], self.cell_of_entry[1:]
-            at = np.flatnonzero((self.entry_row[:-1] == self.entry_row[1:]) & (ca != cb))
-            span = region.meets_boxes(
-                np.minimum(lo[ca[at]], lo[cb[at]]), np.maximum(hi[ca[at]], hi[cb[at]])
-            )
-            need[at[span]] = True
-            need[at[span] + 1] = True
-            cand = _any_per_row(need, index)
+            return self._path_crossings(region, rows, reach, cancel)
         elif self.test == "crosses" and self.kind in GRAPH_TYPES:
             # an edge may join any two cells of its object: the box around them all
             cand = np.zeros(index.num_objects, bool)
@@ -244,21 +235,110 @@ class _Plan:
         if not cand.any():
             return cand
         need &= cand[self.entry_row]
-        # the chunks alone (no object ids: their selection costs more than the test of the
-        # other objects' parts, whose hits are real too and are dropped below)
-        geom = self.store.read(
-            self.level,
-            chunks=self.cells[np.unique(self.cell_of_entry[need])],
-            attributes=False,
-            cache=self.cache,
-            cancel=cancel,
-        )
+        geom = self._read(np.unique(self.cell_of_entry[need]), cancel)
         pos = self.positions(region, geom)
         if ends is None:
             hit_ids = self._hits(region, geom, pos)
         else:
             hit_ids = self._endpoint_hits(region, geom, pos, ends)
         return cand & np.isin(index.ids, hit_ids)
+
+    def _read(self, cells: np.ndarray, cancel: Event | None) -> Geometry:
+        """The level's geometry in the chunks of ``cells`` (rows of :attr:`cells`): the
+        chunks alone, no object ids (their selection costs more than the test of the other
+        objects' parts, whose hits are real too and are dropped by the caller)."""
+        return self.store.read(
+            self.level,
+            chunks=self.cells[cells],
+            attributes=False,
+            cache=self.cache,
+            cancel=cancel,
+        )
+
+    def _path_crossings(
+        self, region: Region, rows: np.ndarray, reach: np.ndarray, cancel: Event | None
+    ) -> np.ndarray:
+        """``"crosses"`` of paths, in two reads. First the chunks whose cell meets the
+        region: the vertices and segments in them. Then, for the objects still undecided,
+        the chunks holding the far end of a segment that leaves those chunks and may meet
+        the region (the box around its known end and the far cell meets it), and of a
+        segment between two chunks neither of which meets it whose box around both cells
+        does."""
+        index, cell_of = self.index, self.cell_of_entry
+        lo, hi = self.boxes(region)
+        cand = _any_per_row(reach, index)
+        same = self.entry_row[:-1] == self.entry_row[1:]  # entry e and e + 1: one object
+        ca, cb = cell_of[:-1], cell_of[1:]
+        skip = np.flatnonzero(same & (ca != cb) & ~reach[:-1] & ~reach[1:])
+        span = region.meets_boxes(
+            np.minimum(lo[ca[skip]], lo[cb[skip]]), np.maximum(hi[ca[skip]], hi[cb[skip]])
+        )
+        skip = skip[span]
+        cand[self.entry_row[skip]] = True
+        cand &= rows
+        if not cand.any():
+            return cand
+        hit = np.zeros(index.num_objects, bool)
+        loaded = reach & cand[self.entry_row]
+        first_cells = np.unique(cell_of[loaded])
+        far: list[np.ndarray] = [cell_of[skip], cell_of[skip + 1]]
+        if first_cells.size:
+            geom = self._read(first_cells, cancel)
+            pos = self.positions(region, geom)
+            hit = cand & np.isin(index.ids, self._hits(region, geom, pos))
+            far.append(self._far_cells(region, geom, pos, first_cells, same, hit | ~cand))
+        undecided = cand & ~hit
+        far_cells = np.unique(np.concatenate(far))
+        if not undecided.any() or far_cells.size == 0:
+            return hit
+        more = np.union1d(first_cells, far_cells)
+        geom = self._read(more, cancel)
+        pos = self.positions(region, geom)
+        return hit | (undecided & np.isin(index.ids, self._hits(region, geom, pos)))
+
+    def _far_cells(
+        self,
+        region: Region,
+        geom: Geometry,
+        pos: np.ndarray,
+        read_cells: np.ndarray,
+        same: np.ndarray,
+        decided: np.ndarray,
+    ) -> np.ndarray:
+        """The cells holding the far ends of the segments that leave the read ``geom``
+        (the chunks ``read_cells``) from an object not ``decided`` and whose box around
+        the known end and the far cell meets ``region``. The read's paths are its runs of
+        consecutive entries in loaded chunks, in entry order; should they not match those
+        runs (a chunk left out as damaged), every far cell is returned."""
+        cell_of, n = self.cell_of_entry, self.cell_of_entry.size
+        is_read = np.zeros(len(self.cells), bool)
+        is_read[read_cells] = True
+        entries = np.flatnonzero(is_read[cell_of])
+        obj = self.entry_row[entries]
+        breaks = np.r_[True, (obj[1:] != obj[:-1]) | (entries[1:] != entries[:-1] + 1)]
+        starts = np.flatnonzero(breaks)
+        ends = np.r_[starts[1:], entries.size] - 1
+        first_e, last_e = entries[starts], entries[ends]
+        before = first_e - 1
+        after = last_e + 1
+        has_before = (before >= 0) & same[np.maximum(before, 0)]
+        has_after = (after < n) & same[np.minimum(last_e, n - 2)] & (last_e < n - 1)
+        if len(geom.paths) != starts.size:  # runs and paths differ: every far cell
+            return np.concatenate([cell_of[before[has_before]], cell_of[after[has_after]]])
+        offsets = np.asarray(geom.paths.offsets)
+        flat = geom.paths.flat
+        lo, hi = self.boxes(region)
+        out = []
+        for ok, near, far in (
+            (has_before, flat[offsets[:-1]], before),
+            (has_after, flat[offsets[1:] - 1], after),
+        ):
+            ok &= ~decided[self.entry_row[first_e]]
+            at = np.flatnonzero(ok)
+            p, c = pos[near[at]], cell_of[far[at]]
+            meets = region.meets_boxes(np.minimum(p, lo[c]), np.maximum(p, hi[c]))
+            out.append(c[meets])
+        return np.concatenate(out)
 
     def _ends(self, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """By object row: whether the cell of its first entry, and of its last, meets the
