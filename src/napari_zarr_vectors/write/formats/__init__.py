@@ -102,16 +102,11 @@ def write_file(fmt: FileFormat, spec: Any, path: Path, store: Any, **options: An
     return path
 
 
-def require(module: str, package: str) -> Any:
-    """Import ``module`` or raise :class:`MissingExportLibraryError` naming ``package``."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise MissingExportLibraryError(
-            f"this export needs {package}, which is not installed: {EXPORT_EXTRA}"
-        ) from e
+def missing(package: str) -> MissingExportLibraryError:
+    """The error to raise when ``package`` cannot be imported (``raise missing(...) from``)."""
+    return MissingExportLibraryError(
+        f"this export needs {package}, which is not installed: {EXPORT_EXTRA}"
+    )
 
 
 class MissingExportLibraryError(WriteError, ImportError):

@@ -15,11 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from . import require
+from . import missing
 
 
 def write_mesh(spec: Any, path: Path, store: Any, reference: Any = None) -> None:
-    trimesh = require("trimesh", "trimesh")
+    try:
+        import trimesh
+    except ImportError as e:
+        raise missing("trimesh") from e
     space = [i for i, t in enumerate(spec.axis_types) if t == "space"][:3]
     mesh = trimesh.Trimesh(
         vertices=np.asarray(spec.positions[:, space], np.float64),

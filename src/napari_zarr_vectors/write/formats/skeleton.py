@@ -16,11 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from . import require
+from . import missing
 
 
 def write_swc(spec: Any, path: Path, store: Any, reference: Any = None) -> None:
-    pd = require("pandas", "pandas")
+    try:
+        import pandas as pd
+    except ImportError as e:
+        raise missing("pandas") from e
     n = spec.vertex_count
     ids = None if spec.object_ids is None else np.asarray(spec.object_ids, np.int64)
     order = np.arange(n) if ids is None else np.argsort(ids, kind="stable")  # by object

@@ -21,7 +21,7 @@ import numpy as np
 
 from ...format.validate import Source, float_list
 from ..engine import WriteError
-from . import require
+from . import missing
 
 #: millimetres per unit of the length units a store may declare
 MM_PER_UNIT = {
@@ -75,7 +75,10 @@ def ras_mm(spec: Any, store: Any) -> np.ndarray:
 
 def voxel_grid(store: Any, positions: np.ndarray, reference: Any = None) -> VoxelGrid:
     """The header grid of a file (see the module's docstring)."""
-    nib = require("nibabel", "nibabel")
+    try:
+        import nibabel as nib
+    except ImportError as e:
+        raise missing("nibabel") from e
     if reference is not None:
         image = (
             nib.load(os.fspath(reference))
@@ -109,7 +112,10 @@ def voxel_grid(store: Any, positions: np.ndarray, reference: Any = None) -> Voxe
 
 
 def _tractogram(spec: Any, store: Any) -> Any:
-    nib = require("nibabel", "nibabel")
+    try:
+        import nibabel as nib
+    except ImportError as e:
+        raise missing("nibabel") from e
     pos = ras_mm(spec, store)
     offsets = np.concatenate([[0], np.cumsum(spec.lengths)[:-1]]).astype(np.int64)
     streamlines = nib.streamlines.ArraySequence()
@@ -121,7 +127,10 @@ def _tractogram(spec: Any, store: Any) -> Any:
 
 def write_trk(spec: Any, path: Path, store: Any, reference: Any = None) -> None:
     """A TrackVis ``.trk`` file (nibabel): RAS mm in, the header's voxmm on disk."""
-    nib = require("nibabel", "nibabel")
+    try:
+        import nibabel as nib
+    except ImportError as e:
+        raise missing("nibabel") from e
     tractogram = _tractogram(spec, store)
     grid = voxel_grid(store, tractogram.streamlines._data, reference)
     Field = nib.streamlines.Field
@@ -136,15 +145,24 @@ def write_trk(spec: Any, path: Path, store: Any, reference: Any = None) -> None:
 
 def write_tck(spec: Any, path: Path, store: Any, reference: Any = None) -> None:
     """An MRtrix ``.tck`` file (nibabel): RAS mm."""
-    nib = require("nibabel", "nibabel")
+    try:
+        import nibabel as nib
+    except ImportError as e:
+        raise missing("nibabel") from e
     nib.streamlines.TckFile(_tractogram(spec, store)).save(os.fspath(path))
 
 
 def write_trx(spec: Any, path: Path, store: Any, reference: Any = None) -> None:
     """A ``.trx`` file (trx-python): RAS mm, the numeric object attributes as data per
     streamline, the store's groups (their names) as TRX groups."""
-    nib = require("nibabel", "nibabel")
-    tmm = require("trx.trx_file_memmap", "trx-python")
+    try:
+        import nibabel as nib
+    except ImportError as e:
+        raise missing("nibabel") from e
+    try:
+        import trx.trx_file_memmap as tmm
+    except ImportError as e:
+        raise missing("trx-python") from e
     tractogram = _tractogram(spec, store)
     grid = voxel_grid(store, tractogram.streamlines._data, reference)
     header = nib.Nifti1Header()

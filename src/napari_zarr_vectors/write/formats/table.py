@@ -13,11 +13,14 @@ from typing import Any
 import numpy as np
 
 from ...format.geometry import PATH_TYPES
-from . import require
+from . import missing
 
 
 def write_csv(spec: Any, path: Path, store: Any, reference: Any = None) -> None:
-    pd = require("pandas", "pandas")
+    try:
+        import pandas as pd
+    except ImportError as e:
+        raise missing("pandas") from e
     columns: dict[str, np.ndarray] = {str(a): spec.positions[:, k] for k, a in enumerate(spec.axes)}
     if spec.object_ids is not None:
         ids = np.asarray(spec.object_ids, np.int64)
