@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,16 +30,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import napari_zarr_vectors as nzv  # noqa: E402
+from bench_core import best_of  # noqa: E402
 from bench_scale import ensure_store  # noqa: E402
-
-
-def best_of(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def brute(store: nzv.Store, whole: nzv.Geometry, region) -> set[int]:
@@ -73,16 +64,17 @@ def main() -> None:
     for centre in centres:
         box = nzv.Box(centre - side / 2, centre + side / 2)
         sphere = nzv.Sphere(centre, radius)
-        t_read, g = best_of(lambda b=box: store.read(0, bbox=(b.lo, b.hi)), args.repeats)
-        t_sread, _ = best_of(
+        g = store.read(0, bbox=(box.lo, box.hi))
+        ids_box = nzv.select_objects(store, include=[box])
+        ids_sph = nzv.select_objects(store, include=[sphere])
+        t_read = best_of(lambda b=box: store.read(0, bbox=(b.lo, b.hi)), args.repeats)
+        t_sread = best_of(
             lambda s=sphere: store.read(0, bbox=(s.center - radius, s.center + radius)),
             args.repeats,
         )
-        t_box, ids_box = best_of(lambda b=box: nzv.select_objects(store, include=[b]), args.repeats)
-        t_sph, ids_sph = best_of(
-            lambda s=sphere: nzv.select_objects(store, include=[s]), args.repeats
-        )
-        t_vtx, _ = best_of(
+        t_box = best_of(lambda b=box: nzv.select_objects(store, include=[b]), args.repeats)
+        t_sph = best_of(lambda s=sphere: nzv.select_objects(store, include=[s]), args.repeats)
+        t_vtx = best_of(
             lambda b=box: nzv.select_objects(store, include=[b], test="vertex"), args.repeats
         )
         row = {

@@ -28,16 +28,19 @@ import numpy as np
 SPACES = ("store", "world")
 
 
+def _size(value: float, what: str) -> float:
+    """A finite number >= 0 (a radius, a thickness)."""
+    out = float(value)
+    if not np.isfinite(out) or out < 0:
+        raise ValueError(f"{what} must be a finite number >= 0, not {value!r}")
+    return out
+
+
 def _vector(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
     out = np.asarray(values, dtype=np.float64).reshape(-1)
     if out.size == 0 or not np.all(np.isfinite(out)):
         raise ValueError(f"{what} must be finite numbers, not {np.asarray(values).tolist()}")
     return out
-
-
-def _check_space(space: str) -> None:
-    if space not in SPACES:
-        raise ValueError(f"space must be one of {SPACES}, not {space!r}")
 
 
 class Region:
@@ -47,9 +50,16 @@ class Region:
 
     space: str
 
+    def __init__(self, space: str, ndim: int) -> None:
+        if space not in SPACES:
+            raise ValueError(f"space must be one of {SPACES}, not {space!r}")
+        self.space = space
+        self._ndim = ndim
+
     @property
     def ndim(self) -> int:
-        raise NotImplementedError
+        """The number of coordinates (the store's axes)."""
+        return self._ndim
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         """``(N,)`` bool: which rows of the ``(N, ndim)`` points lie inside (closed)."""
@@ -102,14 +112,9 @@ class Box(Region):
             raise ValueError(f"Box lo {low.tolist()} and hi {high.tolist()} differ in length")
         if np.any(low > high):
             raise ValueError(f"Box lo {low.tolist()} exceeds hi {high.tolist()}")
-        _check_space(space)
+        super().__init__(space, low.size)
         self.lo = low
         self.hi = high
-        self.space = space
-
-    @property
-    def ndim(self) -> int:
-        return int(self.lo.size)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         return self.lo, self.hi
@@ -151,17 +156,9 @@ class Sphere(Region):
 
     def __init__(self, center: Sequence[float], radius: float, space: str = "store") -> None:
         c = _vector(center, "Sphere center")
-        r = float(radius)
-        if not np.isfinite(r) or r < 0:
-            raise ValueError(f"Sphere radius must be a finite number >= 0, not {radius!r}")
-        _check_space(space)
+        super().__init__(space, c.size)
         self.center = c
-        self.radius = r
-        self.space = space
-
-    @property
-    def ndim(self) -> int:
-        return int(self.center.size)
+        self.radius = _size(radius, "Sphere radius")
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         return self.center - self.radius, self.center + self.radius
@@ -208,19 +205,11 @@ class Plane(Region):
         length = float(np.linalg.norm(n))
         if length == 0:
             raise ValueError("Plane normal must not be zero")
-        t = float(thickness)
-        if not np.isfinite(t) or t < 0:
-            raise ValueError(f"Plane thickness must be a finite number >= 0, not {thickness!r}")
-        _check_space(space)
+        super().__init__(space, p.size)
         self.point = p
         self.normal = n
-        self.thickness = t
-        self.space = space
+        self.thickness = _size(thickness, "Plane thickness")
         self._unit = n / length
-
-    @property
-    def ndim(self) -> int:
-        return int(self.point.size)
 
     def _side(self, points: np.ndarray) -> np.ndarray:
         """Signed distance of each point from the plane."""
