@@ -5,12 +5,16 @@ The format core (``napari_zarr_vectors.format``) imports neither napari nor Qt, 
 """
 
 from .format import (
+    Box,
     ChunkCache,
     Geometry,
     LevelInfo,
     MissingDependencyError,
     NotAZVStoreError,
+    Plane,
+    Region,
     RetryPolicy,
+    Sphere,
     Store,
     UnsupportedCapabilityError,
     UnsupportedVersionError,
@@ -25,18 +29,23 @@ from .format import (
     ZVListingWarning,
     ZVUnsupportedDtypeError,
     open_store,
+    select_objects,
 )
 
 #: The package version, written only here (pyproject.toml reads it: tool.setuptools.dynamic).
 __version__ = "0.1.0"
 
 __all__ = [
+    "Box",
     "ChunkCache",
     "Geometry",
     "LevelInfo",
     "MissingDependencyError",
     "NotAZVStoreError",
+    "Plane",
+    "Region",
     "RetryPolicy",
+    "Sphere",
     "Store",
     "UnsupportedCapabilityError",
     "UnsupportedVersionError",
@@ -52,4 +61,5 @@ __all__ = [
     "ZVUnsupportedDtypeError",
     "__version__",
     "open_store",
+    "select_objects",
 ]

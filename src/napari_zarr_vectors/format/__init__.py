@@ -27,17 +27,23 @@ from .pyramid import (
     dropped_objects,
     level_statistics,
 )
+from .regions import Box, Plane, Region, Sphere
 from .remote import RetryPolicy
+from .select import select_objects
 from .store import Store, open_store
 
 __all__ = [
+    "Box",
     "ChunkCache",
     "CrossLevelSegments",
     "Geometry",
     "LevelInfo",
     "MissingDependencyError",
     "NotAZVStoreError",
+    "Plane",
+    "Region",
     "RetryPolicy",
+    "Sphere",
     "Store",
     "UnsupportedCapabilityError",
     "UnsupportedVersionError",
@@ -57,4 +63,5 @@ __all__ = [
     "dropped_objects",
     "level_statistics",
     "open_store",
+    "select_objects",
 ]

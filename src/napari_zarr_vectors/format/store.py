@@ -242,20 +242,27 @@ class Store:
         positions were stored in the output space) and ``coordinate_offset``. Reads stay in
         the stored space; a voxmm store without its TRK header warns once (best effort)."""
         zv = self.root.raw.get("zarr_vectors") or {}
-        header = None
-        if isinstance(zv.get("crs"), dict):
-            doc = self._io.get_json("headers/trk/zarr.json")
-            if doc is not None:
-                header = doc.get("attributes")
-                if not isinstance(header, dict):
-                    raise ZVFormatError(
-                        "headers/trk/zarr.json: field 'attributes' is not a JSON object",
-                        store=self.path,
-                    )
+        header = self.trk_header if isinstance(zv.get("crs"), dict) else None
         placement, warning = world_placement(zv, header, self.ndim, self.path)
         if warning:
             warnings.warn(warning, UserWarning, stacklevel=2)
         return placement
+
+    @cached_property
+    def trk_header(self) -> dict[str, Any] | None:
+        """The attributes of the store's ``headers/trk`` group (a TRK ingest's TrackVis
+        header: ``vox_to_ras``, ``dimensions``, ``voxel_size``, ``voxel_order``, ...),
+        ``None`` when it has none."""
+        doc = self._io.get_json("headers/trk/zarr.json")
+        if doc is None:
+            return None
+        header = doc.get("attributes")
+        if not isinstance(header, dict):
+            raise ZVFormatError(
+                "headers/trk/zarr.json: field 'attributes' is not a JSON object",
+                store=self.path,
+            )
+        return header
 
     @property
     def world_affine(self) -> np.ndarray:

@@ -24,8 +24,11 @@ def export_objects(
     pyramid: bool | PyramidPlan = True,
     validate: bool = False,
     progress: Progress | None = None,
+    reference: Any = None,
 ) -> Path:
-    """Copy objects of ``store`` into a new store at ``target``; returns its path.
+    """Copy objects of ``store`` into a new store at ``target``, or into a file of the
+    format its suffix names (:mod:`.formats`: ``.trk``, ``.tck``, ``.trx``, ``.swc``,
+    ``.ply``, ``.obj``, ``.stl``, ``.csv``); returns its path.
 
     The objects are read at level 0 through their manifests, so every chunk they touch is
     read whatever a viewer shows; vertex, object and group attributes, groups (their
@@ -35,13 +38,25 @@ def export_objects(
     ``store`` is a :class:`~napari_zarr_vectors.format.store.Store` (or one geometry of a
     composite store) or a path. Writing into the store itself is refused, as is an existing
     target (see :func:`.engine.write_store`). ``progress`` gets a first step for the read,
-    then the write's steps.
+    then the write's steps. ``reference`` (a NIfTI path or nibabel image) gives a ``.trk`` or
+    ``.trx`` file its voxel grid; ``pyramid`` and ``validate`` apply to stores only.
     """
     from ..format.store import open_store
+    from .formats import check_format, file_format, write_file
 
     if isinstance(store, (str, os.PathLike)):
         store = open_store(store)
-    check_target(target, [store.path])
+    path = check_target(target, [store.path])
+    fmt = file_format(path)
+    if fmt is not None:
+        check_format(fmt, store.geometry_type, store.name)
+        spec = export_spec(store, object_ids, progress=progress)
+        if progress is not None:
+            progress(1, 2, f"write {path.name} ({fmt.name})")
+        write_file(fmt, spec, path, store, reference=reference)
+        if progress is not None:
+            progress(2, 2, f"written {path.name}")
+        return path
     spec = export_spec(store, object_ids, progress=progress)
     return write_store(
         target,

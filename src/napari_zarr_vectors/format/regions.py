@@ -1,0 +1,246 @@
+"""3-D regions for dissection: :class:`Box`, :class:`Sphere` and :class:`Plane` (napari-free).
+
+A region lives in a store's coordinates (store axis order, store units: ``space="store"``)
+or in the world the store's ``crs`` places them in (``space="world"``,
+:attr:`.store.Store.placement`). Every test is closed (a point on the surface is inside)
+and vectorised over many points, segments or boxes:
+
+* :meth:`Region.contains` -- which points lie inside;
+* :meth:`Region.meets_segments` -- which segments ``a -> b`` meet it (a segment that passes
+  through a box or sphere without a vertex inside it meets it);
+* :meth:`Region.meets_boxes` -- which axis-aligned boxes it meets (used to find the chunks
+  a region can reach).
+
+A :class:`Plane` is the slab of its ``thickness`` around it (``0``: the plane itself): a
+segment meets it when its ends lie on both sides (or on it), a vertex is inside when it lies
+in the slab.
+
+:func:`.select.select_objects` combines regions into a selection of a store's objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: the spaces a region may be given in
+SPACES = ("store", "world")
+
+
+def _size(value: float, what: str) -> float:
+    """A finite number >= 0 (a radius, a thickness)."""
+    out = float(value)
+    if not np.isfinite(out) or out < 0:
+        raise ValueError(f"{what} must be a finite number >= 0, not {value!r}")
+    return out
+
+
+def _vector(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
+    out = np.asarray(values, dtype=np.float64).reshape(-1)
+    if out.size == 0 or not np.all(np.isfinite(out)):
+        raise ValueError(f"{what} must be finite numbers, not {np.asarray(values).tolist()}")
+    return out
+
+
+class Region:
+    """The base of the regions: the tests every region implements. ``space`` is
+    ``"store"`` (store order and units) or ``"world"`` (the placement the store's ``crs``
+    gives)."""
+
+    space: str
+
+    def __init__(self, space: str, ndim: int) -> None:
+        if space not in SPACES:
+            raise ValueError(f"space must be one of {SPACES}, not {space!r}")
+        self.space = space
+        self._ndim = ndim
+
+    @property
+    def ndim(self) -> int:
+        """The number of coordinates (the store's axes)."""
+        return self._ndim
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        """``(N,)`` bool: which rows of the ``(N, ndim)`` points lie inside (closed)."""
+        raise NotImplementedError
+
+    def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``(M,)`` bool: which segments from the rows of ``a`` to those of ``b`` meet it."""
+        raise NotImplementedError
+
+    def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """``(K,)`` bool: which closed axis-aligned boxes ``[lo, hi]`` it meets."""
+        raise NotImplementedError
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The closed axis-aligned box holding the region."""
+        raise NotImplementedError
+
+    def outcodes(self, points: np.ndarray) -> np.ndarray:
+        """``(N,)`` uint32 codes (Cohen-Sutherland) of the points against :meth:`bounds`: a
+        bit per side they lie beyond, ``0`` when inside. A segment whose two codes share a
+        bit cannot meet the region, nor can a point with a code: the quick test that leaves
+        few for the exact ones."""
+        lo, hi = self.bounds()
+        code = np.zeros(len(points), np.uint32)
+        for k in range(self.ndim):
+            col = points[:, k]
+            code |= (col < np.float64(lo[k])).view(np.uint8).astype(np.uint32) << (2 * k)
+            code |= (col > np.float64(hi[k])).view(np.uint8).astype(np.uint32) << (2 * k + 1)
+        return code
+
+    def check_ndim(self, ndim: int, store: str) -> None:
+        """Raise ``ValueError`` when the region does not have ``ndim`` coordinates."""
+        if self.ndim != ndim:
+            raise ValueError(
+                f"{self!r} has {self.ndim} coordinates, {store} has {ndim} axes "
+                "(regions are given in store axis order)"
+            )
+
+
+def _rows(points: np.ndarray, ndim: int) -> np.ndarray:
+    return np.asarray(points, dtype=np.float64).reshape(-1, ndim)
+
+
+class Box(Region):
+    """The closed axis-aligned box ``[lo, hi]``."""
+
+    def __init__(self, lo: Sequence[float], hi: Sequence[float], space: str = "store") -> None:
+        low, high = _vector(lo, "Box lo"), _vector(hi, "Box hi")
+        if low.size != high.size:
+            raise ValueError(f"Box lo {low.tolist()} and hi {high.tolist()} differ in length")
+        if np.any(low > high):
+            raise ValueError(f"Box lo {low.tolist()} exceeds hi {high.tolist()}")
+        super().__init__(space, low.size)
+        self.lo = low
+        self.hi = high
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.lo, self.hi
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        p = _rows(points, self.ndim)
+        return np.all((p >= self.lo) & (p <= self.hi), axis=1)
+
+    def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The slab method: the part of ``[0, 1]`` where the segment is inside every
+        axis's slab is not empty."""
+        a, b = _rows(a, self.ndim), _rows(b, self.ndim)
+        d = b - a
+        t_in = np.zeros(len(a))
+        t_out = np.ones(len(a))
+        ok = np.ones(len(a), bool)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for k in range(self.ndim):
+                flat = d[:, k] == 0
+                ok &= ~flat | ((a[:, k] >= self.lo[k]) & (a[:, k] <= self.hi[k]))
+                t1 = (self.lo[k] - a[:, k]) / d[:, k]
+                t2 = (self.hi[k] - a[:, k]) / d[:, k]
+                near = np.where(flat, -np.inf, np.minimum(t1, t2))
+                far = np.where(flat, np.inf, np.maximum(t1, t2))
+                np.maximum(t_in, near, out=t_in)
+                np.minimum(t_out, far, out=t_out)
+        return ok & (t_in <= t_out)
+
+    def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
+        return np.all((lo <= self.hi) & (hi >= self.lo), axis=1)
+
+    def __repr__(self) -> str:
+        return f"Box(lo={self.lo.tolist()}, hi={self.hi.tolist()}, space={self.space!r})"
+
+
+class Sphere(Region):
+    """The closed ball of ``radius`` around ``center``."""
+
+    def __init__(self, center: Sequence[float], radius: float, space: str = "store") -> None:
+        c = _vector(center, "Sphere center")
+        super().__init__(space, c.size)
+        self.center = c
+        self.radius = _size(radius, "Sphere radius")
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.center - self.radius, self.center + self.radius
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        p = _rows(points, self.ndim) - self.center
+        return np.einsum("ij,ij->i", p, p) <= self.radius**2
+
+    def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The point of the segment nearest the centre is inside."""
+        a, b = _rows(a, self.ndim), _rows(b, self.ndim)
+        d = b - a
+        ac = self.center - a
+        dd = np.einsum("ij,ij->i", d, d)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(dd > 0, np.einsum("ij,ij->i", ac, d) / dd, 0.0)
+        t = np.clip(t, 0.0, 1.0)
+        near = ac - t[:, None] * d
+        return np.einsum("ij,ij->i", near, near) <= self.radius**2
+
+    def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
+        gap = np.clip(self.center, lo, hi) - self.center
+        return np.einsum("ij,ij->i", gap, gap) <= self.radius**2
+
+    def __repr__(self) -> str:
+        return f"Sphere(center={self.center.tolist()}, radius={self.radius}, space={self.space!r})"
+
+
+class Plane(Region):
+    """The plane through ``point`` with ``normal`` (any length but zero), or the closed slab
+    of ``thickness`` centred on it."""
+
+    def __init__(
+        self,
+        point: Sequence[float],
+        normal: Sequence[float],
+        thickness: float = 0.0,
+        space: str = "store",
+    ) -> None:
+        p, n = _vector(point, "Plane point"), _vector(normal, "Plane normal")
+        if p.size != n.size:
+            raise ValueError(f"Plane point {p.tolist()} and normal {n.tolist()} differ in length")
+        length = float(np.linalg.norm(n))
+        if length == 0:
+            raise ValueError("Plane normal must not be zero")
+        super().__init__(space, p.size)
+        self.point = p
+        self.normal = n
+        self.thickness = _size(thickness, "Plane thickness")
+        self._unit = n / length
+
+    def _side(self, points: np.ndarray) -> np.ndarray:
+        """Signed distance of each point from the plane."""
+        return (_rows(points, self.ndim) - self.point) @ self._unit
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Everywhere (a plane is unbounded): :meth:`outcodes` are its sides instead."""
+        return np.full(self.ndim, -np.inf), np.full(self.ndim, np.inf)
+
+    def outcodes(self, points: np.ndarray) -> np.ndarray:
+        """``1`` below the slab, ``2`` above it, ``0`` in it (exact)."""
+        side = self._side(points)
+        half = self.thickness / 2
+        return (side < -half).astype(np.uint32) | ((side > half).astype(np.uint32) << 1)
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        return np.abs(self._side(points)) <= self.thickness / 2
+
+    def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        sa, sb = self._side(a), self._side(b)
+        half = self.thickness / 2
+        return (np.minimum(sa, sb) <= half) & (np.maximum(sa, sb) >= -half)
+
+    def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
+        centre = (lo + hi) / 2 - self.point
+        reach = (hi - lo) / 2 @ np.abs(self._unit)
+        return np.abs(centre @ self._unit) <= reach + self.thickness / 2
+
+    def __repr__(self) -> str:
+        return (
+            f"Plane(point={self.point.tolist()}, normal={self.normal.tolist()}, "
+            f"thickness={self.thickness}, space={self.space!r})"
+        )

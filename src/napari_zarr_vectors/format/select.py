@@ -1,0 +1,424 @@
+"""Select a store's objects by regions: :func:`select_objects` (napari-free).
+
+The selection is exact and covers every object of the level, yet reads only what the
+regions can reach. It works in three steps per region, none of them a loop over objects:
+
+1. **From the object index alone** (no chunk read): every manifest entry names a chunk, and
+   a chunk's cell (its box in the level's grid, :attr:`.metadata.LevelInfo.chunk_origin` +
+   key x ``chunk_shape``) holds its vertices. A segment inside one fragment lies in that
+   cell; a segment between consecutive entries of a path lies in the box around both
+   cells; an edge of a graph or skeleton lies in the box around all the object's cells.
+   So the entries whose cell (or pair of cells, or object box) meets the region are the
+   only ones that can hold a part that meets it, and the objects owning them are the
+   candidates.
+2. **One read** of those chunks (``Store.read`` with ``chunks``): each candidate's runs in
+   them, cross-chunk segments included wherever both their chunks are read.
+3. **The test** of those vertices and segments (:mod:`.regions`), vectorised, gathered
+   per object.
+
+An object is in the result when it meets **every** region of ``include``, **at least one**
+of ``any_of`` (when any is given) and **none** of ``exclude``; the regions are evaluated in
+that order, each over the objects still in the running, so exclusion tests every part of
+every surviving object that can reach the region (the object's whole path is considered,
+through its manifest).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from threading import Event, Lock
+from typing import Any
+
+import numpy as np
+
+from .cache import ChunkCache
+from .chunks import ChunkTable, unique_rows
+from .errors import ZVCancelledError, ZVError
+from .geometry import GRAPH_TYPES, PATH_TYPES, Geometry
+from .objects import ObjectIndex
+from .regions import Region
+
+#: the tests :func:`select_objects` knows
+TESTS = ("crosses", "vertex", "endpoints", "both_endpoints")
+
+#: the decoded chunks one selection keeps for its regions to share
+CACHE_BYTES = 256 * 2**20
+
+#: a cell is grown by this share of its edge on every side (vertices a writer binned by a
+#: float32 position on a cell's face)
+CELL_SLACK = 1e-4
+
+Progress = Callable[[int, int, str], None]
+
+
+def select_objects(
+    store: Any,
+    include: Sequence[Region] | Region = (),
+    any_of: Sequence[Region] | Region = (),
+    exclude: Sequence[Region] | Region = (),
+    test: str = "crosses",
+    level: int = 0,
+    progress: Progress | None = None,
+    cancel: Event | None = None,
+) -> np.ndarray:
+    """The sorted ids (int64) of the objects of ``level`` that meet every region of
+    ``include``, at least one of ``any_of`` (when given) and none of ``exclude``.
+
+    ``test`` says what "meets" means:
+
+    * ``"crosses"``: some segment of the object's path (or edge of its graph) meets the
+      region, even one with no vertex inside it (a plane: one with ends on both sides);
+      points and meshes: a vertex inside;
+    * ``"vertex"``: some vertex inside;
+    * ``"endpoints"``: the first or the last vertex of a path inside;
+      ``"both_endpoints"``: both (lines, polylines and streamlines only).
+
+    Without ``include`` and ``any_of`` every object of the level is in the running (only
+    ``exclude`` removes some). ``progress(step, n_steps, text)`` is called before each
+    region; once ``cancel`` is set the selection raises
+    :class:`~.errors.ZVCancelledError`. Regions with ``space="world"`` are tested where
+    :attr:`~.store.Store.placement` puts the store's positions.
+
+    Raises ``ValueError`` for an unknown test, an endpoint test of a store without paths
+    or a region of the wrong dimension, and :class:`~.errors.ZVError` for a store or level
+    without objects or an additive level.
+    """
+    include, any_of, exclude = _regions(include), _regions(any_of), _regions(exclude)
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {TESTS}, not {test!r}")
+    kind = store.geometry_type
+    if test in ("endpoints", "both_endpoints") and kind not in PATH_TYPES:
+        raise ValueError(f"{store.path}: the {test!r} test needs paths, not {kind}")
+    for region in (*include, *any_of, *exclude):
+        region.check_ndim(store.ndim, store.path)
+    if len(store.refinement_chain(level)) > 1:
+        raise ZVError(f"{store.path} level {level} is additive: select from level 0 instead")
+    index = store.object_index(level)
+    if index is None:
+        raise ZVError(f"{store.path} level {level} has no objects to select")
+    plan = _Plan(store, level, index, test)
+    alive = index.present.copy()
+    steps = [*(("include", r) for r in include), *(("any_of", r) for r in any_of)]
+    steps += [("exclude", r) for r in exclude]
+    hit_any = np.zeros_like(alive)
+    for step, (role, region) in enumerate(steps):
+        if cancel is not None and cancel.is_set():
+            raise ZVCancelledError(f"{store.path}: selection cancelled")
+        if progress is not None:
+            progress(step, len(steps), f"{role} {region!r}")
+        rows = alive & ~hit_any if role == "any_of" else alive
+        hit = plan.meets(region, rows, cancel)
+        if role == "include":
+            alive &= hit
+        elif role == "any_of":
+            hit_any |= hit
+            if step + 1 == len(include) + len(any_of):
+                alive &= hit_any
+        else:
+            alive &= ~hit
+    if progress is not None:
+        progress(len(steps), len(steps), f"{int(alive.sum()):,} objects selected")
+    return np.sort(index.ids[alive].astype(np.int64))
+
+
+def _regions(value: Sequence[Region] | Region) -> tuple[Region, ...]:
+    regions = (value,) if isinstance(value, Region) else tuple(value)
+    for r in regions:
+        if not isinstance(r, Region):
+            raise TypeError(f"expected a Box, Sphere or Plane, not {r!r}")
+    return regions
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """The cells of a level's object index: its entries' chunks (unique, ``cells``), the
+    cell of every entry, each cell's box (grown by :data:`CELL_SLACK`) and the object row of
+    every entry. Worked out once per store and level (:func:`_cells_of`)."""
+
+    index: ObjectIndex
+    cells: np.ndarray
+    cell_of_entry: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    entry_row: np.ndarray
+
+
+#: the cells of each open store's levels, kept as long as the store (one per level)
+_CELLS: weakref.WeakKeyDictionary[Any, dict[int, _Cells]] = weakref.WeakKeyDictionary()
+_CELLS_LOCK = Lock()
+
+
+def _cells_of(store: Any, level: int, index: ObjectIndex) -> _Cells:
+    with _CELLS_LOCK:
+        found = _CELLS.get(store, {}).get(level)
+    if found is not None and found.index is index:
+        return found
+    info = store.level(level)
+    knd = info.key_ndim
+    chunks = np.asarray(index.chunks, np.int64).reshape(-1, knd)
+    cells = store.chunks(level) if len(store.refinement_chain(level)) == 1 else chunks
+    cell_of_entry = ChunkTable(cells).index_of(chunks)
+    if np.any(cell_of_entry < 0):  # entries naming chunks the level does not list
+        cells = unique_rows(chunks)
+        cell_of_entry = ChunkTable(cells).index_of(chunks)
+    spatial = cells[:, knd - store.ndim :].astype(np.float64)
+    edge = np.asarray(info.chunk_shape, np.float64)[-store.ndim :]
+    slack = CELL_SLACK * edge
+    lo = info.chunk_origin + spatial * edge - slack
+    found = _Cells(index, cells, cell_of_entry, lo, lo + edge + 2 * slack, index.entry_rows)
+    with _CELLS_LOCK:
+        _CELLS.setdefault(store, {})[level] = found
+    return found
+
+
+class _Plan:
+    """One selection: the level's cells, their boxes in the world when a region is given
+    there, and a chunk cache shared by the regions' reads."""
+
+    def __init__(self, store: Any, level: int, index: ObjectIndex, test: str) -> None:
+        self.store, self.level, self.index, self.test = store, level, index, test
+        self.kind = store.geometry_type
+        c = _cells_of(store, level, index)
+        self.cells, self.cell_of_entry, self.entry_row = c.cells, c.cell_of_entry, c.entry_row
+        self.cell_lo, self.cell_hi = c.lo, c.hi
+        self.cache = ChunkCache(CACHE_BYTES)
+        self._world: tuple[np.ndarray, np.ndarray] | None = None
+
+    def boxes(self, region: Region) -> tuple[np.ndarray, np.ndarray]:
+        """The cells' boxes in the region's space."""
+        if region.space == "store" or self.store.placement.is_identity:
+            return self.cell_lo, self.cell_hi
+        if self._world is None:
+            affine = self.store.placement.affine
+            linear, shift = affine[:-1, :-1], affine[:-1, -1]
+            mid = (self.cell_lo + self.cell_hi) / 2 @ linear.T + shift
+            reach = (self.cell_hi - self.cell_lo) / 2 @ np.abs(linear).T
+            self._world = (mid - reach, mid + reach)
+        return self._world
+
+    def positions(self, region: Region, geom: Geometry) -> np.ndarray:
+        """The read's positions in the region's space."""
+        if region.space == "store" or self.store.placement.is_identity:
+            return geom.positions
+        return self.store.placement.apply(geom.positions)
+
+    def meets(self, region: Region, rows: np.ndarray, cancel: Event | None) -> np.ndarray:
+        """``(O,)`` bool per object row of the index: among ``rows``, the objects that meet
+        ``region`` by the plan's test."""
+        index = self.index
+        lo, hi = self.boxes(region)
+        reach = region.meets_boxes(lo, hi)[self.cell_of_entry]  # per entry: may hold a hit
+        ends = None
+        if self.test in ("endpoints", "both_endpoints"):
+            ends = self._ends(reach)
+            cand = ends[0] & ends[1] if self.test == "both_endpoints" else ends[0] | ends[1]
+            need = np.zeros_like(reach)
+            need[index.offsets[:-1][ends[0]]] = True
+            need[index.offsets[1:][ends[1]] - 1] = True
+        elif self.test == "crosses" and self.kind in PATH_TYPES:
+            return self._path_crossings(region, rows, reach, cancel)
+        elif self.test == "crosses" and self.kind in GRAPH_TYPES:
+            # an edge may join any two cells of its object: the box around them all
+            cand = np.zeros(index.num_objects, bool)
+            at = np.flatnonzero(index.present)
+            starts = index.offsets[:-1][at]
+            obj_lo = np.minimum.reduceat(lo[self.cell_of_entry], starts, axis=0)
+            obj_hi = np.maximum.reduceat(hi[self.cell_of_entry], starts, axis=0)
+            cand[at] = region.meets_boxes(obj_lo, obj_hi)
+            need = cand[self.entry_row]
+        else:  # a vertex inside
+            need = reach
+            cand = _any_per_row(need, index)
+        cand &= rows
+        if not cand.any():
+            return cand
+        need &= cand[self.entry_row]
+        geom = self._read(np.unique(self.cell_of_entry[need]), cancel)
+        pos = self.positions(region, geom)
+        if ends is None:
+            hit_ids = self._hits(region, geom, pos)
+        else:
+            hit_ids = self._endpoint_hits(region, geom, pos, ends)
+        return cand & np.isin(index.ids, hit_ids)
+
+    def _read(self, cells: np.ndarray, cancel: Event | None) -> Geometry:
+        """The level's geometry in the chunks of ``cells`` (rows of :attr:`cells`): the
+        chunks alone, no object ids (their selection costs more than the test of the other
+        objects' parts, whose hits are real too and are dropped by the caller)."""
+        return self.store.read(
+            self.level,
+            chunks=self.cells[cells],
+            attributes=False,
+            cache=self.cache,
+            cancel=cancel,
+        )
+
+    def _path_crossings(
+        self, region: Region, rows: np.ndarray, reach: np.ndarray, cancel: Event | None
+    ) -> np.ndarray:
+        """``"crosses"`` of paths, in two reads. First the chunks whose cell meets the
+        region: the vertices and segments in them. Then, for the objects still undecided,
+        the chunks holding the far end of a segment that leaves those chunks and may meet
+        the region (the box around its known end and the far cell meets it), and of a
+        segment between two chunks neither of which meets it whose box around both cells
+        does."""
+        index, cell_of = self.index, self.cell_of_entry
+        lo, hi = self.boxes(region)
+        cand = _any_per_row(reach, index)
+        same = self.entry_row[:-1] == self.entry_row[1:]  # entry e and e + 1: one object
+        ca, cb = cell_of[:-1], cell_of[1:]
+        skip = np.flatnonzero(same & (ca != cb) & ~reach[:-1] & ~reach[1:])
+        span = region.meets_boxes(
+            np.minimum(lo[ca[skip]], lo[cb[skip]]), np.maximum(hi[ca[skip]], hi[cb[skip]])
+        )
+        skip = skip[span]
+        cand[self.entry_row[skip]] = True
+        cand &= rows
+        if not cand.any():
+            return cand
+        hit = np.zeros(index.num_objects, bool)
+        loaded = reach & cand[self.entry_row]
+        first_cells = np.unique(cell_of[loaded])
+        far: list[np.ndarray] = [cell_of[skip], cell_of[skip + 1]]
+        if first_cells.size:
+            geom = self._read(first_cells, cancel)
+            pos = self.positions(region, geom)
+            hit = cand & np.isin(index.ids, self._hits(region, geom, pos))
+            far.append(self._far_cells(region, geom, pos, first_cells, same, hit | ~cand))
+        undecided = cand & ~hit
+        far_cells = np.unique(np.concatenate(far))
+        if not undecided.any() or far_cells.size == 0:
+            return hit
+        more = np.union1d(first_cells, far_cells)
+        geom = self._read(more, cancel)
+        pos = self.positions(region, geom)
+        return hit | (undecided & np.isin(index.ids, self._hits(region, geom, pos)))
+
+    def _far_cells(
+        self,
+        region: Region,
+        geom: Geometry,
+        pos: np.ndarray,
+        read_cells: np.ndarray,
+        same: np.ndarray,
+        decided: np.ndarray,
+    ) -> np.ndarray:
+        """The cells holding the far ends of the segments that leave the read ``geom``
+        (the chunks ``read_cells``) from an object not ``decided`` and whose box around
+        the known end and the far cell meets ``region``. The read's paths are its runs of
+        consecutive entries in loaded chunks, in entry order; should they not match those
+        runs (a chunk left out as damaged), every far cell is returned."""
+        cell_of, n = self.cell_of_entry, self.cell_of_entry.size
+        is_read = np.zeros(len(self.cells), bool)
+        is_read[read_cells] = True
+        entries = np.flatnonzero(is_read[cell_of])
+        obj = self.entry_row[entries]
+        breaks = np.r_[True, (obj[1:] != obj[:-1]) | (entries[1:] != entries[:-1] + 1)]
+        starts = np.flatnonzero(breaks)
+        ends = np.r_[starts[1:], entries.size] - 1
+        first_e, last_e = entries[starts], entries[ends]
+        before = first_e - 1
+        after = last_e + 1
+        has_before = (before >= 0) & same[np.maximum(before, 0)]
+        has_after = (after < n) & same[np.minimum(last_e, n - 2)] & (last_e < n - 1)
+        if len(geom.paths) != starts.size:  # runs and paths differ: every far cell
+            return np.concatenate([cell_of[before[has_before]], cell_of[after[has_after]]])
+        offsets = np.asarray(geom.paths.offsets)
+        flat = geom.paths.flat
+        lo, hi = self.boxes(region)
+        out = []
+        for ok, near, far in (
+            (has_before, flat[offsets[:-1]], before),
+            (has_after, flat[offsets[1:] - 1], after),
+        ):
+            ok &= ~decided[self.entry_row[first_e]]
+            at = np.flatnonzero(ok)
+            p, c = pos[near[at]], cell_of[far[at]]
+            meets = region.meets_boxes(np.minimum(p, lo[c]), np.maximum(p, hi[c]))
+            out.append(c[meets])
+        return np.concatenate(out)
+
+    def _ends(self, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """By object row: whether the cell of its first entry, and of its last, meets the
+        region (``reach``: per entry)."""
+        index = self.index
+        has = index.present
+        first = np.zeros(index.num_objects, bool)
+        last = np.zeros(index.num_objects, bool)
+        first[has] = reach[index.offsets[:-1][has]]
+        last[has] = reach[index.offsets[1:][has] - 1]
+        return first, last
+
+    def _hits(self, region: Region, geom: Geometry, pos: np.ndarray) -> np.ndarray:
+        """Object ids of the read ``geom`` (positions ``pos`` in the region's space) that
+        meet ``region``: a vertex inside, or (``"crosses"`` of paths and graphs) a segment.
+        The vertices' :meth:`~.regions.Region.outcodes` leave few for the exact tests."""
+        if not len(pos):
+            return np.empty(0, np.int64)
+        code = region.outcodes(pos)
+        segments = self.test == "crosses" and self.kind in (*PATH_TYPES, *GRAPH_TYPES)
+        if self.kind in PATH_TYPES:  # along the paths' rows: no edges, no per-vertex ids
+            flat = np.asarray(geom.paths.flat, np.int64)
+            offsets = np.asarray(geom.paths.offsets)
+            cf = code[flat]
+            inside = np.zeros(flat.size, bool)
+            at = np.flatnonzero(cf == 0)
+            inside[at] = region.contains(pos[flat[at]])
+            hits = [np.flatnonzero(inside)]
+            if segments and flat.size > 1:
+                # pairs of one path, neither end inside, not both beyond one side
+                k = np.flatnonzero(((cf[:-1] & cf[1:]) == 0) & ~inside[:-1] & ~inside[1:])
+                starts = np.zeros(flat.size, bool)
+                starts[offsets[1:-1]] = True
+                k = k[~starts[k + 1]]
+                hits.append(k[region.meets_segments(pos[flat[k]], pos[flat[k + 1]])])
+            found = np.concatenate(hits)
+            path = np.searchsorted(offsets, found, side="right") - 1
+            ids = np.asarray(geom.path_object_ids, np.int64)[path]
+        else:
+            vid = geom.vertex_object_ids
+            if vid is None:
+                return np.empty(0, np.int64)
+            at = np.flatnonzero(code == 0)
+            parts = [vid[at[region.contains(pos[at])]]]
+            edges = np.asarray(geom.edges, np.int64) if segments else np.empty((0, 2), np.int64)
+            if len(edges):
+                edges = edges[(code[edges[:, 0]] & code[edges[:, 1]]) == 0]
+                seg = region.meets_segments(pos[edges[:, 0]], pos[edges[:, 1]])
+                parts.append(vid[edges[seg, 0]])
+            ids = np.concatenate(parts)
+        return np.unique(ids[ids >= 0])
+
+    def _endpoint_hits(
+        self,
+        region: Region,
+        geom: Geometry,
+        pos: np.ndarray,
+        ends: tuple[np.ndarray, np.ndarray],
+    ) -> np.ndarray:
+        """Objects whose first or last vertex (both: ``both_endpoints``) is inside. The
+        paths of an object come in manifest order, so its first path starts at its first
+        vertex when the chunk of its first entry was read (``ends[0]``, by object row: read
+        when its cell meets the region, and a chunk whose cell does not holds no vertex
+        inside), its last path ends at its last vertex when that of its last was
+        (``ends[1]``)."""
+        ids = np.asarray(geom.path_object_ids, np.int64)
+        if ids.size == 0:
+            return ids
+        offsets, flat = np.asarray(geom.paths.offsets), geom.paths.flat
+        new = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        end = np.r_[new[1:], ids.size]  # one past each object's last path
+        obj = ids[new]
+        order = np.argsort(self.index.ids, kind="stable")
+        rows = order[np.searchsorted(self.index.ids, obj, sorter=order)]
+        first_in = ends[0][rows] & region.contains(pos[flat[offsets[new]]])
+        last_in = ends[1][rows] & region.contains(pos[flat[offsets[end] - 1]])
+        return obj[first_in & last_in] if self.test == "both_endpoints" else obj[first_in | last_in]
+
+
+def _any_per_row(flags: np.ndarray, index: ObjectIndex) -> np.ndarray:
+    """Per object row of the index: whether any of its entries is flagged."""
+    counts = np.bincount(index.entry_rows[flags], minlength=index.num_objects)
+    return counts > 0

@@ -1,0 +1,285 @@
+"""select_objects and the regions: exact against brute force on real data and fixtures."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors import Box, Plane, Sphere, select_objects
+from napari_zarr_vectors.format.errors import ZVCancelledError, ZVError
+
+DATA = Path(__file__).parents[1] / "data"
+PATHS = ("line", "polyline", "streamline")
+EDGED = (*PATHS, "graph", "skeleton")
+
+
+# -- brute force: the whole level read, every vertex and segment tested ---------------------
+def brute(store: nzv.Store, region, test: str, level: int = 0) -> set[int]:
+    g = store.read(level)
+    pos = g.positions if region.space == "store" else store.placement.apply(g.positions)
+    vid = g.vertex_object_ids
+    if test == "vertex" or (test == "crosses" and store.geometry_type not in EDGED):
+        return set(np.unique(vid[region.contains(pos)]).tolist())
+    if test == "crosses":
+        hit = set(np.unique(vid[region.contains(pos)]).tolist())
+        e = np.asarray(g.edges)
+        seg = region.meets_segments(pos[e[:, 0]], pos[e[:, 1]])
+        return hit | set(np.unique(vid[e[seg, 0]]).tolist())
+    out = set()
+    for rows, oid in zip(g.paths, g.path_object_ids, strict=True):
+        inside = region.contains(pos[rows[[0, -1]]])
+        if inside.all() or (test == "endpoints" and inside.any()):
+            out.add(int(oid))
+    return out
+
+
+def random_regions(store: nzv.Store, n: int, seed: int, space: str = "store"):
+    rng = np.random.default_rng(seed)
+    lo, hi = (np.asarray(v, float) for v in store.bounds)
+    if space == "world":
+        lo, hi = np.sort(store.placement.apply(np.stack([lo, hi])), axis=0)
+    for _ in range(n):
+        centre = lo + rng.random(lo.size) * (hi - lo)
+        width = (hi - lo) * rng.uniform(0.03, 0.3)
+        yield Box(centre - width / 2, centre + width / 2, space=space)
+        yield Sphere(centre, float(width.mean() / 2), space=space)
+        yield Plane(centre, rng.normal(size=lo.size), space=space)
+
+
+def predicates_of(store: nzv.Store) -> list[str]:
+    extra = ["endpoints", "both_endpoints"] if store.geometry_type in PATHS else []
+    return ["crosses", "vertex", *extra]
+
+
+def assert_exact(store: nzv.Store, n: int, seed: int, space: str = "store") -> int:
+    """Every region and test equals brute force; returns how many selections were not empty."""
+    found = 0
+    for region in random_regions(store, n, seed, space):
+        for test in predicates_of(store):
+            got = select_objects(store, include=[region], test=test)
+            assert got.dtype == np.int64
+            assert np.all(np.diff(got) > 0)
+            assert set(got.tolist()) == brute(store, region, test), (region, test)
+            found += bool(got.size)
+    return found
+
+
+# -- the regions' tests ---------------------------------------------------------------------
+def test_segment_through_a_box_without_a_vertex_inside() -> None:
+    box = Box([0, 0, 0], [1, 1, 1])
+    a = np.array([[-1, 0.5, 0.5], [-1, -1, 0.5], [2, 2, 2], [0.5, 0.5, 0.5], [-1, 1, 0.5]])
+    b = np.array([[2, 0.5, 0.5], [2, 2.0, 0.5], [3, 3, 3], [0.5, 0.5, 0.5], [1, -1.01, 0.5]])
+    assert box.meets_segments(a, b).tolist() == [True, True, False, True, False]
+    assert box.contains(a).tolist() == [False, False, False, True, False]
+
+
+def test_sphere_and_plane_segments() -> None:
+    ball = Sphere([0, 0, 0], 1.0)
+    a = np.array([[-2, 0.5, 0], [-2, 1.0, 0], [-2, 1.5, 0], [3, 0, 0]])
+    b = np.array([[2, 0.5, 0], [2, 1.0, 0], [2, 1.5, 0], [2, 0, 0]])
+    assert ball.meets_segments(a, b).tolist() == [True, True, False, False]
+    plane = Plane([0, 0, 1], [0, 0, 5])
+    a = np.array([[0, 0, 0], [0, 0, 1], [0, 0, 1.5]])
+    b = np.array([[0, 0, 2], [0, 0, 3], [9, 9, 3]])
+    assert plane.meets_segments(a, b).tolist() == [True, True, False]
+    slab = Plane([0, 0, 1], [0, 0, 1], thickness=1.0)
+    assert slab.contains(np.array([[5, 5, 1.5], [5, 5, 1.6], [0, 0, 0.5]])).tolist() == [
+        True,
+        False,
+        True,
+    ]
+
+
+@pytest.mark.parametrize("region", [Box([0, 0, 0], [1, 2, 1]), Sphere([0, 1, 0], 0.7)])
+def test_segments_agree_with_dense_samples(region) -> None:
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(-2, 3, (2000, 3)), rng.uniform(-2, 3, (2000, 3))
+    t = np.linspace(0, 1, 400)
+    samples = a[:, None] + t[None, :, None] * (b - a)[:, None]
+    sampled = region.contains(samples.reshape(-1, 3)).reshape(len(a), -1).any(axis=1)
+    exact = region.meets_segments(a, b)
+    assert np.all(exact[sampled])  # a sample inside: the segment meets it
+    assert int((exact & ~sampled).sum()) < 20  # misses only grazes between samples
+    ends = region.contains(a) | region.contains(b)
+    assert sampled.sum() > 100 and (sampled & ~ends).sum() > 20  # through, no vertex inside
+
+
+def test_boxes_met() -> None:
+    lo = np.array([[0, 0, 0], [5, 5, 5], [1.5, 0.5, 0]])  # the third touches the box
+    hi = lo + 1
+    assert Box([0, 0, 0], [1.5, 1.5, 1.5]).meets_boxes(lo, hi).tolist() == [True, False, True]
+    assert Sphere([4, 4, 4], 1.8).meets_boxes(lo, hi).tolist() == [False, True, False]
+    assert Plane([0, 0, 5.5], [0, 0, 1]).meets_boxes(lo, hi).tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Box([0, 0], [1]), "differ"),
+        (lambda: Box([2, 0], [1, 1]), "exceeds"),
+        (lambda: Sphere([0, 0, 0], -1), "radius"),
+        (lambda: Plane([0, 0, 0], [0, 0, 0]), "zero"),
+        (lambda: Box([0, np.nan], [1, 1]), "finite"),
+        (lambda: Box([0], [1], space="voxel"), "space"),
+    ],
+)
+def test_bad_regions(make, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+# -- exact against brute force --------------------------------------------------------------
+def test_tracks300_exact(tracks300_store) -> None:
+    store = nzv.open_store(tracks300_store[0])
+    assert assert_exact(store, n=8, seed=1) > 20
+
+
+def test_tracks300_segment_without_vertex_inside(tracks300_store) -> None:
+    """A tiny box around the middle of the longest segment: no vertex inside, yet the
+    streamline crosses it."""
+    store = nzv.open_store(tracks300_store[0])
+    g = store.read(0)
+    e = np.asarray(g.edges)
+    length = np.linalg.norm(g.positions[e[:, 1]] - g.positions[e[:, 0]], axis=1)
+    k = int(np.argmax(length))
+    mid = (g.positions[e[k, 0]] + g.positions[e[k, 1]]) / 2
+    box = Box(mid - 0.05, mid + 0.05)
+    assert not box.contains(g.positions).any()
+    owner = int(g.vertex_object_ids[e[k, 0]])
+    crossing = select_objects(store, include=[box])
+    assert owner in crossing.tolist()
+    assert set(crossing.tolist()) == brute(store, box, "crosses")
+    assert select_objects(store, include=[box], test="vertex").size == 0
+
+
+def test_tracks300_include_any_of_exclude(tracks300_store) -> None:
+    store = nzv.open_store(tracks300_store[0])
+    regions = list(random_regions(store, 6, seed=7))
+    every = set(store.object_ids(0).tolist())
+    for k in range(0, len(regions) - 3, 3):
+        inc, any1, any2, exc = regions[k], regions[k + 1], regions[k + 2], regions[k + 3]
+        want = brute(store, inc, "crosses") & (
+            brute(store, any1, "crosses") | brute(store, any2, "crosses")
+        )
+        want -= brute(store, exc, "crosses")
+        got = select_objects(store, include=[inc], any_of=[any1, any2], exclude=[exc])
+        assert set(got.tolist()) == want
+        only_exc = select_objects(store, exclude=exc)  # a single region is accepted
+        assert set(only_exc.tolist()) == every - brute(store, exc, "crosses")
+    assert select_objects(store).tolist() == sorted(every)
+
+
+def test_exclusion_sees_the_whole_path(tracks300_store) -> None:
+    """An object is excluded by a region far from where it was included."""
+    store = nzv.open_store(tracks300_store[0])
+    g = store.read(0)
+    rows = g.paths[0]
+    first, last = g.positions[rows[0]], g.positions[rows[-1]]
+    near_first, near_last = Sphere(first, 1.0), Sphere(last, 1.0)
+    oid = int(g.path_object_ids[0])
+    assert oid in select_objects(store, include=[near_first]).tolist()
+    assert oid not in select_objects(store, include=[near_first], exclude=[near_last]).tolist()
+
+
+def test_neurons_exact(neurons_store) -> None:
+    store = nzv.open_store(neurons_store[0])
+    assert assert_exact(store, n=8, seed=2) > 5
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "v09/streamlines",
+        "v09/polylines",
+        "v09/lines",
+        "v09/graph",
+        "v09/skeleton",
+        "v09/mesh",
+        "v09/points",
+        "v07/streamlines",
+        "v07/mesh",
+        "v07/points",
+        "dense/streamlines",
+        "next/points_categorical",
+    ],
+)
+def test_fixture_stores_exact(name: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = nzv.open_store(DATA / f"{name}.zarrvectors")
+        assert assert_exact(store, n=6, seed=4) > 0
+
+
+def test_world_space(data_dir: Path) -> None:
+    """A TRK ingest in voxmm: regions in RAS mm are tested where the crs places it."""
+    store = nzv.open_store(data_dir / "next" / "trk_crs.zarrvectors")
+    assert store.placement.source == "trackvis_header"
+    assert assert_exact(store, n=6, seed=5, space="world") > 3
+    # the same box taken as store coordinates selects other objects: the placement is applied
+    world = store.placement.apply(store.read(0).positions)
+    centre = np.median(world, axis=0)
+    box = Box(centre - 8, centre + 8, space="world")
+    got = set(select_objects(store, include=[box]).tolist())
+    assert got and got == brute(store, box, "crosses")
+    assert got != set(select_objects(store, include=[Box(box.lo, box.hi)]).tolist())
+
+
+# -- reads, progress, cancellation, errors --------------------------------------------------
+def test_reads_only_the_chunks_a_region_reaches(tracks300_store, monkeypatch) -> None:
+    store = nzv.open_store(tracks300_store[0])
+    read = []
+    original = store.read
+
+    def spy(*args, **kwargs):
+        read.append(np.asarray(kwargs["chunks"]))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(store, "read", spy)
+    lo, hi = (np.asarray(v, float) for v in store.bounds)
+    centre = np.median(original(0).positions, axis=0)
+    box = Box(centre - (hi - lo) * 0.05, centre + (hi - lo) * 0.05)
+    got = select_objects(store, include=[box])
+    monkeypatch.undo()
+    assert got.size > 0 and set(got.tolist()) == brute(store, box, "crosses")
+    # first the chunks a box read reads, then a few more for segments leaving them
+    as_set = [set(map(tuple, r.tolist())) for r in read]
+    assert as_set[0] == set(map(tuple, original(0, bbox=(box.lo, box.hi)).chunks.tolist()))
+    assert len(read) <= 2 and as_set[0] <= as_set[-1]
+    assert len(as_set[-1]) < len(store.chunks(0)) / 4
+
+
+def test_progress_and_cancel(tracks300_store) -> None:
+    store = nzv.open_store(tracks300_store[0])
+    steps = []
+    regions = list(random_regions(store, 1, seed=8))
+    select_objects(
+        store, include=regions[:1], exclude=regions[1:], progress=lambda *s: steps.append(s)
+    )
+    assert [s[:2] for s in steps] == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert steps[0][2].startswith("include Box(") and steps[2][2].startswith("exclude Plane(")
+    assert steps[-1][2].endswith("objects selected")
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(ZVCancelledError):
+        select_objects(store, include=regions, cancel=cancel)
+
+
+def test_errors(data_dir: Path) -> None:
+    mesh = nzv.open_store(data_dir / "v09" / "mesh.zarrvectors")
+    box = Box([0, 0, 0], [1, 1, 1])
+    with pytest.raises(ValueError, match="test must be one of"):
+        select_objects(mesh, include=[box], test="inside")
+    with pytest.raises(ValueError, match="needs paths"):
+        select_objects(mesh, include=[box], test="endpoints")
+    with pytest.raises(ValueError, match="3 axes"):
+        select_objects(mesh, include=[Box([0, 0], [1, 1])])
+    with pytest.raises(TypeError, match="Box, Sphere or Plane"):
+        select_objects(mesh, include=[(0, 1)])
+    binned = nzv.open_store(data_dir / "v09" / "points_binned.zarrvectors")
+    with pytest.raises(ZVError, match="no objects"):
+        select_objects(binned, include=[box])
