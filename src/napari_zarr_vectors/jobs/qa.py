@@ -241,7 +241,7 @@ class QAResult:
 
     def to_json(self) -> dict[str, Any]:
         """Everything but the images (their shape and grid are given) as plain JSON types."""
-        return _plain(
+        return plain(
             {
                 "store": self.store,
                 "geometry_type": self.geometry_type,
@@ -264,14 +264,14 @@ class QAResult:
         )
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """``value`` with numpy scalars and arrays as Python numbers and lists (NaN, inf as None)."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
+        return plain(value.tolist())
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, float | np.floating):
