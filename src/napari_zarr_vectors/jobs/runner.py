@@ -69,6 +69,10 @@ class Task:
     name: str = "block"
 
 
+#: what a task hands back when it did not run (the job was cancelled)
+SKIPPED = "zv-task-skipped"
+
+
 @dataclass
 class Failed:
     """What a task that raised hands to the merge in place of its partial result."""
@@ -119,12 +123,12 @@ def _run_task(ref: Any, task: Task, cancel: Cancel) -> Any:
     """One task where it runs: the store (opened once per worker process from its location
     on a cluster), the cancel check, and any error turned into a :class:`Failed`."""
     if stopped(cancel):
-        return None
+        return SKIPPED
     store = _open_on_worker(ref) if isinstance(ref, str) else ref
     try:
         return task.fn(store, task.level, task.chunks, **task.params)
     except ZVCancelledError:
-        return None
+        return SKIPPED
     except Exception as exc:  # noqa: BLE001 - reported by key, the job goes on
         return Failed(ChunkFailure(task.level, task.name, f"{type(exc).__name__}: {exc}"))
 
@@ -204,15 +208,17 @@ def run_tasks(
     dask = require_dask()
     failures: list[ChunkFailure] = []
     total = len(tasks)
-    done = 0
+    done = ran = 0
 
     def take(value: Any) -> None:
-        nonlocal done
+        nonlocal done, ran
         done += 1
         if isinstance(value, Failed):
             failures.append(value.failure)
-        elif value is not None:
+            ran += 1
+        elif not (isinstance(value, str) and value == SKIPPED):
             merge(value)
+            ran += 1
         if progress is not None:
             progress(done, total, text)
 
@@ -226,7 +232,7 @@ def run_tasks(
         else:
             _run_cluster(client, store, tasks, take, cancel)
     if stopped(cancel):
-        raise ZVCancelledError(f"{text or 'the job'} was cancelled ({done} of {total} tasks run)")
+        raise ZVCancelledError(f"{text or 'the job'} was cancelled ({ran} of {total} tasks run)")
     return failures
 
 
