@@ -35,6 +35,7 @@ from .jobs.density import density_map
 from .jobs.export import export_job
 from .jobs.qa import plain, qa_report
 from .jobs.report import render_html
+from .jobs.runner import check_scheduler
 from .write.engine import SameStoreError, TargetExistsError
 
 #: exit codes
@@ -419,6 +420,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_scheduler(args: argparse.Namespace) -> None:
+    try:
+        check_scheduler(getattr(args, "scheduler", None))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
@@ -429,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # chunks that cannot be read are reported by the jobs, by key
         warnings.simplefilter("ignore", ZVChunkWarning)
         try:
+            _check_scheduler(args)
             return run(args, progress)
         except UsageError as exc:
             print(f"{parser.prog} {args.command}: error: {exc}", file=sys.stderr)

@@ -147,6 +147,21 @@ def scheduler_name(scheduler: Any) -> str:
     return f"{type(scheduler).__name__}({address})"
 
 
+def check_scheduler(scheduler: Any) -> None:
+    """Raise ``ValueError`` for a scheduler text that names none (``local:0``, a word)."""
+    if not isinstance(scheduler, str) or scheduler in ("threads", "sync", "synchronous"):
+        return
+    if scheduler.startswith("local:"):
+        n = scheduler.removeprefix("local:")
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"scheduler {scheduler!r}: expected local:N with N >= 1 workers")
+    elif "://" not in scheduler:
+        raise ValueError(
+            f"unknown scheduler {scheduler!r}: use 'threads', 'sync', 'local:N', "
+            "a scheduler address (tcp://host:port) or a distributed Client"
+        )
+
+
 @contextlib.contextmanager
 def _client(scheduler: Any) -> Iterator[Any]:
     """A ``distributed.Client`` for a cluster ``scheduler`` (``None`` for dask's local
@@ -158,23 +173,16 @@ def _client(scheduler: Any) -> Iterator[Any]:
     if isinstance(scheduler, distributed.Client):
         yield scheduler
         return
+    check_scheduler(scheduler)
     cluster = None
     if isinstance(scheduler, str) and scheduler.startswith("local:"):
-        n = scheduler.removeprefix("local:")
-        if not n.isdigit() or int(n) < 1:
-            raise ValueError(f"scheduler {scheduler!r}: expected local:N with N >= 1 workers")
+        n = int(scheduler.removeprefix("local:"))
         cluster = distributed.LocalCluster(
-            n_workers=int(n), threads_per_worker=1, dashboard_address=None
+            n_workers=n, threads_per_worker=1, dashboard_address=None
         )
     elif isinstance(scheduler, dict):
         cluster = distributed.LocalCluster(**{"dashboard_address": None, **scheduler})
-    elif isinstance(scheduler, str):
-        if "://" not in scheduler:
-            raise ValueError(
-                f"unknown scheduler {scheduler!r}: use 'threads', 'sync', 'local:N', "
-                "a scheduler address (tcp://host:port) or a distributed Client"
-            )
-    elif not hasattr(scheduler, "scheduler_address"):
+    elif not isinstance(scheduler, str) and not hasattr(scheduler, "scheduler_address"):
         raise TypeError(f"unknown scheduler {scheduler!r}")
     try:
         client = distributed.Client(cluster if cluster is not None else scheduler)
