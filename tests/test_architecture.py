@@ -3,8 +3,9 @@
 * Its module map names every module under ``src/`` and nothing that does not exist.
 * Its layer table holds: a module imports its own package and the rows below it, never a row
   above it nor another entry of its own row; only the entries the table marks ``Qt`` import Qt.
-* The format core (``format/``, ``write/``, the package root) imports no napari, Qt, magicgui or
-  vispy, not even inside a function or for type checkers.
+* The format core (``format/``, ``write/``, the package root), the whole-store jobs (``jobs/``)
+  and the command line (``cli.py``, ``__main__.py``) import no napari, Qt, magicgui or vispy,
+  not even inside a function or for type checkers.
 * The package has no runtime import cycle (imports for type checkers alone are not run); the
   napari side imports absolutely and never imports its own modules inside a function.
 * Every napari internal the plugin relies on is used in ``napari/_napari_compat.py`` alone.
@@ -248,8 +249,13 @@ def test_only_the_rows_marked_qt_import_qt():
 
 
 def test_the_format_core_imports_no_napari_or_qt():
-    core = [r for r in modules() if r.startswith(("format/", "write/")) or r == "__init__.py"]
-    assert "format/store.py" in core and "write/engine.py" in core
+    core = [
+        r
+        for r in modules()
+        if r.startswith(("format/", "write/", "jobs/"))
+        or r in ("__init__.py", "cli.py", "__main__.py")
+    ]
+    assert {"format/store.py", "write/engine.py", "jobs/qa.py", "cli.py"} <= set(core)
     offenders = [
         f"{rel}: {imp.name}"
         for rel in core
@@ -395,6 +401,7 @@ def test_napari_internals_are_used_only_in_the_compat_module():
     [
         (f"{PACKAGE}.format", NOT_IN_THE_CORE),
         (f"{PACKAGE}.write", NOT_IN_THE_CORE),
+        (f"{PACKAGE}.cli", NOT_IN_THE_CORE),
         # napari itself loads vispy's colour module: at run time only the Qt side counts
         (f"{PACKAGE}.napari.qa.model", QT - {"vispy"}),
     ],

@@ -48,6 +48,8 @@ __all__ = [
     "cross_level_segments",
     "dropped_objects",
     "level_statistics",
+    "load_rows",
+    "row_owners",
     "stored_level_bytes",
 ]
 
@@ -264,7 +266,7 @@ def bin_boxes(
     c_hi = c_lo + cs
     if occupied:
         keys = _chunk_keys_of(store, level, key)
-        loaded = _load(store, level, keys, cache)
+        loaded = load_rows(store, level, keys, cache)
         cells = np.unique(np.floor(loaded.positions.astype(np.float64) / bs), axis=0)
         cells = cells.reshape(-1, ndim)
     else:
@@ -426,7 +428,7 @@ def cross_level_segments(
     if len(f_rows) == 0:
         return empty()
 
-    fine = _load(store, fine_level, unique_rows(f_chunks), cache)
+    fine = load_rows(store, fine_level, unique_rows(f_chunks), cache)
     g_fine = fine.global_rows(f_chunks, f_rows)
     ok_fine = g_fine >= 0
     keep = np.ones(len(g_fine), dtype=bool)
@@ -443,7 +445,7 @@ def cross_level_segments(
     missing = int(np.count_nonzero(~ok_fine))
     keep &= ok_fine
 
-    coarse = _load(store, coarse_level, unique_rows(c_chunks[keep]), cache)
+    coarse = load_rows(store, coarse_level, unique_rows(c_chunks[keep]), cache)
     g_coarse = coarse.global_rows(c_chunks[keep], c_rows[keep])
     ok_coarse = g_coarse >= 0
     missing += int(np.count_nonzero(~ok_coarse))
@@ -452,7 +454,7 @@ def cross_level_segments(
 
     ids = None
     if index is not None:
-        ids = _owners(fine, index)[g_f]
+        ids = row_owners(fine, index)[g_f]
     if missing:
         warnings.warn(
             f"{store.path}: {missing} cross-level links of level {level} toward level "
@@ -470,18 +472,27 @@ def cross_level_segments(
     )
 
 
-def _owners(loaded: LoadedChunks, index: Any) -> np.ndarray:
+def row_owners(loaded: LoadedChunks, index: Any) -> np.ndarray:
     """Object id of every loaded row: the first object whose manifest names it, else -1."""
     from .assembly import _object_ids_per_row
 
     return _object_ids_per_row(loaded, index)
 
 
-def _load(store: Store, level: int, chunks: np.ndarray, cache: ChunkCache | None) -> LoadedChunks:
-    """Stored vertex rows of ``chunks`` in the given order (no attributes)."""
+def load_rows(
+    store: Store,
+    level: int,
+    chunks: np.ndarray,
+    cache: ChunkCache | None = None,
+    *,
+    strict: bool = False,
+) -> LoadedChunks:
+    """Stored vertex rows of ``chunks`` of ``level``'s own data, in the given order (no
+    attributes), addressed by chunk and row (:meth:`.chunks.LoadedChunks.global_rows`);
+    ``strict`` raises on a chunk that cannot be decoded instead of leaving it out."""
     info = store.level(level)
     chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, info.key_ndim)
-    decoded = load_chunks(store.layout, level, chunks, [], cache=cache)
+    decoded = load_chunks(store.layout, level, chunks, [], strict=strict, cache=cache)
     return LoadedChunks.build(decoded, store.ndim, info.key_ndim)
 
 

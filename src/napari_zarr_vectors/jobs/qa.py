@@ -1,0 +1,631 @@
+"""The whole-store Pyramid QA job: every level read once, block by block, and checked.
+
+:func:`qa_report` runs one task per chunk block of every level (:mod:`.blocks`) and merges
+their :class:`LevelPartial` results exactly; the facts that need no chunk (level metadata,
+object indexes, object attributes) come from :mod:`napari_zarr_vectors.format.pyramid` and
+the store. The result (:class:`QAResult`) holds per level:
+
+* vertex, object, chunk and link counts, the data's extremes;
+* a projection image (vertices per pixel over the two widest space axes, one fixed grid for
+  every level) and the coverage of level 0 that each coarser level keeps;
+* the objects kept and dropped between adjacent levels;
+* histograms of the numeric object attributes (fixed bins from level 0's range);
+* the cross-level link records and those that do not resolve;
+* the chunks that could not be read, by key;
+
+and one :class:`Check` per question with a verdict (``pass``, ``warn``, ``fail``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..format import pyramid
+from ..format.chunks import ChunkTable, unique_rows
+from ..format.errors import ZVError
+from ..format.pyramid import load_rows
+from .blocks import BLOCK_CHUNKS, fragment_owners, plan_blocks, read_block
+from .runner import Cancel, ChunkFailure, Progress, Task, run_tasks, scheduler_name
+
+#: pixels along the longer side of the projection images
+IMAGE_PIXELS = 256
+#: bins of the object attribute histograms
+HISTOGRAM_BINS = 20
+#: a coarse level covering less of level 0 than this warns
+COVERAGE_MIN = 0.95
+#: ids listed per problem in the report (the counts are exact)
+MAX_EXAMPLES = 20
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The projection grid: ``axes`` (store columns shown as image columns, rows), the
+    world box ``lo``..``hi`` of those axes and the image ``shape`` (rows, columns)."""
+
+    axes: tuple[int, int]
+    lo: np.ndarray
+    hi: np.ndarray
+    shape: tuple[int, int]
+
+    @classmethod
+    def of(cls, store: Any, pixels: int = IMAGE_PIXELS) -> Grid:
+        lo, hi = (np.asarray(b, np.float64) for b in store.bounds)
+        space = [i for i, t in enumerate(store.axis_types) if t == "space"] or list(
+            range(store.ndim)
+        )
+        widest = sorted(space, key=lambda i: -(hi[i] - lo[i]))[:2]
+        a, b = sorted(widest) if len(widest) == 2 else (widest[0], widest[0])
+        extent = np.maximum(hi[[a, b]] - lo[[a, b]], 1e-12)
+        cols = pixels if extent[0] >= extent[1] else max(int(pixels * extent[0] / extent[1]), 1)
+        rows = pixels if extent[1] >= extent[0] else max(int(pixels * extent[1] / extent[0]), 1)
+        if a == b:
+            rows = 1
+        return cls((a, b), lo[[a, b]], hi[[a, b]], (rows, cols))
+
+    @property
+    def pixel(self) -> np.ndarray:
+        """World size of a pixel along (columns, rows)."""
+        return np.maximum(self.hi - self.lo, 1e-12) / np.array(self.shape[::-1], np.float64)
+
+    def pixels_of(self, positions: np.ndarray) -> np.ndarray:
+        """Flat pixel index of every position (clipped to the image)."""
+        p = positions[:, list(self.axes)].astype(np.float64)
+        ij = np.floor((p - self.lo) / self.pixel).astype(np.int64)
+        col = np.clip(ij[:, 0], 0, self.shape[1] - 1)
+        row = np.clip(ij[:, 1], 0, self.shape[0] - 1)
+        return row * self.shape[1] + col
+
+
+@dataclass
+class LevelPartial:
+    """What the blocks of one level add up to (every field merges exactly)."""
+
+    level: int
+    ndim: int
+    image_shape: tuple[int, int]
+    chunks_read: int = 0
+    vertices: int = 0
+    nonfinite: int = 0
+    outside_bounds: int = 0
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+    image: np.ndarray | None = None
+    seen_ids: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    unowned_vertices: int = 0
+    empty_references: int = 0
+    #: keys of the chunks holding vertices that are not finite or lie outside the bounds
+    bad_vertex_chunks: list[str] = field(default_factory=list)
+    #: ``{delta: [records, unresolved]}`` of the cross-level links stored at this level
+    links: dict[int, list[int]] = field(default_factory=dict)
+    failures: list[ChunkFailure] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.lo is None:
+            self.lo = np.full(self.ndim, np.inf)
+            self.hi = np.full(self.ndim, -np.inf)
+        if self.image is None:
+            self.image = np.zeros(self.image_shape, np.int64)
+
+    def merge(self, other: LevelPartial) -> None:
+        self.chunks_read += other.chunks_read
+        self.vertices += other.vertices
+        self.nonfinite += other.nonfinite
+        self.outside_bounds += other.outside_bounds
+        self.lo = np.fmin(self.lo, other.lo)
+        self.hi = np.fmax(self.hi, other.hi)
+        self.image += other.image
+        self.seen_ids = np.union1d(self.seen_ids, other.seen_ids)
+        self.unowned_vertices += other.unowned_vertices
+        self.empty_references += other.empty_references
+        self.bad_vertex_chunks = sorted({*self.bad_vertex_chunks, *other.bad_vertex_chunks})
+        for delta, (records, unresolved) in other.links.items():
+            mine = self.links.setdefault(delta, [0, 0])
+            mine[0] += records
+            mine[1] += unresolved
+        self.failures.extend(other.failures)
+
+
+def qa_block(
+    store: Any, level: int, chunks: np.ndarray, *, grid: Grid, deltas: tuple[int, ...]
+) -> LevelPartial:
+    """One task: the statistics of one block of ``level``."""
+    block = read_block(store, level, chunks)
+    loaded = block.loaded
+    out = LevelPartial(level, store.ndim, grid.shape, failures=list(block.failures))
+    out.chunks_read = len(loaded.chunks)
+    out.vertices = loaded.n_rows
+    if loaded.n_rows:
+        p = np.asarray(loaded.positions)
+        finite = np.all(np.isfinite(p), axis=1)
+        out.nonfinite = int(np.count_nonzero(~finite))
+        q = p[finite].astype(np.float64)
+        bad = ~finite
+        if len(q):
+            out.lo, out.hi = q.min(axis=0), q.max(axis=0)
+            blo, bhi = (np.asarray(b, np.float64) for b in store.bounds)
+            slack = 1e-6 * (np.abs(blo) + np.abs(bhi)) + 1e-9
+            outside = np.any((q < blo - slack) | (q > bhi + slack), axis=1)
+            out.outside_bounds = int(np.count_nonzero(outside))
+            bad[np.flatnonzero(finite)[outside]] = True
+            flat = np.bincount(grid.pixels_of(q), minlength=grid.shape[0] * grid.shape[1])
+            out.image = flat.reshape(grid.shape).astype(np.int64)
+        if bad.any():  # the chunks holding them, by key
+            owner = np.searchsorted(loaded.start, np.flatnonzero(bad), side="right") - 1
+            keys = loaded.table.chunks[np.unique(owner)]
+            out.bad_vertex_chunks = [".".join(str(int(c)) for c in k) for k in keys]
+        index = store.object_index(level)
+        if index is not None:
+            rows, ids, empty = fragment_owners(loaded, index)
+            out.seen_ids = np.unique(ids)
+            covered = np.zeros(loaded.n_rows, bool)
+            covered[rows] = True
+            out.unowned_vertices = int(np.count_nonzero(~covered))
+            out.empty_references = empty
+    good = loaded.table.chunks if len(loaded.chunks) else np.empty((0, len(chunks[0])), np.int64)
+    for delta in deltas:
+        out.links[delta] = _block_links(store, level, delta, good, loaded, out.failures)
+    return out
+
+
+def _block_links(
+    store: Any, level: int, delta: int, chunks: np.ndarray, loaded: Any, failures: list
+) -> list[int]:
+    """``[records, unresolved]`` of the ``delta`` links owned by ``chunks`` (an endpoint that
+    names a row its chunk does not hold, or a chunk the level does not hold, is unresolved);
+    link cells that cannot be read are added to ``failures``."""
+    if not len(chunks):
+        return [0, 0]
+    links = store.links(level, delta, chunks=chunks)
+    failures.extend(
+        ChunkFailure(level, str(e.chunk or f"links/{delta:+d}"), str(e)) for e in links.errors
+    )
+    if len(links) == 0 or links.width < 2:
+        return [0, 0]
+    own_c, own_r = links.chunks[:, 0], links.rows[:, 0]
+    other_c, other_r = links.chunks[:, 1], links.rows[:, 1]
+    ok = loaded.global_rows(own_c, own_r) >= 0
+    elsewhere = loaded.table.index_of(own_c) < 0
+    if elsewhere.any():
+        more = load_rows(store, level, unique_rows(own_c[elsewhere]))
+        ok[elsewhere] = more.global_rows(own_c[elsewhere], own_r[elsewhere]) >= 0
+    other = load_rows(store, level + delta, unique_rows(other_c))
+    ok &= other.global_rows(other_c, other_r) >= 0
+    return [len(links), int(np.count_nonzero(~ok))]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One question the report answers, with its verdict."""
+
+    name: str
+    status: str  # "pass", "warn" or "fail"
+    detail: str
+    level: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.name,
+            "level": self.level,
+            "status": self.status,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class QAResult:
+    """The whole-store QA report: ``levels`` (one JSON-able dict per level), the projection
+    ``images`` per level, ``histograms`` (``{attribute: {"edges": ..., "counts": {level:
+    ...}}}``), ``transitions`` between adjacent levels, ``checks`` and ``failures``."""
+
+    store: str
+    geometry_type: str
+    axes: list[str]
+    units: list[str | None]
+    grid: Grid
+    levels: list[dict[str, Any]]
+    images: dict[int, np.ndarray]
+    histograms: dict[str, dict[str, Any]]
+    transitions: list[dict[str, Any]]
+    checks: list[Check]
+    failures: list[ChunkFailure]
+    scheduler: str = "threads"
+
+    @property
+    def verdict(self) -> str:
+        """``"fail"`` when a check failed, else ``"warn"`` when one warned, else ``"pass"``."""
+        found = {c.status for c in self.checks}
+        return "fail" if "fail" in found else "warn" if "warn" in found else "pass"
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything but the images (their shape and grid are given) as plain JSON types."""
+        return plain(
+            {
+                "store": self.store,
+                "geometry_type": self.geometry_type,
+                "axes": self.axes,
+                "units": self.units,
+                "verdict": self.verdict,
+                "scheduler": self.scheduler,
+                "projection": {
+                    "axes": [self.axes[a] for a in self.grid.axes],
+                    "lo": self.grid.lo,
+                    "hi": self.grid.hi,
+                    "shape": list(self.grid.shape),
+                },
+                "levels": self.levels,
+                "transitions": self.transitions,
+                "histograms": self.histograms,
+                "checks": [c.to_dict() for c in self.checks],
+                "failures": [f.to_dict() for f in self.failures],
+            }
+        )
+
+
+def plain(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays as Python numbers and lists (NaN, inf as None)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    return value
+
+
+def qa_report(
+    store: Any,
+    *,
+    scheduler: Any = None,
+    cancel: Cancel = None,
+    progress: Progress | None = None,
+    block_chunks: int = BLOCK_CHUNKS,
+    num_workers: int | None = None,
+) -> QAResult:
+    """Check every level of ``store`` (a :class:`~napari_zarr_vectors.format.store.Store`),
+    reading each chunk once; see :mod:`.runner` for ``scheduler``, ``cancel`` and
+    ``progress``. The result equals a serial run's (``scheduler="sync"``)."""
+    grid = Grid.of(store)
+    levels = [lv.index for lv in store.levels]
+    held = set(levels)
+    deltas = {
+        lv: tuple(d for d in pyramid.cross_level_deltas(store, lv) if lv + d in held)
+        for lv in levels
+    }
+    partials = {lv: LevelPartial(lv, store.ndim, grid.shape) for lv in levels}
+    tasks = [
+        Task(qa_block, lv, block, {"grid": grid, "deltas": deltas[lv]}, name=_block_name(block))
+        for lv in levels
+        for block in plan_blocks(store, lv, block_chunks)
+    ]
+    failures = run_tasks(
+        store,
+        tasks,
+        lambda part: partials[part.level].merge(part),
+        scheduler=scheduler,
+        cancel=cancel,
+        progress=progress,
+        text=f"QA of {store.name}: reading {len(levels)} level(s)",
+        num_workers=num_workers,
+    )
+    for part in partials.values():
+        failures.extend(part.failures)
+    failures.sort(key=lambda f: (f.level, f.chunk))
+    return _assemble(store, grid, partials, failures, scheduler_name(scheduler))
+
+
+def _block_name(block: np.ndarray) -> str:
+    first, last = (".".join(str(int(c)) for c in k) for k in (block[0], block[-1]))
+    return f"block {first}..{last}" if len(block) > 1 else first
+
+
+def _assemble(
+    store: Any,
+    grid: Grid,
+    partials: dict[int, LevelPartial],
+    failures: list[ChunkFailure],
+    scheduler: str,
+) -> QAResult:
+    """The report from the merged partials and the store's own facts."""
+    stats = {row["level"]: row for row in pyramid.level_statistics(store)}
+    checks: list[Check] = []
+    levels, present = [], {}
+    for lv, part in partials.items():
+        row = stats[lv]
+        level_failures = [f for f in failures if f.level == lv]
+        index = _object_index(store, lv, failures)
+        present[lv] = None if index is None else np.unique(index.ids[index.present])
+        unlisted = _unlisted_manifest_chunks(store, lv, index)
+        info = {
+            **row,
+            "chunks_read": part.chunks_read,
+            "vertices_read": part.vertices,
+            "nonfinite_vertices": part.nonfinite,
+            "vertices_outside_bounds": part.outside_bounds,
+            "chunks_with_bad_vertices": part.bad_vertex_chunks,
+            "data_lo": part.lo if part.vertices else None,
+            "data_hi": part.hi if part.vertices else None,
+            "objects_with_vertices": None if index is None else int(part.seen_ids.size),
+            "unowned_vertices": None if index is None else part.unowned_vertices,
+            "empty_manifest_references": None if index is None else part.empty_references,
+            "manifest_chunks_not_listed": unlisted,
+            "links": {
+                f"{d:+d}": {"records": r, "unresolved": u} for d, (r, u) in part.links.items()
+            },
+            "failed_chunks": [f.chunk for f in level_failures],
+        }
+        levels.append(info)
+        checks += _level_checks(lv, info, part, present[lv], level_failures)
+    # what each level shows: an additive level's content is its whole chain's
+    content = {lv: sum(partials[c].image for c in store.refinement_chain(lv)) for lv in partials}
+    shown = {
+        lv: None
+        if present[lv] is None
+        else np.unique(np.concatenate([present[c] for c in store.refinement_chain(lv)]))
+        for lv in partials
+    }
+    transitions = _transitions(partials, shown)
+    checks += _coverage_checks(store, grid, content, levels)
+    checks += [
+        Check(
+            "objects kept between levels",
+            "warn" if t["appearing"] else "pass",
+            f"{t['kept']:,} of {t['fine_objects']:,} objects of level {t['fine']} are kept at "
+            f"level {t['coarse']}, {t['dropped']:,} dropped"
+            + (f"; {t['appearing']:,} appear only at the coarse level" if t["appearing"] else ""),
+            t["coarse"],
+        )
+        for t in transitions
+    ]
+    return QAResult(
+        store=store.path,
+        geometry_type=store.geometry_type,
+        axes=list(store.axes),
+        units=list(store.units),
+        grid=grid,
+        levels=levels,
+        images=content,
+        histograms=_attribute_histograms(store, present, failures),
+        transitions=transitions,
+        checks=checks,
+        failures=failures,
+        scheduler=scheduler,
+    )
+
+
+def _object_index(store: Any, level: int, failures: list[ChunkFailure]) -> Any:
+    try:
+        return store.object_index(level)
+    except ZVError as exc:
+        failures.append(ChunkFailure(level, "object_index", str(exc)))
+        return None
+
+
+def _unlisted_manifest_chunks(store: Any, level: int, index: Any) -> int:
+    """Manifest entries naming a chunk the level does not hold."""
+    if index is None or not len(index.chunks):
+        return 0
+    listed = np.asarray(store.chunks(level), np.int64).reshape(-1, store.level(level).key_ndim)
+    if not len(listed):
+        return int(len(index.chunks))
+    return int(np.count_nonzero(ChunkTable(listed).index_of(np.asarray(index.chunks)) < 0))
+
+
+def _verdict(bad: bool, worse: bool = True) -> str:
+    return "pass" if not bad else ("fail" if worse else "warn")
+
+
+def _level_checks(
+    lv: int,
+    info: dict[str, Any],
+    part: LevelPartial,
+    present: np.ndarray | None,
+    level_failures: list[ChunkFailure],
+) -> list[Check]:
+    keys = ", ".join(f.chunk for f in level_failures[:MAX_EXAMPLES])
+    more = (
+        f" (+{len(level_failures) - MAX_EXAMPLES} more)"
+        if len(level_failures) > MAX_EXAMPLES
+        else ""
+    )
+    out = [
+        Check(
+            "every chunk reads",
+            _verdict(bool(level_failures)),
+            f"{len(level_failures)} chunk(s) could not be read: {keys}{more}"
+            if level_failures
+            else f"{part.chunks_read:,} chunks read",
+            lv,
+        )
+    ]
+    declared = info["vertices"]
+    if declared is not None:
+        out.append(
+            Check(
+                "vertex count matches the metadata",
+                _verdict(declared != part.vertices),
+                f"{part.vertices:,} vertices read, vertex_count says {declared:,}",
+                lv,
+            )
+        )
+    bad = part.nonfinite + part.outside_bounds
+    out.append(
+        Check(
+            "vertices lie inside the store's bounds",
+            _verdict(bad > 0),
+            f"{part.outside_bounds:,} outside the bounds, {part.nonfinite:,} not finite, in "
+            f"chunk(s) {', '.join(part.bad_vertex_chunks[:MAX_EXAMPLES])}"
+            if bad
+            else "all finite and inside the bounds",
+            lv,
+        )
+    )
+    if present is not None:
+        missing = np.setdiff1d(present, part.seen_ids)
+        text = f"{part.seen_ids.size:,} of {present.size:,} objects with a manifest have vertices"
+        if missing.size:
+            text += f"; without: {missing[:MAX_EXAMPLES].tolist()}"
+        if info["manifest_chunks_not_listed"]:
+            text += (
+                f"; {info['manifest_chunks_not_listed']:,} manifest entries name unlisted chunks"
+            )
+        out.append(
+            Check(
+                "manifests resolve to vertices",
+                _verdict(bool(missing.size or info["manifest_chunks_not_listed"])),
+                text,
+                lv,
+            )
+        )
+        out.append(
+            Check(
+                "every vertex belongs to an object",
+                _verdict(part.unowned_vertices > 0, worse=False),
+                f"{part.unowned_vertices:,} vertices no manifest names",
+                lv,
+            )
+        )
+    for delta, (records, unresolved) in part.links.items():
+        out.append(
+            Check(
+                f"cross-level links {delta:+d} resolve",
+                _verdict(unresolved > 0),
+                f"{unresolved:,} of {records:,} link records toward level {lv + delta} "
+                "do not resolve",
+                lv,
+            )
+        )
+    return out
+
+
+def _transitions(
+    partials: dict[int, LevelPartial], present: dict[int, np.ndarray | None]
+) -> list[dict[str, Any]]:
+    """Objects kept and dropped between adjacent levels (by their manifests; an additive
+    level's objects are those of its chain)."""
+    out = []
+    levels = sorted(partials)
+    for fine, coarse in zip(levels[:-1], levels[1:], strict=False):
+        a, b = present[fine], present[coarse]
+        if a is None or b is None:
+            continue
+        dropped = np.setdiff1d(a, b)
+        appearing = np.setdiff1d(b, a)
+        out.append(
+            {
+                "fine": fine,
+                "coarse": coarse,
+                "fine_objects": int(a.size),
+                "kept": int(a.size - dropped.size),
+                "dropped": int(dropped.size),
+                "dropped_examples": dropped[:MAX_EXAMPLES].tolist(),
+                "appearing": int(appearing.size),
+            }
+        )
+    return out
+
+
+def occupancy(image: np.ndarray, pixel: np.ndarray, cell: float) -> np.ndarray:
+    """Which cells of edge ``cell`` (world units) of the projection hold a vertex."""
+    rows, cols = image.shape
+    r = np.floor(np.arange(rows) * pixel[1] / cell).astype(np.int64)
+    c = np.floor(np.arange(cols) * pixel[0] / cell).astype(np.int64)
+    out = np.zeros((r[-1] + 1, c[-1] + 1), bool)
+    hit = np.nonzero(image)
+    out[r[hit[0]], c[hit[1]]] = True
+    return out
+
+
+def _dilate(mask: np.ndarray) -> np.ndarray:
+    """``mask`` grown by one cell in each direction (eight neighbours)."""
+    padded = np.pad(mask, 1)
+    out = np.zeros_like(mask)
+    for dr in (0, 1, 2):
+        for dc in (0, 1, 2):
+            out |= padded[dr : dr + mask.shape[0], dc : dc + mask.shape[1]]
+    return out
+
+
+def coverage(fine: np.ndarray, coarse: np.ndarray, pixel: np.ndarray, cell: float) -> float:
+    """The share of the cells ``fine`` occupies that ``coarse`` occupies or neighbours (a
+    metavertex lies in the bin of the vertices it stands for: within one cell of edge at
+    least a bin and a pixel)."""
+    a, b = occupancy(fine, pixel, cell), occupancy(coarse, pixel, cell)
+    return float(np.count_nonzero(a & _dilate(b)) / max(np.count_nonzero(a), 1))
+
+
+def _coverage_checks(
+    store: Any, grid: Grid, images: dict[int, np.ndarray], levels: list[dict[str, Any]]
+) -> list[Check]:
+    """Per coarse level, the share of level 0's cells its content (an additive level's
+    chain) covers."""
+    out = []
+    base = min(images)
+    for info in levels:
+        lv = info["level"]
+        if lv == base:
+            info["coverage_of_level_0"] = 1.0
+            continue
+        bins = np.asarray(store.level(lv).bin_shape, np.float64)[list(grid.axes)]
+        cell = float(bins.max() + grid.pixel.max())
+        share = coverage(images[base], images[lv], grid.pixel, cell)
+        info["coverage_of_level_0"] = share
+        info["coverage_cell"] = cell
+        out.append(
+            Check(
+                "coverage of level 0",
+                "warn" if share < COVERAGE_MIN else "pass",
+                f"{share:.1%} of the cells level {base} occupies (cells of {cell:.3g}) are "
+                f"covered at level {lv}",
+                lv,
+            )
+        )
+    return out
+
+
+def _attribute_histograms(
+    store: Any, present: dict[int, np.ndarray | None], failures: list[ChunkFailure]
+) -> dict[str, dict[str, Any]]:
+    """Numeric object attributes per level, over the objects present there, in fixed bins
+    from the first level's range (values beyond it counted apart)."""
+    out: dict[str, dict[str, Any]] = {}
+    levels = sorted(present)
+    for lv in levels:
+        ids = present[lv]
+        if ids is None or not ids.size:
+            continue
+        try:
+            attrs = store.object_attributes(lv)
+            has = store.object_attribute_presence(lv)
+        except ZVError as exc:
+            failures.append(ChunkFailure(lv, "object_attributes", str(exc)))
+            continue
+        for name, values in attrs.items():
+            if values.ndim != 1 or values.dtype.kind not in "iuf" or not len(values):
+                continue
+            sel = ids[ids < len(values)]
+            sel = sel[has[name][sel]] if name in has else sel
+            v = values[sel].astype(np.float64)
+            v = v[np.isfinite(v)]
+            entry = out.get(name)
+            if entry is None:
+                if not v.size:
+                    continue
+                lo, hi = float(v.min()), float(v.max())
+                hi = hi if hi > lo else lo + 1.0
+                entry = out[name] = {
+                    "edges": np.linspace(lo, hi, HISTOGRAM_BINS + 1).tolist(),
+                    "counts": {},
+                    "beyond": {},
+                }
+            edges = np.asarray(entry["edges"])
+            inside = (v >= edges[0]) & (v <= edges[-1])
+            entry["counts"][lv] = np.histogram(v[inside], bins=edges)[0].tolist()
+            entry["beyond"][lv] = int(np.count_nonzero(~inside))
+    return out

@@ -1,0 +1,177 @@
+"""The whole-store QA job: equal to a serial run, equal to what reads of the store give, and
+damage named by chunk."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format import pyramid
+from napari_zarr_vectors.format.errors import ZVCancelledError
+from napari_zarr_vectors.jobs import qa_report
+from napari_zarr_vectors.jobs.qa import Grid, coverage
+
+FIXTURES = [
+    "v07/streamlines",
+    "v07/skeleton",
+    "v09/graph",
+    "v09/mesh",
+    "v09/points",
+    "dense/polylines",
+    "next/streamlines_additive",
+    "next/trk_crs",
+]
+
+
+def _without_scheduler(result):
+    out = result.to_json()
+    out.pop("scheduler")
+    return out
+
+
+def _same(a, b):
+    assert _without_scheduler(a) == _without_scheduler(b)
+    assert a.images.keys() == b.images.keys()
+    for lv in a.images:
+        np.testing.assert_array_equal(a.images[lv], b.images[lv])
+
+
+def _read_truth(store, level):
+    """Positions of a level's own data, read the ordinary way."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return store.read(level, attributes=False, own_level_only=True).positions
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_threads_in_small_blocks_equal_the_serial_run(data_dir, name):
+    store = nzv.open_store(data_dir / f"{name}.zarrvectors")
+    serial = qa_report(store, scheduler="sync", block_chunks=100_000)
+    _same(qa_report(store, block_chunks=1), serial)
+    _same(qa_report(store, block_chunks=3, num_workers=2), serial)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_counts_extremes_and_images_equal_a_read_of_each_level(data_dir, name):
+    store = nzv.open_store(data_dir / f"{name}.zarrvectors")
+    result = qa_report(store)
+    grid = Grid.of(store)
+    assert result.failures == []
+    for info in result.levels:
+        lv = info["level"]
+        positions = _read_truth(store, lv).astype(np.float64)
+        assert info["vertices_read"] == len(positions) == store.level(lv).vertex_count
+        np.testing.assert_array_equal(info["data_lo"], positions.min(axis=0))
+        np.testing.assert_array_equal(info["data_hi"], positions.max(axis=0))
+        own = np.bincount(grid.pixels_of(positions), minlength=int(np.prod(grid.shape)))
+        chain = store.refinement_chain(lv)
+        if len(chain) == 1:
+            np.testing.assert_array_equal(result.images[lv].ravel(), own)
+        assert result.images[lv].sum() == sum(store.level(c).vertex_count for c in chain)
+    assert result.verdict in ("pass", "warn")
+    assert not [c for c in result.checks if c.status == "fail"]
+
+
+def test_objects_kept_and_dropped_equal_the_pyramid_functions(data_dir):
+    store = nzv.open_store(data_dir / "v09/mesh.zarrvectors")
+    result = qa_report(store)
+    levels = [lv.index for lv in store.levels]
+    pairs = list(zip(levels[:-1], levels[1:], strict=True))
+    for t, (fine, coarse) in zip(result.transitions, pairs, strict=True):
+        dropped = pyramid.dropped_objects(store, fine, coarse)
+        assert (t["fine"], t["coarse"]) == (fine, coarse)
+        assert t["dropped"] == len(dropped)
+        assert t["dropped_examples"] == dropped.tolist()
+    assert [t["dropped"] for t in result.transitions] == [0, 1]
+    for info in result.levels:
+        present = pyramid.present_objects(store, info["level"])
+        assert info["objects_with_vertices"] == len(present) == info["objects_kept"]
+    # level 2 keeps half the objects (sparsity 0.5): the coverage it loses is said
+    cover = {c.level: c for c in result.checks if c.name == "coverage of level 0"}
+    assert cover[1].status == "pass" and cover[2].status == "warn"
+    assert cover[2].detail.startswith("80.0% of the cells")
+
+
+def test_tracks300_serial_threads_and_a_two_worker_cluster_agree(tracks300_store):
+    pytest.importorskip("distributed")
+    path, truth = tracks300_store
+    store = nzv.open_store(path)
+    serial = qa_report(store, scheduler="sync")
+    cluster = qa_report(store, scheduler={"n_workers": 2, "processes": False}, block_chunks=2)
+    _same(cluster, serial)
+    assert serial.verdict == "pass"
+    base = serial.levels[0]
+    assert base["vertices_read"] == truth.vertex_count == 14_576
+    assert base["objects_with_vertices"] == 300
+    assert base["links"] == {"+1": {"records": 14_576, "unresolved": 0}}
+    lengths = serial.histograms["length_mm"]
+    assert sum(lengths["counts"][0]) == sum(lengths["counts"][1]) == 300
+    edges = np.asarray(lengths["edges"])
+    np.testing.assert_array_equal(
+        lengths["counts"][0], np.histogram(truth.object_attributes["length_mm"], edges)[0]
+    )
+
+
+def test_a_damaged_chunk_is_reported_by_key_and_the_rest_is_read(damaged):
+    path, key, rows = damaged
+    store = nzv.open_store(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = qa_report(store, block_chunks=4)
+    assert [(f.level, f.chunk) for f in result.failures] == [(0, key)]
+    assert "vlen-bytes chunk of 3 bytes" in result.failures[0].error
+    base = result.levels[0]
+    assert base["failed_chunks"] == [key]
+    assert base["vertices_read"] == store.level(0).vertex_count - rows
+    failed = {(c.name, c.level): c for c in result.checks if c.status == "fail"}
+    assert key in failed[("every chunk reads", 0)].detail
+    assert (
+        f"{base['vertices_read']:,} vertices read"
+        in failed[("vertex count matches the metadata", 0)].detail
+    )
+    assert result.verdict == "fail"
+    assert result.to_json()["failures"][0]["chunk"] == key
+
+
+def test_non_finite_vertices_are_named_by_chunk(data_copy):
+    path = data_copy("v09/streamlines")
+    store = nzv.open_store(path)
+    chunk = store.chunks(0)[0]
+    grid = store.layout._grid(0, "vertices")
+    f = path / grid.keys((chunk - grid.origin)[None])[0]
+    raw = bytearray(f.read_bytes())
+    # one vlen item, uncompressed float32 rows: the last coordinate of the last vertex
+    raw[-4:] = np.float32(np.nan).tobytes()
+    f.write_bytes(bytes(raw))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = qa_report(nzv.open_store(path))
+    assert result.failures == []
+    bad = next(
+        c for c in result.checks if c.name.startswith("vertices lie inside") and c.level == 0
+    )
+    assert bad.status == "fail" and "1 not finite" in bad.detail
+    assert ".".join(map(str, chunk.tolist())) in bad.detail
+
+
+def test_cancel_stops_the_report(data_dir):
+    store = nzv.open_store(data_dir / "v09/points.zarrvectors")
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(ZVCancelledError):
+        qa_report(store, cancel=cancel)
+
+
+def test_coverage_counts_neighbouring_cells_and_nothing_else():
+    fine = np.zeros((8, 8), np.int64)
+    fine[1, 1] = fine[6, 6] = 3
+    coarse = np.zeros_like(fine)
+    coarse[2, 2] = 1  # next to (1, 1) at cells of 1 pixel, far from (6, 6)
+    pixel = np.array([1.0, 1.0])
+    assert coverage(fine, coarse, pixel, 1.0) == 0.5
+    assert coverage(fine, fine, pixel, 1.0) == 1.0
+    assert coverage(fine, np.zeros_like(fine), pixel, 1.0) == 0.0
