@@ -285,3 +285,104 @@ def test_openings_share_the_cache_budget_but_not_its_entries():
     second = Loader(nzv.open_store(v07_store("points")), shared)
     run(second, LoadRequest(budget=1_000))
     assert len(shared) == 2 * held  # a new opening decodes afresh (the store may have changed)
+
+
+# --------------------------------------------------------------------------------------------
+# paths simplified to the screen
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def arcs(tmp_path_factory):
+    """800 smooth streamlines of 100 vertices (arcs of circles) in a 100^3 box."""
+    import warnings
+
+    polylines = pytest.importorskip("zarr_vectors.types.polylines")
+    rng = np.random.default_rng(5)
+    t = np.linspace(0.0, 1.2, 100)
+    centre = rng.uniform(35, 65, (800, 1, 3))
+    radius = rng.uniform(15, 25, (800, 1, 1))
+    phase = rng.uniform(0, 2 * np.pi, (800, 1))
+    a = (phase + t)[..., None]
+    ring = np.concatenate([np.cos(a), np.sin(a), 0.1 * a], axis=2)
+    walks = np.clip(centre + radius * ring, 0.0, 99.9).astype(np.float32)
+    path = tmp_path_factory.mktemp("simplify") / "arcs.zarrvectors"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        polylines.write_polylines(
+            str(path),
+            list(walks),
+            chunk_shape=(25.0, 25.0, 25.0),
+            bounds=([0.0] * 3, [100.0] * 3),
+            geometry_type="streamline",
+        )
+    return nzv.open_store(path)
+
+
+def view_3d(zoom: float = 1.0) -> lod.ViewState:
+    """The whole 100^3 box in a 200 x 200 canvas at zoom 1 (half a unit a pixel)."""
+    return lod.ViewState(
+        ndisplay=3,
+        center=(50.0, 50.0, 50.0),
+        zoom=2.0 * zoom,
+        canvas_size=(200, 200),
+        point=(50.0, 50.0, 50.0),
+        displayed=(0, 1, 2),
+        thickness=(1.0, 1.0, 1.0),
+        view_direction=(1.0, 0.0, 0.0),
+        up_direction=(0.0, 1.0, 0.0),
+    )
+
+
+def test_paths_simplified_to_the_screen_show_more_whole_streamlines(arcs, monkeypatch):
+    import napari_zarr_vectors.napari.lod.loader as loader_module
+
+    monkeypatch.setattr(loader_module, "SMALL_STORE_ROWS", 1_000)  # 80,000 rows: "large"
+    ld = Loader(arcs, ChunkCache())
+    budget = 4_000
+    stored = ld.load(LoadRequest(view=view_3d(), budget=budget, locked=0))  # QA: every vertex
+    simple = ld.load(LoadRequest(view=view_3d(), budget=budget))
+    assert stored.share.simplify_tolerance == 0 and not stored.share.simplified_note
+    assert 30 <= stored.share.items_shown <= 40  # 100 vertices a path
+    assert stored.vertex_count == 100 * stored.share.items_shown <= budget
+    # about a pixel (half a unit): several times the streamlines, whole, within the budget
+    assert simple.share.simplify_tolerance == 0.5
+    assert simple.vertex_count <= budget
+    assert simple.share.items_shown >= 4 * stored.share.items_shown
+    assert abs(simple.share.items_in_view - 800) <= 40  # estimated from the part read
+    assert abs(stored.share.items_in_view - 800) <= 40
+    assert simple.share.fraction > stored.share.fraction
+    # the same streamlines and more (a stable subset), each still from end to end
+    before = set(stored.geometry.path_object_ids.tolist())
+    after = set(simple.geometry.path_object_ids.tolist())
+    assert before < after and len(simple.geometry.paths) == len(after)
+    whole = arcs.read(0)
+    path_of = dict(zip(whole.path_object_ids.tolist(), whole.paths, strict=True))
+    g = simple.geometry
+    for oid, rows in zip(g.path_object_ids.tolist(), g.paths, strict=True):
+        full = path_of[oid]
+        assert np.array_equal(g.positions[rows[[0, -1]]], whole.positions[full[[0, -1]]])
+        assert 2 <= len(rows) < len(full)
+    # announced: metadata, status
+    meta = simple.share.as_metadata()
+    assert meta["simplified"] and meta["simplify_tolerance"] == 0.5
+    assert 0 < meta["simplified_keep"] < 0.25
+    assert meta["items_shown"] == simple.share.items_shown and meta["subset_of"] == "objects"
+    assert meta["shown_fraction"] == simple.share.fraction
+    assert simple.share.simplified_note.startswith("paths simplified to the screen")
+    assert stored.share.as_metadata()["simplified"] is False
+    # zooming in refines the band (and the plan key): twice the zoom, half the tolerance
+    closer = ld.load(LoadRequest(view=view_3d(2.0), budget=budget))
+    assert closer.share.simplify_tolerance == 0.25 and closer.key != simple.key
+
+
+def test_small_stores_and_views_that_fit_keep_every_vertex(arcs, monkeypatch):
+    ld = Loader(arcs, ChunkCache())  # 80,000 rows: a small store (SMALL_STORE_ROWS)
+    small = ld.load(LoadRequest(view=view_3d(), budget=4_000))
+    assert small.share.simplify_tolerance == 0
+    assert small.vertex_count == 100 * small.share.items_shown <= 4_000
+    import napari_zarr_vectors.napari.lod.loader as loader_module
+
+    monkeypatch.setattr(loader_module, "SMALL_STORE_ROWS", 1_000)
+    fits = Loader(arcs, ChunkCache()).load(LoadRequest(view=view_3d(), budget=100_000))
+    assert fits.share.simplify_tolerance == 0 and fits.vertex_count == 80_000

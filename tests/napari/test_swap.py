@@ -40,3 +40,27 @@ def test_empty_points_hold_no_rows_and_keep_their_feature_columns():
     swap_empty(layer, store)
     assert layer.data.shape == (0, 2)
     assert list(layer.features.columns) == ["speed"] and len(layer.features) == 0
+
+
+def test_a_tracks_swap_defers_napari_s_nearest_track_index_to_its_first_hover():
+    from napari_zarr_vectors.napari.colour.live import ColourMemory, capture
+    from napari_zarr_vectors.napari.lod.swap import batched, swap
+
+    first = np.array([[0, 0, 0.0, 0.0, 0.0], [0, 0, 0.0, 1.0, 0.0]])
+    layer = Tracks(first)
+    memory = ColourMemory(applied=capture(layer))
+    # two tracks: id 0 near the origin, id 1 along x = 50
+    data = np.array(
+        [[0, 0, 0.0, 0.0, 0.0], [0, 0, 0.0, 5.0, 0.0], [1, 0, 0.0, 0.0, 50.0], [1, 0, 0.0, 5, 50]]
+    )
+    with batched(layer):
+        swap(layer, data, {"features": {"object_id": np.array([7, 7, 9, 9])}}, memory)
+    tree = layer._manager._kdtree  # napari's index of the vertices, for its hover lookup
+    assert tree._tree is None  # not built by the swap
+    assert layer._manager.get_value(np.array([0.0, 0.0, 4.0, 49.0])) == 1
+    assert layer._manager.get_value(np.array([0.0, 0.0, 1.0, 1.0])) == 0
+    assert tree._tree is not None and tree.n == 4  # built once, on that first lookup
+    assert layer.features["object_id"].tolist() == [7, 7, 9, 9]
+    import scipy.spatial
+
+    assert scipy.spatial.cKDTree.__name__ == "cKDTree"  # restored after the swap

@@ -190,6 +190,54 @@ def vectorised_track_validation() -> Iterator[None]:
         manager._validate_track_data = original
 
 
+class _LazyTree:
+    """A ``scipy.spatial.cKDTree`` of ``data`` built when first used (then the tree itself
+    answers every attribute)."""
+
+    def __init__(self, tree_type: type, data: np.ndarray, *args: Any, **kwargs: Any) -> None:
+        self._build = (tree_type, data, args, kwargs)
+        self._tree: Any = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        with self._lock:
+            if self._tree is None:
+                tree_type, data, args, kwargs = self._build
+                self._tree = tree_type(data, *args, **kwargs)
+        return getattr(self._tree, name)
+
+
+@contextmanager
+def lazy_track_index() -> Iterator[None]:
+    """napari 0.9 builds a k-d tree of every Tracks vertex on each data swap (for napari's
+    own hover lookup of the nearest track, ``TrackManager.get_value``): measured on the UI
+    thread, 37% of a 190,000-vertex swap (``benchmarks/bench_draw.py``). During one swap
+    the tree is made lazily: built on its first query, i.e. when the cursor first hovers
+    the layer after the swap, never for a view that is replaced before.
+
+    Internal: ``TrackManager.data`` imports ``scipy.spatial.cKDTree`` when it runs; for
+    the duration of one swap on the UI thread that name is a class building the same tree
+    on first use (the plugin itself uses no k-d tree).
+    """
+    try:
+        import scipy.spatial as spatial
+    except ImportError:  # pragma: no cover - napari requires scipy
+        yield
+        return
+    original = spatial.cKDTree
+
+    def lazy(data: np.ndarray, *args: Any, **kwargs: Any) -> _LazyTree:
+        return _LazyTree(original, data, *args, **kwargs)
+
+    spatial.cKDTree = lazy
+    try:
+        yield
+    finally:
+        spatial.cKDTree = original
+
+
 def open_viewers() -> list[Viewer]:
     """Every open ``napari.Viewer`` (the reader never sees the viewer it reads for).
 

@@ -566,8 +566,9 @@ class ZVLayerController:
             f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices drawn"
         )
         part = self.view_share.describe(item_label(self.store.geometry_type))
-        if part:
-            text += f"; {part}"
+        for note in (part, self.view_share.simplified_note):
+            if note:
+                text += f"; {note}"
         if self.trimmed:
             text += f"; {self.trimmed:,} chunks of the view not read (too many to read at once)"
         if self.left_out:

@@ -16,9 +16,10 @@ One run, for one :class:`LoadRequest`:
    :attr:`LoadResult.failed` (the controller shows a warning), the others load.
 3. **assemble** with ``Store.read(level, chunks=..., cache=...)`` (no I/O left), check the
    real vertex count against the budget (coarser level or fewer chunks when the estimate
-   was low), apply the object filter, and build the layer data tuples
-   (:func:`.build.layers_from_geometry`) -- all on the worker, so the UI thread only swaps
-   arrays into existing layers.
+   was low), apply the object filter, crop to the view, simplify paths to the screen when
+   the view holds more than the budget (:mod:`.simplify`), cut to the budget, and build the
+   layer data tuples (:func:`.build.layers_from_geometry`) -- all on the worker, so the UI
+   thread only swaps arrays into existing layers.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ from napari_zarr_vectors.napari.layerdata.store_info import (
     world_units_per_store_unit,
 )
 from napari_zarr_vectors.napari.lod import plan as lod
-from napari_zarr_vectors.napari.lod import view_geometry
+from napari_zarr_vectors.napari.lod import simplify, view_geometry
 from napari_zarr_vectors.napari.lod.cache import StoreCacheView, shared_cache
+from napari_zarr_vectors.napari.lod.settings import SMALL_STORE_ROWS
 from napari_zarr_vectors.napari.tasks import run_aside
 
 if TYPE_CHECKING:
@@ -71,6 +73,11 @@ MAX_REREADS = 2
 #: a subset read takes this many ladder steps more than the estimate asks for, so that the
 #: budget, not the estimate, decides what is shown
 READ_AHEAD = 2
+
+#: a level and zoom band where simplifying paths kept more than this part of their rows is
+#: not simplified again: the pass (~0.6 s per million vertices on the worker here) would
+#: buy next to nothing (deep zooms, where a pixel is far below the vertex spacing)
+SIMPLIFY_WORTH_KEEP = 0.9
 
 
 class _LevelChunks:
@@ -138,6 +145,10 @@ class ViewShare:
     budget: int = 0
     #: the counts are exact (every object in view was read), not scaled up from a part
     exact: bool = False
+    #: paths were simplified to the screen (:mod:`.simplify`) with this tolerance (store
+    #: units; 0: every stored vertex is drawn), keeping this part of the vertices in view
+    simplify_tolerance: float = 0.0
+    simplified_keep: float = 1.0
 
     @property
     def left_out(self) -> int:
@@ -174,7 +185,20 @@ class ViewShare:
             "vertices_in_view": int(self.vertices_in_view),
             "vertices_left_out": int(self.left_out),
             "loaded_budget": int(self.budget),
+            "simplified": bool(self.simplify_tolerance > 0),
+            "simplify_tolerance": float(self.simplify_tolerance),
+            "simplified_keep": float(self.simplified_keep),
         }
+
+    @property
+    def simplified_note(self) -> str:
+        """``"paths simplified to the screen (41% of their vertices)"`` when they were,
+        else empty."""
+        if self.simplify_tolerance <= 0:
+            return ""
+        return (
+            f"paths simplified to the screen ({100 * self.simplified_keep:.2g}% of their vertices)"
+        )
 
 
 @dataclass
@@ -226,6 +250,9 @@ class Loader:
         #: layer rows of the whole of level 0, once a whole plan read it all
         self._whole_rows: int | None = None
         self._batch_override: int | None = None
+        #: (level, tolerance) -> part of the cropped view's path rows simplification kept,
+        #: learnt from reads: the plan's estimates count simplified rows
+        self._kept: dict[tuple[int, float], float] = {}
         self._lock = threading.Lock()
         self._nonfinite_warned = False
 
@@ -292,16 +319,13 @@ class Loader:
         view = request.view
         crop = None
         prism = None
+        pixel = self.pixel_size(request)
         if view is None:  # the whole store, as a fitted view of OVERVIEW_PIXELS would see it
             box = self._first_slab(lo_s, hi_s)
-            space = self._axes.space
-            extent = float(np.max((hi_s - lo_s)[space], initial=0.0))
-            pixel = extent / lod.OVERVIEW_PIXELS if extent > 0 else 1.0
             center = (lo_s + hi_s) / 2
         else:
             vis = lod.visible_box(view, *self.extent_napari())
             self._whole_track_time(vis)
-            pixel = view.pixel_size / world_units_per_store_unit(self._affine)
             if lod.is_empty(vis):
                 level = (
                     int(request.locked)
@@ -320,6 +344,13 @@ class Loader:
             crop = box
         with self._lock:
             counts = dict(self.counts)
+        share = self._filter_share(request)
+        tolerance = self.simplify_tolerance(request)
+        if tolerance > 0:  # estimates in simplified rows, as learnt at this level and band
+            level = lod.resolution_level(self.store.levels, pixel)
+            with self._lock:
+                kept = self._kept.get((level, tolerance), 1.0)
+            share *= kept if kept <= SIMPLIFY_WORTH_KEEP else 1.0
         plan = lod.plan_level(
             self.store.levels,
             self.level_chunks(),
@@ -331,9 +362,32 @@ class Loader:
             crop=crop,
             center=center,
             prism=prism,
-            share=self._filter_share(request),
+            share=share,
         )
         return plan, crop
+
+    def pixel_size(self, request: LoadRequest) -> float:
+        """Store units one screen pixel spans in ``request``'s view (a camera-less overview:
+        a fitted view of :data:`.plan.OVERVIEW_PIXELS`)."""
+        if request.view is not None:
+            return request.view.pixel_size / world_units_per_store_unit(self._affine)
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in self.store.bounds)
+        extent = float(np.max((hi - lo)[self._axes.space], initial=0.0))
+        return extent / lod.OVERVIEW_PIXELS if extent > 0 else 1.0
+
+    def simplify_tolerance(self, request: LoadRequest) -> float:
+        """The tolerance paths of ``request``'s view may be simplified to (store units,
+        :func:`.simplify.tolerance_band`), or 0: never with a locked level (Pyramid QA
+        shows what a level stores), never for a store shown whole or one of at most
+        :data:`.settings.SMALL_STORE_ROWS` rows (every vertex, as before), only for
+        polylines and streamlines. Whether a view is simplified also depends on what it
+        holds (:meth:`_simplified`)."""
+        if request.locked is not None or self.store.geometry_type not in PIECE_TYPES:
+            return 0.0
+        rows = self.whole_rows
+        if rows is None or rows <= SMALL_STORE_ROWS or self.shows_whole(request):
+            return 0.0
+        return simplify.tolerance_band(self.pixel_size(request))
 
     @property
     def whole_rows(self) -> int | None:
@@ -381,15 +435,17 @@ class Loader:
         crop: tuple[np.ndarray, np.ndarray] | None,
         allowed_ids: np.ndarray | None,
         budget: int = 0,
+        tolerance: float = 0.0,
     ) -> tuple:
         """What identifies the data on screen (same key: same layer data; the object subset
-        is decided by the budget from what was read, not by the plan's estimate)."""
+        is decided by the budget from what was read, not by the plan's estimate; paths are
+        simplified to ``tolerance``)."""
         chunk_key = tuple(map(tuple, np.asarray(chunks, dtype=np.int64).tolist()))
         crop_key = None
         if crop is not None:
             crop_key = tuple(np.round(np.concatenate(crop), 6).tolist())
         filt = None if allowed_ids is None else hash(np.asarray(allowed_ids).tobytes())
-        return (int(level), chunk_key, crop_key, filt, int(budget))
+        return (int(level), chunk_key, crop_key, filt, int(budget), float(tolerance))
 
     # -- running -------------------------------------------------------------------------
     def run(
@@ -401,7 +457,8 @@ class Loader:
         plan, crop = self.plan(request)
         # a whole store's data does not depend on the budget, as long as it fits
         budget_key = 0 if plan.whole else request.budget
-        key = self.key_of(plan.level, plan.chunks, crop, request.allowed_ids, budget_key)
+        tolerance = 0.0 if plan.whole else self.simplify_tolerance(request)
+        key = self.key_of(plan.level, plan.chunks, crop, request.allowed_ids, budget_key, tolerance)
         if key == request.current_key and not request.force:
             return LoadResult(
                 request.generation,
@@ -426,7 +483,9 @@ class Loader:
             fetched = plan.chunks[rows]  # rows ascending: plan order
             # objects read: in proportion to the share too (a small read, no whole index)
             most = min(plan.fraction, view_geometry.ladder_step(plan.fraction * share, READ_AHEAD))
-            result = self._result(cut, plan, fetched, ("preview", *key), crop, [], most, pieces)
+            result = self._result(
+                cut, plan, fetched, ("preview", *key), crop, [], most, pieces, tolerance
+            )
             return dataclasses.replace(
                 result, share=dataclasses.replace(result.share, budget=int(request.budget))
             )
@@ -448,7 +507,7 @@ class Loader:
         )
         if ok is None:
             return None
-        result = self._result(request, plan, ok, key, crop, failed)
+        result = self._result(request, plan, ok, key, crop, failed, tolerance=tolerance)
         return None if cancelled() else result
 
     def _result(
@@ -461,14 +520,18 @@ class Loader:
         failed: list[tuple[tuple[int, ...], str]],
         max_fraction: float = 1.0,
         pieces: bool = False,
+        tolerance: float = 0.0,
     ) -> LoadResult:
         """Assemble fetched ``chunks`` into layer data within ``request.budget``, showing at
         most ``max_fraction`` of the objects (``pieces``: their path pieces instead,
-        :meth:`_pieces`)."""
+        :meth:`_pieces`, never simplified), paths simplified to ``tolerance`` when the view
+        holds more than the budget (:meth:`_simplified`)."""
         if pieces:
             geometry, share = self._pieces(request, plan, chunks, crop)
         else:
-            subset, fraction, read = self._assemble(plan, chunks, crop, request, max_fraction)
+            subset, fraction, read, simplified = self._assemble(
+                plan, chunks, crop, request, max_fraction, tolerance
+            )
             geometry = subset.geometry
             scale = 1.0 / read if read > 0 else 1.0
             share = ViewShare(
@@ -480,6 +543,8 @@ class Loader:
                 vertices_shown=subset.vertices_shown,
                 budget=int(request.budget),
                 exact=read >= 1.0,
+                simplify_tolerance=simplified.tolerance,
+                simplified_keep=simplified.rows_after / max(simplified.rows_before, 1),
             )
             if plan.whole and request.allowed_ids is None and not failed:
                 self._whole_rows = int(subset.vertices_in_view)
@@ -538,14 +603,18 @@ class Loader:
         crop: tuple[np.ndarray, np.ndarray] | None,
         request: LoadRequest,
         max_fraction: float = 1.0,
-    ) -> tuple[view_geometry.Subset, float, float]:
+        tolerance: float = 0.0,
+    ) -> tuple[view_geometry.Subset, float, float, simplify.Simplified]:
         """Read a little more than the planned object fraction of ``chunks``, crop it to the
-        view and cut it to the budget exactly (:func:`.view_geometry.subset_to_budget`).
+        view, simplify its paths to ``tolerance`` when it holds more than the budget
+        (:meth:`_simplified`) and cut it to the budget exactly
+        (:func:`.view_geometry.subset_to_budget`).
 
         The fraction shown is then the same whatever the estimate was: the largest ladder
         step whose objects fit, chosen among objects that were all read. When everything
         read fits, the objects ranked next may fit too: read again with a larger fraction
-        (from the cache). Returns the subset, the fraction shown and the fraction read."""
+        (from the cache). Returns the subset, the fraction shown, the fraction read and the
+        simplification."""
         by_object = self.store.geometry_type != GeometryType.POINT_CLOUD
         ids = self._level_ids(plan.level) if by_object else np.empty(0, np.int64)
         if request.allowed_ids is not None and len(ids):
@@ -567,9 +636,10 @@ class Loader:
                 geometry = view_geometry.filter_geometry(geometry, request.allowed_ids)
             if crop is not None:
                 geometry = view_geometry.crop_geometry(geometry, crop)
-            subset = view_geometry.subset_to_budget(geometry, request.budget)
+            simplified = self._simplified(geometry, tolerance, request.budget, plan.level)
+            subset = view_geometry.subset_to_budget(simplified.geometry, request.budget)
             if subset.fraction < 1.0:  # cut among objects that were all read: exact
-                return subset, subset.fraction, fraction
+                return subset, subset.fraction, fraction, simplified
             if fraction >= max_fraction or attempt == MAX_REREADS:
                 break
             shown = max(subset.vertices_shown, 1)
@@ -580,7 +650,27 @@ class Loader:
                 ),
                 max_fraction,
             )
-        return subset, fraction, fraction
+        return subset, fraction, fraction, simplified
+
+    def _simplified(
+        self, geometry: Geometry, tolerance: float, budget: int, level: int
+    ) -> simplify.Simplified:
+        """``geometry``'s paths simplified to ``tolerance`` (:mod:`.simplify`) when they hold
+        more rows than ``budget`` (a view that fits shows every vertex), unless the pass
+        kept more than :data:`SIMPLIFY_WORTH_KEEP` of the rows at this level and tolerance
+        before. The part kept is learnt for the plan's estimates."""
+        rows = view_geometry.resident_vertices(geometry)
+        unchanged = simplify.Simplified(geometry, 0.0, rows, rows)
+        if tolerance <= 0 or rows <= budget or not simplify.simplifiable(geometry):
+            return unchanged
+        with self._lock:
+            kept = self._kept.get((level, tolerance), 0.0)
+        if kept > SIMPLIFY_WORTH_KEEP:
+            return unchanged
+        out = simplify.simplify_geometry(geometry, tolerance)
+        with self._lock:
+            self._kept[(level, tolerance)] = out.rows_after / max(out.rows_before, 1)
+        return out
 
     def _drawable(self, geometry: Geometry) -> Geometry:
         """``geometry`` without vertices at NaN or infinite coordinates, with one warning

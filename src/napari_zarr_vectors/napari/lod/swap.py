@@ -18,6 +18,7 @@ import numpy as np
 from napari_zarr_vectors.napari._napari_compat import (
     emit_data_changed,
     held_back,
+    lazy_track_index,
     set_points_data_quietly,
     uniform_symbols_fast,
     unlink_tracks_colour,
@@ -50,7 +51,7 @@ def swap(layer: Layer, data: LayerData, kwargs: dict, memory: ColourMemory) -> N
         with uniform_symbols_fast():
             set_points_data_quietly(layer, data)  # batched() emits the data event
     elif kind == "tracks":
-        with vectorised_track_validation():
+        with vectorised_track_validation(), lazy_track_index():
             layer.data = data
     elif kind == "surface":
         layer.data = surface_values(data, kwargs, memory)

@@ -1,0 +1,322 @@
+"""Drawing dense streamlines: what one swap costs per vertex on the UI thread, by draw path,
+and what part of a 10M-vertex / 200k-streamline store the overview shows.
+
+    xvfb-run -a -s "-screen 0 1280x1024x24" python benchmarks/bench_draw.py
+
+One command; the store is the one of ``bench_scale.py`` (written once into
+``benchmarks/.work/``). Every measurement runs in a fresh process with a shown 1280x1000
+window. Results: ``benchmarks/results/bench_draw.json`` and tables on stdout.
+
+Measurements (ratios against plain napari Tracks measured in the same process)
+
+* **draw paths**: replacing the data of a layer holding 50-vertex streamlines, in 3-D, for
+  each candidate: napari ``Tracks`` as napari ships it (the baseline), ``Tracks`` through
+  the plugin's swap (vectorised validation, the k-d tree of napari's hover lookup made
+  lazy: :func:`.swap.swap`), ``Vectors`` (a segment per vertex pair) and a single vispy
+  ``Line`` visual (``method="gl"``, a boolean ``connect`` mask) in napari's scene. Per
+  candidate: the setter on the UI thread ("swap"), the setter plus the frame that draws it
+  ("to frame"), and one more frame with nothing changed ("render", what a 3-D rotation
+  costs a frame); per streamline vertex, best of 4, at two sizes.
+* **overview states**: the 3-D and 2-D whole view and 2-D zoom x4 of the 10M store, at the
+  adaptive budget, with paths simplified to the screen and without
+  (``--no-simplify`` in the child): streamlines shown / in view, the layer's metadata.
+* **stall**: the longest gap of a 10 ms timer through those view changes (shown window).
+
+The machine is shared (2 cores, other sessions running): absolute times are noisy, the
+ratios are taken within one process and one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+sys.path.insert(0, str(HERE))
+
+SIZES = (100_000, 400_000)
+CANDIDATES = ("tracks", "tracks_plugin", "vectors", "vispy_line")
+
+
+def _streamlines(n_vertices: int, seed: int) -> np.ndarray:
+    """``(n_vertices // 50, 50, 3)`` streamlines (napari order z, y, x)."""
+    from bench_scale import tractogram
+
+    pts, _ = tractogram(max(n_vertices // 50, 1), 50, seed=seed)
+    return pts[:, :, ::-1].astype(np.float64)
+
+
+def _shown_viewer(ndisplay: int = 3):
+    import napari
+    from bench_lod import _process_events
+
+    viewer = napari.Viewer(show=True)
+    viewer.window._qt_window.resize(1280, 1000)  # the issue's window
+    viewer.dims.ndisplay = ndisplay
+    _process_events(0.5)
+    return viewer
+
+
+class _Frames:
+    """Waits for napari's canvas to draw a frame (its vispy ``draw`` event)."""
+
+    def __init__(self, viewer) -> None:
+        self.canvas = viewer.window._qt_viewer.canvas._scene_canvas  # private: benchmark only
+        self.drawn = 0
+        self.canvas.events.draw.connect(self._on_draw)
+
+    def _on_draw(self, event=None) -> None:
+        self.drawn += 1
+
+    def wait(self, timeout: float = 30.0) -> None:
+        from qtpy.QtWidgets import QApplication
+
+        start = self.drawn
+        self.canvas.update()
+        end = time.perf_counter() + timeout
+        while self.drawn == start and time.perf_counter() < end:
+            QApplication.processEvents()
+
+
+def _candidate(kind: str, viewer, pts: np.ndarray):
+    """``(set(pts), remove())`` for a draw path holding ``pts``."""
+    from contextlib import ExitStack
+
+    from napari.layers import Tracks, Vectors
+
+    from napari_zarr_vectors.napari._napari_compat import (
+        lazy_track_index,
+        vectorised_track_validation,
+    )
+
+    def track_rows(p):
+        n, k, _ = p.shape
+        ids = np.repeat(np.arange(n), k)
+        return np.column_stack([ids, np.zeros(n * k), p.reshape(-1, 3)])
+
+    if kind in ("tracks", "tracks_plugin"):
+        layer = viewer.add_layer(Tracks(track_rows(pts), tail_width=2, blending="translucent"))
+
+        def set_data(p):
+            with ExitStack() as stack:
+                if kind == "tracks_plugin":
+                    stack.enter_context(vectorised_track_validation())
+                    stack.enter_context(lazy_track_index())
+                layer.data = track_rows(p)
+
+        return set_data, lambda: viewer.layers.remove(layer)
+    if kind == "vectors":
+
+        def segments(p):
+            a = p[:, :-1].reshape(-1, 3)
+            return np.stack([a, p[:, 1:].reshape(-1, 3) - a], axis=1)
+
+        layer = viewer.add_layer(Vectors(segments(pts), vector_style="line", edge_width=1))
+
+        def set_vectors(p):
+            layer.data = segments(p)
+
+        return set_vectors, lambda: viewer.layers.remove(layer)
+    # a single vispy Line visual in napari's scene (private API; measured, not used)
+    from vispy.scene.visuals import Line
+
+    scene = viewer.window._qt_viewer.canvas.view.scene
+    line = Line(method="gl", parent=scene, antialias=False)
+
+    def set_line(p):
+        n, k, _ = p.shape
+        connect = np.ones(n * k, bool)
+        connect[k - 1 :: k] = False  # no segment from one streamline to the next
+        d = np.diff(p, axis=1)
+        d = np.concatenate([d, d[:, -1:]], axis=1).reshape(-1, 3)
+        rgb = np.abs(d) / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+        colours = np.column_stack([rgb[:, ::-1], np.ones(len(rgb))]).astype(np.float32)
+        # vispy takes (x, y, z): napari's scene holds data reversed
+        line.set_data(pos=p.reshape(-1, 3)[:, ::-1].astype(np.float32), color=colours,
+                      connect=connect)  # fmt: skip
+
+    set_line(pts)
+
+    def remove():
+        line.parent = None
+
+    return set_line, remove
+
+
+def child_draw() -> dict:
+    from bench_lod import _process_events
+
+    viewer = _shown_viewer(3)
+    frames = _Frames(viewer)
+    out: dict = {}
+    for n in SIZES:
+        row = {}
+        for kind in CANDIDATES:
+            pts0 = _streamlines(n, 0)
+            set_data, remove = _candidate(kind, viewer, pts0)
+            viewer.reset_view()
+            frames.wait()
+            _process_events(0.3)
+            swaps, to_frame, render = [], [], []
+            for seed in range(1, 5):
+                pts = _streamlines(n, seed)
+                t0 = time.perf_counter()
+                set_data(pts)
+                t1 = time.perf_counter()
+                frames.wait()
+                t2 = time.perf_counter()
+                frames.wait()
+                t3 = time.perf_counter()
+                swaps.append(t1 - t0)
+                to_frame.append(t2 - t0)
+                render.append(t3 - t2)
+                _process_events(0.05)
+            remove()
+            _process_events(0.2)
+            row[kind] = {
+                "swap_us_per_vertex": round(1e6 * min(swaps) / n, 3),
+                "to_frame_us_per_vertex": round(1e6 * min(to_frame) / n, 3),
+                "render_ms": round(1000 * min(render), 1),
+            }
+        base = row["tracks"]
+        for kind in CANDIDATES:
+            row[kind]["swap_over_tracks"] = round(
+                row[kind]["swap_us_per_vertex"] / base["swap_us_per_vertex"], 3
+            )
+            row[kind]["to_frame_over_tracks"] = round(
+                row[kind]["to_frame_us_per_vertex"] / base["to_frame_us_per_vertex"], 3
+            )
+        out[str(n)] = row
+    viewer.close()
+    return out
+
+
+STATES = (("3-D whole", 3, 1.0), ("2-D whole", 2, 1.0), ("2-D x4", 2, 4.0))
+
+
+def child_states(path: str, simplify: bool) -> dict:
+    from qtpy.QtCore import Qt, QTimer
+
+    from bench_lod import _process_events, _settle
+    from bench_scale import _look
+    from napari_zarr_vectors.napari import open_in_viewer
+    from napari_zarr_vectors.napari.lod import loader
+
+    if not simplify:
+        loader.Loader.simplify_tolerance = lambda self, request: 0.0
+    viewer = _shown_viewer(3)
+    ticks: list[float] = []
+    timer = QTimer()
+    timer.setTimerType(Qt.TimerType.PreciseTimer)
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    t0 = time.perf_counter()
+    c = open_in_viewer(viewer, path)
+    t_open = time.perf_counter() - t0
+    timer.start(10)
+    _settle(c, timeout=600)
+    z0: dict = {}
+    rows = []
+    for name, nd, zoom in STATES:
+        _look(viewer, c, nd, zoom, z0)
+        _settle(c, timeout=600)
+        _process_events(0.3)
+        meta = c.layers[0].metadata["zarr_vectors"]
+        rows.append(
+            {
+                "view": name,
+                "level": int(meta["level"]),
+                "items_shown": int(meta["items_shown"]),
+                "items_in_view": int(meta["items_in_view"]),
+                "shown_pct": round(100 * meta["items_shown"] / max(meta["items_in_view"], 1), 2),
+                "vertices_shown": int(meta["vertices_shown"]),
+                "budget": int(meta["loaded_budget"]),
+                "simplified_keep": meta.get("simplified_keep"),
+                "simplify_tolerance": meta.get("simplify_tolerance"),
+                "status": viewer.status if isinstance(viewer.status, str) else "",
+            }
+        )
+    timer.stop()
+    gaps = np.diff(ticks) if len(ticks) > 1 else np.zeros(1)
+    viewer.close()
+    return {
+        "open_call_s": round(t_open, 3),
+        "max_stall_after_open_ms": round(1000 * float(gaps.max()), 1),
+        "states": rows,
+    }
+
+
+def run_child(args: list[str]) -> dict:
+    cmd = [sys.executable, __file__, "--child", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"{args} failed:\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def tables(results: dict) -> str:
+    lines = [
+        "| draw path | vertices | swap (µs/vertex) | swap / Tracks | to frame (µs/vertex) "
+        "| to frame / Tracks | one render (ms) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for n, row in results["draw"].items():
+        for kind, r in row.items():
+            lines.append(
+                f"| {kind} | {int(n):,} | {r['swap_us_per_vertex']:.2f} | "
+                f"{r['swap_over_tracks']:.2f} | {r['to_frame_us_per_vertex']:.2f} | "
+                f"{r['to_frame_over_tracks']:.2f} | {r['render_ms']:.0f} |"
+            )
+    lines += [
+        "",
+        "| view | simplified | level | streamlines shown | vertices | budget | max stall |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label in ("simplified", "stored"):
+        res = results["states"][label]
+        for s in res["states"]:
+            lines.append(
+                f"| {s['view']} | {label} | {s['level']} | {s['shown_pct']:.2f}% "
+                f"({s['items_shown']:,} of {s['items_in_view']:,}) | {s['vertices_shown']:,} "
+                f"| {s['budget']:,} | {res['max_stall_after_open_ms']:.0f} ms |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--objects", type=int, default=200_000)
+    ap.add_argument("--vertices", type=int, default=50)
+    ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child is not None:
+        kind, *rest = args.child
+        if kind == "draw":
+            print(json.dumps(child_draw()))
+        else:
+            print(json.dumps(child_states(rest[0], rest[1] == "1")))
+        return
+    from bench_scale import ensure_store
+
+    path = ensure_store(args.objects, args.vertices)
+    results: dict = {"store": path.name, "draw": run_child(["draw"])}
+    print(json.dumps(results["draw"], indent=1), flush=True)
+    results["states"] = {
+        "simplified": run_child(["states", str(path), "1"]),
+        "stored": run_child(["states", str(path), "0"]),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / "bench_draw.json"
+    out.write_text(json.dumps(results, indent=1))
+    print(tables(results))
+    print(f"results: {out}")
+
+
+if __name__ == "__main__":
+    main()
