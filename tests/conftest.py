@@ -130,3 +130,15 @@ def synapses_store(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("realdata") / "synapses.zarrvectors"
     return path, write_navis_synapses(path)
+
+
+@pytest.fixture(scope="session")
+def neurons_radius_store(tmp_path_factory):
+    """``(path, truth)``: the five neurons with each node's navis ``radius`` (nm) and
+    ``node_type`` as text: the skeleton a scientist exports from navis."""
+    pytest.importorskip("navis")
+    pytest.importorskip("zarr_vectors")
+    from realdata import write_navis_neurons
+
+    path = tmp_path_factory.mktemp("realdata") / "neurons_radius.zarrvectors"
+    return path, write_navis_neurons(path, node_type_as="str", with_radius=True)

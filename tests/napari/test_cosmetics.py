@@ -112,12 +112,26 @@ def test_filter_titles_say_the_type_in_words(make_napari_viewer, qtbot, tracks30
 # --------------------------------------------------------------------------------------------
 
 
-def test_skeleton_nodes_are_drawn_thinner_than_their_edges(neurons_store):
-    layers = {kw["name"]: kw for _, kw, _ in read_zarr_vectors(neurons_store[0], level=0)}
-    edges, nodes = layers["neurons skeleton edges"], layers["neurons skeleton nodes"]
+def test_skeleton_nodes_are_beads_on_their_edges_in_their_colours(neurons_store):
+    """A skeleton's nodes are drawn a little wider than its edges (visible in 2-D and 3-D),
+    in the colour of their skeleton (the edges' colour), with no border (napari's dim-grey
+    border greys dense nodes out in 2-D)."""
+    from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
+
+    layers = {
+        kw["name"]: (data, kw) for data, kw, _ in read_zarr_vectors(neurons_store[0], level=0)
+    }
+    (_, edges), (_, nodes) = layers["neurons skeleton edges"], layers["neurons skeleton nodes"]
     # both in data units of the same scale
     assert edges["scale"] == nodes["scale"]
-    assert nodes["size"] == pytest.approx(0.5 * edges["edge_width"])
+    assert nodes["size"] == pytest.approx(1.5 * edges["edge_width"])
+    assert nodes["border_width"] == 0 and nodes["border_color"] == "transparent"
+    node_ids = np.asarray(nodes["features"]["object_id"])
+    edge_ids = np.asarray(edges["features"]["object_id"])
+    np.testing.assert_allclose(nodes["face_color"], categorical_rgba(node_ids))
+    np.testing.assert_allclose(edges["edge_color"], categorical_rgba(edge_ids))
+    assert len(np.unique(node_ids)) == 5
+    assert nodes["metadata"]["zarr_vectors"]["colour_by"] == "object_id"
 
 
 def write_24_groups(path, lines):
