@@ -250,3 +250,41 @@ def test_a_large_store_reports_its_loading_in_the_status_bar_not_a_toast(
     assert toasts == []
     assert any(re.fullmatch(r"tracks300: loading level 0, \d+/\d+ chunks", s) for s in statuses)
     assert str(viewer.status).startswith("tracks300: level")
+
+
+# --------------------------------------------------------------------------------------------
+# napari's controls of a static Tracks layer
+# --------------------------------------------------------------------------------------------
+
+
+def test_static_streamlines_show_no_time_controls_and_no_phantom_t(
+    make_napari_viewer, qtbot, tracks300_store
+):
+    """tracks300 has no time: napari's Tracks need a time column (every vertex at t = 0),
+    whose axis says *no time*, and the controls that act on time (tail and head length,
+    tail, show ID, graph, hide completed) are hidden; colour and width stay."""
+    viewer = make_napari_viewer(show=True)
+    c = opened(viewer, qtbot, tracks300_store[0])
+    assert viewer.dims.axis_labels == ("no time", "z", "y", "x")
+    controls = viewer.window._qt_viewer.controls
+
+    def shown(layer, name):
+        panel = controls.widgets[layer]
+        rows = getattr(panel, name).get_widget_controls()
+        return [w.isVisibleTo(panel) for row in rows for w in row]
+
+    for layer in viewer.layers:  # the streamlines and the bounds box
+        assert type(layer).__name__ == "Tracks"
+        qtbot.waitUntil(lambda lay=layer: not any(shown(lay, "_tail_length_slider_control")))
+        for name in (
+            "_tail_length_slider_control",
+            "_head_length_slider_control",
+            "_tail_display_checkbox_control",
+            "_id_checkbox_control",
+            "_graph_checkbox_control",
+            "_hide_completed_tracks_checkbox_control",
+        ):
+            assert not any(shown(layer, name)), name
+        for name in ("_color_properties_combobox_control", "_tail_width_slider_control"):
+            assert all(shown(layer, name)), name
+    assert c.layers[0].name == "tracks300 streamlines"

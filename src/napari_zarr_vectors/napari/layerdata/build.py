@@ -39,6 +39,7 @@ from napari_zarr_vectors.napari.conventions import (
     GROUPS,
     META,
     META_FIELDS,
+    NO_TIME,
     OBJECT_ID,
     LayerMeta,
     split_channels,
@@ -817,7 +818,7 @@ def _units(info: StoreInfo) -> tuple[str, ...] | None:
 
 
 def _time_label(axes: Sequence[str]) -> str:
-    return "t" if "t" not in axes else "track_t"
+    return NO_TIME if NO_TIME not in axes else f"({NO_TIME})"
 
 
 def layer_name(info: StoreInfo, label: str) -> str:
