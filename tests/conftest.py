@@ -124,3 +124,38 @@ def neurons_text_store(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("realdata") / "neurons_text.zarrvectors"
     return path, write_navis_neurons(path, node_type_as="str")
+
+
+@pytest.fixture(scope="session")
+def meshes_store(tmp_path_factory):
+    """``(path, truth)``: navis' five example neurons as meshes in one 0.9.2 mesh store (one
+    shared ``name``)."""
+    pytest.importorskip("navis")
+    pytest.importorskip("zarr_vectors")
+    from realdata import write_navis_meshes
+
+    path = tmp_path_factory.mktemp("realdata") / "meshes.zarrvectors"
+    return path, write_navis_meshes(path)
+
+
+@pytest.fixture(scope="session")
+def synapses_store(tmp_path_factory):
+    """``(path, truth)``: the five neurons' 14,836 synapses as one 0.9.2 point store."""
+    pytest.importorskip("navis")
+    pytest.importorskip("zarr_vectors")
+    from realdata import write_navis_synapses
+
+    path = tmp_path_factory.mktemp("realdata") / "synapses.zarrvectors"
+    return path, write_navis_synapses(path)
+
+
+@pytest.fixture(scope="session")
+def neurons_radius_store(tmp_path_factory):
+    """``(path, truth)``: the five neurons with each node's navis ``radius`` (nm) and
+    ``node_type`` as text: the skeleton a scientist exports from navis."""
+    pytest.importorskip("navis")
+    pytest.importorskip("zarr_vectors")
+    from realdata import write_navis_neurons
+
+    path = tmp_path_factory.mktemp("realdata") / "neurons_radius.zarrvectors"
+    return path, write_navis_neurons(path, node_type_as="str", with_radius=True)

@@ -103,7 +103,7 @@ def navis_neurons():
 
 
 def write_navis_neurons(
-    path: Path, *, node_type_as: str = "object", with_names: bool = False
+    path: Path, *, node_type_as: str = "object", with_names: bool = False, with_radius: bool = False
 ) -> Truth:
     """Write ``navis.example_neurons()`` as one 0.9.2 skeleton store at ``path``.
 
@@ -112,11 +112,12 @@ def write_navis_neurons(
     those strings, not the text, so no reader can get it back. ``"str"`` hands over a numpy
     string array (``values.astype(str)``), which it stores as UTF-32 text (dtype ``<U6``).
     ``with_names`` also stores each neuron's navis name as the text object attribute
-    ``name``.
+    ``name``; ``with_radius`` each node's navis ``radius`` (nm, float32) as the vertex
+    attribute ``radius``.
     """
 
     neurons = navis_neurons()
-    objects, edges, types, ids, parts = [], [], [], [], []
+    objects, edges, types, ids, parts, radii = [], [], [], [], [], []
     start = 0
     for k, n in enumerate(neurons):
         nodes = n.nodes
@@ -130,6 +131,7 @@ def write_navis_neurons(
         parts.append(local + start)
         types.append(nodes["type"].astype(str).to_numpy().astype(object))
         ids.append(np.full(len(pos), k, np.int64))
+        radii.append(nodes["radius"].to_numpy(np.float32))
         start += len(pos)
     positions = np.concatenate(objects)
     all_edges = np.concatenate(parts)
@@ -139,6 +141,9 @@ def write_navis_neurons(
     object_ids = np.concatenate(ids)
     body_id = np.array([int(n.id) for n in neurons], np.int64)
     object_attributes = {"body_id": body_id}
+    attributes = {"node_type": node_type}
+    if with_radius:
+        attributes["radius"] = np.concatenate(radii)
     if with_names:
         object_attributes["name"] = np.array([str(n.name) for n in neurons])
     with warnings.catch_warnings():
@@ -147,7 +152,7 @@ def write_navis_neurons(
         ds.add_graph(
             positions,
             all_edges,
-            attributes={"node_type": node_type},
+            attributes=attributes,
             object_ids=object_ids,
             object_attributes=object_attributes,
             tree=True,
@@ -155,7 +160,7 @@ def write_navis_neurons(
     return Truth(
         objects=objects,
         object_attributes=object_attributes,
-        vertex_attributes={"node_type": types},
+        vertex_attributes={"node_type": types, **({"radius": radii} if with_radius else {})},
         edges=edges,
     )
 
@@ -174,3 +179,68 @@ def _create(path: Path, positions: np.ndarray, unit: str, kind: str, margin: flo
         layout=zv.Layout(cells=(4, 4, 4)),
     )
     return zv.create(str(path), schema=schema)
+
+
+def write_navis_meshes(path: Path) -> Truth:
+    """Write ``navis.example_neurons(kind="mesh")`` as one 0.9.2 mesh store at ``path``.
+
+    The five meshes (8 nm voxels) share one navis name, ``DA1_lPN_R``, stored as the text
+    object attribute ``name`` beside the numeric ``body_id``: a category with one value.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import navis
+
+        meshes = list(navis.example_neurons(kind="mesh"))
+    verts = [np.asarray(m.vertices, np.float32) for m in meshes]
+    faces, ids, start = [], [], 0
+    for k, (m, v) in enumerate(zip(meshes, verts, strict=True)):
+        faces.append(np.asarray(m.faces, np.int64) + start)
+        ids.append(np.full(len(v), k, np.int64))
+        start += len(v)
+    positions = np.concatenate(verts)
+    object_attributes = {
+        "body_id": np.array([int(m.id) for m in meshes], np.int64),
+        "name": np.array([str(m.name) for m in meshes]),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = _create(path, positions, "nanometer", "mesh", margin=8)
+        ds.add_mesh(
+            positions,
+            np.concatenate(faces),
+            object_ids=np.concatenate(ids),
+            object_attributes=object_attributes,
+        )
+    return Truth(objects=verts, object_attributes=object_attributes)
+
+
+def write_navis_synapses(path: Path) -> Truth:
+    """Write the connectors of ``navis.example_neurons()`` (14,836) as a 0.9.2 point store.
+
+    One object per neuron (its synapses), the vertex attribute ``kind`` (0 presynapse,
+    1 postsynapse: navis' ``type`` ``pre`` / ``post``) and the object attribute ``body_id``.
+    """
+    neurons = navis_neurons()
+    objects, kinds = [], []
+    for n in neurons:
+        c = n.connectors
+        objects.append(c[["x", "y", "z"]].to_numpy(np.float32))
+        kinds.append((c["type"].to_numpy() == "post").astype(np.int32))
+    positions = np.concatenate(objects)
+    ids = np.concatenate([np.full(len(o), k, np.int64) for k, o in enumerate(objects)])
+    object_attributes = {"body_id": np.array([int(n.id) for n in neurons], np.int64)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = _create(path, positions, "nanometer", "point_cloud", margin=8)
+        ds.add_points(
+            positions,
+            attributes={"kind": np.concatenate(kinds)},
+            object_ids=ids,
+            object_attributes=object_attributes,
+        )
+    return Truth(
+        objects=objects,
+        object_attributes=object_attributes,
+        vertex_attributes={"kind": kinds},
+    )

@@ -162,3 +162,92 @@ def test_moving_the_contrast_slider_recolours_once_it_rests(make_napari_viewer, 
     want = colormap_colours(feature_values(layer, "intensity"), "viridis", 0.25, 0.7)
     np.testing.assert_allclose(layer_colours(layer), want, atol=2e-3)
     assert layer.metadata["zarr_vectors"]["colour"]["contrast_limits"] == pytest.approx([0.25, 0.7])
+
+
+# --------------------------------------------------------------------------------------------
+# real data: navis' neurons as skeletons and meshes (tests/realdata.py)
+# --------------------------------------------------------------------------------------------
+
+
+def test_skeletons_are_drawn_one_colour_per_neuron_and_the_legend_says_so(
+    make_napari_viewer, qtbot, neurons_radius_store
+):
+    from test_store_language import opened_3d
+
+    from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget, _hex
+
+    viewer = make_napari_viewer()
+    c, nodes = opened_3d(viewer, qtbot, neurons_radius_store[0], "Points")
+    edges = next(lyr for lyr in c.layers if type(lyr).__name__ == "Vectors")
+    for layer in (nodes, edges):  # nodes and edges alike: each neuron in its own colour
+        ids = layer.features["object_id"].to_numpy()
+        np.testing.assert_allclose(layer_colours(layer), categorical_rgba(ids), atol=1e-6)
+    widget = dock(viewer, ColourByWidget)
+    assert widget.feature.null_string == "object id (default)"
+    text = widget.legend.text()
+    assert "each of the 5 skeletons loaded in its own colour" in text
+    for i, rgba in zip(range(5), categorical_rgba(np.arange(5)), strict=True):
+        assert f"<span style='color:{_hex(rgba)}'>■</span> {i}" in text
+    assert nodes.face_colorbar.visible is False  # no value scale for a colour per neuron
+
+
+def test_radius_on_skeletons_is_not_squeezed_to_the_dark_end_by_the_soma(
+    make_napari_viewer, qtbot, neurons_radius_store
+):
+    """navis radii: 10 .. 375 nm, 98 % of the nodes under 90 (the somata are the rest), a
+    third at the 10 nm floor. Over the full range most nodes took viridis' darkest purple,
+    invisible on black: the contrast range is the 1st .. 99th percentile, and the default
+    colormap viridis without its darkest fifth."""
+    from test_store_language import opened_3d
+
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    viewer = make_napari_viewer()
+    c, nodes = opened_3d(viewer, qtbot, neurons_radius_store[0], "Points")
+    widget = dock(viewer, ColourByWidget)
+    spec = widget.colour_by("radius")
+    radius = nodes.features["radius"].to_numpy()
+    assert spec.contrast_limits == pytest.approx(tuple(np.percentile(radius, [1, 99])), rel=1e-3)
+    assert spec.colormap == "viridis (lifted)"
+    assert widget.legend.text().startswith("<b>radius</b>: viridis (lifted), 10 … 88.5")
+    drawn = layer_colours(nodes)
+    luminance = drawn[:, :3] @ np.array([0.2126, 0.7152, 0.0722])
+    assert luminance.min() > 0.2  # viridis' own darkest purple: 0.08
+
+
+def test_meshes_default_to_bright_colours_per_object(make_napari_viewer, qtbot, meshes_store):
+    from test_store_language import opened_3d
+
+    from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
+
+    viewer = make_napari_viewer()
+    c, mesh = opened_3d(viewer, qtbot, meshes_store[0], "Surface")
+    ids = mesh.features["object_id"].to_numpy()
+    drawn = layer_colours(mesh)
+    np.testing.assert_allclose(drawn, categorical_rgba(ids), atol=0.02)
+    per_object = np.stack([drawn[ids == i][0] for i in np.unique(ids)])
+    assert len({tuple(np.round(x, 2)) for x in per_object}) == 5  # five distinct colours
+    assert (per_object[:, :3].max(axis=1) > 0.99).all()  # each at full value: seen on black
+
+
+def test_colour_by_a_text_attribute_with_one_value_draws_that_colour(
+    make_napari_viewer, qtbot, meshes_store
+):
+    """navis' five example meshes share one name: one category (vispy refuses a colormap
+    of one colour)."""
+    from test_store_language import opened_3d
+
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget, _hex
+
+    viewer = make_napari_viewer(show=True)
+    c, mesh = opened_3d(viewer, qtbot, meshes_store[0], "Surface")
+    widget = dock(viewer, ColourByWidget)
+    spec = widget.colour_by("object_name" if "object_name" in mesh.features else "name")
+    assert spec.categorical and len(spec.categories) == 1
+    (colour,) = spec.colours
+    np.testing.assert_allclose(layer_colours(mesh), np.tile(colour, (len(mesh.data[0]), 1)))
+    assert f"<span style='color:{_hex(colour)}'>■</span> DA1_lPN_R" in widget.legend.text()
+    shot = viewer.screenshot(canvas_only=True)  # draws: vispy took the colormap
+    blue = (shot[..., 2].astype(int) - shot[..., 0].astype(int)) > 60
+    assert blue.sum() > 1000  # the meshes in the category's blue, not black

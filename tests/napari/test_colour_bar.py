@@ -246,7 +246,7 @@ def _corner_has(image: np.ndarray, rgb, size: int = 260) -> bool:
 
 def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, tracks300_store):
     """tracks300 dropped in a 1280x1000 window and coloured by ``length_mm``: the bar's two
-    ends (viridis) are in the canvas's top-right corner, gone there for categories. With
+    ends (Colour by's default colormap, viridis lifted) are in the canvas's top-right corner, gone there for categories. With
     ``NZV_DOCS_IMAGES=1`` the window is saved as docs/images/colour_bar.png."""
     from napari.utils.colormaps import ensure_colormap
     from test_first_sight import dropped
@@ -263,7 +263,7 @@ def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, trac
     bars = install_colour_bars(viewer)
     qtbot.waitUntil(lambda: bool(bars.shown), timeout=TIMEOUT)
     qtbot.wait(200)
-    ends = ensure_colormap("viridis").map(np.array([0.0, 1.0]))
+    ends = ensure_colormap("viridis (lifted)").map(np.array([0.0, 1.0]))
     canvas = viewer.screenshot(canvas_only=True, flash=False)
     assert all(_corner_has(canvas, rgb) for rgb in ends)
     if os.environ.get("NZV_DOCS_IMAGES") == "1":
@@ -279,23 +279,24 @@ def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, trac
 def test_default_colouring_by_a_value_has_a_bar_and_layers_coloured_alike_share_one(
     make_napari_viewer, qtbot
 ):
-    """The v09 skeleton: nodes (Points) drawn by ``radius`` by default show napari's bar over
+    """The v09 graph: nodes (Points) drawn by ``intensity`` by default show napari's bar over
     the contrast limits they are drawn with (the builder's, kept from the first load); both
-    layers coloured by ``score`` show one bar over the data's range."""
+    layers coloured by ``score`` show one bar over the data's range. (A skeleton's nodes are
+    drawn in the colours of their skeletons instead.)"""
     from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
 
     viewer = make_napari_viewer()
-    target = open_zv(viewer, qtbot, "v09", "skeleton", lock_level=0)
+    target = open_zv(viewer, qtbot, "v09", "graph", lock_level=0)
     edges, nodes = target.layers
     assert (type(edges).__name__, type(nodes).__name__) == ("Vectors", "Points")
     bars = install_colour_bars(viewer)
     qtbot.waitUntil(lambda: nodes in bars.shown, timeout=TIMEOUT)
     assert list(bars.shown) == [nodes] and nodes.face_colorbar.visible
-    assert bars.shown[nodes].label == "radius"
+    assert bars.shown[nodes].label == "intensity"
     assert bars.shown[nodes].contrast_limits == pytest.approx(nodes.face_contrast_limits)
     viewer.layers.selection.active = nodes
     widget = dock(viewer, ColourByWidget)
-    assert widget.feature.null_string == "radius (default)"
+    assert widget.feature.null_string == "intensity (default)"
 
     widget.colour_by("score")
     score = np.concatenate([lay.features["score"].to_numpy() for lay in (edges, nodes)])

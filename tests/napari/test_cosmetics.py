@@ -112,12 +112,26 @@ def test_filter_titles_say_the_type_in_words(make_napari_viewer, qtbot, tracks30
 # --------------------------------------------------------------------------------------------
 
 
-def test_skeleton_nodes_are_drawn_thinner_than_their_edges(neurons_store):
-    layers = {kw["name"]: kw for _, kw, _ in read_zarr_vectors(neurons_store[0], level=0)}
-    edges, nodes = layers["neurons skeleton edges"], layers["neurons skeleton nodes"]
+def test_skeleton_nodes_are_beads_on_their_edges_in_their_colours(neurons_store):
+    """A skeleton's nodes are drawn a little wider than its edges (visible in 2-D and 3-D),
+    in the colour of their skeleton (the edges' colour), with no border (napari's dim-grey
+    border greys dense nodes out in 2-D)."""
+    from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
+
+    layers = {
+        kw["name"]: (data, kw) for data, kw, _ in read_zarr_vectors(neurons_store[0], level=0)
+    }
+    (_, edges), (_, nodes) = layers["neurons skeleton edges"], layers["neurons skeleton nodes"]
     # both in data units of the same scale
     assert edges["scale"] == nodes["scale"]
-    assert nodes["size"] == pytest.approx(0.5 * edges["edge_width"])
+    assert nodes["size"] == pytest.approx(1.5 * edges["edge_width"])
+    assert nodes["border_width"] == 0 and nodes["border_color"] == "transparent"
+    node_ids = np.asarray(nodes["features"]["object_id"])
+    edge_ids = np.asarray(edges["features"]["object_id"])
+    np.testing.assert_allclose(nodes["face_color"], categorical_rgba(node_ids))
+    np.testing.assert_allclose(edges["edge_color"], categorical_rgba(edge_ids))
+    assert len(np.unique(node_ids)) == 5
+    assert nodes["metadata"]["zarr_vectors"]["colour_by"] == "object_id"
 
 
 def write_24_groups(path, lines):
@@ -236,3 +250,41 @@ def test_a_large_store_reports_its_loading_in_the_status_bar_not_a_toast(
     assert toasts == []
     assert any(re.fullmatch(r"tracks300: loading level 0, \d+/\d+ chunks", s) for s in statuses)
     assert str(viewer.status).startswith("tracks300: level")
+
+
+# --------------------------------------------------------------------------------------------
+# napari's controls of a static Tracks layer
+# --------------------------------------------------------------------------------------------
+
+
+def test_static_streamlines_show_no_time_controls_and_no_phantom_t(
+    make_napari_viewer, qtbot, tracks300_store
+):
+    """tracks300 has no time: napari's Tracks need a time column (every vertex at t = 0),
+    whose axis says *no time*, and the controls that act on time (tail and head length,
+    tail, show ID, graph, hide completed) are hidden; colour and width stay."""
+    viewer = make_napari_viewer(show=True)
+    c = opened(viewer, qtbot, tracks300_store[0])
+    assert viewer.dims.axis_labels == ("no time", "z", "y", "x")
+    controls = viewer.window._qt_viewer.controls
+
+    def shown(layer, name):
+        panel = controls.widgets[layer]
+        rows = getattr(panel, name).get_widget_controls()
+        return [w.isVisibleTo(panel) for row in rows for w in row]
+
+    for layer in viewer.layers:  # the streamlines and the bounds box
+        assert type(layer).__name__ == "Tracks"
+        qtbot.waitUntil(lambda lay=layer: not any(shown(lay, "_tail_length_slider_control")))
+        for name in (
+            "_tail_length_slider_control",
+            "_head_length_slider_control",
+            "_tail_display_checkbox_control",
+            "_id_checkbox_control",
+            "_graph_checkbox_control",
+            "_hide_completed_tracks_checkbox_control",
+        ):
+            assert not any(shown(layer, name)), name
+        for name in ("_color_properties_combobox_control", "_tail_width_slider_control"):
+            assert all(shown(layer, name)), name
+    assert c.layers[0].name == "tracks300 streamlines"

@@ -182,7 +182,7 @@ def test_polylines_and_streamlines_as_tracks(name):
     n_vertices = sum(len(p) for p in truth["polylines"])
     assert data.shape == (n_vertices, 5)
     assert np.all(data[:, 1] == 0), "static display: every vertex at t = 0"
-    assert kwargs["axis_labels"] == ("t", "z", "y", "x")
+    assert kwargs["axis_labels"] == ("no time", "z", "y", "x")  # no phantom "t"
     features = kwargs["features"]
     assert {"object_id", "radius", "tangent2[0]", "tangent2[1]", "mean_radius", "tract_id"} <= set(
         features

@@ -114,6 +114,38 @@ def test_a_box_drawn_on_the_canvas_selects_exactly_the_streamlines_inside(tracks
     assert why == SELECTED and chosen.tolist() == ids.tolist()
 
 
+@pytest.mark.parametrize("store", ["neurons_store", "synapses_store"])
+def test_a_box_selects_skeletons_and_points_under_a_4d_bounds_box(
+    make_napari_viewer, qtbot, request, store
+):
+    """Skeleton and point stores draw 3-D layers under the bounds box's hidden time axis
+    (a 4-D viewer): the box tool still opens and selects the objects inside."""
+    from napari_zarr_vectors.napari.widgets.region import SelectionWidget
+
+    path, truth = request.getfixturevalue(store)
+    viewer = make_napari_viewer()
+    layers = viewer.open(str(path), plugin=PLUGIN_NAME)
+    c = controller_for(layers[-1])
+    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    viewer.dims.ndisplay = 2
+    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    assert viewer.dims.ndim == 4 and c.layers[0].ndim == 3
+    widget = SelectionWidget(viewer)
+    viewer.window.add_dock_widget(widget, area="right", name="Select by region")
+    (y0, x0), (y1, x1) = middle_box(truth, 0.5)
+    want = [
+        i
+        for i, o in enumerate(truth.objects)
+        if inside_polygon(napari_yx(o), np.array([[y0, x0], [y0, x1], [y1, x1], [y1, x0]])).any()
+    ]
+    region = widget.draw("box")
+    assert region is not None and region.mode == "add_rectangle" and region.ndim == 4
+    region.add_rectangles(on_canvas(viewer, np.array([[y0, x0], [y0, x1], [y1, x1], [y1, x0]])))
+    object_ids = np.asarray(c.store.object_ids(0))
+    np.testing.assert_array_equal(widget.selection.ids, np.sort(object_ids[want]))
+    assert widget.summary.text() == f"{len(want):,} of 5 objects selected"
+
+
 def test_the_region_and_the_object_table_share_one_selection(tracks300_2d, qtbot):
     from napari_zarr_vectors.napari.widgets.object_table import ObjectTableWidget
 

@@ -332,6 +332,42 @@ def inserted_unselected(layers: LayerList) -> Iterator[None]:
         layers._activate_on_insert = activate
 
 
+#: napari's Tracks controls that act on time (tails, heads, ids, completed tracks, the track
+#: graph): meaningless for tracks that all sit at t = 0.
+TRACKS_TIME_CONTROLS = (
+    "_tail_length_slider_control",
+    "_head_length_slider_control",
+    "_tail_display_checkbox_control",
+    "_id_checkbox_control",
+    "_graph_checkbox_control",
+    "_hide_completed_tracks_checkbox_control",
+)
+
+
+def hide_layer_controls(viewer: Viewer, layer: Layer, controls: tuple[str, ...]) -> int:
+    """Hide the rows ``controls`` (attribute names of napari's control wrappers) of
+    ``layer``'s layer-controls panel; returns how many widgets were hidden (0: no Qt window,
+    no panel yet, or napari renamed them).
+
+    Internal: ``Window._qt_viewer.controls.widgets[layer]`` and its ``_..._control``
+    wrappers' ``get_widget_controls()``. napari offers no way to hide a layer's controls.
+    """
+    try:
+        panel = viewer.window._qt_viewer.controls.widgets[layer]
+    except (AttributeError, KeyError, RuntimeError):
+        return 0
+    hidden = 0
+    for name in controls:
+        wrapper = getattr(panel, name, None)
+        if wrapper is None:
+            continue
+        for row in wrapper.get_widget_controls():
+            for widget in row:
+                widget.setVisible(False)
+                hidden += 1
+    return hidden
+
+
 def canvas_widget(viewer: Viewer) -> Any | None:
     """The Qt widget of ``viewer``'s canvas, ``None`` without a Qt window (or viewer).
 

@@ -26,6 +26,10 @@ GROUP_ID = "group_id"
 GROUPS = "groups"
 DIRECTION = "direction"
 
+#: The label of the time axis napari's Tracks need and a store without time lacks (every
+#: vertex at t = 0): it says there is no time, where napari lists the axes.
+NO_TIME = "no time"
+
 _CHANNEL = re.compile(r"^(?P<name>.+)\[(?P<i>\d+)\]$")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from napari_zarr_vectors.napari.colour.spec import finite_range, golden_hues
+from napari_zarr_vectors.napari.colour.spec import display_range, golden_hues
 from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, OBJECT_ID
 
 #: Store attribute names treated as per-vertex colours when they have 3 or 4 channels.
@@ -19,7 +19,10 @@ COLOUR_ATTRIBUTE_NAMES = ("rgb", "rgba", "color", "colour", "colors", "colours")
 _DIRECTION_LEVELS = 8
 
 DEFAULT_COLORMAP = "viridis"
-ID_COLORMAP = "turbo"
+
+#: viridis without its darkest fifth, whose purple vanishes on a black canvas: what Colour
+#: by draws numbers in unless another colormap is chosen (:func:`lifted_viridis`).
+LIFTED_VIRIDIS = "viridis (lifted)"
 
 
 @dataclass(frozen=True)
@@ -78,18 +81,49 @@ def default_colour_by(features: Mapping[str, np.ndarray], name: str) -> DefaultC
     values = np.asarray(features[name])
     if name in (OBJECT_ID, GROUP_ID):
         return DefaultColour(direct=categorical_rgba(values), source=name)
-    limits = finite_range(values)
+    limits = display_range(values)
     if values.dtype.kind == "f":
         return DefaultColour(feature=name, contrast_limits=limits, source=name)
     from napari.utils.colormaps import ensure_colormap
 
-    scaled = (values.astype(np.float64) - limits[0]) / (limits[1] - limits[0])
+    scaled = np.clip((values.astype(np.float64) - limits[0]) / (limits[1] - limits[0]), 0, 1)
     return DefaultColour(direct=ensure_colormap(DEFAULT_COLORMAP).map(scaled), source=name)
 
 
+#: Hue offset and saturation of the colours of object ids (:func:`categorical_rgba`).
+_ID_HUE_OFFSET, _ID_SATURATION = 0.1, 0.75
+
+#: Name of the hue ring a Surface draws object ids with (:func:`id_hue_colormap`).
+ID_HUE_COLORMAP = "zv-object-ids"
+
+
 def categorical_rgba(ids: np.ndarray) -> np.ndarray:
-    """Distinct, stable colours per integer id (golden-ratio hue steps, HSV -> RGB)."""
-    return golden_hues(ids, offset=0.1, saturation=0.75)
+    """Distinct, stable colours per integer id (golden-ratio hue steps, HSV -> RGB), all
+    at full value: every one stands out on a black canvas."""
+    return golden_hues(ids, offset=_ID_HUE_OFFSET, saturation=_ID_SATURATION)
+
+
+def id_hues(ids: np.ndarray) -> np.ndarray:
+    """Per id, the value in [0, 1) that :func:`id_hue_colormap` maps to the id's colour of
+    :func:`categorical_rgba` (a Surface colours vertices through a colormap only)."""
+    keys = np.nan_to_num(np.asarray(ids, dtype=np.float64), nan=0.0)
+    return np.mod(keys * 0.618033988749895 + _ID_HUE_OFFSET, 1.0).astype(np.float32)
+
+
+def id_hue_colormap():
+    """The hue ring of :func:`categorical_rgba` as a 256-step colormap over [0, 1]: object
+    ids of a Surface drawn in the colours the other layers draw them in, the same whatever
+    ids a load holds (contrast limits 0 .. 1, no per-load range)."""
+    from napari.utils.colormaps import Colormap
+
+    n = 256
+    colours = golden_hues((np.arange(n) + 0.5) / n / 0.618033988749895, 0.0, _ID_SATURATION)
+    return Colormap(
+        colours,
+        controls=np.linspace(0.0, 1.0, n + 1),
+        interpolation="zero",
+        name=ID_HUE_COLORMAP,
+    )
 
 
 def edge_colour_kwargs(colour: DefaultColour) -> dict[str, Any]:
@@ -113,6 +147,18 @@ def _as_rgba(values: np.ndarray) -> np.ndarray:
     if rgba.shape[1] == 3:
         rgba = np.column_stack([rgba, np.ones(len(rgba), np.float32)])
     return np.clip(rgba, 0.0, 1.0)
+
+
+def lifted_viridis():
+    """:data:`LIFTED_VIRIDIS`, registered with napari (``ensure_colormap`` by its name then
+    finds it, and napari's layer controls list it)."""
+    from napari.utils.colormaps import AVAILABLE_COLORMAPS, Colormap, ensure_colormap
+
+    cmap = AVAILABLE_COLORMAPS.get(LIFTED_VIRIDIS)
+    if cmap is None:
+        colours = ensure_colormap("viridis").map(np.linspace(0.2, 1.0, 256))
+        cmap = ensure_colormap(Colormap(colours, name=LIFTED_VIRIDIS))
+    return cmap
 
 
 def direction_colormap():

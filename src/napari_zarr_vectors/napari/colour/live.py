@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_zarr_vectors.napari._napari_compat import colour_feature, unlink_tracks_colour
+from napari_zarr_vectors.napari.colour.defaults import LIFTED_VIRIDIS, lifted_viridis
 from napari_zarr_vectors.napari.colour.spec import (
     MISSING_COLOUR,
     ColourSpec,
@@ -154,7 +155,8 @@ def napari_colormap(spec: ColourSpec, codes: bool = False) -> tuple[Any, tuple[f
 
     if not spec.categorical:
         limits = spec.contrast_limits or (0.0, 1.0)
-        return ensure_colormap(spec.colormap), (float(limits[0]), float(limits[1]))
+        cmap = lifted_viridis() if spec.colormap == LIFTED_VIRIDIS else spec.colormap
+        return ensure_colormap(cmap), (float(limits[0]), float(limits[1]))
     n = len(spec.categories)
     keys = np.arange(n, dtype=np.float64) if codes else np.asarray(spec.categories, np.float64)
     order = np.argsort(keys, kind="stable")
@@ -163,6 +165,8 @@ def napari_colormap(spec: ColourSpec, codes: bool = False) -> tuple[Any, tuple[f
     controls = (bounds - lo) / (hi - lo)
     controls[0], controls[-1] = 0.0, 1.0
     colours = np.asarray(spec.colours, np.float32)[order] if n else np.array([MISSING_COLOUR])
+    if len(colours) == 1:  # vispy needs two colours: one category is two equal bins
+        colours, controls = np.repeat(colours, 2, axis=0), np.array([0.0, 0.5, 1.0])
     digest = hashlib.sha1(repr((spec.feature, spec.categories, spec.colours)).encode()).hexdigest()
     cmap = Colormap(
         colors=colours,

@@ -21,7 +21,6 @@ from napari_zarr_vectors.format.geometry import Geometry, GeometryType, flat_pat
 from napari_zarr_vectors.format.missing import take_by_id
 from napari_zarr_vectors.napari.colour.defaults import (
     DEFAULT_COLORMAP,
-    ID_COLORMAP,
     DefaultColour,
     default_colour_by,
     default_point_colour,
@@ -29,6 +28,8 @@ from napari_zarr_vectors.napari.colour.defaults import (
     direction_feature,
     edge_colour_kwargs,
     flat_colormap,
+    id_hue_colormap,
+    id_hues,
     n_unique,
 )
 from napari_zarr_vectors.napari.colour.spec import finite_range
@@ -38,6 +39,7 @@ from napari_zarr_vectors.napari.conventions import (
     GROUPS,
     META,
     META_FIELDS,
+    NO_TIME,
     OBJECT_ID,
     LayerMeta,
     split_channels,
@@ -305,12 +307,19 @@ def graph_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
         label=f"{kind} edges",
         geometry=geometry,
     )
-    # a skeleton's nodes sit on its edges, densely: drawn thinner than the edges so the
-    # edges stay visible; a graph's nodes are its subject, drawn at half the points' size
-    size = 0.5 * (
-        _line_width(info) if kind == GeometryType.SKELETON else _level_point_size(geometry, info)
+    # a skeleton's nodes sit on its edges, densely: beads a little wider than the edges, in
+    # the edges' colours (one per skeleton), so the skeleton reads as one object; a graph's
+    # nodes are its subject, drawn at half the points' size in their own colouring
+    skeleton = kind == GeometryType.SKELETON
+    size = 1.5 * _line_width(info) if skeleton else 0.5 * _level_point_size(geometry, info)
+    nodes = _points_layer(
+        geometry,
+        info,
+        role="nodes",
+        label=f"{kind} nodes",
+        size=size,
+        by_object=skeleton,
     )
-    nodes = _points_layer(geometry, info, role="nodes", label=f"{kind} nodes", size=size)
     return [edges, nodes]
 
 
@@ -329,22 +338,23 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     name = _first_scalar(features, _attribute_columns(geometry.vertex_attributes))
     if name is None and OBJECT_ID in features:
         name = OBJECT_ID
-    values = (
-        np.asarray(features[name], dtype=np.float32)
-        if name is not None
-        else np.zeros(geometry.vertex_count, np.float32)
-    )
+    if name is None:
+        values = np.zeros(geometry.vertex_count, np.float32)
+    elif name == OBJECT_ID:  # each object in its own bright colour, as on the other layers
+        values = id_hues(features[name])
+    else:
+        values = np.asarray(features[name], dtype=np.float32)
     if axis_reversal_is_mirror(len(info.space)) != placement_mirrors(info.affine, info.space):
         faces = faces[:, FLIP_WINDING]
     kwargs = _common_kwargs(info, "mesh", "mesh", geometry, extra={"colour_by": name})
     kwargs.update(
         features=features,
-        colormap=ID_COLORMAP if name == OBJECT_ID else DEFAULT_COLORMAP,
+        colormap=id_hue_colormap() if name == OBJECT_ID else DEFAULT_COLORMAP,
         shading="smooth",
         projection_mode=SLAB_PROJECTION,
     )
     if name is not None:
-        kwargs["contrast_limits"] = finite_range(values)
+        kwargs["contrast_limits"] = (0.0, 1.0) if name == OBJECT_ID else finite_range(values)
     return [((_layer_coords(geometry.positions, info), faces, values), kwargs, "surface")]
 
 
@@ -412,20 +422,34 @@ def _track_rows(track_ids: np.ndarray, coords: np.ndarray, info: StoreInfo) -> n
 
 
 def _points_layer(
-    geometry: Geometry, info: StoreInfo, *, role: str, label: str, size: float | None = None
+    geometry: Geometry,
+    info: StoreInfo,
+    *,
+    role: str,
+    label: str,
+    size: float | None = None,
+    by_object: bool = False,
 ) -> LayerData:
+    """Points of every vertex; ``by_object``: in the colours of their objects when there
+    are several (a skeleton's nodes, as its edges), else the points' default colouring."""
     rows = np.arange(geometry.vertex_count)
     features = _vertex_features(geometry, info, rows)
-    colour = default_point_colour(
-        geometry.vertex_attributes,
-        features,
-        _first_scalar(features, _attribute_columns(geometry.vertex_attributes)),
-    )
+    if by_object and OBJECT_ID in features and n_unique(features[OBJECT_ID]) > 1:
+        colour = default_colour_by(features, OBJECT_ID)
+    else:
+        colour = default_point_colour(
+            geometry.vertex_attributes,
+            features,
+            _first_scalar(features, _attribute_columns(geometry.vertex_attributes)),
+        )
     kwargs = _common_kwargs(info, role, label, geometry, extra={"colour_by": colour.source})
     kwargs.update(
         features=features,
         size=_level_point_size(geometry, info) if size is None else size,
+        # no border: napari's dim-grey border still rims each marker (its antialiasing),
+        # which greys out dense points in 2-D
         border_width=0.0,
+        border_color="transparent",
         projection_mode=SLAB_PROJECTION,
     )
     if colour.feature is not None:
@@ -794,7 +818,7 @@ def _units(info: StoreInfo) -> tuple[str, ...] | None:
 
 
 def _time_label(axes: Sequence[str]) -> str:
-    return "t" if "t" not in axes else "track_t"
+    return NO_TIME if NO_TIME not in axes else f"({NO_TIME})"
 
 
 def layer_name(info: StoreInfo, label: str) -> str:

@@ -19,8 +19,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from napari_zarr_vectors.napari._napari_compat import open_viewers
+from napari_zarr_vectors.napari._napari_compat import (
+    TRACKS_TIME_CONTROLS,
+    hide_layer_controls,
+    open_viewers,
+)
 from napari_zarr_vectors.napari.browse.hover import install as install_hover
+from napari_zarr_vectors.napari.conventions import NO_TIME
 from napari_zarr_vectors.napari.layerdata.build import META
 from napari_zarr_vectors.napari.lod.controller import ZVLayerController
 from napari_zarr_vectors.napari.lod.loader import Loader, ViewShare
@@ -127,8 +132,25 @@ def hook_viewer(viewer: Viewer) -> None:
         if v is not None:
             install_hover(event.value)
             _attach(v, event.value)
+            _hide_time_controls(v, event.value)
 
     viewer.layers.events.inserted.connect(on_inserted)
+
+
+def _hide_time_controls(viewer: Viewer, layer: Layer) -> None:
+    """A plugin Tracks layer of a store without time (every vertex at t = 0, on the
+    :data:`NO_TIME` axis) shows no tail, head, id, graph or *hide completed* controls: they
+    act on time. Done on the next event-loop turn, once napari made the layer's panel."""
+    labels = tuple(getattr(layer, "axis_labels", ()))
+    if type(layer).__name__ != "Tracks" or META not in layer.metadata or labels[:1] != (NO_TIME,):
+        return
+    v, lay = weakref.ref(viewer), weakref.ref(layer)
+
+    def hide() -> None:
+        if (v_ := v()) is not None and (lay_ := lay()) is not None:
+            hide_layer_controls(v_, lay_, TRACKS_TIME_CONTROLS)
+
+    next_turn(hide)
 
 
 def _attach(viewer: Viewer, layer: Layer) -> ZVLayerController | None:

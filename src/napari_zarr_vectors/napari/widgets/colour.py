@@ -27,6 +27,7 @@ from napari_zarr_vectors.napari.colour.bar import (
     object_counts,
     object_noun,
 )
+from napari_zarr_vectors.napari.colour.defaults import LIFTED_VIRIDIS, categorical_rgba
 from napari_zarr_vectors.napari.colour.live import (
     FALLBACK_COLOUR,
     apply_colour,
@@ -58,8 +59,19 @@ if TYPE_CHECKING:
 
 AUTO, CONTINUOUS = "auto", "continuous"
 
-#: Colormaps offered for continuous values.
-COLORMAPS = ("viridis", "magma", "plasma", "inferno", "turbo", "twilight", "gray", "hsv")
+#: Colormaps offered for continuous values (the first is the default: every value of it
+#: shows on napari's black canvas).
+COLORMAPS = (
+    LIFTED_VIRIDIS,
+    "viridis",
+    "magma",
+    "plasma",
+    "inferno",
+    "turbo",
+    "twilight",
+    "gray",
+    "hsv",
+)
 
 #: The legend lists at most this many categories.
 LEGEND_MAX = 40
@@ -141,8 +153,10 @@ class ColourByWidget(ZVBrowseWidget):
 
     def _show_default(self) -> None:
         """The layer's default colouring (stored colours, direction, one colour per object)
-        has no colormap or range to set: only the choice of attribute is shown."""
+        has no colormap or range to set: only the choice of attribute is shown, and for one
+        colour per object the legend of those colours."""
         self.mode.visible = self.colormap.visible = self.contrast.visible = False
+        self.legend.setText(default_legend_html(self.layer))
 
     def _fill_features(self) -> list[str]:
         """Offer the selected layer's colourable features, and the feature it is coloured by
@@ -396,6 +410,26 @@ def _rows_noun(layer: Layer) -> str:
 
 def _hex(rgba: Sequence[float]) -> str:
     return "#{:02x}{:02x}{:02x}".format(*(int(round(255 * c)) for c in rgba[:3]))
+
+
+def default_legend_html(layer: Layer | None) -> str:
+    """The legend of a default colouring by object id (:func:`categorical_rgba`): one
+    swatch per loaded object, labelled by its id; empty for other default colourings."""
+    meta = meta_of(layer) or {}
+    if meta.get("colour_by") != OBJECT_ID or OBJECT_ID not in layer.features:
+        return ""
+    ids = np.unique(layer.features[OBJECT_ID].to_numpy())
+    head = (
+        f"<b>object id</b> (default): each of the {len(ids):,} {object_noun(layer)} loaded "
+        "in its own colour"
+    )
+    rows = [
+        f"<span style='color:{_hex(rgba)}'>■</span> {int(i)}"
+        for i, rgba in zip(ids[:LEGEND_MAX], categorical_rgba(ids[:LEGEND_MAX]), strict=True)
+    ]
+    if len(ids) > LEGEND_MAX:
+        rows.append(f"… and {len(ids) - LEGEND_MAX:,} more")
+    return "<br>".join([head, *rows])
 
 
 def legend_html(

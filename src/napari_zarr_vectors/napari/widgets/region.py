@@ -42,6 +42,19 @@ MODES = {"box": "add_rectangle", "lasso": "add_polygon_lasso"}
 REGION_COLOUR = (1.0, 0.85, 0.2, 1.0)
 
 
+def _viewer_units(viewer: Viewer, layer: Layer | None) -> tuple | None:
+    """The units of every viewer axis for a layer as wide as the viewer: ``layer``'s own for
+    the axes it has, the viewer-wide layers' for those in front (a bounds box's hidden time
+    of a store whose data layers are 3-D)."""
+    if layer is None:
+        return None
+    ndim = viewer.dims.ndim
+    own = tuple(layer.units)[-ndim:]
+    wide = next((tuple(w.units) for w in viewer.layers if w.ndim == ndim), None)
+    lead = wide[: ndim - len(own)] if wide is not None else ("pixel",) * (ndim - len(own))
+    return lead + own
+
+
 class SelectionWidget(ZVBrowseWidget):
     """Dock widget: select objects by region; show only them, dim the rest, isolate,
     export."""
@@ -152,7 +165,7 @@ class SelectionWidget(ZVBrowseWidget):
             face_color=[(1.0, 0.85, 0.2, 0.08)],
             edge_width=0,
             # the store's units, so napari keeps drawing its layers in them
-            units=self.layer.units[-viewer.dims.ndim :] if self.layer is not None else None,
+            units=_viewer_units(viewer, self.layer),
             metadata={META: {"role": "region", "path": path, "name": self.store.name}},
         )
         add_layer(viewer, layer, select=True)
