@@ -6,11 +6,16 @@
 
 One command. The stores are written once by zarr-vectors 0.9.2 into ``benchmarks/.work/``
 (git-ignored) and reused while their parameters match; all in a 1000^3 box with 200^3 chunks
-(the zarr-vectors-tools paper benchmark's set-up), unsharded, uncompressed:
+(the zarr-vectors-tools paper benchmark's set-up), unsharded, uncompressed unless said:
 
 * ``points_ids``: N points in N/100 objects (blobs of sigma 10 around uniform centres), a
   float32 ``intensity``, bins 25^3 and the writer's own pyramid
   ``build_pyramid(factors=[(2, 1)] * 3)`` (so the coarsest level has one bin per chunk);
+* ``points_bins50``: the ``points_ids`` cloud with bins of 50^3, zstd-compressed, and the
+  writer's pyramid ``build_pyramid(factors=[(2, 1)] * 2)`` (the zarr-vectors-tools paper's
+  binned set-up);
+* ``points_default``: the ``points_ids`` cloud written with the writer's default layout (no
+  ``chunk_shape``, ``bin_shape`` or ``bounds``: one chunk holding every point);
 * ``points``: N uniform points, ``intensity``, no objects;
 * ``streamlines``: N/100 streamlines of 100 vertices in 24 bundles (bench_scale's
   tractogram), a per-object ``bundle``;
@@ -20,8 +25,9 @@ One command. The stores are written once by zarr-vectors 0.9.2 into ``benchmarks
 Reads (each opens the store afresh, as a script or a viewer opening a file does): the whole
 of level 0, a box of 1% and of 10% of the volume, the coarsest level, one object by id.
 Three readers per read, alternating inside every repeat (median of ``--repeats``), each
-timed read started from the same state (garbage collected, the C heap's free pages given
-back: :func:`_settle`):
+timed read preceded by a garbage collection and nothing else (:func:`_settle`: a user's
+process does not trim its heap between reads, so neither does the benchmark). Every reader
+reads the same arrays: positions, every vertex attribute and, for objects, the index:
 
 * ``ours``: ``open_store(p).read(level, bbox=..., object_ids=...)``;
 * ``0.9.2``: ``zv.open(p).level(level).select(bbox=..., objects=...).read()``;
@@ -29,7 +35,8 @@ back: :func:`_settle`):
   ``vertex_fragments``, every vertex attribute over the chunks of the box, plus
   ``object_index/*`` when the store has objects and ``links/0`` when it has links), without
   assembling any geometry: the per-chunk cells file by file through numcodecs' vlen-bytes
-  codec, the object index with zarr.
+  codec (after undoing the zstd compression where the store has it), the object index with
+  zarr.
 
 ``ours+derived`` (whole-level reads of stores with objects) also asks for the per-vertex
 object ids and path edges, which our reads derive only on first access.
@@ -76,8 +83,10 @@ BOXES = {  # centred boxes of 1% and 10% of the volume
     "box 1%": ((392.3, 392.3, 392.3), (607.7, 607.7, 607.7)),
     "box 10%": ((267.9, 267.9, 267.9), (732.1, 732.1, 732.1)),
 }
-ALL_STORES = ("points_ids", "points", "streamlines", "mesh", "skeleton")
-DEFAULT_STORES = ("points_ids", "points", "streamlines")
+ALL_STORES = (
+    "points_ids", "points_bins50", "points_default", "points", "streamlines", "mesh", "skeleton",
+)  # fmt: skip
+DEFAULT_STORES = ("points_ids", "points_bins50", "points_default", "points", "streamlines")
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,31 +99,52 @@ def _quiet():
 
 
 def _settle() -> None:
-    """Start a timed read from the same state whoever ran before: garbage collected and the
-    C heap's free pages given back (glibc's ``malloc_trim``), as in a fresh process. Without
-    it a read reuses the pages the previous reader left mapped: the floor, timed right after
-    0.9.2's read (~700 MB of heap left behind), ran ~35% faster than the same floor after
-    ours (10M streamlines: 107-120 ms against 162-167 ms)."""
-    from napari_zarr_vectors.format.memory import release_freed_memory
-
+    """What runs between two timed reads: a garbage collection, as in a user's process
+    between two calls (no heap trimming: a read that leaves the heap fragmented pays for it
+    in the next read, as it would for the user)."""
     gc.collect()
-    release_freed_memory()
+
+
+def _clustered_points(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """N points in N/100 objects (blobs of sigma 10 around uniform centres): positions,
+    object ids and a float32 ``intensity``."""
+    rng = np.random.default_rng(1)
+    n_obj = max(1, n // 100)
+    centres = rng.uniform(20, 980, (n_obj, 3))
+    oid = rng.integers(0, n_obj, n)
+    pos = np.clip(centres[oid] + rng.normal(0, 10, (n, 3)), 0, 999.9).astype(np.float32)
+    return pos, oid, rng.random(n).astype(np.float32)
 
 
 def write_points_ids(path: Path, n: int) -> None:
     from zarr_vectors.multiresolution.coarsen import build_pyramid
     from zarr_vectors.types.points import write_points
 
-    rng = np.random.default_rng(1)
-    n_obj = max(1, n // 100)
-    centres = rng.uniform(20, 980, (n_obj, 3))
-    oid = rng.integers(0, n_obj, n)
-    pos = np.clip(centres[oid] + rng.normal(0, 10, (n, 3)), 0, 999.9).astype(np.float32)
+    pos, oid, intensity = _clustered_points(n)
     write_points(
         str(path), pos, chunk_shape=(CHUNK,) * 3, bin_shape=(25.0,) * 3, bounds=BOUNDS,
-        vertex_attributes={"intensity": rng.random(n).astype(np.float32)}, object_ids=oid,
+        vertex_attributes={"intensity": intensity}, object_ids=oid,
     )  # fmt: skip
     build_pyramid(str(path), factors=[(2.0, 1.0)] * 3)
+
+
+def write_points_bins50(path: Path, n: int) -> None:
+    from zarr_vectors.multiresolution.coarsen import build_pyramid
+    from zarr_vectors.types.points import write_points
+
+    pos, oid, intensity = _clustered_points(n)
+    write_points(
+        str(path), pos, chunk_shape=(CHUNK,) * 3, bin_shape=(50.0,) * 3, bounds=BOUNDS,
+        vertex_attributes={"intensity": intensity}, object_ids=oid, compressor="zstd",
+    )  # fmt: skip
+    build_pyramid(str(path), factors=[(2.0, 1.0)] * 2)
+
+
+def write_points_default(path: Path, n: int) -> None:
+    from zarr_vectors.types.points import write_points
+
+    pos, oid, intensity = _clustered_points(n)
+    write_points(str(path), pos, vertex_attributes={"intensity": intensity}, object_ids=oid)
 
 
 def write_points_plain(path: Path, n: int) -> None:
@@ -190,6 +220,8 @@ def write_skeleton(path: Path, n: int) -> None:
 
 WRITERS = {
     "points_ids": write_points_ids,
+    "points_bins50": write_points_bins50,
+    "points_default": write_points_default,
     "points": write_points_plain,
     "streamlines": write_streamlines,
     "mesh": write_mesh,
@@ -224,7 +256,7 @@ def reads_of(
 ) -> list[tuple[str, int, tuple | None, list | None]]:
     """``(name, level, bbox, object ids)`` of every read timed on a store of ``kind``."""
     reads = [("whole level 0", 0, None, None)]
-    if kind in ("points_ids", "points", "streamlines"):
+    if kind in ("points_ids", "points_bins50", "points", "streamlines"):  # 200^3 chunks
         reads += [(name, 0, box, None) for name, box in BOXES.items()]
     if n_levels > 1:
         reads.append(("coarsest level", n_levels - 1, None, None))
@@ -295,8 +327,10 @@ def floor(path: str, level: int, bbox, ids, links: bool = False) -> list[np.ndar
             held.append(values)
             continue
         meta = json.loads((array_dir / "zarr.json").read_text())
-        if [c["name"] for c in meta["codecs"]] != ["vlen-bytes"]:
-            raise SystemExit(f"floor: {name} is not a plain vlen-bytes array")
+        names = [c["name"] for c in meta["codecs"]]
+        if names[0] != "vlen-bytes" or not set(names[1:]) <= {"zstd"}:
+            raise SystemExit(f"floor: {name} is not a vlen-bytes array (zstd at most)")
+        compressors = [numcodecs.Zstd(**c.get("configuration", {})) for c in meta["codecs"][1:]]
         files = [f for f in (array_dir / "c").rglob("*") if f.is_file()]
         if bbox is not None:  # the chunks the box touches (every level: 200^3 chunks)
             lo = np.floor(np.asarray(bbox[0]) / CHUNK).astype(int)
@@ -307,7 +341,10 @@ def floor(path: str, level: int, bbox, ids, links: bool = False) -> list[np.ndar
                 if np.all(k[: len(lo)] >= lo) and np.all(k[: len(lo)] <= hi)
             ]  # fmt: skip
         for f in files:
-            for blob in vlen.decode(f.read_bytes()):
+            data = f.read_bytes()
+            for codec in reversed(compressors):
+                data = codec.decode(data)
+            for blob in vlen.decode(data):
                 held.append(np.frombuffer(blob, np.uint8))
     return held
 
@@ -341,7 +378,7 @@ def same_result(kind: str, a, b, bbox, whole=None) -> str:
         ka, kb = np.ones(len(pa), bool), np.ones(len(pb), bool)
     ia = a.vertex_object_ids
     ib = None if b.object_ids is None else np.asarray(b.object_ids)
-    if kind == "points_ids" and ia is not None and ib is not None:
+    if kind.startswith("points_") and ia is not None and ib is not None:
         same = np.array_equal(_sorted_rows(pa[ka], ia[ka]), _sorted_rows(pb[kb], ib[kb]))
     else:
         same = np.array_equal(_sorted_rows(pa[ka]), _sorted_rows(pb[kb]))
@@ -477,12 +514,17 @@ def run_child(*args: str) -> dict:
 RSS_READERS = ("ours", "ours+derived", "0.9.2", "floor")
 LABELS = {
     "points_ids": "{n} points with object ids",
+    "points_bins50": "{n} points with object ids, 50^3 bins, zstd",
+    "points_default": "{n} points with object ids, writer's default layout",
     "points": "{n} points, no objects",
     "streamlines": "{n} streamline vertices ({o})",
     "mesh": "{n} mesh vertices ({o} meshes)",
     "skeleton": "{n} skeleton nodes ({o})",
 }
-PER_OBJECT = {"points_ids": 100, "points": 1, "streamlines": 100, "mesh": 2500, "skeleton": 1000}
+PER_OBJECT = {
+    "points_ids": 100, "points_bins50": 100, "points_default": 100, "points": 1,
+    "streamlines": 100, "mesh": 2500, "skeleton": 1000,
+}  # fmt: skip
 
 
 def _short(n: int) -> str:

@@ -77,25 +77,26 @@ _EXTREME_BLOCK = 256
 def column_extremes(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(min, max)`` of every column of the ``(N, ndim)`` rows (``N > 0``; float64; NaN
     when a column holds one), reducing blocks of :data:`_EXTREME_BLOCK` rows as one long
-    row: about twice as fast as one strided column at a time, and ~30x ``min(axis=0)``."""
+    row (~30x ``min(axis=0)``, which walks one strided column at a time). The rows past the
+    last whole block are taken as one more block ending at the last row (it overlaps the
+    one before: the extremes do not change), and both sides are folded to ``ndim`` values
+    in one reduction: a chunk of 8,000 rows costs about a third less than with a reduction
+    per side and per leftover column."""
     n, ndim = positions.shape
-    if n < _EXTREME_BLOCK:  # a few rows: one reduction per side
+    if n < _EXTREME_BLOCK or not positions.flags.c_contiguous:  # one reduction per side
         return positions.min(axis=0).astype(np.float64), positions.max(axis=0).astype(np.float64)
     full = n - n % _EXTREME_BLOCK
-    parts_lo, parts_hi = [], []
-    if full and positions.flags.c_contiguous:
-        block = positions[:full].reshape(-1, ndim * _EXTREME_BLOCK)
-        parts_lo.append(block.min(axis=0).reshape(-1, ndim).min(axis=0))
-        parts_hi.append(block.max(axis=0).reshape(-1, ndim).max(axis=0))
-        rest = positions[full:]
-    else:
-        rest = positions
-    if len(rest):
-        parts_lo.append(np.array([rest[:, k].min() for k in range(ndim)]))
-        parts_hi.append(np.array([rest[:, k].max() for k in range(ndim)]))
-    lo = np.asarray(parts_lo, np.float64).min(axis=0)
-    hi = np.asarray(parts_hi, np.float64).max(axis=0)
-    return lo, hi
+    block = positions[:full].reshape(-1, ndim * _EXTREME_BLOCK)
+    low = np.minimum.reduce(block, axis=0)
+    high = np.maximum.reduce(block, axis=0)
+    if full < n:
+        tail = positions[n - _EXTREME_BLOCK :].reshape(-1)
+        np.minimum(low, tail, out=low)
+        np.maximum(high, tail, out=high)
+    np.negative(high, out=high)  # both sides as minima: one reduction folds them
+    both = np.minimum.reduce(np.stack([low, high]).reshape(2, _EXTREME_BLOCK, ndim), axis=1)
+    both = both.astype(np.float64)
+    return both[0], -both[1]
 
 
 def bbox_chunk_range(
