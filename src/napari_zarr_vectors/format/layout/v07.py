@@ -430,7 +430,10 @@ class V07Layout(Layout):
 
     def read_object_attributes(self, level: int) -> dict[str, ObjectAttribute]:
         out: dict[str, ObjectAttribute] = {}
-        for name in self.list_attributes(level, "object"):
+        names = self.list_attributes(level, "object")
+        # the level's object count, for attributes whose zarr.json lost its shape
+        rows = (self._attrs(f"{level}/object_index") or {}).get("num_objects") if names else None
+        for name in names:
             prefix = f"{level}/object_attributes/{name}"
             meta = self._attrs(prefix) or {}
             data, mask = self._blobs([f"{prefix}/data", f"{prefix}/present_mask"])
@@ -447,7 +450,6 @@ class V07Layout(Layout):
                 continue
             if self.attribute_dtype(level, "object", name, array, "float64") is None:
                 continue
-            rows = (self._attrs(f"{level}/object_index") or {}).get("num_objects")
             values = self._shaped(data, meta, level, array, rows)
             present = None
             if mask is not None:
