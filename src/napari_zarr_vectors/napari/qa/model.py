@@ -29,7 +29,9 @@ one per event-loop turn. An action that would read most of a store asks first th
 from __future__ import annotations
 
 import weakref
+import webbrowser
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -88,12 +90,20 @@ from napari_zarr_vectors.napari.qa.overlays import (
     overlay_info,
     side_by_side_job,
 )
+from napari_zarr_vectors.napari.qa.whole_store import (
+    add_density_layer,
+    default_voxel,
+    density_job,
+    density_layer_kwargs,
+    report_job,
+)
 
 if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.viewer import Viewer
 
     from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.jobs import DensityMap
     from napari_zarr_vectors.napari.browse.targets import StaticTarget
     from napari_zarr_vectors.napari.lod.controller import ZVLayerController
 
@@ -131,6 +141,10 @@ def store_layer(viewer: Viewer, layer: Layer | None = None) -> Layer | None:
     data = [lyr for lyr in viewer.layers if is_data_layer(lyr)]
     with_controller = [lyr for lyr in data if controller_of(lyr) is not None]
     return next(iter(with_controller + data), None)
+
+
+def _open_in_browser(path: Path) -> object:
+    return webbrowser.open(Path(path).resolve().as_uri())
 
 
 def answer_yes(text: str) -> bool:
@@ -191,6 +205,12 @@ class PyramidQA:
         self.chunk_key: list[int] | None = None
         self.object_ids: list[int] = []
         self.links_layer: Layer | None = None
+        # whole store
+        #: ``(path, verdict)`` of the last whole-store report written
+        self.report: tuple[Path, str] | None = None
+        #: opens a written report (the browser; scripts and tests may replace it)
+        self.open_report: Callable[[Path], object] = _open_in_browser
+        self.density_layer: Layer | None = None
         self._connect()
 
     # ------------------------------------------------------------------ wiring
@@ -208,6 +228,8 @@ class PyramidQA:
         for kept in (self.side_layers, self.dropped_layers, self._grid_hidden):
             if layer in kept:
                 kept.remove(layer)
+        if layer is not None and layer is self.density_layer:
+            self.density_layer = None
         if self._grid_hidden and not self.side_layers:
             # the last side-by-side level went: no cell left, show the rest again
             self._apply_grid(False)
@@ -879,3 +901,48 @@ class PyramidQA:
 
         args = (store, owner, delta, ids, bbox, self.layer_budget(), scope)
         return self._run("links", links_job, args, apply)
+
+    # ------------------------------------------------------------------ whole store
+    def whole_store_report(self, target: str | Path) -> QATask | None:
+        """Check every level of the store (the command line's ``qa`` job, chunk blocks on
+        dask's threaded scheduler: it reads the whole store, without asking) and write the HTML report to ``target``; once written it
+        is opened with :attr:`open_report` and :attr:`report` holds ``(path, verdict)``."""
+        if self.store is None:
+            return None
+
+        def written(result: tuple[Path, str] | None) -> object:
+            if result is None:
+                return None
+            self.report = result
+            path, verdict = result
+            self.say(f"whole-store report: {verdict}; written to {path}")
+            self.open_report(path)
+            return result
+
+        return self._run("whole-store report", report_job, (self.store, str(target)), written)
+
+    def density_map(self, voxel: float | None = None, level: int | None = None) -> QATask | None:
+        """Count the objects (or, without objects, the vertices) of ``level`` (default:
+        level 0) in every voxel of ``voxel`` world units (default: :func:`.default_voxel`)
+        over the whole store, and add the image as an Image layer under the store's layers,
+        in their placement (:attr:`density_layer`)."""
+        store = self.store
+        if store is None:
+            return None
+        voxel = default_voxel(store) if voxel is None else float(voxel)
+        level = self.levels[0] if level is None else int(level)
+
+        def add(density: DensityMap) -> object:
+            old, self.density_layer = self.density_layer, None
+            remove_layers(self.viewer, [old])
+            kwargs = density_layer_kwargs(store, density)
+            self.density_layer = add_density_layer(self.viewer, list(self.target.layers), kwargs)
+            top = int(density.image.max(initial=0))
+            self.say(
+                f"density map of level {density.level}: {density.count} per voxel of "
+                f"{voxel:g}, at most {top:,}"
+                + (f"; {len(density.failures)} chunk(s) unread" if density.failures else "")
+            )
+            return self.density_layer
+
+        return self._run("density map", density_job, (store, voxel, level), add)

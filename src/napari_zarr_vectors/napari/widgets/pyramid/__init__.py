@@ -10,9 +10,8 @@ Module map of Pyramid QA (four places say "pyramid"):
   (tasks and store reads on the worker thread), :mod:`~..qa.overlays` (layer data and the
   jobs that build it), :mod:`~..qa.outlines` (the live chunk and bin outlines);
 * this package -- the dock widget (its sections in a vertical scroll area), one section per
-  group box (:mod:`.levels`,
-  :mod:`.dropped`, :mod:`.side_by_side`, :mod:`.outlines`, :mod:`.links`); the layer menu's
-  actions are in :mod:`..actions`.
+  group box (:mod:`.levels`, :mod:`.dropped`, :mod:`.side_by_side`, :mod:`.outlines`,
+  :mod:`.links`, :mod:`.whole_store`); the layer menu's actions are in :mod:`..actions`.
 
 The widget follows the layer selection like every browse widget
 (:class:`.._browse_base.ZVBrowseWidget`) and shows the model of the selected store
@@ -51,6 +50,7 @@ from napari_zarr_vectors.napari.widgets.pyramid.links import LinksSection
 from napari_zarr_vectors.napari.widgets.pyramid.outlines import OutlineSection
 from napari_zarr_vectors.napari.widgets.pyramid.section import fixed_lines
 from napari_zarr_vectors.napari.widgets.pyramid.side_by_side import SideBySideSection
+from napari_zarr_vectors.napari.widgets.pyramid.whole_store import WholeStoreSection
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -72,7 +72,7 @@ FIXED_LEVEL = (
 
 class PyramidQAWidget(ZVBrowseWidget):
     """Dock widget: level lock, level statistics, dropped objects, side-by-side levels, chunk
-    and bin outlines, cross-level links (see the module docstring). :attr:`model` is the
+    and bin outlines, cross-level links, whole-store jobs (see the module docstring). :attr:`model` is the
     :class:`~..qa.model.PyramidQA` shown (``None``: no store)."""
 
     def __init__(self, napari_viewer: Viewer, parent: QWidget | None = None) -> None:
@@ -91,6 +91,7 @@ class PyramidQAWidget(ZVBrowseWidget):
         self.side_box = SideBySideSection()
         self.outline_box = OutlineSection()
         self.links_box = LinksSection()
+        self.whole_box = WholeStoreSection()
         self.sections = (
             self.level_box,
             self.stats_box,
@@ -98,6 +99,7 @@ class PyramidQAWidget(ZVBrowseWidget):
             self.side_box,
             self.outline_box,
             self.links_box,
+            self.whole_box,
         )
         root.addWidget(self._scrolled(self.sections), 1)
         root.addLayout(self._progress_row())
