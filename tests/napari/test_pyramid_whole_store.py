@@ -140,6 +140,9 @@ def test_density_map_of_a_placed_store_lies_on_its_streamlines(qa_of, qtbot, tmp
     voxels = np.floor(layer.world_to_data(truth[:, order]) + 0.5).astype(int)  # (voxel centres)
     assert np.all((voxels >= 0) & (voxels < layer.data.shape))
     assert np.all(layer.data[tuple(voxels.T)] > 0)
+    # in the layers' units (napari renders layers of mixed units without any)
+    assert tuple(layer.units) == tuple(controller.layers[0].units)[-3:]
+    assert str(layer.units[0]) == "millimeter"
     # the image spans the layers' world box (to within a voxel)
     lo, hi = (np.asarray(b) for b in controller.layers[0].extent.world)
     ilo, ihi = (np.asarray(b) for b in layer.extent.world)

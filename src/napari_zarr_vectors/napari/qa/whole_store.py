@@ -137,12 +137,14 @@ def density_layer_kwargs(store: Store, density: DensityMap) -> dict[str, Any]:
 
 
 def add_density_layer(viewer: Viewer, layers: list[Layer], kwargs: dict[str, Any]) -> Image:
-    """The density image added under the lowest of the store's ``layers`` (units copied
-    from them: napari warns about layers of mixed units)."""
-    image = viewer.add_image(**kwargs)
+    """The density image added under the lowest of the store's ``layers``, with the units
+    of their space axes (the last ones: a Tracks layer adds a time axis in front; napari
+    warns about layers of mixed units and then renders without any)."""
+    ndim = kwargs["data"].ndim
     units = next((getattr(lyr, "units", None) for lyr in layers if lyr in viewer.layers), None)
-    if units is not None and len(units) == image.ndim:
-        image.units = units
+    if units is not None and len(units) >= ndim:  # given to add_image: it warns at once
+        kwargs = {**kwargs, "units": tuple(units)[-ndim:]}
+    image = viewer.add_image(**kwargs)
     below = [viewer.layers.index(lyr) for lyr in layers if lyr in viewer.layers]
     if below:
         viewer.layers.move(viewer.layers.index(image), min(below))
