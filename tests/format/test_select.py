@@ -118,6 +118,26 @@ def test_boxes_met() -> None:
 
 
 @pytest.mark.parametrize(
+    "region",
+    [Box([0, 0, 0], [1, 2, 1]), Sphere([0, 1, 0], 0.7), Plane([0, 0, 0.5], [1, 1, 0.3], 0.2)],
+)
+def test_box_codes_prune_only_segments_that_miss(region) -> None:
+    """Two boxes sharing a code bit: no segment from a point of one to a point of the other
+    meets the region (what prunes the cross-chunk segments of a selection); and the codes
+    prune many of the pairs that miss."""
+    rng = np.random.default_rng(5)
+    lo_a, lo_b = rng.uniform(-3, 3, (2, 4000, 3))
+    hi_a, hi_b = lo_a + rng.uniform(0, 1.5, (4000, 3)), lo_b + rng.uniform(0, 1.5, (4000, 3))
+    pruned = (region.box_codes(lo_a, hi_a) & region.box_codes(lo_b, hi_b)) != 0
+    for _ in range(20):  # segments between random points of the two boxes
+        a = lo_a + rng.random((4000, 3)) * (hi_a - lo_a)
+        b = lo_b + rng.random((4000, 3)) * (hi_b - lo_b)
+        assert not np.any(region.meets_segments(a, b) & pruned)
+    missing = ~region.meets_boxes(np.minimum(lo_a, lo_b), np.maximum(hi_a, hi_b))
+    assert pruned.sum() > 0.5 * missing.sum()
+
+
+@pytest.mark.parametrize(
     ("make", "message"),
     [
         (lambda: Box([0, 0], [1]), "differ"),

@@ -90,6 +90,14 @@ class Region:
             code |= (col > np.float64(hi[k])).view(np.uint8).astype(np.uint32) << (2 * k + 1)
         return code
 
+    def box_codes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """``(K,)`` uint32 codes of the closed boxes ``[lo, hi]``, as :meth:`outcodes` of
+        points: a bit per side the **whole** box lies beyond. Two boxes sharing a bit lie in
+        one half-space outside the region: no segment from a point of one to a point of the
+        other meets it."""
+        below = np.uint32(sum(1 << (2 * k) for k in range(self.ndim)))
+        return (self.outcodes(hi) & below) | (self.outcodes(lo) & ~below)
+
     def check_ndim(self, ndim: int, store: str) -> None:
         """Raise ``ValueError`` when the region does not have ``ndim`` coordinates."""
         if self.ndim != ndim:
@@ -224,6 +232,15 @@ class Plane(Region):
         side = self._side(points)
         half = self.thickness / 2
         return (side < -half).astype(np.uint32) | ((side > half).astype(np.uint32) << 1)
+
+    def box_codes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """``1`` for a box wholly below the slab, ``2`` above it, ``0`` when it meets it."""
+        lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
+        side = self._side((lo + hi) / 2)
+        reach = (hi - lo) / 2 @ np.abs(self._unit)
+        half = self.thickness / 2
+        below = (side + reach < -half).astype(np.uint32)
+        return below | ((side - reach > half).astype(np.uint32) << 1)
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         return np.abs(self._side(points)) <= self.thickness / 2

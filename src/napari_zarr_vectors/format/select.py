@@ -246,7 +246,8 @@ class _Plan:
     def _read(self, cells: np.ndarray, cancel: Event | None) -> Geometry:
         """The level's geometry in the chunks of ``cells`` (rows of :attr:`cells`): the
         chunks alone, no object ids (their selection costs more than the test of the other
-        objects' parts, whose hits are real too and are dropped by the caller)."""
+        objects' parts, whose hits are real too and are dropped by the caller; a read of a
+        few objects' ids among many took 4x the chunks' read)."""
         return self.store.read(
             self.level,
             chunks=self.cells[cells],
@@ -269,7 +270,12 @@ class _Plan:
         cand = _any_per_row(reach, index)
         same = self.entry_row[:-1] == self.entry_row[1:]  # entry e and e + 1: one object
         ca, cb = cell_of[:-1], cell_of[1:]
-        skip = np.flatnonzero(same & (ca != cb) & ~reach[:-1] & ~reach[1:])
+        # a segment between two chunks, neither meeting the region, both beyond one side
+        # of it: the box around them misses it (the codes leave few boxes to test)
+        code = region.box_codes(lo, hi)[cell_of]
+        skip = np.flatnonzero(
+            same & (ca != cb) & ~reach[:-1] & ~reach[1:] & ((code[:-1] & code[1:]) == 0)
+        )
         span = region.meets_boxes(
             np.minimum(lo[ca[skip]], lo[cb[skip]]), np.maximum(hi[ca[skip]], hi[cb[skip]])
         )
@@ -294,7 +300,10 @@ class _Plan:
         more = np.union1d(first_cells, far_cells)
         geom = self._read(more, cancel)
         pos = self.positions(region, geom)
-        return hit | (undecided & np.isin(index.ids, self._hits(region, geom, pos)))
+        # only the undecided objects' paths are tested: the first read decided nearly every
+        # candidate (a 1% box of a 200k-streamline tractogram: 48 of 34,488 objects are left)
+        hits = self._hits(region, geom, pos, keep=index.ids[undecided])
+        return hit | (undecided & np.isin(index.ids, hits))
 
     def _far_cells(
         self,
@@ -351,21 +360,27 @@ class _Plan:
         last[has] = reach[index.offsets[1:][has] - 1]
         return first, last
 
-    def _hits(self, region: Region, geom: Geometry, pos: np.ndarray) -> np.ndarray:
+    def _hits(
+        self, region: Region, geom: Geometry, pos: np.ndarray, keep: np.ndarray | None = None
+    ) -> np.ndarray:
         """Object ids of the read ``geom`` (positions ``pos`` in the region's space) that
         meet ``region``: a vertex inside, or (``"crosses"`` of paths and graphs) a segment.
-        The vertices' :meth:`~.regions.Region.outcodes` leave few for the exact tests."""
+        The vertices' :meth:`~.regions.Region.outcodes` leave few for the exact tests.
+        ``keep`` (paths only): test only the paths of these objects."""
         if not len(pos):
             return np.empty(0, np.int64)
-        code = region.outcodes(pos)
         segments = self.test == "crosses" and self.kind in (*PATH_TYPES, *GRAPH_TYPES)
         if self.kind in PATH_TYPES:  # along the paths' rows: no edges, no per-vertex ids
             flat = np.asarray(geom.paths.flat, np.int64)
             offsets = np.asarray(geom.paths.offsets)
-            cf = code[flat]
+            path_ids = np.asarray(geom.path_object_ids, np.int64)
+            if keep is not None:
+                flat, offsets, path_ids = _some_paths(flat, offsets, path_ids, keep)
+            p = pos[flat]  # the paths' rows in order
+            cf = region.outcodes(p)
             inside = np.zeros(flat.size, bool)
             at = np.flatnonzero(cf == 0)
-            inside[at] = region.contains(pos[flat[at]])
+            inside[at] = region.contains(p[at])
             hits = [np.flatnonzero(inside)]
             if segments and flat.size > 1:
                 # pairs of one path, neither end inside, not both beyond one side
@@ -373,14 +388,14 @@ class _Plan:
                 starts = np.zeros(flat.size, bool)
                 starts[offsets[1:-1]] = True
                 k = k[~starts[k + 1]]
-                hits.append(k[region.meets_segments(pos[flat[k]], pos[flat[k + 1]])])
+                hits.append(k[region.meets_segments(p[k], p[k + 1])])
             found = np.concatenate(hits)
-            path = np.searchsorted(offsets, found, side="right") - 1
-            ids = np.asarray(geom.path_object_ids, np.int64)[path]
+            ids = path_ids[np.searchsorted(offsets, found, side="right") - 1]
         else:
             vid = geom.vertex_object_ids
             if vid is None:
                 return np.empty(0, np.int64)
+            code = region.outcodes(pos)
             at = np.flatnonzero(code == 0)
             parts = [vid[at[region.contains(pos[at])]]]
             edges = np.asarray(geom.edges, np.int64) if segments else np.empty((0, 2), np.int64)
@@ -422,3 +437,16 @@ def _any_per_row(flags: np.ndarray, index: ObjectIndex) -> np.ndarray:
     """Per object row of the index: whether any of its entries is flagged."""
     counts = np.bincount(index.entry_rows[flags], minlength=index.num_objects)
     return counts > 0
+
+
+def _some_paths(
+    flat: np.ndarray, offsets: np.ndarray, path_ids: np.ndarray, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The paths (rows ``flat``, ``offsets``, one object id each) of the objects ``keep``."""
+    chosen = np.isin(path_ids, keep)
+    lengths = np.diff(offsets)[chosen]
+    new_offsets = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    shift = np.repeat(offsets[:-1][chosen] - new_offsets[:-1], lengths)
+    rows = flat[np.arange(int(new_offsets[-1])) + shift]
+    return rows, new_offsets, path_ids[chosen]
