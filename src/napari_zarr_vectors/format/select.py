@@ -35,8 +35,10 @@ import numpy as np
 
 from .cache import ChunkCache
 from .chunks import ChunkTable, unique_rows
+from .decode.fragments import FragmentIndex
 from .errors import ZVCancelledError, ZVError
 from .geometry import GRAPH_TYPES, PATH_TYPES, Geometry
+from .loading import load_chunks
 from .objects import ObjectIndex
 from .regions import Region
 
@@ -287,23 +289,94 @@ class _Plan:
         hit = np.zeros(index.num_objects, bool)
         loaded = reach & cand[self.entry_row]
         first_cells = np.unique(cell_of[loaded])
-        far: list[np.ndarray] = [cell_of[skip], cell_of[skip + 1]]
+        geom = pos = None
         if first_cells.size:
             geom = self._read(first_cells, cancel)
             pos = self.positions(region, geom)
             hit = cand & np.isin(index.ids, self._hits(region, geom, pos))
-            far.append(self._far_cells(region, geom, pos, first_cells, same, hit | ~cand))
         undecided = cand & ~hit
-        far_cells = np.unique(np.concatenate(far))
-        if not undecided.any() or far_cells.size == 0:
+        if not undecided.any():
             return hit
-        more = np.union1d(first_cells, far_cells)
-        geom = self._read(more, cancel)
+        if getattr(self.store, "layout", None) is not None:
+            found = self._transition_hits(region, undecided, first_cells, same, cancel)
+            return hit | (undecided & np.isin(index.ids, found))
+        # (a store without chunk access of its own: the far chunks read whole)
+        far: list[np.ndarray] = [cell_of[skip], cell_of[skip + 1]]
+        if geom is not None and pos is not None:
+            far.append(self._far_cells(region, geom, pos, first_cells, same, hit | ~cand))
+        far_cells = np.unique(np.concatenate(far))
+        if far_cells.size == 0:
+            return hit
+        geom = self._read(np.union1d(first_cells, far_cells), cancel)
         pos = self.positions(region, geom)
         # only the undecided objects' paths are tested: the first read decided nearly every
         # candidate (a 1% box of a 200k-streamline tractogram: 48 of 34,488 objects are left)
         hits = self._hits(region, geom, pos, keep=index.ids[undecided])
         return hit | (undecided & np.isin(index.ids, hits))
+
+    def _transition_hits(
+        self,
+        region: Region,
+        undecided: np.ndarray,
+        first_cells: np.ndarray,
+        same: np.ndarray,
+        cancel: Event | None,
+    ) -> np.ndarray:
+        """Ids of the ``undecided`` objects (by row) whose segment from one manifest entry
+        to the next, in another chunk, meets ``region``, among the segments the first read
+        did not hold (not both chunks among ``first_cells``). A chunk whose cell misses the
+        region holds no part of a path that meets it but these segments, so only the end
+        vertices of the fragments they join are read (their chunks decoded, through the
+        plan's cache), not the paths."""
+        cell_of, entry_row = self.cell_of_entry, self.entry_row
+        in_first = np.zeros(len(self.cells), bool)
+        in_first[first_cells] = True
+        lo, hi = self.boxes(region)
+        code = region.box_codes(lo, hi)[cell_of]
+        ca, cb = cell_of[:-1], cell_of[1:]
+        e = np.flatnonzero(
+            same
+            & (ca != cb)
+            & undecided[entry_row[:-1]]
+            & ~(in_first[ca] & in_first[cb])
+            & ((code[:-1] & code[1:]) == 0)
+        )
+        span_lo = np.minimum(lo[ca[e]], lo[cb[e]])
+        e = e[region.meets_boxes(span_lo, np.maximum(hi[ca[e]], hi[cb[e]]))]
+        if e.size == 0:
+            return np.empty(0, np.int64)
+        a, b = self._fragment_ends(np.concatenate([e, e + 1]), e.size, cancel)
+        if region.space != "store" and not self.store.placement.is_identity:
+            a, b = self.store.placement.apply(a), self.store.placement.apply(b)
+        known = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)  # (NaN: not read)
+        met = np.zeros(e.size, bool)
+        met[known] = region.meets_segments(a[known], b[known])
+        return np.unique(self.index.ids[entry_row[e[met]]])
+
+    def _fragment_ends(
+        self, entries: np.ndarray, n_last: int, cancel: Event | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The last vertex of the fragments of ``entries[:n_last]`` and the first of the
+        others' (``(n, ndim)`` float64, NaN where the chunk or fragment could not be read)."""
+        if cancel is not None and cancel.is_set():
+            raise ZVCancelledError(f"{self.store.path}: selection cancelled")
+        cell_of = self.cell_of_entry
+        cells = self.cells[np.unique(cell_of[entries])]
+        loaded = load_chunks(self.store.layout, self.level, cells, [], cache=self.cache)
+        out = np.full((entries.size, self.store.ndim), np.nan)
+        if loaded:
+            which = ChunkTable(np.stack([c.coords for c in loaded])).index_of(
+                self.cells[cell_of[entries]]
+            )
+            last = np.arange(entries.size) < n_last
+            order = np.argsort(which, kind="stable")
+            bounds = np.searchsorted(which[order], np.arange(len(loaded) + 1))
+            for k, chunk in enumerate(loaded):  # a chunk at a time (a few dozen), vectorised
+                at = order[bounds[k] : bounds[k + 1]]
+                rows = _end_rows(chunk.fragments, self.index.frags[entries[at]], last[at])
+                good = (rows >= 0) & (rows < chunk.n_rows)
+                out[at[good]] = chunk.positions[rows[good]]
+        return out[:n_last], out[n_last:]
 
     def _far_cells(
         self,
@@ -450,3 +523,23 @@ def _some_paths(
     shift = np.repeat(offsets[:-1][chosen] - new_offsets[:-1], lengths)
     rows = flat[np.arange(int(new_offsets[-1])) + shift]
     return rows, new_offsets, path_ids[chosen]
+
+
+def _end_rows(fi: FragmentIndex, frags: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """The row (in its chunk) of the last vertex of each fragment ``frags`` where ``last``,
+    else of its first; ``-1`` for an empty fragment or a number the index does not hold."""
+    frags = np.asarray(frags, np.int64)
+    rows = np.full(frags.size, -1, np.int64)
+    ok = np.flatnonzero((frags >= 0) & (frags < fi.num_fragments))
+    f = frags[ok]
+    ranged = fi.is_range[f]
+    start, count = fi.start[f].astype(np.int64), fi.count[f].astype(np.int64)
+    filled = ranged & (count > 0)
+    rows[ok[filled]] = np.where(last[ok], start + count - 1, start)[filled]
+    listed = ok[~ranged]
+    if listed.size and fi.explicit_rows.size:
+        e = fi.explicit_number[frags[listed]]
+        lo, hi = fi.explicit_offsets[e], fi.explicit_offsets[e + 1]
+        full = hi > lo
+        rows[listed[full]] = fi.explicit_rows[np.where(last[listed], hi - 1, lo)[full]]
+    return rows
