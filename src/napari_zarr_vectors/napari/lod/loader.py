@@ -263,8 +263,9 @@ class Loader:
 
     @property
     def placement(self) -> Placement:
-        """Where the store's layers put its coordinates (read as the store shows now)."""
-        return Placement.of(self.store)
+        """Where the store's layers put its coordinates (as the loader's layers were built:
+        the Store panel's stored-space toggle opens the store again, with a new loader)."""
+        return self._axes.placement
 
     @cached_property
     def _axes(self) -> StoreInfo:
@@ -333,7 +334,7 @@ class Loader:
             grown = lod.snap_box(lod.grow_box(vis, grow_axes), grow_axes)
             # world boxes -> the stored space the chunks live in (the inverse placement)
             box = self.placement.to_store_box(*grown)
-            placed = self._axes.affine is not None
+            placed = self.placement.affine is not None
             if self.ndim == 3 and tuple(view.displayed[-3:]) == (0, 1, 2) and not placed:
                 prism = lod.Prism.of_view(view, lod.MARGIN)
             center = self.placement.to_store_points((vis[0] + vis[1]) / 2)[0]
@@ -366,7 +367,7 @@ class Loader:
         """Store units one screen pixel spans in ``request``'s view (a camera-less overview:
         a fitted view of :data:`.plan.OVERVIEW_PIXELS`)."""
         if request.view is not None:
-            return request.view.pixel_size / self._axes.placement.world_units_per_store_unit
+            return request.view.pixel_size / self.placement.world_units_per_store_unit
         lo, hi = (np.asarray(b, dtype=np.float64) for b in self.store.bounds)
         extent = float(np.max((hi - lo)[self._axes.space], initial=0.0))
         return extent / lod.OVERVIEW_PIXELS if extent > 0 else 1.0
