@@ -14,7 +14,7 @@ from _zv_napari import DATA, v07_store
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import controller_for, open_in_viewer
-from napari_zarr_vectors.napari.layerdata.store_info import world_box_to_store
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod.loader import PREVIEW_CHUNKS
 from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
@@ -176,7 +176,7 @@ def test_3d_views_load_what_the_camera_sees(make_napari_viewer, qtbot):
     settle(qtbot, c)
     assert c.vertex_count <= 100
     box = lod.visible_box(c.view_state(), *c.loader.extent_napari())
-    lo, hi = world_box_to_store(c.store, *lod.grow_box(box, [0, 1, 2]))
+    lo, hi = Placement.of(c.store).to_store_box(*lod.grow_box(box, [0, 1, 2]))
     edge = c.store.level(c.level).chunk_shape
     inside = lod.chunks_in_box(c.store.chunks(c.level), edge, lo, hi)
     inside = lod.chunks_in_prism(inside, edge, lod.Prism.of_view(c.view_state(), lod.MARGIN))

@@ -14,7 +14,7 @@ from napari_zarr_vectors.napari.coords import (
     placed_order,
     placement_mirrors,
     store_to_layer,
-    world_to_store,
+    to_store_order,
 )
 
 POSITIONS = np.array([[1.0, 2.0, 3.0], [10.0, -4.0, 0.5], [0.0, 0.0, 7.0]])  # x, y, z
@@ -48,7 +48,7 @@ def round_trip(positions, scale, axis_types, affine=None):
     data = store_to_layer(positions, scale, order)
     layer_affine = None if affine is None else napari_affine(affine, world_order, order)
     world = layer_to_world(data, scale=np.asarray(scale)[order], affine=layer_affine)
-    return data, world, world_to_store(world, world_order)
+    return data, world, to_store_order(world, world_order)
 
 
 def test_napari_axis_order_leads_with_non_space_axes_then_reverses_space():

@@ -12,7 +12,7 @@ from _zv_napari import DATA
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
-from napari_zarr_vectors.napari.browse.targets import layer_world_positions
+from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest
 from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors

@@ -213,7 +213,7 @@ def test_menu_action_on_a_layer_of_no_store_says_select_one(opened):
 @pytest.mark.gui
 @pytest.mark.parametrize("ndisplay", [2, 3])
 def test_the_box_qa_reads_in_is_the_box_the_loader_plans(opened, qtbot, ndisplay):
-    from napari_zarr_vectors.napari.layerdata.store_info import world_box_to_store
+    from napari_zarr_vectors.napari.layerdata.placement import Placement
     from napari_zarr_vectors.napari.lod import plan
     from napari_zarr_vectors.napari.qa.model import qa_model_for
 
@@ -232,7 +232,7 @@ def test_the_box_qa_reads_in_is_the_box_the_loader_plans(opened, qtbot, ndisplay
     # what the loader plans for the same camera: the controller's view, the loader's extent
     view = controller.request().view
     vis = plan.visible_box(view, *controller.loader.extent_napari())
-    want_lo, want_hi = world_box_to_store(store, *vis)
+    want_lo, want_hi = Placement.of(store).to_store_box(*vis)
     s_lo, s_hi = (np.asarray(b, float) for b in store.bounds)
     np.testing.assert_allclose(lo, np.maximum(want_lo, s_lo))
     np.testing.assert_allclose(hi, np.minimum(want_hi, s_hi))

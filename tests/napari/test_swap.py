@@ -12,8 +12,13 @@ from napari_zarr_vectors.napari.lod.swap import swap_empty
 
 
 def _store(lo, hi, axis_types):
+    """A store of no levels or chunk shape and no placement: what swap_empty reads."""
     return SimpleNamespace(
-        ndim=len(lo), bounds=(np.asarray(lo, float), np.asarray(hi, float)), axis_types=axis_types
+        ndim=len(lo),
+        bounds=(np.asarray(lo, float), np.asarray(hi, float)),
+        axis_types=axis_types,
+        levels=(),
+        chunk_shape=None,
     )
 
 

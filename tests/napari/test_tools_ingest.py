@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari.browse.targets import layer_world_positions
+from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
 pytest.importorskip("zarr_vectors_tools")

@@ -10,7 +10,8 @@ What a coarsening tool wrote, checked against the store itself (FORMAT07 §7, FO
 * :func:`cross_level_segments` -- the stored fine -> coarse links (``links/+1``, 0.7
   ``cross_chunk_links/+1``, 0.9 ``links/+1/<offsets>``) resolved to stored coordinates.
 
-Boxes and positions are in **store axis order** and world units, like
+Boxes and positions are in **store axis order** and store units (the stored space, before
+any ``crs`` placement), like
 :attr:`Geometry.positions <napari_zarr_vectors.format.geometry.Geometry.positions>`. Boxes are
 half-open ``[lo, hi)``: a vertex ``v`` lies in chunk ``floor(v / chunk_shape)`` (FORMAT07 §4.3).
 Everything is vectorised over chunks, bins and records.
@@ -357,7 +358,7 @@ def cross_level_segments(
     (then the fine level is ``level + delta``). Either way ``fine`` holds the finer endpoint.
 
     ``object_ids`` keeps the links whose fine vertex belongs to one of those objects at the
-    fine level (their manifests); ``bbox`` (``(lo, hi)`` inclusive, world units) keeps the
+    fine level (their manifests); ``bbox`` (``(lo, hi)`` inclusive, store coordinates) keeps the
     links whose fine vertex lies inside. Only the chunks these selections need are read
     (with ``delta > 0``). A store with no such family gives empty arrays.
     """

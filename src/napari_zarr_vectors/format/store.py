@@ -679,7 +679,7 @@ class Store:
         ``vertex_object_ids``). Only the pieces whose first vertex ranks below
         ``fraction`` (:func:`.ranks.position_rank`) are kept, so a piece kept at one
         fraction is kept at every larger one whatever chunks are read with it. With
-        ``bbox`` (world units, inclusive), only pieces with a vertex inside are kept, whole;
+        ``bbox`` (store coordinates, inclusive), only pieces with a vertex inside are kept, whole;
         with ``max_vertices``, the lowest-ranked of them whose vertices (those inside
         ``bbox``) add up to at most that. ``attributes``, ``strict``, ``cache`` and
         ``cancel`` work as in :meth:`read`, and so does ``own_level_only`` (an additive level's

@@ -1,5 +1,6 @@
-"""Store <-> layer coordinates, both ways: the one home of napari axis order, the layer
-placement and their inverse (see ``docs/coordinates.md``). Pure numpy, no napari.
+"""Store <-> layer coordinates, both ways: the formulas of napari axis order, the layer
+placement and their inverse (see ``docs/coordinates.md``), pure numpy, no napari. A store's
+placement as one value is :class:`.layerdata.placement.Placement`, built on these.
 
 * napari's first axis is the slowest and its last two axes are the displayed (row, column)
   pair. Non-space store axes (time, channel, ...) lead, in store order, as sliders; space
@@ -9,9 +10,10 @@ placement and their inverse (see ``docs/coordinates.md``). Pure numpy, no napari
 * Layer ``data`` is in *data units* = store coordinates divided by the layer ``scale``
   (:func:`store_to_layer`); world coordinates are ``data * scale``, through the layer's napari
   ``affine`` when the store has a world placement (:func:`napari_affine`).
-* The inverse (:func:`layer_to_world`, :func:`world_to_store`) takes a layer's data back to
+* The inverse (:func:`layer_to_world`, :func:`to_store_order`) takes a layer's data back to
   world coordinates in store column order: the placed positions, which is what saving a
-  layer writes.
+  layer writes. A store's placement as one value, both directions for points, boxes and
+  layer data, is :class:`.layerdata.placement.Placement`.
 * Reversing the space axes is a mirror for 2-D and 3-D stores, so mesh face winding is
   reversed with them (:func:`axis_reversal_is_mirror`, :data:`FLIP_WINDING`).
 """
@@ -90,30 +92,36 @@ def layer_to_world(
     affine: np.ndarray | None = None,
 ) -> np.ndarray:
     """Layer data -> world coordinates (napari axis order), as napari draws them: ``affine``
-    after scale, translate, rotate and shear (the last ``nd`` axes of each)."""
+    after scale, translate, rotate and shear (the last ``nd`` axes of each, ``nd`` the
+    columns of ``coords``: the spatial axes of a Tracks layer's data)."""
     coords = np.asarray(coords, dtype=np.float64)
     nd = coords.shape[1]
     scale = _last(scale, nd, 1.0)
     translate = _last(translate, nd, 0.0)
-    plain = (
-        (rotate is None or np.allclose(np.asarray(rotate, float), np.eye(nd)))
-        and (shear is None or not np.any(np.asarray(shear, float)))
-        and (affine is None or np.allclose(np.asarray(affine, float), np.eye(nd + 1)))
+    plain = (rotate is None or np.allclose(np.asarray(rotate, float), np.eye(nd))) and (
+        shear is None or not np.any(np.asarray(shear, float))
     )
     if plain:
-        return coords * scale + translate
-    from napari.utils.transforms import Affine
+        world = coords * scale + translate
+    else:
+        from napari.utils.transforms import Affine
 
-    inner = Affine(scale=scale, translate=translate, rotate=rotate, shear=shear, ndim=nd)
-    outer = np.asarray(affine, float) if affine is not None else np.eye(nd + 1)
-    matrix = outer @ inner.affine_matrix
-    return coords @ matrix[:nd, :nd].T + matrix[:nd, nd]
+        inner = Affine(scale=scale, translate=translate, rotate=rotate, shear=shear, ndim=nd)
+        matrix = inner.affine_matrix
+        world = coords @ matrix[:nd, :nd].T + matrix[:nd, nd]
+    if affine is None:
+        return world
+    outer = np.asarray(affine, float)
+    if np.allclose(outer, np.eye(len(outer))):
+        return world
+    return world @ outer[-nd - 1 : -1, -nd - 1 : -1].T + outer[-nd - 1 : -1, -1]
 
 
-def world_to_store(world: np.ndarray, world_order: np.ndarray) -> np.ndarray:
-    """World coordinates in napari axis order (``world_order``: the store column of each)
-    -> store column order."""
-    return np.asarray(world)[:, np.argsort(np.asarray(world_order, np.int64))]
+def to_store_order(values: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Rows in napari axis order (``columns``: the store column of each) -> store column
+    order. Columns only: taking world positions to the stored space is
+    :meth:`.layerdata.placement.Placement.to_store_points`."""
+    return np.asarray(values)[:, np.argsort(np.asarray(columns, np.int64))]
 
 
 def placement_mirrors(affine: np.ndarray | None, space: np.ndarray) -> bool:

@@ -47,7 +47,7 @@ from napari_zarr_vectors.napari.browse.targets import (
     target_for,
 )
 from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID, meta_of
-from napari_zarr_vectors.napari.coords import world_to_store
+from napari_zarr_vectors.napari.coords import to_store_order
 from napari_zarr_vectors.napari.values import format_value
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def store_position_text(layer: Layer, world: Sequence[float] | None) -> str | No
         return None
     # the layer's store axes are the last ones; napari axis i is store column order[i]
     to_store = np.argsort(np.asarray(order, dtype=np.int64))
-    values = world_to_store(world[None, -len(axes) :], order)[0]
+    values = to_store_order(world[None, -len(axes) :], order)[0]
     symbols = [_unit_symbol(u) for u in _layer_units(layer, len(axes))]
     symbols = [symbols[i] for i in to_store]
     parts = [f"{a} {v:.2f}" for a, v in zip(axes, values.tolist(), strict=True)]

@@ -1,7 +1,7 @@
 """Objects inside a region drawn on the canvas: a box or a lasso in a 2-D view.
 
 Pure numpy over the vertices the layers draw (world coordinates, as
-:func:`~napari_zarr_vectors.napari.browse.targets.layer_world_positions` gives them): no Qt,
+:func:`~napari_zarr_vectors.napari.layerdata.placement.layer_world_positions` gives them): no Qt,
 no store I/O. The Selection dock (:mod:`napari_zarr_vectors.napari.widgets.region`) draws
 the region in a temporary Shapes layer and hands its outline here.
 
@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from napari_zarr_vectors.napari.browse.targets import layer_kind, layer_world_positions
+from napari_zarr_vectors.napari.browse.targets import layer_kind
 from napari_zarr_vectors.napari.conventions import OBJECT_ID
+from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 
 if TYPE_CHECKING:
     from napari.layers import Layer

@@ -30,13 +30,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from napari_zarr_vectors.napari.browse.filters import IdFilter
-from napari_zarr_vectors.napari.browse.targets import (
-    HIGHLIGHT,
-    layer_object_ids,
-    layer_world_positions,
-)
+from napari_zarr_vectors.napari.browse.targets import HIGHLIGHT, layer_object_ids
 from napari_zarr_vectors.napari.conventions import meta_of
-from napari_zarr_vectors.napari.layerdata.store_info import store_box_to_world
+from napari_zarr_vectors.napari.layerdata.placement import Placement, layer_world_positions
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
 
 if TYPE_CHECKING:
@@ -253,7 +249,7 @@ def objects_world_box(
     positions = positions[np.isfinite(positions).all(axis=1)]
     if not len(positions):
         return None
-    return store_box_to_world(store, positions.min(axis=0), positions.max(axis=0))
+    return Placement.of(store).to_world_box(positions.min(axis=0), positions.max(axis=0))
 
 
 def fit_camera(viewer: Viewer, lo: np.ndarray, hi: np.ndarray, margin: float = 0.1) -> None:

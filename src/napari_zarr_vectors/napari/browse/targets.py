@@ -42,6 +42,7 @@ from napari_zarr_vectors.napari.colour.live import (
 from napari_zarr_vectors.napari.colour.spec import ColourSpec
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.build import META, OBJECT_ID, layers_from_geometry
+from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.controller import (
     ControllerEvents,
@@ -360,52 +361,6 @@ def layer_object_ids(layer: Layer) -> np.ndarray | None:
     if features is None or OBJECT_ID not in features:
         return None
     return features[OBJECT_ID].to_numpy()
-
-
-def layer_world_positions(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
-    """World coordinates (napari order, spatial axes only) of every drawable vertex, and the
-    feature row of each: Points rows, Tracks vertices, Vectors start and end, Shapes vertices,
-    Surface vertices. Hidden Points (``shown`` False) are left out. A layer ``affine`` (a
-    store's world placement) is applied after the scale."""
-    pts, rows = _physical_positions(layer)
-    matrix = getattr(getattr(layer, "affine", None), "affine_matrix", None)
-    if matrix is None or np.array_equal(matrix, np.eye(len(matrix))) or not len(pts):
-        return pts, rows
-    matrix = np.asarray(matrix, np.float64)
-    n = pts.shape[1]  # tracks: the spatial axes are the trailing ones
-    linear, shift = matrix[-n - 1 : -1, -n - 1 : -1], matrix[-n - 1 : -1, -1]
-    return pts @ linear.T + shift, rows
-
-
-def _physical_positions(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`layer_world_positions` before the layer's ``affine`` (data x scale + translate)."""
-    kind = layer_kind(layer)
-    scale = np.asarray(layer.scale, dtype=np.float64)
-    translate = np.asarray(layer.translate, dtype=np.float64)
-    if kind == "points":
-        data = np.asarray(layer.data, dtype=np.float64)
-        rows = np.flatnonzero(np.asarray(layer.shown, bool))
-        return data[rows] * scale + translate, rows
-    if kind == "tracks":
-        data = np.asarray(layer.data, dtype=np.float64)[:, 2:]
-        return data * scale[1:] + translate[1:], np.arange(len(data))
-    if kind == "vectors":
-        data = np.asarray(layer.data, dtype=np.float64)
-        if not len(data):
-            return np.empty((0, len(scale))), np.empty(0, np.int64)
-        pts = np.concatenate([data[:, 0], data[:, 0] + data[:, 1]])
-        return pts * scale + translate, np.tile(np.arange(len(data)), 2)
-    if kind == "shapes":
-        shapes = [np.asarray(s, dtype=np.float64) for s in layer.data]
-        if not shapes:
-            return np.empty((0, len(scale))), np.empty(0, np.int64)
-        lengths = [len(s) for s in shapes]
-        pts = np.concatenate(shapes)
-        return pts * scale + translate, np.repeat(np.arange(len(shapes)), lengths)
-    if kind == "surface":
-        vertices = np.asarray(layer.data[0], dtype=np.float64)
-        return vertices * scale + translate, np.arange(len(vertices))
-    return np.empty((0, len(scale))), np.empty(0, np.int64)
 
 
 @dataclass(frozen=True)

@@ -47,13 +47,9 @@ from napari_zarr_vectors.napari.conventions import (
 from napari_zarr_vectors.napari.coords import (
     FLIP_WINDING,
     axis_reversal_is_mirror,
-    napari_affine,
-    napari_axis_order,
-    placed_order,
     placement_mirrors,
-    space_axes,
-    store_to_layer,
 )
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 
 LayerData = tuple[Any, dict[str, Any], str]
 
@@ -116,6 +112,8 @@ class StoreInfo:
     scale: np.ndarray | None = None
     #: store -> world affine, store column order (``None``: world = stored coordinates)
     affine: np.ndarray | None = None
+    #: the store is shown in its stored space (its own placement left out of ``affine``)
+    stored_space: bool = False
     object_attributes: Mapping[str, np.ndarray] = field(default_factory=dict)
     groups: Mapping[int, np.ndarray] = field(default_factory=dict)
     lod: bool = False
@@ -130,29 +128,36 @@ class StoreInfo:
         return len(self.axes)
 
     @property
+    def placement(self) -> Placement:
+        """Where the layers put the store's coordinates (axis order, scale, affine)."""
+        return Placement(
+            self.axis_types or ("space",) * self.ndim,
+            self.world_scale,
+            self.affine,
+            self.stored_space,
+        )
+
+    @property
     def order(self) -> np.ndarray:
-        """Store column of each napari axis of the layer data (:func:`napari_axis_order`;
-        with a placement that permutes axes, :func:`placed_order`)."""
-        return placed_order(self.world_order, self.affine)
+        """Store column of each napari axis of the layer data (:attr:`Placement.order`)."""
+        return self.placement.order
 
     @property
     def world_order(self) -> np.ndarray:
-        """World column of each napari world axis (:func:`napari_axis_order`): the same as
-        :attr:`order` unless the placement permutes axes."""
-        return napari_axis_order(self.axis_types or ("space",) * self.ndim)
+        """World column of each napari world axis (:attr:`Placement.world_order`): the same
+        as :attr:`order` unless the placement permutes axes."""
+        return self.placement.world_order
 
     @property
     def napari_affine(self) -> np.ndarray | None:
         """The layers' napari ``affine`` (napari axis order, ``None`` without a placement):
         ``world[world_order] = M @ [stored[order], 1]``."""
-        if self.affine is None:
-            return None
-        return napari_affine(self.affine, self.world_order, self.order)
+        return self.placement.napari_affine()
 
     @property
     def space(self) -> np.ndarray:
         """Store columns of the space axes, in store order."""
-        return space_axes(self.axis_types or ("space",) * self.ndim)
+        return self.placement.space
 
     @property
     def n_lead(self) -> int:
@@ -889,10 +894,10 @@ def _common_kwargs(
     if units is not None:
         kwargs["units"] = units
     if info.affine is not None:
-        kwargs["affine"] = napari_affine(info.affine, info.world_order, info.order, len(scale))
+        kwargs["affine"] = info.placement.napari_affine(len(scale))
     return kwargs
 
 
 def _layer_coords(positions: np.ndarray, info: StoreInfo) -> np.ndarray:
     """Store coordinates (store column order) -> this store's layer data (napari order)."""
-    return store_to_layer(positions, info.world_scale, info.order)
+    return info.placement.to_layer_data(positions)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from napari_zarr_vectors.format.geometry import GRAPH_TYPES, PATH_TYPES, GeometryType
+from napari_zarr_vectors.format.world import affine_box
 from napari_zarr_vectors.napari.conventions import (
     DIRECTION,
     GROUP_ID,
@@ -40,11 +41,14 @@ from napari_zarr_vectors.napari.conventions import (
 from napari_zarr_vectors.napari.coords import (
     FLIP_WINDING,
     axis_reversal_is_mirror,
-    layer_to_world,
     napari_axis_order,
-    world_to_store,
+    to_store_order,
 )
-from napari_zarr_vectors.napari.layerdata.store_info import affine_box
+from napari_zarr_vectors.napari.layerdata.placement import (
+    layer_data_to_store,
+    layer_data_to_world,
+    layer_world_columns,
+)
 from napari_zarr_vectors.napari.types import FullLayerData, LayerAttributes, LayerData
 from napari_zarr_vectors.write.engine import WriteError
 from napari_zarr_vectors.write.spec import WriteSpec
@@ -104,7 +108,7 @@ def spec_from_layer(data: LayerData, attributes: LayerAttributes, layer_type: st
 def points_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     """Points -> point_cloud; features -> vertex attributes (ids and groups when present)."""
     coords = np.asarray(data, dtype=np.float64)
-    positions = _to_store(coords, attributes)
+    positions = layer_data_to_store(coords, attributes)
     return _per_vertex_spec(
         GeometryType.POINT_CLOUD, positions, _features(attributes), attributes, coords.shape[1]
     )
@@ -118,7 +122,7 @@ def tracks_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     order = np.lexsort((table[:, 1], table[:, 0]))  # by track id, then time (stable)
     table = table[order]
     features = {k: v[order] for k, v in features.items()}
-    world = _to_world(table[:, 1:], attributes)  # time + space, napari order
+    world = layer_data_to_world(table[:, 1:], attributes)  # time + space, napari order
     t, space = world[:, 0], world[:, 1:]
     nd = space.shape[1]
     axes, units = _store_axes(attributes, nd)
@@ -126,7 +130,7 @@ def tracks_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     row_ids = features.pop(OBJECT_ID, None)
     starts = np.cumsum(lengths) - lengths
     ids = _int_column(row_ids)[starts] if row_ids is not None else track_ids
-    positions = world_to_store(space, napari_axis_order(("space",) * nd))
+    positions = to_store_order(space, napari_axis_order(("space",) * nd))
     axis_types: tuple[str, ...] = ("space",) * nd
     bounds = _meta_bounds(attributes, nd)
     if len(t) and np.ptp(t) > 0:
@@ -200,7 +204,7 @@ def surface_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     nd = vertices.shape[1]
     if axis_reversal_is_mirror(nd):  # the reader flips the winding: flip it back
         faces = faces[:, FLIP_WINDING]
-    positions = _to_store(vertices, attributes)
+    positions = layer_data_to_store(vertices, attributes)
     features = _features(attributes)
     if len(data) > 2 and data[2] is not None and meta_of(attributes) is None:
         values = np.asarray(data[2])
@@ -298,7 +302,7 @@ def _per_object_spec(
     """Paths / lines whose features have one row per object (Shapes, Vectors)."""
     nd = coords.shape[1]
     axes, units = _store_axes(attributes, nd)
-    positions = _to_store(coords, attributes)
+    positions = layer_data_to_store(coords, attributes)
     features = _features(attributes)
     ids = _int_column(features.pop(OBJECT_ID, None))
     groups = _groups(features, ids)
@@ -323,37 +327,6 @@ def _per_object_spec(
     )
 
 
-def _to_world(coords: np.ndarray, attributes: LayerAttributes) -> np.ndarray:
-    """Layer data -> world coordinates (napari axis order), as napari draws the layer."""
-    return layer_to_world(
-        coords,
-        attributes.get("scale"),
-        attributes.get("translate"),
-        attributes.get("rotate"),
-        attributes.get("shear"),
-        attributes.get("affine"),
-    )
-
-
-def _to_store(coords: np.ndarray, attributes: LayerAttributes) -> np.ndarray:
-    """Layer data -> store coordinates (inverse of the reader): world, in store column
-    order (a store layer's ``napari_order``, else the axes reversed)."""
-    world = _to_world(coords, attributes)
-    return world_to_store(world, _napari_columns(attributes, world.shape[1]))
-
-
-def _napari_columns(attributes: LayerAttributes, nd: int) -> np.ndarray:
-    """The store column of each napari world axis for ``nd`` axes: the layer's
-    ``metadata["zarr_vectors"]["napari_order"]`` (``world_order`` when placed: its data order
-    may be permuted), else space axes only (:func:`~napari_zarr_vectors.napari.coords.
-    napari_axis_order`)."""
-    meta = _view(attributes)
-    order = meta.world_order if meta.world_affine is not None else meta.napari_order
-    if order is not None and sorted(int(o) for o in order) == list(range(nd)):
-        return np.asarray(order, dtype=np.int64)
-    return napari_axis_order(("space",) * nd)
-
-
 def _store_axes(
     attributes: LayerAttributes, nd: int
 ) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
@@ -362,7 +335,7 @@ def _store_axes(
     if meta.axes and len(meta.axes) == nd:
         units = meta.units or (None,) * nd
         return tuple(str(a) for a in meta.axes), tuple(u or None for u in units)
-    columns = np.argsort(_napari_columns(attributes, nd))
+    columns = np.argsort(layer_world_columns(attributes, nd))
     labels = [str(x) for x in (attributes.get("axis_labels") or [])][-nd:]
     if len(labels) == nd and not any(_DEFAULT_LABEL.match(x) for x in labels):
         names = tuple(labels[c] for c in columns)

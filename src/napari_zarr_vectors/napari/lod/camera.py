@@ -2,9 +2,10 @@
 view shows, used by the level-of-detail controller (what the loader plans) and by Pyramid QA
 (its "visible box"), so both mean the same box.
 
-A view is taken in the store's napari axis order (:func:`..layerdata.store_info.napari_order`)
-and in the world (the layers' placement); :func:`visible_store_box` takes the box it shows
-back to the stored space, clipped to the store bounds.
+A view is taken in the store's napari axis order and in the world (the layers' placement,
+:class:`~..layerdata.placement.Placement`); :func:`visible_world_box` is the box it shows
+there, :func:`visible_store_box` that box back in the stored space, clipped to the store
+bounds.
 """
 
 from __future__ import annotations
@@ -13,12 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from napari_zarr_vectors.napari.layerdata.store_info import (
-    layer_scale,
-    napari_order,
-    store_box_to_world,
-    world_box_to_store,
-)
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.lod.plan import ViewState, visible_box
 
 if TYPE_CHECKING:
@@ -41,7 +37,8 @@ def view_state(viewer: Viewer, store: Store) -> ViewState | None:
     if any(a < offset for a in displayed_world):
         return None
     cam = viewer.scene.camera
-    scale = np.asarray(layer_scale(store), dtype=float)[napari_order(store)]
+    placement = Placement.of(store)
+    scale = placement.scale[placement.order]
     thickness = tuple(
         max(float(t), float(s)) for t, s in zip(tuple(dims.thickness)[offset:], scale, strict=True)
     )
@@ -59,13 +56,22 @@ def view_state(viewer: Viewer, store: Store) -> ViewState | None:
     )
 
 
+def visible_world_box(
+    view: ViewState, placement: Placement, bounds: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The world box (napari order) ``view`` shows of a store of stored ``bounds`` placed by
+    ``placement``: :func:`~.plan.visible_box` of the store's world extent (empty, ``lo > hi``
+    on some axis, when the view misses it)."""
+    return visible_box(view, *placement.to_world_box(*bounds))
+
+
 def visible_store_box(view: ViewState | None, store: Store) -> tuple[np.ndarray, np.ndarray]:
-    """The box ``view`` shows (:func:`~.plan.visible_box` of the store's world extent, as
-    the loader plans it), in the stored space and store order, clipped to the store bounds
-    (``view=None``: the whole store)."""
+    """The box ``view`` shows (:func:`visible_world_box`, as the loader plans it), in the
+    stored space and store order, clipped to the store bounds (``view=None``: the whole
+    store)."""
     lo_s, hi_s = (np.asarray(b, float) for b in store.bounds)
     if view is None:
         return lo_s, hi_s
-    lo_n, hi_n = visible_box(view, *store_box_to_world(store, lo_s, hi_s))
-    lo, hi = world_box_to_store(store, lo_n, hi_n)
+    placement = Placement.of(store)
+    lo, hi = placement.to_store_box(*visible_world_box(view, placement, (lo_s, hi_s)))
     return np.maximum(lo, lo_s), np.minimum(hi, hi_s)

@@ -38,14 +38,10 @@ import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.cache import ChunkCache
 from napari_zarr_vectors.format.geometry import PIECE_TYPES, Geometry, GeometryType
 from napari_zarr_vectors.napari.layerdata.build import LayerData, StoreInfo, layers_from_geometry
-from napari_zarr_vectors.napari.layerdata.store_info import (
-    store_box_to_world,
-    store_info,
-    world_box_to_store,
-    world_units_per_store_unit,
-)
+from napari_zarr_vectors.napari.layerdata.placement import Placement
+from napari_zarr_vectors.napari.layerdata.store_info import store_info
+from napari_zarr_vectors.napari.lod import camera, simplify, view_geometry
 from napari_zarr_vectors.napari.lod import plan as lod
-from napari_zarr_vectors.napari.lod import simplify, view_geometry
 from napari_zarr_vectors.napari.lod.cache import StoreCacheView, shared_cache
 from napari_zarr_vectors.napari.lod.settings import SMALL_STORE_ROWS
 from napari_zarr_vectors.napari.tasks import run_aside
@@ -263,12 +259,13 @@ class Loader:
 
     def extent_napari(self) -> tuple[np.ndarray, np.ndarray]:
         """The store bounds in the world (placed by the layers' affine), napari order."""
-        return store_box_to_world(self.store, *self.store.bounds)
+        return self.placement.to_world_box(*self.store.bounds)
 
     @property
-    def _affine(self) -> np.ndarray | None:
-        """The layers' store -> world affine (``None``: world = stored coordinates)."""
-        return self._axes.affine
+    def placement(self) -> Placement:
+        """Where the store's layers put its coordinates (as the loader's layers were built:
+        the Store panel's stored-space toggle opens the store again, with a new loader)."""
+        return self._axes.placement
 
     @cached_property
     def _axes(self) -> StoreInfo:
@@ -324,7 +321,7 @@ class Loader:
             box = self._first_slab(lo_s, hi_s)
             center = (lo_s + hi_s) / 2
         else:
-            vis = lod.visible_box(view, *self.extent_napari())
+            vis = camera.visible_world_box(view, self.placement, self.store.bounds)
             self._whole_track_time(vis)
             if lod.is_empty(vis):
                 level = (
@@ -336,11 +333,11 @@ class Loader:
             grow_axes = list(view.displayed[-3:] if view.is_3d else view.displayed[-2:])
             grown = lod.snap_box(lod.grow_box(vis, grow_axes), grow_axes)
             # world boxes -> the stored space the chunks live in (the inverse placement)
-            box = world_box_to_store(self.store, *grown)
-            placed = self._affine is not None
+            box = self.placement.to_store_box(*grown)
+            placed = self.placement.affine is not None
             if self.ndim == 3 and tuple(view.displayed[-3:]) == (0, 1, 2) and not placed:
                 prism = lod.Prism.of_view(view, lod.MARGIN)
-            center = world_box_to_store(self.store, *(((vis[0] + vis[1]) / 2,) * 2))[0]
+            center = self.placement.to_store_points((vis[0] + vis[1]) / 2)[0]
             crop = box
         with self._lock:
             counts = dict(self.counts)
@@ -370,7 +367,7 @@ class Loader:
         """Store units one screen pixel spans in ``request``'s view (a camera-less overview:
         a fitted view of :data:`.plan.OVERVIEW_PIXELS`)."""
         if request.view is not None:
-            return request.view.pixel_size / world_units_per_store_unit(self._affine)
+            return request.view.pixel_size / self.placement.world_units_per_store_unit
         lo, hi = (np.asarray(b, dtype=np.float64) for b in self.store.bounds)
         extent = float(np.max((hi - lo)[self._axes.space], initial=0.0))
         return extent / lod.OVERVIEW_PIXELS if extent > 0 else 1.0

@@ -11,7 +11,7 @@ non-space axes first, then the space axes reversed (``(x, y, z)`` -> ``(z, y, x)
 ``(t, x, y)`` -> ``(t, y, x)``, see docs/coordinates.md), world units,
 only the store's own ``ndim`` axes (the viewer's extra leading axes, such as the hidden
 ``t`` axis of the bounds box, are dropped by the controller).
-:func:`~napari_zarr_vectors.napari.layerdata.store_info.world_box_to_store` maps such a box
+:meth:`~napari_zarr_vectors.napari.layerdata.placement.Placement.to_store_box` maps such a box
 back to store order; :func:`plan_level` and :func:`chunks_in_box` work in store order.
 
 How a view is planned (docs/level-of-detail.md)
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from napari_zarr_vectors.format.geometry import GRAPH_TYPES
-from napari_zarr_vectors.napari.coords import napari_axis_order, world_to_store
+from napari_zarr_vectors.napari.coords import napari_axis_order, to_store_order
 from napari_zarr_vectors.napari.lod.settings import DEFAULT_VERTEX_BUDGET
 from napari_zarr_vectors.napari.lod.view_geometry import ladder_floor
 
@@ -249,7 +249,7 @@ class Prism:
         grow = 1.0 + 2.0 * margin
         # the displayed axes are the last three napari axes: three space axes
         center = np.asarray(view.center[-3:], np.float64)
-        center, right, up = world_to_store(np.stack([center, right, up]), _SPACE_3D)
+        center, right, up = to_store_order(np.stack([center, right, up]), _SPACE_3D)
         return cls(center, right, up, float(half[1] * grow), float(half[0] * grow))
 
 

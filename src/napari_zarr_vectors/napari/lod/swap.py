@@ -32,7 +32,7 @@ from napari_zarr_vectors.napari.colour.live import (
 )
 from napari_zarr_vectors.napari.colour.live import layer_kind as _kind
 from napari_zarr_vectors.napari.coords import store_to_layer
-from napari_zarr_vectors.napari.layerdata.store_info import napari_order
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -94,7 +94,7 @@ def swap_empty(layer: Layer, store: ZVStore) -> None:
     kind = _kind(layer)
     ndim = int(layer.ndim)
     if kind == "tracks":
-        order = napari_order(store)
+        order = Placement.of(store).order
         scale = np.ones(len(order))
         scale[order] = layer.scale[-len(order) :]  # the layer's scale, store order
         lo = store_to_layer(store.bounds[0], scale, order)[0]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from napari_zarr_vectors.napari.layerdata.store_info import napari_order
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 
 if TYPE_CHECKING:
     from napari import Viewer
@@ -31,7 +31,7 @@ def space_axes(viewer: Viewer, store: ZVStore) -> list[int]:
     """The viewer's dims axes that show ``store``'s space axes (its layers take the last
     ``store.ndim`` dims axes; non-space axes come first)."""
     types = getattr(store, "axis_types", None) or ("space",) * int(store.ndim)
-    order = napari_order(store)
+    order = Placement.of(store).order
     offset = int(viewer.dims.ndim) - int(store.ndim)
     return [offset + i for i, col in enumerate(order) if types[int(col)] == "space"]
 

@@ -27,10 +27,7 @@ import numpy as np
 
 from napari_zarr_vectors.format.query import chunks_in_bbox
 from napari_zarr_vectors.napari.conventions import meta_of
-from napari_zarr_vectors.napari.layerdata.store_info import (
-    napari_order,
-    world_box_to_store,
-)
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.lod.view_geometry import object_rank, position_rank, subset_fraction
 
 if TYPE_CHECKING:
@@ -306,8 +303,9 @@ def slice_of(
     """Displayed store columns and the dims point in store order, for a layer whose napari
     axis ``k`` is store column ``order[k]``, aligned with the viewer's trailing axes. With
     ``store``, the point is taken back through its world placement (the stored space)."""
-    if store is not None:
-        order = napari_order(store)
+    placement = None if store is None else Placement.of(store)
+    if placement is not None:
+        order = placement.order
     order = np.asarray(order, np.int64)
     ndim = len(order)
     offset = viewer.dims.ndim - ndim
@@ -317,8 +315,8 @@ def slice_of(
         napari_point = np.concatenate([np.zeros(ndim - len(napari_point)), napari_point])
     point = np.empty(ndim)
     point[order] = napari_point
-    if store is not None:
-        point = world_box_to_store(store, napari_point, napari_point)[0]
+    if placement is not None:
+        point = placement.to_store_points(napari_point)[0]
     return displayed, point
 
 

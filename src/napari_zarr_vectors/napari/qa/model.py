@@ -47,12 +47,7 @@ from napari_zarr_vectors.napari.browse.targets import (
     target_for,
 )
 from napari_zarr_vectors.napari.conventions import meta_of
-from napari_zarr_vectors.napari.layerdata.store_info import (
-    layer_scale,
-    napari_order,
-    store_box_to_world,
-    world_box_to_store,
-)
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.lod import camera
 from napari_zarr_vectors.napari.lod.settings import vertex_budget as default_budget
 from napari_zarr_vectors.napari.lod.view_geometry import Box
@@ -793,12 +788,13 @@ class PyramidQA:
     def _move_slice_into(self, lo: np.ndarray, hi: np.ndarray) -> str:
         """Move the dims point to the middle of the boxes on the axes not displayed."""
         store = self.store
-        order = napari_order(store)
+        placement = Placement.of(store)
+        order = placement.order
         displayed, _ = slice_of(self.viewer, order, store)
         offset = self.viewer.dims.ndim - store.ndim
         middle = (lo.min(0) + hi.max(0)) / 2
         # the dims point is in the world: the middle placed as the layers show it
-        world = store_box_to_world(store, middle, middle)[0]
+        world = placement.to_world_points(middle)[0]
         moved = []
         for axis in range(store.ndim):
             if axis in displayed:
@@ -825,15 +821,16 @@ class PyramidQA:
             return None
         ndim = store.ndim
         here = np.asarray(world_position, dtype=np.float64)[-ndim:]
-        p = world_box_to_store(store, here, here)[0]  # chunks live in the stored space
+        placement = Placement.of(store)
+        p = placement.to_store_points(here)[0]  # chunks live in the stored space
         level = self.level
         info = store.level(level)
         key = np.floor((p - info.chunk_origin) / info.chunk_shape).astype(np.int64).tolist()
         self._pick(key, None)
-        displayed, _ = slice_of(self.viewer, napari_order(store), store)
+        displayed, _ = slice_of(self.viewer, placement.order, store)
         reach = np.asarray(info.bin_shape, float) * 2.0
         others = [a for a in range(ndim) if a not in displayed]
-        reach[others] = np.asarray(layer_scale(store), float)[others] / 2.0
+        reach[others] = placement.scale[others] / 2.0
         return self._run(
             "pick",
             nearest_object_job,

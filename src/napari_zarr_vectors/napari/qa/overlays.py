@@ -33,7 +33,6 @@ import numpy as np
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.format.query import chunks_in_bbox, normalise_bbox
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba, flat_colormap
-from napari_zarr_vectors.napari.coords import store_to_layer
 from napari_zarr_vectors.napari.layerdata.build import (
     OBJECT_ID,
     LayerData,
@@ -42,7 +41,8 @@ from napari_zarr_vectors.napari.layerdata.build import (
     _line_width,
     layers_from_geometry,
 )
-from napari_zarr_vectors.napari.layerdata.store_info import layer_scale, store_info, world_affine
+from napari_zarr_vectors.napari.layerdata.placement import Placement
+from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.cache import shared_cache
 from napari_zarr_vectors.napari.lod.view_geometry import Box, object_rank, subset_to_budget
 from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
@@ -147,6 +147,7 @@ def overlay_info(store: Store, level: int) -> StoreInfo:
     """The :class:`StoreInfo` of an overlay (store metadata only: no object attributes or
     groups are read)."""
     lo, hi = store.bounds
+    placement = Placement.of(store)
     return StoreInfo(
         path=str(store.path),
         name=str(store.name),
@@ -155,8 +156,9 @@ def overlay_info(store: Store, level: int) -> StoreInfo:
         units=tuple(store.units),
         bounds=(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)),
         level=int(level),
-        scale=layer_scale(store),
-        affine=world_affine(store),
+        scale=placement.scale,
+        affine=placement.affine,
+        stored_space=placement.stored_space,
         axis_types=tuple(getattr(store, "axis_types", None) or ()),
     )
 
@@ -176,10 +178,10 @@ def segments_layer(
 ) -> LayerData:
     """Segments ``starts[i] -> ends[i]`` (store order) as a Vectors layer data tuple with the
     store's scale, axis labels and units, named ``"<store> <label>"`` (+ level)."""
-    scale = info.world_scale
-    p0 = store_to_layer(starts, scale, info.order)
-    p1 = store_to_layer(ends, scale, info.order)
-    data = np.stack([p0, p1 - p0], axis=1) if len(p0) else np.empty((0, 2, scale.size))
+    placement = info.placement
+    p0 = placement.to_layer_data(starts)
+    p1 = placement.to_layer_data(ends)
+    data = np.stack([p0, p1 - p0], axis=1) if len(p0) else np.empty((0, 2, info.ndim))
     kwargs = _common_kwargs(info, role, label, None, extra=extra)
     kwargs.update(
         edge_color=np.asarray(colour, dtype=np.float32),

@@ -19,7 +19,7 @@ from qtpy.QtWidgets import QCheckBox, QLabel, QScrollArea
 from napari_zarr_vectors.napari.browse.store_summary import StoreSummary, store_summary
 from napari_zarr_vectors.napari.browse.targets import open_store_of
 from napari_zarr_vectors.napari.conventions import meta_of
-from napari_zarr_vectors.napari.layerdata.store_info import show_stored_space, world_affine
+from napari_zarr_vectors.napari.layerdata.placement import Placement, show_stored_space
 from napari_zarr_vectors.napari.npe2.opening import open_in_viewer
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.values import format_value
@@ -73,9 +73,9 @@ class StorePanel(ZVBrowseWidget):
             self.body.setText("")
             return
         store = self.store if self.target is not None else open_store_of(self.layer)
-        placed = world_affine(store, stored_space=False) is not None
+        placed = Placement.of(store, stored_space=False).affine is not None
         self.stored_space.blockSignals(True)
-        self.stored_space.setChecked(placed and world_affine(store) is None)
+        self.stored_space.setChecked(placed and Placement.of(store).stored_space)
         self.stored_space.blockSignals(False)
         self.stored_space.setVisible(placed)
         self.summary = store_summary(store, counts=False)
