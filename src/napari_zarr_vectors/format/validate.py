@@ -92,7 +92,7 @@ def int_field(
 
 def check_int(
     value: object, field: str, src: Source, lo: int | None = 0, hi: int | None = MAX_COUNT
-):
+) -> int:
     """``value`` as an ``int`` in ``[lo, hi]``."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise src.error(field, f"is {_describe(value)}, expected an integer")
