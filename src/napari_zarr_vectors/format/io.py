@@ -427,7 +427,9 @@ def local_path(location: str) -> str | None:
     return location[len("file://") :] if location.startswith("file://") else location
 
 
-def _make_store(location: str | os.PathLike[str] | Store, storage_options: dict | None) -> Store:
+def _make_store(
+    location: str | os.PathLike[str] | Store, storage_options: dict[str, Any] | None
+) -> Store:
     if isinstance(location, Store):
         return location
     text = os.fspath(location)
@@ -505,7 +507,7 @@ class StoreIO:
     def __init__(
         self,
         location: str | os.PathLike[str] | Store,
-        storage_options: dict | None = None,
+        storage_options: dict[str, Any] | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
         base = _make_store(location, storage_options)

@@ -52,7 +52,7 @@ PARTIAL_INDEX_SHARE = 8
 def open_store(
     location: str | os.PathLike[str] | ZarrStore,
     *,
-    storage_options: dict | None = None,
+    storage_options: dict[str, Any] | None = None,
     retry: RetryPolicy | None = None,
 ) -> Store:
     """Open a Zarr Vectors store for reading. Reads metadata only.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -68,6 +68,24 @@ def mapping_field(doc: Mapping[str, object], key: str, src: Source) -> dict[str,
     return as_mapping(doc.get(key), key, src)
 
 
+@overload
+def int_field(
+    doc: Mapping[str, object],
+    key: str,
+    src: Source,
+    default: None,
+    lo: int | None = 0,
+    hi: int | None = MAX_COUNT,
+) -> int | None: ...
+@overload
+def int_field(
+    doc: Mapping[str, object],
+    key: str,
+    src: Source,
+    default: int = ...,
+    lo: int | None = 0,
+    hi: int | None = MAX_COUNT,
+) -> int: ...
 def int_field(
     doc: Mapping[str, object],
     key: str,

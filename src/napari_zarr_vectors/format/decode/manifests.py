@@ -353,7 +353,7 @@ def split_flat_manifests(raw: bytes, key_ndim: int, num_objects: int) -> list[by
     return out
 
 
-def split_offset_manifests(raw: bytes, offsets: Sequence[int]) -> list[bytes]:
+def split_offset_manifests(raw: bytes, offsets: Sequence[int] | np.ndarray) -> list[bytes]:
     """Split the legacy ``object_index/data`` blob by its ``offsets`` (int64 byte offsets)."""
     offs = [int(o) for o in offsets] + [len(raw)]
     if any(b < a for a, b in zip(offs[:-1], offs[1:], strict=True)) or offs[0] < 0:

@@ -133,7 +133,7 @@ class LinkSet:
         )
 
 
-def decoded_chunk_shape(arr: AsyncArray | Array) -> tuple[int, ...] | None:
+def decoded_chunk_shape(arr: AsyncArray[Any] | Array[Any]) -> tuple[int, ...] | None:
     """Shape of the chunks zarr decodes one by one to read the zarr array ``arr`` (a sharded
     array's inner chunks); ``None`` for an irregular grid."""
     for codec in getattr(arr.metadata, "codecs", ()):
@@ -422,7 +422,7 @@ class Layout(ABC):
         """Every group attribute, indexed by group id."""
 
     def _gather_whole(
-        self, level: int, named: Sequence[tuple[str, AsyncArray | None]]
+        self, level: int, named: Sequence[tuple[str, AsyncArray[Any] | None]]
     ) -> list[np.ndarray | None]:
         """Whole contents of opened arrays (``(name, AsyncArray or None)``; the caller has
         checked their sizes), read concurrently; a failed read raises :class:`ZVFormatError`
@@ -431,7 +431,7 @@ class Layout(ABC):
 
         from zarr.core.sync import sync
 
-        async def one(arr: AsyncArray | None) -> np.ndarray | None:
+        async def one(arr: AsyncArray[Any] | None) -> np.ndarray | None:
             if arr is None:
                 return None
             return await arr.getitem(tuple(slice(None) for _ in arr.shape))

@@ -95,7 +95,7 @@ class _Grid:
     """One opened grid array: zarr handle, grid placement and how its cells are read."""
 
     path: str
-    array: AsyncArray
+    array: AsyncArray[Any]
     origin: np.ndarray  # (key_ndim,) chunk coordinate of cell 0
     shape: np.ndarray  # (key_ndim,)
     attrs: dict[str, Any]
@@ -443,7 +443,7 @@ class V09Layout(Layout):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._grids: dict[str, _Grid | None] = {}
-        self._plain: dict[str, AsyncArray | None] = {}
+        self._plain: dict[str, AsyncArray[Any] | None] = {}
         self._listings: dict[str, np.ndarray] = {}
         self._segments: dict[tuple[int, int], list[_Segment]] = {}
         self._listed: dict[str, ChunkTable] = {}  # nonempty_chunks lookups
@@ -454,7 +454,7 @@ class V09Layout(Layout):
         ] = {}
 
     # -- metadata ----------------------------------------------------------------------
-    def _open(self, path: str, level: int | None) -> AsyncArray | None:
+    def _open(self, path: str, level: int | None) -> AsyncArray[Any] | None:
         """The zarr array at ``path`` (``None`` when there is no node), built from the
         cached ``zarr.json`` so that metadata is fetched once per array."""
         doc = self._doc(path)
@@ -468,7 +468,7 @@ class V09Layout(Layout):
         except Exception as exc:  # zarr raises many types for malformed metadata
             raise self.error(f"cannot open the Zarr array: {exc}", level, path) from None
 
-    def _open_plain(self, path: str, level: int) -> AsyncArray | None:
+    def _open_plain(self, path: str, level: int) -> AsyncArray[Any] | None:
         with self._lock:
             if path in self._plain:
                 return self._plain[path]
@@ -490,7 +490,7 @@ class V09Layout(Layout):
             self._grids[path] = grid
         return grid
 
-    def _make_grid(self, level: int, array: str, path: str, arr: AsyncArray) -> _Grid:
+    def _make_grid(self, level: int, array: str, path: str, arr: AsyncArray[Any]) -> _Grid:
         knd = self.key_ndim(level)
         attrs = self._attrs(path) or {}
         src = self.src(path, level, array)
@@ -816,7 +816,7 @@ class V09Layout(Layout):
                 )
 
     def _precheck(
-        self, level: int, path: str, arr: AsyncArray, manifests: bool = False
+        self, level: int, path: str, arr: AsyncArray[Any], manifests: bool = False
     ) -> np.ndarray | Mode0Manifests | PackedBlobs | None:
         """Plain arrays are decoded by zarr, whose decompressors allocate whatever a frame
         declares: fetch their chunks first and refuse frames that declare more than a chunk
@@ -849,7 +849,9 @@ class V09Layout(Layout):
             return join_manifests(pieces)[: int(arr.shape[0])]
         return np.concatenate(pieces)[: int(arr.shape[0])]
 
-    def _plain_chunking(self, level: int, path: str, arr: AsyncArray) -> tuple[int, ...] | None:
+    def _plain_chunking(
+        self, level: int, path: str, arr: AsyncArray[Any]
+    ) -> tuple[int, ...] | None:
         """The chunk shape of a plain array whose chunks :meth:`_checked_chunks` can read
         (a regular grid, not sharded); ``None`` otherwise."""
         codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
@@ -862,7 +864,7 @@ class V09Layout(Layout):
             return None
         return tuple(int(c) for c in chunk_shape)
 
-    def _vlen_rows_direct(self, level: int, path: str, arr: AsyncArray) -> int | None:
+    def _vlen_rows_direct(self, level: int, path: str, arr: AsyncArray[Any]) -> int | None:
         """Rows per chunk of a 1-D vlen-bytes plain array decoded here, chunk by chunk
         (:meth:`_checked_chunks`); ``None`` when zarr must read it."""
         chunk_shape = self._plain_chunking(level, path, arr)
@@ -881,7 +883,7 @@ class V09Layout(Layout):
         self,
         level: int,
         path: str,
-        arr: AsyncArray,
+        arr: AsyncArray[Any],
         chunk_shape: tuple[int, ...],
         cells: np.ndarray,
         items: Literal["objects", "manifests"] | None,
