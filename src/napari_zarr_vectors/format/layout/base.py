@@ -18,7 +18,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -350,7 +350,8 @@ class Layout(ABC):
     ) -> dict[str, list[bytes | memoryview | ZVFormatError | None]]:
         """:meth:`read_cells` with each payload any bytes-like buffer: a layout that can
         hands out views of the fetched bytes (no copy of a chunk's payload)."""
-        return self.read_cells(level, arrays, chunks)
+        cells = self.read_cells(level, arrays, chunks)
+        return cast(dict[str, list[bytes | memoryview | ZVFormatError | None]], cells)
 
     def reads_in_place(self, level: int, array: str) -> bool:
         """Whether :meth:`read_payloads_into` reads ``array``'s cells at ``level`` (local
@@ -434,9 +435,10 @@ class Layout(ABC):
         async def one(arr: AsyncArray[Any] | None) -> np.ndarray | None:
             if arr is None:
                 return None
-            return await arr.getitem(tuple(slice(None) for _ in arr.shape))
+            whole = await arr.getitem(tuple(slice(None) for _ in arr.shape))
+            return cast(np.ndarray, whole)  # (zarr's default buffers are numpy arrays)
 
-        async def run() -> list[Any]:
+        async def run() -> list[np.ndarray | BaseException | None]:
             return await asyncio.gather(*(one(a) for _, a in named), return_exceptions=True)
 
         out: list[np.ndarray | None] = []

@@ -665,7 +665,8 @@ def _is_fill(values: np.ndarray, fill: Any) -> np.ndarray:
     """Elementwise ``values == fill`` (NaN-aware)."""
     f = np.asarray(fill if fill is not None else 0)
     if values.dtype.kind == "f" and f.dtype.kind == "f" and np.isnan(f):
-        return np.isnan(values)
+        nan: np.ndarray = np.isnan(values)
+        return nan
     is_fill: np.ndarray = (
         values == f.astype(values.dtype) if f.dtype.kind in "biuf" else np.zeros_like(values, bool)
     )
