@@ -8,7 +8,7 @@ user can find the offending bytes on disk.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     import numpy as np
@@ -70,7 +70,7 @@ class ZVFormatError(ZVError):
         store: str | None = None,
         level: int | None = None,
         array: str | None = None,
-        chunk: Sequence[int] | str | None = None,
+        chunk: Sequence[int] | np.ndarray | str | None = None,
         key: str | None = None,
     ) -> None:
         self.reason = message
@@ -103,7 +103,7 @@ class ZVFormatError(ZVError):
         array: str | None = None,
         chunk: Sequence[int] | np.ndarray | str | None = None,
         key: str | None = None,
-    ) -> ZVFormatError:
+    ) -> Self:
         """Return a copy of this error (same class) with the missing location parts filled in."""
         return type(self)(
             self.reason,

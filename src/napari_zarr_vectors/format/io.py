@@ -407,8 +407,10 @@ def _make_cache_safe(fs: Any) -> None:
         lock = locks[hash(path) % len(locks)]
         async with lock:
             if (start is not None and start < 0) or (end is not None and end < 0):
-                return (await plain(path, **kwargs))[start:end]
-            return await plain(path, start=start, end=end, **kwargs)
+                whole: bytes = await plain(path, **kwargs)
+                return whole[start:end]
+            data: bytes = await plain(path, start=start, end=end, **kwargs)
+            return data
 
     fs._cat_file = cat_file
 

@@ -67,7 +67,8 @@ def _array(io: StoreIO, path: str) -> np.ndarray | None:
     src = Source(io.name, f"{path}/zarr.json", None, path)
     check_zarr_array_doc(doc, src)
     try:
-        arr = AsyncArray(metadata=doc, store_path=StorePath(io.store, path))
+        # (zarr's stubs want its TypedDict; check_zarr_array_doc checked the doc)
+        arr = AsyncArray(metadata=doc, store_path=StorePath(io.store, path))  # type: ignore[call-overload]
         check_whole_read(arr.shape, arr.dtype.itemsize or 8, src, decoded_chunk_shape(arr))
         return np.asarray(sync(arr.getitem(tuple(slice(None) for _ in arr.shape))))
     except ZVFormatError:
@@ -118,6 +119,7 @@ def _read_v09(io: StoreIO, types: dict[str, Any], rsrc: Source) -> Parametric:
         and (values := _listed_array(io, f"parametric/group_attributes/{name}")) is not None
     }
     doc = io.get_json("parametric/objects/zarr.json")
+    assert doc is not None  # (the objects array was read from it)
     rows_per_chunk = int(doc["chunk_grid"]["configuration"]["chunk_shape"][0])
     objects = _objects(io, rows, names, attrs, types, rsrc, lambda i: f"{i // rows_per_chunk}.0")
     return Parametric(objects, groups, group_attrs)

@@ -88,10 +88,10 @@ def _common(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """The attributes every part has, concatenated (same channel width only)."""
     if not parts:
         return {}
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for name in parts[0]:
-        values = [p.get(name) for p in parts]
-        if any(v is None for v in values) or len({v.shape[1:] for v in values}) != 1:
+        values = [p[name] for p in parts if name in p]
+        if len(values) != len(parts) or len({v.shape[1:] for v in values}) != 1:
             continue
         out[name] = np.concatenate(values)
     return out
