@@ -446,9 +446,7 @@ class Store:
             out[name] = _by_id(ids, present, False)
         return out
 
-    def _aligned_object_attributes(
-        self, level: int, n_objects: int
-    ) -> dict[str, ObjectAttribute]:
+    def _aligned_object_attributes(self, level: int, n_objects: int) -> dict[str, ObjectAttribute]:
         """The level's object attributes that hold one row per object; one whose row count
         differs from the object index's (e.g. an inflated ``shape``) cannot be matched to
         the objects and is left out with a :class:`ZVChunkWarning`."""
