@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any, cast
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, cast
 
 import numpy as np
 
