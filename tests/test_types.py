@@ -3,7 +3,7 @@
 (``write/``) under the flags ``--strict`` enables, the whole-store jobs (``jobs/``) and the
 command line (``cli.py``) at mypy's default strictness.
 
-The napari side (``napari/``) is left out for now: it does not check clean yet (about 300
+The napari side (``napari/``) is left out for now: it does not check clean yet (about 290
 errors at the default strictness). Once it does, add it to :data:`CHECKED`.
 """
 
