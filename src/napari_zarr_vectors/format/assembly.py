@@ -337,8 +337,8 @@ def assemble(
     function reading it: then only when the per-vertex object ids are first asked for)."""
     # a selection keeps a few rows: positions, attributes and object ids are gathered for
     # them alone (no concatenation of every loaded row), row references renumbered after
-    # (an index read later is none of a selection's: that one is read before)
-    keep_rows = _kept_rows(geometry_type, loaded, None if callable(index) else index, selection)
+    # (used for a selection alone, whose index is read before: not a function reading it)
+    keep_rows = _kept_rows(geometry_type, loaded, cast("ObjectIndex | None", index), selection)
     attrs = _vertex_attributes(loaded, specs, keep_rows)
     if chunk_attribute is not None:
         name, values = chunk_attribute

@@ -90,10 +90,11 @@ def _common(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         return {}
     out: dict[str, np.ndarray] = {}
     for name in parts[0]:
-        values = [p[name] for p in parts if name in p]
-        if len(values) != len(parts) or len({v.shape[1:] for v in values}) != 1:
+        values = [p.get(name) for p in parts]
+        present = [v for v in values if v is not None]
+        if len(present) != len(values) or len({v.shape[1:] for v in present}) != 1:
             continue
-        out[name] = np.concatenate(values)
+        out[name] = np.concatenate(present)
     return out
 
 
