@@ -6,6 +6,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, cast
 
 import numpy as np
 
@@ -33,13 +34,14 @@ class Selection:
     whole: bool = False
 
 
-def _entries_in_loaded(loaded: LoadedChunks, index: ObjectIndex, entries: np.ndarray):
+def _entries_in_loaded(loaded: LoadedChunks, index: ObjectIndex, entries: np.ndarray) -> np.ndarray:
     """Chunk index (``-1`` when not loaded) of each entry; every entry of the index is
     mapped once per read when most are asked for (object ids, then paths), only the
     asked ones otherwise."""
     if 4 * entries.size < index.frags.size:
         return loaded.table.index_of(index.chunks[entries])
-    return _entry_chunks(loaded, index)[entries]
+    cidx: np.ndarray = _entry_chunks(loaded, index)[entries]
+    return cidx
 
 
 @dataclass
@@ -61,7 +63,7 @@ class _EntryMap:
 
 
 def _entry_map(loaded: LoadedChunks, index: ObjectIndex) -> _EntryMap:
-    memo = loaded.__dict__.setdefault("_entry_maps", {})
+    memo: dict[int, _EntryMap] = loaded.__dict__.setdefault("_entry_maps", {})
     found = memo.get(id(index.chunks))
     if found is None or found.chunks is not index.chunks:
         found = memo[id(index.chunks)] = _EntryMap(
@@ -130,11 +132,13 @@ def _derived_object_ids(
     """:func:`_object_ids_per_row`, when asked for (``None`` when the level has no object
     index after all); an index read only now is checked now (:func:`_check_fragment_refs`)."""
     if callable(index):
-        index = index()
-        if index is not None:
-            _check_fragment_refs(loaded, index, selection, level)
+        found = index()
+        if found is not None:
+            _check_fragment_refs(loaded, found, selection, level)
+    else:
+        found = index
     return (
-        None if index is None else _object_ids_per_row(loaded, index, selection.object_rows, keep)
+        None if found is None else _object_ids_per_row(loaded, found, selection.object_rows, keep)
     )
 
 
@@ -203,7 +207,9 @@ def _object_ids_by_fragment(
     uniq, first = np.unique(gf[named], return_index=True)  # (stable: the first entry)
     owner_entries = entries[named][first]
     owner_rows = np.searchsorted(index.offsets, owner_entries, side="right") - 1
-    owner = np.full(len(loaded.fragment_ranges()[0]), -1, dtype=np.int64)
+    ranges = loaded.fragment_ranges()
+    assert ranges is not None  # (the fragments are ranges: global_fragments gave them)
+    owner = np.full(len(ranges[0]), -1, dtype=np.int64)
     owner[uniq] = index.ids[owner_rows]
     return loaded.per_row(owner, -1, keep)
 
@@ -213,7 +219,7 @@ def _paths(
     index: ObjectIndex,
     object_rows: np.ndarray | None,
     checked: bool = False,
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ordered global rows per object (of the index rows ``object_rows``, ``None``: every
     object), as ``(rows of every path one after another, in
     :attr:`LoadedChunks.row_dtype`, length of each path, object id of each path)``; an
@@ -325,13 +331,14 @@ def assemble(
     index: ObjectIndex | Callable[[], ObjectIndex | None] | None,
     links: LinkSet | None,
     selection: Selection,
-    chunk_attribute: tuple[str, tuple] | None = None,
+    chunk_attribute: tuple[str, tuple[Any, ...]] | None = None,
 ) -> Geometry:
     """Build the :class:`Geometry` of one read from its decoded parts (``index`` may be a
     function reading it: then only when the per-vertex object ids are first asked for)."""
     # a selection keeps a few rows: positions, attributes and object ids are gathered for
     # them alone (no concatenation of every loaded row), row references renumbered after
-    keep_rows = _kept_rows(geometry_type, loaded, index, selection)
+    # (used for a selection alone, whose index is read before: not a function reading it)
+    keep_rows = _kept_rows(geometry_type, loaded, cast("ObjectIndex | None", index), selection)
     attrs = _vertex_attributes(loaded, specs, keep_rows)
     if chunk_attribute is not None:
         name, values = chunk_attribute
@@ -361,10 +368,10 @@ def assemble(
         chunks=loaded.table.chunks,
     )
 
-    if geometry_type in PATH_TYPES and index is not None:
+    if geometry_type in PATH_TYPES and index is not None and not callable(index):
         flat, lengths, path_ids = _paths(loaded, index, selection.object_rows, refs_ok)
         geom.paths, geom.path_object_ids = split_lengths(flat, lengths), path_ids.astype(np.int64)
-        geom.edges = Derived(partial(_path_edges, flat, lengths))
+        geom.edges = Derived(partial(_path_edges, flat, lengths))  # type: ignore[assignment]
         # from the paths: the result holds neither the object index nor the chunks
         vid = Derived(partial(_path_object_ids, flat, lengths, path_ids, loaded.n_rows, keep_rows))
     elif geometry_type == GeometryType.SKELETON and links is not None:
@@ -389,7 +396,7 @@ def assemble(
             geom.faces = np.concatenate([geom.faces, *draco_faces])
 
     geom.vertex_attributes = attrs
-    geom.vertex_object_ids = vid
+    geom.vertex_object_ids = vid  # type: ignore[assignment]  # (a Derived: see _Derivable)
     if keep_rows is not None:
         _renumber(geom, keep_rows)
     return geom
@@ -591,17 +598,19 @@ def _vertex_attributes(
             shape = (0, spec.width) if spec.width else (0,)
             out[spec.name] = np.empty(shape, dtype=object if spec.categories else spec.dtype)
             continue
-        parts = [c.attributes.get(spec.name) for c in loaded.chunks]
-        if any(p is None for p in parts):
+        found = [c.attributes.get(spec.name) for c in loaded.chunks]
+        if any(p is None for p in found):
             # chunks whose values were lost (reported when decoded) hold NaN, or no category
-            shape = next((p.shape[1:] for p in parts if p is not None and p.size), None)
-            if shape is None:
+            row_shape = next((p.shape[1:] for p in found if p is not None and p.size), None)
+            if row_shape is None:
                 continue
             absent = (-1, np.int64) if spec.categories is not None else (np.nan, np.float64)
             parts = [
-                p if p is not None else np.full((c.n_rows, *shape), *absent)
-                for p, c in zip(parts, loaded.chunks, strict=True)
+                p if p is not None else np.full((c.n_rows, *row_shape), *absent)
+                for p, c in zip(found, loaded.chunks, strict=True)
             ]
+        else:
+            parts = cast(list[np.ndarray], found)  # (no chunk lost them)
         widths = {p.shape[1:] for p in parts if p.shape[0]}
         if len(widths) > 1:
             warnings.warn(
@@ -621,7 +630,8 @@ def _vertex_attributes(
 
 
 def _decode_categories(codes: np.ndarray, spec: AttributeSpec) -> np.ndarray:
-    cats = np.asarray(list(spec.categories) + [None], dtype=object)
+    assert spec.categories is not None  # (a categorical attribute's)
+    cats = np.asarray(list(spec.categories) + [None], dtype=np.object_)
     codes = codes.astype(np.int64)
     invalid = (codes < 0) | (codes >= len(spec.categories))
     if spec.fill is not None:

@@ -256,7 +256,9 @@ class LoadedChunks:
         valid = (frags >= 0) & (frags < nfrag[chunk_idx])
         return np.where(valid, base[chunk_idx] + frags, -1)
 
-    def per_row(self, values: np.ndarray, fill: int, rows: np.ndarray | None = None):
+    def per_row(
+        self, values: np.ndarray, fill: int, rows: np.ndarray | None = None
+    ) -> np.ndarray | None:
         """``values`` (one per global fragment) spread over the rows of their fragments
         (``fill`` on rows of no fragment), for every loaded row or for ``rows`` (global,
         ascending); ``None`` unless the fragments are ranges that share no row."""
@@ -265,8 +267,9 @@ class LoadedChunks:
             return None
         order, starts, ends = layout
         values = np.asarray(values)
-        if rows is None and order is None:  # fragments tile the rows in order: one repeat
-            return np.repeat(values, self._range_table[3])
+        table = self._range_table  # (not None: the disjoint ranges are built from it)
+        if rows is None and order is None and table is not None:  # tiled in order: one repeat
+            return np.repeat(values, table[3])
         if rows is None:
             out = np.full(self.n_rows, fill, dtype=values.dtype)
             out[expand_ranges(starts, ends - starts)] = np.repeat(values[order], ends - starts)
@@ -316,7 +319,7 @@ class LoadedChunks:
             idx[~ok] = 0
             ok &= rows >= 0
             ok &= rows < sizes[idx]
-            out = self.start[idx]
+            out: np.ndarray = self.start[idx]
             out += rows
             out[~ok] = -1
             return out

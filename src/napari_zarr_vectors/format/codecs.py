@@ -74,7 +74,7 @@ def _check_blosc(data: bytes) -> int:
     if flags & 0x2:  # memcpyed: the payload follows the header as is
         if cbytes != 16 + nbytes:
             raise ZVFormatError("blosc memcpyed frame length does not match its payload")
-        return nbytes
+        return int(nbytes)
     if blocksize == 0 or typesize == 0 or blocksize > nbytes + blocksize:
         raise ZVFormatError(f"blosc frame with block size {blocksize}, type size {typesize}")
     nblocks = -(-nbytes // blocksize)
@@ -97,7 +97,7 @@ def _check_blosc(data: bytes) -> int:
             if csize < 0 or pos + csize > cbytes:
                 raise ZVFormatError("blosc stream runs past the frame")
             pos += csize
-    return nbytes
+    return int(nbytes)
 
 
 def _decode_crc32c(data: bytes) -> bytes:

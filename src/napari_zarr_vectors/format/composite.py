@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from threading import Event, Lock
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from .geometry import Geometry, GeometryType
 from .query import chunks_in_bbox, normalise_bbox
 
 if TYPE_CHECKING:
+    from .layout.v09 import V09Layout
     from .metadata import LevelInfo
     from .store import Store
 
@@ -70,7 +71,8 @@ class _FromParent(Generic[T]):
         self._name = name
 
     def __get__(self, view: CompositeGeometryStore, owner: type | None = None) -> T:
-        return getattr(view._parent, self._name)
+        value: T = getattr(view._parent, self._name)
+        return value
 
 
 class CompositeGeometryStore:
@@ -89,7 +91,7 @@ class CompositeGeometryStore:
         self._geometry_type = geometry_type
         self._lock = Lock()
         self._chunk_lists: dict[int, np.ndarray] = {}
-        where = {"store": parent.path}
+        where: dict[str, Any] = {"store": parent.path}
         if geometry_type not in READABLE:
             raise ZVFormatError(
                 f"geometry {geometry_type!r}: a composite store's added {geometry_type} keeps "
@@ -158,6 +160,10 @@ class CompositeGeometryStore:
             f"(levels: {[lv.index for lv in self.levels]})"
         )
 
+    @overload
+    def _array(self, level: int, key: Literal["array"] = "array") -> str: ...
+    @overload
+    def _array(self, level: int, key: str) -> str | None: ...
     def _array(self, level: int, key: str = "array") -> str | None:
         self.level(level)
         value = self._entries[level].get(key)
@@ -335,7 +341,8 @@ class CompositeGeometryStore:
         kept vertices."""
         width = 3 if self._geometry_type == GeometryType.MESH else 2
         name = self._array(level, "links_array")
-        links = None if name is None else self._layout.read_whole(level, name)
+        layout = cast("V09Layout", self._layout)  # (a 0.9 store's: see __init__)
+        links = None if name is None else layout.read_whole(level, name)
         if links is None:
             return np.empty((0, width), np.int64)
         links = np.asarray(links, np.int64).reshape(-1, width)

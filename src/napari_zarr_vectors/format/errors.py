@@ -8,6 +8,10 @@ user can find the offending bytes on disk.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Self
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class ZVError(Exception):
@@ -66,7 +70,7 @@ class ZVFormatError(ZVError):
         store: str | None = None,
         level: int | None = None,
         array: str | None = None,
-        chunk: Sequence[int] | str | None = None,
+        chunk: Sequence[int] | np.ndarray | str | None = None,
         key: str | None = None,
     ) -> None:
         self.reason = message
@@ -97,9 +101,9 @@ class ZVFormatError(ZVError):
         store: str | None = None,
         level: int | None = None,
         array: str | None = None,
-        chunk: Sequence[int] | str | None = None,
+        chunk: Sequence[int] | np.ndarray | str | None = None,
         key: str | None = None,
-    ) -> ZVFormatError:
+    ) -> Self:
         """Return a copy of this error (same class) with the missing location parts filled in."""
         return type(self)(
             self.reason,
@@ -151,6 +155,6 @@ class ZVListingWarning(UserWarning):
     attribute names; the read goes on without them."""
 
 
-def chunk_key(coords: Sequence[int]) -> str:
+def chunk_key(coords: Sequence[int] | np.ndarray) -> str:
     """Dot-joined signed chunk key, e.g. ``(-1, 0, 2)`` -> ``"-1.0.2"``."""
     return ".".join(str(int(c)) for c in coords)

@@ -71,7 +71,9 @@ class _Derivable:
         return value
 
     def __set__(self, obj: Geometry, value: object) -> None:
-        obj.__dict__[self._name] = self._empty() if value is self else value
+        if value is self and self._empty is not None:  # (``__get__`` gave the marker)
+            value = self._empty()
+        obj.__dict__[self._name] = value
 
 
 @dataclass
@@ -142,7 +144,8 @@ class Geometry:
 
     def path_positions(self, i: int) -> np.ndarray:
         """``(n_i, ndim)`` coordinates of path ``i`` in order."""
-        return self.positions[self.paths[i]]
+        path: np.ndarray = self.positions[self.paths[i]]
+        return path
 
 
 class Paths(Sequence[np.ndarray]):

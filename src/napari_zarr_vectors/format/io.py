@@ -407,8 +407,10 @@ def _make_cache_safe(fs: Any) -> None:
         lock = locks[hash(path) % len(locks)]
         async with lock:
             if (start is not None and start < 0) or (end is not None and end < 0):
-                return (await plain(path, **kwargs))[start:end]
-            return await plain(path, start=start, end=end, **kwargs)
+                whole: bytes = await plain(path, **kwargs)
+                return whole[start:end]
+            data: bytes = await plain(path, start=start, end=end, **kwargs)
+            return data
 
     fs._cat_file = cat_file
 
@@ -427,7 +429,9 @@ def local_path(location: str) -> str | None:
     return location[len("file://") :] if location.startswith("file://") else location
 
 
-def _make_store(location: str | os.PathLike[str] | Store, storage_options: dict | None) -> Store:
+def _make_store(
+    location: str | os.PathLike[str] | Store, storage_options: dict[str, Any] | None
+) -> Store:
     if isinstance(location, Store):
         return location
     text = os.fspath(location)
@@ -505,7 +509,7 @@ class StoreIO:
     def __init__(
         self,
         location: str | os.PathLike[str] | Store,
-        storage_options: dict | None = None,
+        storage_options: dict[str, Any] | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
         base = _make_store(location, storage_options)

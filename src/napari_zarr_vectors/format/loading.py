@@ -237,7 +237,7 @@ def _check_in_chunk(
 
 
 def _attribute(
-    raw: bytes | ZVFormatError | None, spec: AttributeSpec, n: int
+    raw: bytes | memoryview | ZVFormatError | None, spec: AttributeSpec, n: int
 ) -> np.ndarray | ZVFormatError | None:
     """One chunk's values of a vertex attribute, or the error that keeps them from being read
     (a chunk with vertices and no values has lost them); ``None`` for an empty chunk."""
@@ -293,13 +293,13 @@ class _Packed:
     def __init__(self, first: np.ndarray, capacity: int) -> None:
         shape = first.shape[1:]
         try:
-            self.array = np.empty((capacity, *shape), dtype=first.dtype)
+            self.array: np.ndarray = np.empty((capacity, *shape), dtype=first.dtype)
         except (MemoryError, ValueError):  # a capacity the machine refuses: grown as needed
             self.array = np.empty((0, *shape), dtype=first.dtype)
         self.rows = 0
 
     def fits(self, part: np.ndarray) -> bool:
-        return part.dtype == self.array.dtype and part.shape[1:] == self.array.shape[1:]
+        return bool(part.dtype == self.array.dtype and part.shape[1:] == self.array.shape[1:])
 
     def append(self, part: np.ndarray) -> tuple[int, int]:
         """Copy ``part`` in; its rows' ``(start, end)`` in :attr:`array`."""
@@ -339,7 +339,8 @@ class _RowsSink:
             return None
         self.target.rows = a + rows
         self.spans[i] = (a, a + rows)
-        return memoryview(self.target.array[a : a + rows]).cast("B")
+        # (numpy's stubs give ndarray the buffer protocol only on Python >= 3.12)
+        return memoryview(self.target.array[a : a + rows]).cast("B")  # type: ignore[arg-type]
 
     def drop(self, i: int) -> None:
         self.target.rows = self.spans.pop(i)[0]
@@ -348,7 +349,7 @@ class _RowsSink:
         """The rows read in place for each chunk of a batch of ``batch`` (``None``: read
         the ordinary way) and their spans; the sink is then empty for the next batch."""
         spans, self.spans = self.spans, {}
-        rows = [None] * batch
+        rows: list[np.ndarray | None] = [None] * batch
         for i, (a, b) in spans.items():
             rows[i] = self.target.array[a:b]
         return rows, spans
@@ -448,7 +449,8 @@ def _read_vertices(
     layout can (:meth:`.Layout.read_payloads_into`), the others' payloads fetched; and the
     spans of the rows read in place (by index in the batch)."""
     done = layout.read_payloads_into(level, "vertices", batch, sink)
-    cells, placed = sink.take(len(batch))
+    in_place, placed = sink.take(len(batch))
+    cells: list[Any] = in_place
     rest = np.flatnonzero(~done)
     if rest.size:
         fetched = layout.read_cell_views(level, ["vertices"], batch[rest])["vertices"]

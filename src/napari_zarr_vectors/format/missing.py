@@ -45,7 +45,8 @@ def take_by_id(
     ids = np.asarray(ids, dtype=np.int64)
     ok = (ids >= 0) & (ids < len(values))
     if ok.all():
-        return values[ids]
+        taken: np.ndarray = values[ids]
+        return taken
     if fill is None:
         if as_float and values.dtype.kind in "biu":
             values = values.astype(np.float64)
@@ -62,7 +63,8 @@ def missing_mask(values: np.ndarray) -> np.ndarray:
     channels is missing when any channel is)."""
     values = np.asarray(values)
     if values.dtype.kind == "O":
-        m = np.equal(values, None)
+        # (numpy's stubs take no None operand; on an object array it compares item by item)
+        m: np.ndarray = np.equal(values, None)  # type: ignore[call-overload]
     else:
         marker = missing_value(values.dtype)
         if marker is None:
@@ -72,5 +74,5 @@ def missing_mask(values: np.ndarray) -> np.ndarray:
         else:
             m = values == marker
     if m.ndim > 1:
-        m = m.reshape(len(values), -1).any(1)
+        m = np.any(m.reshape(len(values), -1), axis=1)
     return m

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class ObjectIndex:
 
 
 def decode_object_index(
-    table: ObjectTable, key_ndim: int, where: dict, strict: bool
+    table: ObjectTable, key_ndim: int, where: dict[str, Any], strict: bool
 ) -> ObjectIndex:
     """Decode every manifest of ``table``; a corrupt manifest warns and counts as empty
     (``strict=True`` raises instead). ``where`` locates errors (store, level)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,8 @@ def _array(io: StoreIO, path: str) -> np.ndarray | None:
     src = Source(io.name, f"{path}/zarr.json", None, path)
     check_zarr_array_doc(doc, src)
     try:
-        arr = AsyncArray(metadata=doc, store_path=StorePath(io.store, path))
+        # (zarr's stubs want its TypedDict; check_zarr_array_doc checked the doc)
+        arr = AsyncArray(metadata=doc, store_path=StorePath(io.store, path))  # type: ignore[call-overload]
         check_whole_read(arr.shape, arr.dtype.itemsize or 8, src, decoded_chunk_shape(arr))
         return np.asarray(sync(arr.getitem(tuple(slice(None) for _ in arr.shape))))
     except ZVFormatError:
@@ -77,7 +79,7 @@ def _array(io: StoreIO, path: str) -> np.ndarray | None:
         ) from None
 
 
-def _read_v09(io: StoreIO, types: dict, rsrc: Source) -> Parametric:
+def _read_v09(io: StoreIO, types: dict[str, Any], rsrc: Source) -> Parametric:
     """``parametric/`` in the 0.9 layout (zarr-vectors >= 0.8.1, FORMAT-NEXT §9.2): plain
     Zarr arrays ``objects`` (float64 ``(n, max_row_length)``), ``names`` and ``groups``
     (1-D vlen bytes), ``object_attributes/<n>`` and ``group_attributes/<n>``."""
@@ -117,6 +119,7 @@ def _read_v09(io: StoreIO, types: dict, rsrc: Source) -> Parametric:
         and (values := _listed_array(io, f"parametric/group_attributes/{name}")) is not None
     }
     doc = io.get_json("parametric/objects/zarr.json")
+    assert doc is not None  # (the objects array was read from it)
     rows_per_chunk = int(doc["chunk_grid"]["configuration"]["chunk_shape"][0])
     objects = _objects(io, rows, names, attrs, types, rsrc, lambda i: f"{i // rows_per_chunk}.0")
     return Parametric(objects, groups, group_attrs)
@@ -150,7 +153,7 @@ def _blob(io: StoreIO, prefix: str) -> bytes | None:
         raise exc.located(store=io.name, array=prefix) from None
 
 
-def _attrs(io: StoreIO, prefix: str) -> dict:
+def _attrs(io: StoreIO, prefix: str) -> dict[str, Any]:
     doc = io.get_json(f"{prefix}/zarr.json") or {}
     return as_mapping(doc.get("attributes"), "attributes", Source(io.name, f"{prefix}/zarr.json"))
 
@@ -179,7 +182,7 @@ def _arrays(io: StoreIO, folder: str) -> dict[str, np.ndarray]:
     return out
 
 
-def _type_coefficients(spec: dict, tid: int, rsrc: Source) -> list[str]:
+def _type_coefficients(spec: dict[str, Any], tid: int, rsrc: Source) -> list[str]:
     """The coefficient names of a declared parametric type, which names itself and its
     coefficients with strings."""
     field = f"parametric_types.{tid}"
@@ -196,7 +199,7 @@ def _objects(
     rows: np.ndarray,
     names: list[str],
     attrs: dict[str, np.ndarray],
-    types: dict,
+    types: dict[str, Any],
     rsrc: Source,
     chunk_of_row: Callable[[int], str],
 ) -> list[ParametricObject]:

@@ -330,7 +330,7 @@ class CrossLevelSegments(NamedTuple):
     def n_records(self) -> int:
         return int(self.fine.shape[0]) + int(self.n_missing)
 
-    def __len__(self) -> int:  # type: ignore[override]
+    def __len__(self) -> int:
         return int(self.fine.shape[0])
 
 

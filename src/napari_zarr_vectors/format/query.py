@@ -110,7 +110,8 @@ def bbox_chunk_range(
         lo, hi = lo - level.grid_origin, hi - level.grid_origin
 
     def key(x: np.ndarray) -> np.ndarray:
-        return np.clip(np.floor(x / cs), -MAX_COORD, MAX_COORD).astype(np.int64)
+        chunk: np.ndarray = np.clip(np.floor(x / cs), -MAX_COORD, MAX_COORD).astype(np.int64)
+        return chunk
 
     return key(lo), key(hi)
 

@@ -88,12 +88,13 @@ def _common(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """The attributes every part has, concatenated (same channel width only)."""
     if not parts:
         return {}
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for name in parts[0]:
         values = [p.get(name) for p in parts]
-        if any(v is None for v in values) or len({v.shape[1:] for v in values}) != 1:
+        present = [v for v in values if v is not None]
+        if len(present) != len(values) or len({v.shape[1:] for v in present}) != 1:
             continue
-        out[name] = np.concatenate(values)
+        out[name] = np.concatenate(present)
     return out
 
 

@@ -129,7 +129,8 @@ class Box(Region):
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         p = _rows(points, self.ndim)
-        return np.all((p >= self.lo) & (p <= self.hi), axis=1)
+        inside: np.ndarray = np.all((p >= self.lo) & (p <= self.hi), axis=1)
+        return inside
 
     def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The slab method: the part of ``[0, 1]`` where the segment is inside every
@@ -153,7 +154,8 @@ class Box(Region):
 
     def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
-        return np.all((lo <= self.hi) & (hi >= self.lo), axis=1)
+        meets: np.ndarray = np.all((lo <= self.hi) & (hi >= self.lo), axis=1)
+        return meets
 
     def __repr__(self) -> str:
         return f"Box(lo={self.lo.tolist()}, hi={self.hi.tolist()}, space={self.space!r})"
@@ -173,7 +175,8 @@ class Sphere(Region):
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         p = _rows(points, self.ndim) - self.center
-        return np.einsum("ij,ij->i", p, p) <= self.radius**2
+        inside: np.ndarray = np.einsum("ij,ij->i", p, p) <= self.radius**2
+        return inside
 
     def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The point of the segment nearest the centre is inside."""
@@ -185,12 +188,14 @@ class Sphere(Region):
             t = np.where(dd > 0, np.einsum("ij,ij->i", ac, d) / dd, 0.0)
         t = np.clip(t, 0.0, 1.0)
         near = ac - t[:, None] * d
-        return np.einsum("ij,ij->i", near, near) <= self.radius**2
+        meets: np.ndarray = np.einsum("ij,ij->i", near, near) <= self.radius**2
+        return meets
 
     def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
         gap = np.clip(self.center, lo, hi) - self.center
-        return np.einsum("ij,ij->i", gap, gap) <= self.radius**2
+        meets: np.ndarray = np.einsum("ij,ij->i", gap, gap) <= self.radius**2
+        return meets
 
     def __repr__(self) -> str:
         return f"Sphere(center={self.center.tolist()}, radius={self.radius}, space={self.space!r})"
@@ -221,7 +226,8 @@ class Plane(Region):
 
     def _side(self, points: np.ndarray) -> np.ndarray:
         """Signed distance of each point from the plane."""
-        return (_rows(points, self.ndim) - self.point) @ self._unit
+        distance: np.ndarray = (_rows(points, self.ndim) - self.point) @ self._unit
+        return distance
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Everywhere (a plane is unbounded): :meth:`outcodes` are its sides instead."""
@@ -243,18 +249,21 @@ class Plane(Region):
         return below | ((side - reach > half).astype(np.uint32) << 1)
 
     def contains(self, points: np.ndarray) -> np.ndarray:
-        return np.abs(self._side(points)) <= self.thickness / 2
+        inside: np.ndarray = np.abs(self._side(points)) <= self.thickness / 2
+        return inside
 
     def meets_segments(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         sa, sb = self._side(a), self._side(b)
         half = self.thickness / 2
-        return (np.minimum(sa, sb) <= half) & (np.maximum(sa, sb) >= -half)
+        meets: np.ndarray = (np.minimum(sa, sb) <= half) & (np.maximum(sa, sb) >= -half)
+        return meets
 
     def meets_boxes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
         centre = (lo + hi) / 2 - self.point
         reach = (hi - lo) / 2 @ np.abs(self._unit)
-        return np.abs(centre @ self._unit) <= reach + self.thickness / 2
+        meets: np.ndarray = np.abs(centre @ self._unit) <= reach + self.thickness / 2
+        return meets
 
     def __repr__(self) -> str:
         return (

@@ -274,11 +274,11 @@ class RetryingStore(WrapperStore[Store]):
 
         return await self.policy.run(once, "a listing", self.name)
 
-    async def list_dir(self, prefix: str) -> AsyncIterator[str]:  # type: ignore[override]
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         for name in await self._collect(lambda: self._store.list_dir(prefix)):
             yield name
 
-    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:  # type: ignore[override]
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         for name in await self._collect(lambda: self._store.list_prefix(prefix)):
             yield name
 

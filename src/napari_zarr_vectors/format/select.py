@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from threading import Event, Lock
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from .cache import ChunkCache
 from .chunks import ChunkTable, unique_rows
 from .decode.fragments import FragmentIndex
 from .errors import ZVCancelledError, ZVError
-from .geometry import GRAPH_TYPES, PATH_TYPES, Geometry
+from .geometry import GRAPH_TYPES, PATH_TYPES, Geometry, Paths
 from .loading import load_chunks
 from .objects import ObjectIndex
 from .regions import Region
@@ -204,7 +204,8 @@ class _Plan:
         """The read's positions in the region's space."""
         if region.space == "store" or self.store.placement.is_identity:
             return geom.positions
-        return self.store.placement.apply(geom.positions)
+        world: np.ndarray = self.store.placement.apply(geom.positions)
+        return world
 
     def meets(self, region: Region, rows: np.ndarray, cancel: Event | None) -> np.ndarray:
         """``(O,)`` bool per object row of the index: among ``rows``, the objects that meet
@@ -213,6 +214,7 @@ class _Plan:
         lo, hi = self.boxes(region)
         reach = region.meets_boxes(lo, hi)[self.cell_of_entry]  # per entry: may hold a hit
         ends = None
+        cand: np.ndarray
         if self.test in ("endpoints", "both_endpoints"):
             ends = self._ends(reach)
             cand = ends[0] & ends[1] if self.test == "both_endpoints" else ends[0] | ends[1]
@@ -243,30 +245,34 @@ class _Plan:
             hit_ids = self._hits(region, geom, pos)
         else:
             hit_ids = self._endpoint_hits(region, geom, pos, ends)
-        return cand & np.isin(index.ids, hit_ids)
+        meets: np.ndarray = cand & np.isin(index.ids, hit_ids)
+        return meets
 
     def _read(self, cells: np.ndarray, cancel: Event | None) -> Geometry:
         """The level's geometry in the chunks of ``cells`` (rows of :attr:`cells`): the
         chunks alone, no object ids (their selection costs more than the test of the other
         objects' parts, whose hits are real too and are dropped by the caller; a read of a
         few objects' ids among many took 4x the chunks' read)."""
-        return self.store.read(
+        geom: Geometry = self.store.read(
             self.level,
             chunks=self.cells[cells],
             attributes=False,
             cache=self.cache,
             cancel=cancel,
         )
+        return geom
 
     def _path_crossings(
         self, region: Region, rows: np.ndarray, reach: np.ndarray, cancel: Event | None
     ) -> np.ndarray:
-        """``"crosses"`` of paths, in two reads. First the chunks whose cell meets the
-        region: the vertices and segments in them. Then, for the objects still undecided,
-        the chunks holding the far end of a segment that leaves those chunks and may meet
-        the region (the box around its known end and the far cell meets it), and of a
-        segment between two chunks neither of which meets it whose box around both cells
-        does."""
+        """``"crosses"`` of paths, in two passes. First the chunks whose cell meets the
+        region are read: the vertices and segments in them. Then, for the objects still
+        undecided, the segments between two consecutive entries in different chunks that
+        the first read did not hold (:meth:`_transition_hits`: only the fragments' end
+        vertices are read). A store without chunk access of its own (a composite) reads
+        instead the chunks holding the far end of a segment that leaves the first chunks and
+        may meet the region (:meth:`_far_cells`), and of a segment between two chunks
+        neither of which meets it whose box around both cells does."""
         index, cell_of = self.index, self.cell_of_entry
         lo, hi = self.boxes(region)
         cand = _any_per_row(reach, index)
@@ -407,8 +413,9 @@ class _Plan:
         has_after = (after < n) & same[np.minimum(last_e, n - 2)] & (last_e < n - 1)
         if len(geom.paths) != starts.size:  # runs and paths differ: every far cell
             return np.concatenate([cell_of[before[has_before]], cell_of[after[has_after]]])
-        offsets = np.asarray(geom.paths.offsets)
-        flat = geom.paths.flat
+        paths = cast(Paths, geom.paths)  # (a read's paths)
+        offsets = np.asarray(paths.offsets)
+        flat = paths.flat
         lo, hi = self.boxes(region)
         out = []
         for ok, near, far in (
@@ -444,8 +451,9 @@ class _Plan:
             return np.empty(0, np.int64)
         segments = self.test == "crosses" and self.kind in (*PATH_TYPES, *GRAPH_TYPES)
         if self.kind in PATH_TYPES:  # along the paths' rows: no edges, no per-vertex ids
-            flat = np.asarray(geom.paths.flat, np.int64)
-            offsets = np.asarray(geom.paths.offsets)
+            paths = cast(Paths, geom.paths)  # (a read's paths)
+            flat = np.asarray(paths.flat, np.int64)
+            offsets = np.asarray(paths.offsets)
             path_ids = np.asarray(geom.path_object_ids, np.int64)
             if keep is not None:
                 flat, offsets, path_ids = _some_paths(flat, offsets, path_ids, keep)
@@ -495,7 +503,8 @@ class _Plan:
         ids = np.asarray(geom.path_object_ids, np.int64)
         if ids.size == 0:
             return ids
-        offsets, flat = np.asarray(geom.paths.offsets), geom.paths.flat
+        paths = cast(Paths, geom.paths)  # (a read's paths)
+        offsets, flat = np.asarray(paths.offsets), paths.flat
         new = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
         end = np.r_[new[1:], ids.size]  # one past each object's last path
         obj = ids[new]
@@ -503,7 +512,10 @@ class _Plan:
         rows = order[np.searchsorted(self.index.ids, obj, sorter=order)]
         first_in = ends[0][rows] & region.contains(pos[flat[offsets[new]]])
         last_in = ends[1][rows] & region.contains(pos[flat[offsets[end] - 1]])
-        return obj[first_in & last_in] if self.test == "both_endpoints" else obj[first_in | last_in]
+        hits: np.ndarray = (
+            obj[first_in & last_in] if self.test == "both_endpoints" else obj[first_in | last_in]
+        )
+        return hits
 
 
 def _any_per_row(flags: np.ndarray, index: ObjectIndex) -> np.ndarray:

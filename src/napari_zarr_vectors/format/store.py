@@ -17,14 +17,14 @@ import numpy as np
 from zarr.abc.store import Store as ZarrStore
 
 from .api import GeometryStore
-from .assembly import PATH_TYPES, Selection, assemble, assemble_pieces
+from .assembly import Selection, assemble, assemble_pieces
 from .cache import ChunkCache
 from .chunks import ChunkTable, LoadedChunks, unique_rows
 from .composite import CompositeGeometryStore
 from .errors import ZVChunkWarning, ZVError, ZVFormatError, chunk_key
-from .geometry import GRAPH_TYPES, PIECE_TYPES, Geometry, GeometryType
+from .geometry import GRAPH_TYPES, PATH_TYPES, PIECE_TYPES, Geometry, GeometryType
 from .io import StoreIO
-from .layout import Layout, LinkSet, ObjectRows, ObjectTable, detect_layout
+from .layout import Layout, LinkSet, ObjectAttribute, ObjectRows, ObjectTable, detect_layout
 from .layout.keys import sort_chunks
 from .loading import attribute_specs, load_chunks
 from .memory import release_freed_memory
@@ -52,7 +52,7 @@ PARTIAL_INDEX_SHARE = 8
 def open_store(
     location: str | os.PathLike[str] | ZarrStore,
     *,
-    storage_options: dict | None = None,
+    storage_options: dict[str, Any] | None = None,
     retry: RetryPolicy | None = None,
 ) -> Store:
     """Open a Zarr Vectors store for reading. Reads metadata only.
@@ -368,6 +368,7 @@ class Store:
         with self._objects_lock:
             if level not in self._object_index:
                 held = self._object_rows.pop(level, None)
+                table: ObjectTable | None
                 if isinstance(held, ObjectTable):
                     table = held
                 else:
@@ -445,7 +446,7 @@ class Store:
             out[name] = _by_id(ids, present, False)
         return out
 
-    def _aligned_object_attributes(self, level: int, n_objects: int) -> dict:
+    def _aligned_object_attributes(self, level: int, n_objects: int) -> dict[str, ObjectAttribute]:
         """The level's object attributes that hold one row per object; one whose row count
         differs from the object index's (e.g. an inflated ``shape``) cannot be matched to
         the objects and is left out with a :class:`ZVChunkWarning`."""
@@ -583,9 +584,11 @@ class Store:
         box = None if bbox is None else normalise_bbox(bbox, self.ndim, self.path)
         selection = Selection(bbox=box, store=self.path, strict=strict)
         pending: Future[ObjectIndex | ObjectTable | ObjectRows | None] | None = None
+        index: ObjectIndex | ObjectTable | ObjectRows | Callable[[], ObjectIndex | None] | None
         beside = False  # the object index read beside: a local read fetches no batch ahead
         if object_ids is not None or group_ids is not None:
-            index, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
+            selected, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
+            index = selected
         elif strict or self.geometry_type in PATH_TYPES:  # read beside the chunks
             pending = self._io.in_background(functools.partial(self.object_index, level, strict))
             beside = True
@@ -594,7 +597,7 @@ class Store:
             pending = self._io.in_background(functools.partial(self._object_ids_only, level))
         if selection.object_rows is not None:
             named = None if chunks is None else np.asarray(chunks, np.int64).reshape(-1, knd)
-            target = self._manifest_chunks(index, selection.object_rows, knd, named)
+            target = self._manifest_chunks(selected, selection.object_rows, knd, named)
         elif chunks is not None:
             target = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
         elif (
@@ -604,9 +607,8 @@ class Store:
             and not self.layout.knows_chunks(level)
         ):
             # a small box needs no listing: missing candidate chunks simply hold no data
-            target = candidate_chunks(info, *box, limit=MAX_CANDIDATE_CHUNKS)
-            if target is None:
-                target = self._own_chunks(level)
+            candidates = candidate_chunks(info, *box, limit=MAX_CANDIDATE_CHUNKS)
+            target = self._own_chunks(level) if candidates is None else candidates
         else:
             target = self._own_chunks(level)
             selection.whole = box is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -68,6 +68,24 @@ def mapping_field(doc: Mapping[str, object], key: str, src: Source) -> dict[str,
     return as_mapping(doc.get(key), key, src)
 
 
+@overload
+def int_field(
+    doc: Mapping[str, object],
+    key: str,
+    src: Source,
+    default: None,
+    lo: int | None = 0,
+    hi: int | None = MAX_COUNT,
+) -> int | None: ...
+@overload
+def int_field(
+    doc: Mapping[str, object],
+    key: str,
+    src: Source,
+    default: int = ...,
+    lo: int | None = 0,
+    hi: int | None = MAX_COUNT,
+) -> int: ...
 def int_field(
     doc: Mapping[str, object],
     key: str,
@@ -92,7 +110,7 @@ def int_field(
 
 def check_int(
     value: object, field: str, src: Source, lo: int | None = 0, hi: int | None = MAX_COUNT
-):
+) -> int:
     """``value`` as an ``int`` in ``[lo, hi]``."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise src.error(field, f"is {_describe(value)}, expected an integer")

@@ -59,7 +59,8 @@ class WorldPlacement:
     def apply(self, positions: np.ndarray) -> np.ndarray:
         """``(N, ndim)`` stored positions in world coordinates (float64)."""
         pos = np.asarray(positions, np.float64)
-        return pos @ self.affine[:-1, :-1].T + self.affine[:-1, -1]
+        world: np.ndarray = pos @ self.affine[:-1, :-1].T + self.affine[:-1, -1]
+        return world
 
 
 def affine_box(

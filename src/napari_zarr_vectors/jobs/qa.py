@@ -19,7 +19,7 @@ and one :class:`Check` per question with a verdict (``pass``, ``warn``, ``fail``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -110,6 +110,9 @@ class LevelPartial:
             self.image = np.zeros(self.image_shape, np.int64)
 
     def merge(self, other: LevelPartial) -> None:
+        # (set by __post_init__)
+        assert self.lo is not None and self.hi is not None and self.image is not None
+        assert other.lo is not None and other.hi is not None and other.image is not None
         self.chunks_read += other.chunks_read
         self.vertices += other.vertices
         self.nonfinite += other.nonfinite
@@ -363,7 +366,14 @@ def _assemble(
         levels.append(info)
         checks += _level_checks(lv, info, part, present[lv], level_failures)
     # what each level shows: an additive level's content is its whole chain's
-    content = {lv: sum(partials[c].image for c in store.refinement_chain(lv)) for lv in partials}
+    # (every partial's image is set by LevelPartial.__post_init__: their sum is an array)
+    content = {
+        lv: cast(
+            np.ndarray,
+            sum(cast(np.ndarray, partials[c].image) for c in store.refinement_chain(lv)),
+        )
+        for lv in partials
+    }
     shown = {
         lv: None
         if present[lv] is None
@@ -557,7 +567,7 @@ def coverage(fine: np.ndarray, coarse: np.ndarray, pixel: np.ndarray, cell: floa
     metavertex lies in the bin of the vertices it stands for: within one cell of edge at
     least a bin and a pixel)."""
     a, b = occupancy(fine, pixel, cell), occupancy(coarse, pixel, cell)
-    return float(np.count_nonzero(a & _dilate(b)) / max(np.count_nonzero(a), 1))
+    return float(np.count_nonzero(a & _dilate(b)) / max(int(np.count_nonzero(a)), 1))
 
 
 def _coverage_checks(

@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from ..format.errors import MissingDependencyError, ZVError
-from ..format.geometry import GeometryType
+from ..format.geometry import PATH_TYPES, GeometryType
 from ..format.io import PARTIAL_NAME, local_path
 from ..format.remote import describe
-from .spec import PATH_TYPES, SOURCE_OBJECT_ID, WriteSpec
+from .spec import SOURCE_OBJECT_ID, WriteSpec
 
 try:
     import fcntl
@@ -133,9 +133,9 @@ class PyramidPlan:
 
 def choose_pyramid(
     n_vertices: int,
-    extent: Sequence[float],
-    chunk_shape: Sequence[float],
-    bin_shape: Sequence[float],
+    extent: Sequence[float] | np.ndarray,
+    chunk_shape: Sequence[float] | np.ndarray,
+    bin_shape: Sequence[float] | np.ndarray,
     *,
     target: int = PYRAMID_TARGET_VERTICES,
     max_levels: int = PYRAMID_MAX_LEVELS,
@@ -175,7 +175,9 @@ def choose_pyramid(
 # --------------------------------------------------------------------------------------------
 
 
-def check_target(target: str | os.PathLike, sources: Iterable[str | os.PathLike] = ()) -> Path:
+def check_target(
+    target: str | os.PathLike[str], sources: Iterable[str | os.PathLike[str]] = ()
+) -> Path:
     """The absolute target path, after refusing what would destroy data.
 
     Raises :class:`SameStoreError` when ``target`` is one of ``sources`` (stores being read)
@@ -213,7 +215,7 @@ def clean_leftovers(folder: Path) -> list[Path]:
     ``.<name>.partial-<id>`` folders, and their lock files, that no running write holds);
     returns the folders removed. Without ``fcntl`` (Windows), folders whose lock file is
     still there are kept."""
-    removed = []
+    removed: list[Path] = []
     try:
         names = sorted(p.name for p in folder.iterdir())
     except OSError:
@@ -278,11 +280,11 @@ def _hold(lock: Path) -> Callable[[], None]:
 
 
 def write_store(
-    target: str | os.PathLike,
+    target: str | os.PathLike[str],
     spec: WriteSpec,
     *,
     pyramid: bool | PyramidPlan = True,
-    sources: Iterable[str | os.PathLike] = (),
+    sources: Iterable[str | os.PathLike[str]] = (),
     validate: bool = False,
     progress: Progress | None = None,
 ) -> Path:
@@ -344,6 +346,7 @@ def write_store(
         if progress is not None:
             progress(i, len(steps), steps[i])
 
+    assert spec.axis_types is not None  # (WriteSpec sets them)
     axes = tuple(
         Axis(str(name), unit or None, kind)
         for name, unit, kind in zip(spec.axes, spec.units, spec.axis_types, strict=True)
@@ -423,7 +426,9 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
             raise WriteError(f"edge attribute {k!r} holds text: only numbers can be written")
     groups = _dense_groups(spec.groups)
     groups_written = False
+    ids: np.ndarray | None
     if kind in PATH_TYPES:
+        assert spec.lengths is not None  # (a path spec's: WriteSpec checks them)
         order, ids, oattrs, groups = _number_paths(spec, groups)
         lengths = spec.lengths[order]
         rows = _rows_in_order(spec.lengths, order)
@@ -500,12 +505,12 @@ def _add_geometry(ds: Any, spec: WriteSpec) -> None:
         # reference writer names them
         names = {int(g): str(n) for g, n in spec.group_names.items()}
         ds.level(0).groups.name_rows([names.get(g, f"group_{g}") for g in range(len(groups))])
-    level0 = ds.level(0).store if categories else None
-    for k, cats in categories.items():
+    level0: Any = ds.level(0).store if categories else None  # (used when there are some)
+    for k, labels in categories.items():
         # the dictionary encoding the point writer uses (codes + categories on the array)
         level0.write_array_meta(
             f"vertex_attributes/{k}",
-            {"encoding": "dictionary", "categories": cats, "ordered": False},
+            {"encoding": "dictionary", "categories": labels, "ordered": False},
         )
 
 
@@ -534,7 +539,9 @@ def _tree_order(edges: np.ndarray, n: int, object_ids: np.ndarray | None) -> np.
     return np.lexsort((dist, obj))
 
 
-def _write_groups(ds: Any, groups: dict[int, list[int]], group_attributes: dict) -> None:
+def _write_groups(
+    ds: Any, groups: dict[int, list[int]], group_attributes: dict[str, np.ndarray]
+) -> None:
     if not groups and not group_attributes:
         return
     from zarr_vectors.building import (
@@ -571,6 +578,7 @@ def _number_paths(
     ascending id order, so ids 0..n-1 survive exactly; other ids are kept in the object
     attribute :data:`SOURCE_OBJECT_ID` (and groups are renumbered to match).
     """
+    assert spec.lengths is not None  # (a path spec's: WriteSpec checks them)
     n = len(spec.lengths)
     ids = (
         np.arange(n, dtype=np.int64)
@@ -614,23 +622,23 @@ def _rows_in_order(lengths: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 def _vertex_attribute(values: Any) -> np.ndarray:
     """Numbers as they are (bool as uint8); text as an object array of ``str``."""
-    values = np.asarray(values)
-    if values.dtype.kind == "b":
-        return values.astype(np.uint8)
-    if values.dtype.kind in "OUS":
-        return _text(values).astype(object)
-    return values
+    array = np.asarray(values)
+    if array.dtype.kind == "b":
+        return array.astype(np.uint8)
+    if array.dtype.kind in "OUS":
+        return _text(array).astype(object)
+    return array
 
 
 def _object_attribute(values: Any) -> np.ndarray:
     """Numbers as they are (bool as int8); text as fixed-width ``str`` (the writer cannot
     store object arrays per object)."""
-    values = np.asarray(values)
-    if values.dtype.kind == "b":
-        return values.astype(np.int8)
-    if values.dtype.kind in "OUS":
-        return _text(values)
-    return values
+    array = np.asarray(values)
+    if array.dtype.kind == "b":
+        return array.astype(np.int8)
+    if array.dtype.kind in "OUS":
+        return _text(array)
+    return array
 
 
 def _text(values: np.ndarray) -> np.ndarray:

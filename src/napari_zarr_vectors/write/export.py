@@ -18,7 +18,7 @@ from .spec import WriteSpec, spec_from_geometry
 
 def export_objects(
     store: Any,
-    target: str | os.PathLike,
+    target: str | os.PathLike[str],
     object_ids: Sequence[int] | np.ndarray | None = None,
     *,
     pyramid: bool | PyramidPlan = True,
@@ -120,7 +120,7 @@ def _after_read(progress: Progress | None) -> Progress | None:
     return lambda step, n_steps, description: progress(step + 1, n_steps + 1, description)
 
 
-def _optional(store: Any, getter: str) -> dict:
+def _optional(store: Any, getter: str) -> dict[Any, Any]:
     """``store.<getter>(0)``; empty (with a warning) when it cannot be read, and for a
     composite store's added geometry, which keeps none."""
     read = getattr(store, getter, None)

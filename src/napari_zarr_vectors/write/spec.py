@@ -105,6 +105,7 @@ class WriteSpec:
     def n_objects(self) -> int:
         """Number of objects (paths: runs; others: distinct object ids, 0 without)."""
         if self.geometry_type in PATH_TYPES:
+            assert self.lengths is not None  # (__post_init__ checks it)
             return int(len(self.lengths))
         return 0 if self.object_ids is None else int(np.unique(self.object_ids).size)
 
@@ -172,6 +173,7 @@ def spec_from_geometry(
         "vertex_attributes": {},
         "name": name,
     }
+    ids: np.ndarray | None
     if kind in PATH_TYPES:
         paths = [np.asarray(p, dtype=np.int64) for p in geometry.paths]
         lengths = np.fromiter((len(p) for p in paths), np.int64, len(paths))

@@ -62,7 +62,7 @@ def text_values(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def decode_rows(raw: bytes, dtype: np.dtype, width: int) -> np.ndarray:
+def decode_rows(raw: bytes | memoryview, dtype: np.dtype, width: int) -> np.ndarray:
     """``(N, width)`` rows of ``dtype`` from a headerless row-major payload."""
     row_bytes = dtype.itemsize * width
     if width <= 0 or len(raw) % row_bytes:
@@ -72,7 +72,9 @@ def decode_rows(raw: bytes, dtype: np.dtype, width: int) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype).reshape(-1, width)
 
 
-def decode_attribute(raw: bytes, dtype: np.dtype, n_rows: int, width: int | None) -> np.ndarray:
+def decode_attribute(
+    raw: bytes | memoryview, dtype: np.dtype, n_rows: int, width: int | None
+) -> np.ndarray:
     """Attribute payload aligned with ``n_rows`` rows: ``(n_rows,)`` or ``(n_rows, C)``.
 
     ``width`` is the declared channel count; ``None`` derives it from the byte length

@@ -252,8 +252,9 @@ def read_manifests(payload: bytes, key_ndim: int) -> Mode0Manifests | PackedBlob
 def join_manifests(parts: Sequence[Mode0Manifests | PackedBlobs]) -> Mode0Manifests | PackedBlobs:
     """The manifests of several chunks (:func:`read_manifests`), one after another: decoded
     when every chunk's are."""
-    if all(isinstance(p, Mode0Manifests) for p in parts):
-        return Mode0Manifests.concat(parts)
+    decoded = [p for p in parts if isinstance(p, Mode0Manifests)]
+    if len(decoded) == len(parts):
+        return Mode0Manifests.concat(decoded)
     return PackedBlobs.concat([p.packed() if isinstance(p, Mode0Manifests) else p for p in parts])
 
 
@@ -353,7 +354,7 @@ def split_flat_manifests(raw: bytes, key_ndim: int, num_objects: int) -> list[by
     return out
 
 
-def split_offset_manifests(raw: bytes, offsets: Sequence[int]) -> list[bytes]:
+def split_offset_manifests(raw: bytes, offsets: Sequence[int] | np.ndarray) -> list[bytes]:
     """Split the legacy ``object_index/data`` blob by its ``offsets`` (int64 byte offsets)."""
     offs = [int(o) for o in offsets] + [len(raw)]
     if any(b < a for a, b in zip(offs[:-1], offs[1:], strict=True)) or offs[0] < 0:

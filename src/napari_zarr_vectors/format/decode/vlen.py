@@ -16,9 +16,10 @@ def vlen_items(payload: bytes) -> np.ndarray:
     from numcodecs.vlen import VLenBytes
 
     try:
-        return VLenBytes().decode(payload)
+        items: np.ndarray = VLenBytes().decode(payload)
     except Exception as exc:  # noqa: BLE001 - numcodecs raises ValueError on a corrupt buffer
         raise ZVFormatError(f"vlen chunk cannot be decoded: {exc}") from None
+    return items
 
 
 _U32 = struct.Struct("<I").unpack_from

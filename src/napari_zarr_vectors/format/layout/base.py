@@ -18,7 +18,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -133,7 +133,7 @@ class LinkSet:
         )
 
 
-def decoded_chunk_shape(arr: AsyncArray | Array) -> tuple[int, ...] | None:
+def decoded_chunk_shape(arr: AsyncArray[Any] | Array[Any]) -> tuple[int, ...] | None:
     """Shape of the chunks zarr decodes one by one to read the zarr array ``arr`` (a sharded
     array's inner chunks); ``None`` for an irregular grid."""
     for codec in getattr(arr.metadata, "codecs", ()):
@@ -350,7 +350,8 @@ class Layout(ABC):
     ) -> dict[str, list[bytes | memoryview | ZVFormatError | None]]:
         """:meth:`read_cells` with each payload any bytes-like buffer: a layout that can
         hands out views of the fetched bytes (no copy of a chunk's payload)."""
-        return self.read_cells(level, arrays, chunks)
+        cells = self.read_cells(level, arrays, chunks)
+        return cast(dict[str, list[bytes | memoryview | ZVFormatError | None]], cells)
 
     def reads_in_place(self, level: int, array: str) -> bool:
         """Whether :meth:`read_payloads_into` reads ``array``'s cells at ``level`` (local
@@ -422,7 +423,7 @@ class Layout(ABC):
         """Every group attribute, indexed by group id."""
 
     def _gather_whole(
-        self, level: int, named: Sequence[tuple[str, AsyncArray | None]]
+        self, level: int, named: Sequence[tuple[str, AsyncArray[Any] | None]]
     ) -> list[np.ndarray | None]:
         """Whole contents of opened arrays (``(name, AsyncArray or None)``; the caller has
         checked their sizes), read concurrently; a failed read raises :class:`ZVFormatError`
@@ -431,12 +432,13 @@ class Layout(ABC):
 
         from zarr.core.sync import sync
 
-        async def one(arr: AsyncArray | None) -> np.ndarray | None:
+        async def one(arr: AsyncArray[Any] | None) -> np.ndarray | None:
             if arr is None:
                 return None
-            return await arr.getitem(tuple(slice(None) for _ in arr.shape))
+            whole = await arr.getitem(tuple(slice(None) for _ in arr.shape))
+            return cast(np.ndarray, whole)  # (zarr's default buffers are numpy arrays)
 
-        async def run() -> list[Any]:
+        async def run() -> list[np.ndarray | BaseException | None]:
             return await asyncio.gather(*(one(a) for _, a in named), return_exceptions=True)
 
         out: list[np.ndarray | None] = []

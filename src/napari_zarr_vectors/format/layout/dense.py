@@ -106,7 +106,7 @@ class DenseLayout(Layout):
         ``chunk_grid_origin`` counts its cells from ``bounds_min`` (seed 000 §6.2), which
         its :attr:`LevelInfo.grid_origin` records for bbox reads."""
         super().__init__(io, root, levels)
-        self._arrays: dict[str, AsyncArray | None] = {}
+        self._arrays: dict[str, AsyncArray[Any] | None] = {}
         self._origins: dict[str, np.ndarray] = {}
         self._listings: dict[tuple[int, str], np.ndarray] = {}
         for i, lv in enumerate(levels):
@@ -126,7 +126,7 @@ class DenseLayout(Layout):
                     return f"{folder}/{name}"
         return array
 
-    def _array(self, level: int, array: str) -> AsyncArray | None:
+    def _array(self, level: int, array: str) -> AsyncArray[Any] | None:
         path = f"{level}/{self._physical(level, array)}"
         with self._lock:
             if path in self._arrays:
@@ -138,14 +138,15 @@ class DenseLayout(Layout):
                 raise self.error(f"{path} is not a Zarr array", level, array)
             check_zarr_array_doc(doc, self.src(path, level, array))
             try:
-                arr = AsyncArray(metadata=doc, store_path=StorePath(self.io.store, path))
+                # (zarr's stubs want its TypedDict; check_zarr_array_doc checked the doc)
+                arr = AsyncArray(metadata=doc, store_path=StorePath(self.io.store, path))  # type: ignore[call-overload]
             except Exception as exc:  # zarr raises many types for malformed metadata
                 raise self.error(f"cannot open the Zarr array: {exc}", level, array) from None
         with self._lock:
             self._arrays[path] = arr
         return arr
 
-    def _grid_origin(self, level: int, array: str, arr: AsyncArray) -> np.ndarray:
+    def _grid_origin(self, level: int, array: str, arr: AsyncArray[Any]) -> np.ndarray:
         """Absolute chunk key of grid cell 0 of a grid array."""
         path = f"{level}/{self._physical(level, array)}"
         with self._lock:
@@ -167,7 +168,7 @@ class DenseLayout(Layout):
 
     def _cells(
         self, level: int, array: str, chunks: np.ndarray
-    ) -> tuple[AsyncArray | None, np.ndarray, np.ndarray]:
+    ) -> tuple[AsyncArray[Any] | None, np.ndarray, np.ndarray]:
         """``(array, cell indices, inside)`` of absolute chunk keys ``chunks``."""
         arr = self._array(level, array)
         knd = self.key_ndim(level)
@@ -216,7 +217,9 @@ class DenseLayout(Layout):
                 out[p] = np.asarray(res)
         return out
 
-    def _file_of(self, level: int, array: str, arr: AsyncArray, cell: np.ndarray) -> str | None:
+    def _file_of(
+        self, level: int, array: str, arr: AsyncArray[Any], cell: np.ndarray
+    ) -> str | None:
         """Store key of the Zarr chunk file holding ``cell`` (what an error about it names)."""
         chunk_shape = getattr(arr.metadata.chunk_grid, "chunk_shape", None)
         if chunk_shape is None:
@@ -230,7 +233,7 @@ class DenseLayout(Layout):
         self,
         level: int,
         array: str,
-        arr: AsyncArray,
+        arr: AsyncArray[Any],
         cells: np.ndarray,
         pos: list[int],
         out: list[np.ndarray | ZVFormatError | None],
@@ -323,7 +326,9 @@ class DenseLayout(Layout):
                 first,
             )
 
-    def _stored_cells(self, level: int, array: str, arr: AsyncArray, knd: int):
+    def _stored_cells(
+        self, level: int, array: str, arr: AsyncArray[Any], knd: int
+    ) -> np.ndarray | None:
         """Grid cells that have a stored Zarr chunk (``None`` when the store cannot list):
         zarr does not write chunks that are all fill value, so the others are empty."""
         if not self.io.listable:
@@ -375,7 +380,7 @@ class DenseLayout(Layout):
     ) -> dict[str, list[bytes | ZVFormatError | None]]:
         chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, self.key_ndim(level))
         need = list(dict.fromkeys(["vertices", "vertex_fragments", *arrays]))
-        raw: dict[str, list] = {}
+        raw: dict[str, list[np.ndarray | ZVFormatError | None]] = {}
         for a in need:
             try:
                 raw[a] = self._read_cell_arrays(level, a, chunks)
@@ -401,7 +406,9 @@ class DenseLayout(Layout):
             out[a] = cells
         return out
 
-    def _row_count(self, level: int, raw: dict[str, list], i: int) -> int | ZVFormatError | None:
+    def _row_count(
+        self, level: int, raw: dict[str, list[np.ndarray | ZVFormatError | None]], i: int
+    ) -> int | ZVFormatError | None:
         """Used rows of cell ``i`` (``None`` = empty cell)."""
         verts = raw["vertices"][i]
         if isinstance(verts, ZVFormatError):
@@ -428,7 +435,9 @@ class DenseLayout(Layout):
                 if fi.explicit_rows.size:
                     ends.append(int(fi.explicit_rows.max()) + 1)
                 return max(ends) or None
-        fill = self._array(level, "vertices").metadata.fill_value
+        vertices = self._array(level, "vertices")
+        assert vertices is not None  # (its cell was read)
+        fill = vertices.metadata.fill_value
         pad = np.all(_is_fill(verts, fill), axis=1)
         used = np.flatnonzero(~pad)
         if used.size and frags is not None:  # the index of a chunk with vertices is gone
@@ -523,7 +532,9 @@ class DenseLayout(Layout):
             parts_r.append(cross[1])
         return LinkSet.of(parts_c, parts_r, {}, width, knd, gaps)
 
-    def _cross_chunk(self, level: int, delta: int, width: int, chunks: np.ndarray | None):
+    def _cross_chunk(
+        self, level: int, delta: int, width: int, chunks: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         d = delta_name(delta)
         prefix = f"{level}/cross_chunk_links/{d}"
         if self._attrs(prefix) is None and self._doc(f"{prefix}/data") is None:
@@ -603,7 +614,7 @@ class DenseLayout(Layout):
         attrs = self._attrs(where) or {}
         return int_field(attrs, "num_objects", self.src(where, level), offsets.shape[0], 0)
 
-    def _check_whole(self, level: int, array: str, arr: AsyncArray) -> None:
+    def _check_whole(self, level: int, array: str, arr: AsyncArray[Any]) -> None:
         """Refuse a whole read of ``arr`` whose declared size is beyond what may be read."""
         src = self.src(f"{level}/{self._physical(level, array)}", level, array)
         check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
@@ -622,7 +633,9 @@ class DenseLayout(Layout):
             return None
         if table.ndim != 2 or table.dtype.kind not in "iu":
             raise self.error(f"groupings of {table.dtype} {list(table.shape)}", level, "groupings")
-        fill = self._array(level, "groupings").metadata.fill_value
+        groupings = self._array(level, "groupings")
+        assert groupings is not None  # (it was read)
+        fill = groupings.metadata.fill_value
         members = {}
         for g, row in enumerate(table.astype(np.int64)):
             members[g] = row[~_is_fill(row, fill) & (row >= 0)]
@@ -644,17 +657,20 @@ def _rowkeys(cells: np.ndarray, grid: list[int]) -> np.ndarray:
     """Flat C-order index of grid cells (for set membership)."""
     if len(cells) == 0:
         return np.empty(0, np.int64)
-    return np.ravel_multi_index(tuple(cells.T), grid)
+    keys: np.ndarray = np.ravel_multi_index(tuple(cells.T), grid)
+    return keys
 
 
 def _is_fill(values: np.ndarray, fill: Any) -> np.ndarray:
     """Elementwise ``values == fill`` (NaN-aware)."""
     f = np.asarray(fill if fill is not None else 0)
     if values.dtype.kind == "f" and f.dtype.kind == "f" and np.isnan(f):
-        return np.isnan(values)
-    return (
+        nan: np.ndarray = np.isnan(values)
+        return nan
+    is_fill: np.ndarray = (
         values == f.astype(values.dtype) if f.dtype.kind in "biuf" else np.zeros_like(values, bool)
     )
+    return is_fill
 
 
 def _fragment_blob(cell: np.ndarray) -> bytes | ZVFormatError | None:

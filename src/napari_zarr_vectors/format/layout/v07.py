@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import zarr
@@ -374,7 +374,7 @@ class V07Layout(Layout):
                 level, "edge", name, f"cross_chunk_link_attributes/{name}/{d}"
             )
             raw = self._blob(f"{apath}/data", level) if dtype is not None else None
-            if raw is not None:
+            if raw is not None and dtype is not None:
                 attrs_out[name] = decode_attribute(raw, dtype, len(cr), None)
         if chunks is None:
             return cc, cr, attrs_out
@@ -423,7 +423,7 @@ class V07Layout(Layout):
         if arr.ndim != 1 or arr.shape[0] < n:
             raise self.error(f"object index holds {arr.shape} manifests, expected {n}", level, path)
         try:
-            items = arr[:n]
+            items = cast(np.ndarray, arr[:n])  # (a slice of a 1-D array: an array)
         except Exception as exc:
             raise self.error(f"cannot read vlen-bytes array: {exc}", level, path) from None
         return [bytes(b) if b is not None else b"" for b in items]
@@ -437,11 +437,14 @@ class V07Layout(Layout):
             prefix = f"{level}/object_attributes/{name}"
             meta = self._attrs(prefix) or {}
             data, mask = self._blobs([f"{prefix}/data", f"{prefix}/present_mask"])
-            for part in (data, mask):
-                if isinstance(part, ZVFormatError):
-                    raise part.located(
-                        store=self.io.name, level=level, array=f"object_attributes/{name}"
-                    )
+            if isinstance(data, ZVFormatError):
+                raise data.located(
+                    store=self.io.name, level=level, array=f"object_attributes/{name}"
+                )
+            if isinstance(mask, ZVFormatError):
+                raise mask.located(
+                    store=self.io.name, level=level, array=f"object_attributes/{name}"
+                )
             array = f"object_attributes/{name}"
             if data is None:
                 self._warn_missing(level, array)
@@ -528,9 +531,10 @@ class V07Layout(Layout):
             return None
         n_groups = int_field(attrs, "num_groups", self.src(f"{level}/groups", level), 0)
         data, offsets = self._blobs([f"{level}/groups/data", f"{level}/groups/offsets"])
-        for part in (data, offsets):
-            if isinstance(part, ZVFormatError):
-                raise part.located(store=self.io.name, level=level, array="groups")
+        if isinstance(data, ZVFormatError):
+            raise data.located(store=self.io.name, level=level, array="groups")
+        if isinstance(offsets, ZVFormatError):
+            raise offsets.located(store=self.io.name, level=level, array="groups")
         try:
             groups = decode_csr_groups(data or b"", offsets or b"", n_groups)
         except ZVFormatError as exc:

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import permutations
-from typing import Any, Literal
+from typing import Any, Literal, cast, overload
 
 import numpy as np
 from zarr.core.array import AsyncArray
@@ -95,7 +95,7 @@ class _Grid:
     """One opened grid array: zarr handle, grid placement and how its cells are read."""
 
     path: str
-    array: AsyncArray
+    array: AsyncArray[Any]
     origin: np.ndarray  # (key_ndim,) chunk coordinate of cell 0
     shape: np.ndarray  # (key_ndim,)
     attrs: dict[str, Any]
@@ -122,7 +122,7 @@ class _Grid:
         encode = self.array.metadata.encode_chunk_key
         return [f"{self.path}/{encode(tuple(c))}" for c in cells.tolist()]
 
-    def files(self, cells: np.ndarray) -> list[str | None]:
+    def files(self, cells: np.ndarray) -> Sequence[str | None]:
         """Store keys of the chunk files holding ``cells`` whatever the chunk shape (what an
         error about a cell names); ``None`` for a grid without a regular chunk shape."""
         shape = getattr(self.array.metadata.chunk_grid, "chunk_shape", None)
@@ -172,7 +172,9 @@ def _shard_plan(
     return np.asarray(shard, np.int64), tuple(inner[1:]), names == ["bytes", "crc32c"]
 
 
-def _shard_cell(raw: bytes, local: int, n_inner: int, plan: tuple) -> bytes | None:
+def _shard_cell(
+    raw: bytes, local: int, n_inner: int, plan: tuple[np.ndarray, tuple[dict[str, Any], ...], bool]
+) -> bytes | memoryview | None:
     """One inner one-cell chunk of a shard file (its vlen payload; ``None`` when empty)."""
     _shape, inner, checksummed = plan
     size = 16 * n_inner + (4 if checksummed else 0)
@@ -269,7 +271,8 @@ def _lehmer_inverse(code: int, width: int) -> np.ndarray:
 def _undo_permutations(codes: np.ndarray, width: int) -> np.ndarray:
     """``(M, width)`` inverse permutation of every perm code."""
     if width <= 6:
-        return _inverse_permutations(width)[codes]
+        inverse: np.ndarray = _inverse_permutations(width)[codes]
+        return inverse
     uniq, which = np.unique(codes, return_inverse=True)
     table = np.stack([_lehmer_inverse(int(c), width) for c in uniq])
     return table[which.reshape(-1)]
@@ -443,7 +446,7 @@ class V09Layout(Layout):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._grids: dict[str, _Grid | None] = {}
-        self._plain: dict[str, AsyncArray | None] = {}
+        self._plain: dict[str, AsyncArray[Any] | None] = {}
         self._listings: dict[str, np.ndarray] = {}
         self._segments: dict[tuple[int, int], list[_Segment]] = {}
         self._listed: dict[str, ChunkTable] = {}  # nonempty_chunks lookups
@@ -454,7 +457,7 @@ class V09Layout(Layout):
         ] = {}
 
     # -- metadata ----------------------------------------------------------------------
-    def _open(self, path: str, level: int | None) -> AsyncArray | None:
+    def _open(self, path: str, level: int | None) -> AsyncArray[Any] | None:
         """The zarr array at ``path`` (``None`` when there is no node), built from the
         cached ``zarr.json`` so that metadata is fetched once per array."""
         doc = self._doc(path)
@@ -464,11 +467,15 @@ class V09Layout(Layout):
             raise self.error(f"{path} is a Zarr {doc.get('node_type')}, not an array", level)
         check_zarr_array_doc(doc, self.src(path, level))
         try:
-            return AsyncArray(metadata=doc, store_path=StorePath(self.io.store, path))
+            # (zarr's stubs want its TypedDict; check_zarr_array_doc checked the doc)
+            arr: AsyncArray[Any] = AsyncArray(
+                metadata=doc, store_path=StorePath(self.io.store, path)
+            )  # type: ignore[call-overload]
         except Exception as exc:  # zarr raises many types for malformed metadata
             raise self.error(f"cannot open the Zarr array: {exc}", level, path) from None
+        return arr
 
-    def _open_plain(self, path: str, level: int) -> AsyncArray | None:
+    def _open_plain(self, path: str, level: int) -> AsyncArray[Any] | None:
         with self._lock:
             if path in self._plain:
                 return self._plain[path]
@@ -490,7 +497,7 @@ class V09Layout(Layout):
             self._grids[path] = grid
         return grid
 
-    def _make_grid(self, level: int, array: str, path: str, arr: AsyncArray) -> _Grid:
+    def _make_grid(self, level: int, array: str, path: str, arr: AsyncArray[Any]) -> _Grid:
         knd = self.key_ndim(level)
         attrs = self._attrs(path) or {}
         src = self.src(path, level, array)
@@ -669,12 +676,28 @@ class V09Layout(Layout):
             done[i] = path is not None and _read_payload_into(path, i, sink)
         return done
 
+    @overload
+    def _read_grid_cells(
+        self,
+        level: int,
+        requests: Sequence[tuple[str, np.ndarray]],
+        view: Literal[False] = False,
+    ) -> list[list[bytes | ZVFormatError | None]]: ...
+    @overload
+    def _read_grid_cells(
+        self, level: int, requests: Sequence[tuple[str, np.ndarray]], view: bool
+    ) -> list[list[bytes | memoryview | ZVFormatError | None]]: ...
     def _read_grid_cells(
         self, level: int, requests: Sequence[tuple[str, np.ndarray]], view: bool = False
-    ) -> list[list[bytes | ZVFormatError | None]]:
+    ) -> (
+        list[list[bytes | ZVFormatError | None]]
+        | list[list[bytes | memoryview | ZVFormatError | None]]
+    ):
         """Cells of several (array, chunks) requests: one batched key fetch for the arrays
         read directly, one gathered zarr coordinate selection per other array."""
-        out: list[list[bytes | ZVFormatError | None]] = [[None] * len(c) for _, c in requests]
+        out: list[list[bytes | memoryview | ZVFormatError | None]] = [
+            [None] * len(c) for _, c in requests
+        ]
         direct: list[tuple[int, int, _Grid]] = []  # (request, position, grid) per key
         keys: list[str] = []
         via_zarr: dict[int, tuple[_Grid, np.ndarray, np.ndarray]] = {}
@@ -730,10 +753,10 @@ class V09Layout(Layout):
                     if not isinstance(value, BaseException):
                         out[r][p] = value
                         continue
-                    key = grid.files(cell[None, :])[0]
+                    file = grid.files(cell[None, :])[0]
                     if isinstance(value, ZVFetchError):
                         out[r][p] = value.located(
-                            store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
+                            store=self.io.name, level=level, array=array, chunk=chunks[p], key=file
                         )
                     else:
                         out[r][p] = ZVFormatError(
@@ -742,14 +765,18 @@ class V09Layout(Layout):
                             level=level,
                             array=array,
                             chunk=chunks[p],
-                            key=key,
+                            key=file,
                         )
         for r, (array, chunks) in enumerate(requests):
             self._missing_listed(level, array, chunks, out[r])
         return out
 
     def _missing_listed(
-        self, level: int, array: str, chunks: np.ndarray, cells: list[bytes | ZVFormatError | None]
+        self,
+        level: int,
+        array: str,
+        chunks: np.ndarray,
+        cells: list[bytes | memoryview | ZVFormatError | None],
     ) -> None:
         """Turn every empty cell that the array's ``nonempty_chunks`` lists into an error
         naming its file: the store says it holds data, so a missing file (or an HTTP 404)
@@ -782,13 +809,14 @@ class V09Layout(Layout):
         level: int,
         requests: Sequence[tuple[str, np.ndarray]],
         sharded: list[tuple[int, np.ndarray, np.ndarray, _Grid]],
-        out: list[list[bytes | ZVFormatError | None]],
+        out: list[list[bytes | memoryview | ZVFormatError | None]],
     ) -> None:
         """Cells of sharded arrays: each shard file fetched once (all arrays in one batch),
         its index and inner chunks decoded here with the bounded decoders."""
         wanted: dict[str, int] = {}
         plan_rows = []
         for r, pos, cells, grid in sharded:
+            assert grid.shard is not None  # (what makes it sharded)
             shape = grid.shard[0]
             keys = grid.keys(cells // shape)
             local = [
@@ -808,6 +836,7 @@ class V09Layout(Layout):
                     store=self.io.name, level=level, array=array, chunk=chunks[p], key=key
                 )
                 continue
+            assert grid.shard is not None  # (what makes it sharded)
             try:
                 out[r][p] = _shard_cell(raw, loc, int(np.prod(grid.shard[0])), grid.shard)
             except ZVFormatError as exc:
@@ -816,7 +845,7 @@ class V09Layout(Layout):
                 )
 
     def _precheck(
-        self, level: int, path: str, arr: AsyncArray, manifests: bool = False
+        self, level: int, path: str, arr: AsyncArray[Any], manifests: bool = False
     ) -> np.ndarray | Mode0Manifests | PackedBlobs | None:
         """Plain arrays are decoded by zarr, whose decompressors allocate whatever a frame
         declares: fetch their chunks first and refuse frames that declare more than a chunk
@@ -841,15 +870,23 @@ class V09Layout(Layout):
             else np.zeros((1, 0), np.int64)
         )
         whole = self._vlen_rows_direct(level, path, arr) is not None
-        items = ("manifests" if manifests else "objects") if whole else None
+        items: Literal["objects", "manifests"] | None = (
+            ("manifests" if manifests else "objects") if whole else None
+        )
         pieces = self._checked_chunks(level, path, arr, chunk_shape, cells, items)
         if not whole or not len(cells) or pieces is None:
             return None  # (a failed fetch: zarr reads the array and reports it)
-        if manifests:
-            return join_manifests(pieces)[: int(arr.shape[0])]
-        return np.concatenate(pieces)[: int(arr.shape[0])]
+        if manifests:  # (each cell's object manifests)
+            return join_manifests(cast(list[Mode0Manifests | PackedBlobs], pieces))[
+                : int(arr.shape[0])
+            ]
+        # (each cell's items, an object array)
+        objects: np.ndarray = np.concatenate(cast(list[np.ndarray], pieces))
+        return objects[: int(arr.shape[0])]
 
-    def _plain_chunking(self, level: int, path: str, arr: AsyncArray) -> tuple[int, ...] | None:
+    def _plain_chunking(
+        self, level: int, path: str, arr: AsyncArray[Any]
+    ) -> tuple[int, ...] | None:
         """The chunk shape of a plain array whose chunks :meth:`_checked_chunks` can read
         (a regular grid, not sharded); ``None`` otherwise."""
         codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
@@ -862,7 +899,7 @@ class V09Layout(Layout):
             return None
         return tuple(int(c) for c in chunk_shape)
 
-    def _vlen_rows_direct(self, level: int, path: str, arr: AsyncArray) -> int | None:
+    def _vlen_rows_direct(self, level: int, path: str, arr: AsyncArray[Any]) -> int | None:
         """Rows per chunk of a 1-D vlen-bytes plain array decoded here, chunk by chunk
         (:meth:`_checked_chunks`); ``None`` when zarr must read it."""
         chunk_shape = self._plain_chunking(level, path, arr)
@@ -881,11 +918,11 @@ class V09Layout(Layout):
         self,
         level: int,
         path: str,
-        arr: AsyncArray,
+        arr: AsyncArray[Any],
         chunk_shape: tuple[int, ...],
         cells: np.ndarray,
         items: Literal["objects", "manifests"] | None,
-    ) -> list[np.ndarray] | list[Mode0Manifests | PackedBlobs] | list[None] | None:
+    ) -> list[np.ndarray | Mode0Manifests | PackedBlobs | None] | None:
         """Fetch the chunks ``cells`` (``(K, ndim)`` chunk coordinates) of plain array
         ``path`` and refuse any whose frame declares more than the chunk can hold; with
         ``items`` (1-D vlen-bytes arrays), their items, one object array (``"objects"``)
@@ -919,14 +956,15 @@ class V09Layout(Layout):
                 raise self.error(f"{key}: {exc.reason}", level, path) from None
 
         raws = self.io.fetch_many(keys)
-        stored = [
-            i for i, r in enumerate(raws) if r is not None and not isinstance(r, ZVFetchError)
+        fetched = [
+            (i, r) for i, r in enumerate(raws) if r is not None and not isinstance(r, ZVFetchError)
         ]
+        stored = [i for i, _ in fetched]
         # decompression releases the GIL: a large index's chunks decode in parallel, but
         # manifests one after another (read beside a level's chunks: one chunk's bytes
         # and temporaries held at a time, in this thread's memory)
         run = map if items == "manifests" else map_parallel
-        checked = list(run(check, [keys[i] for i in stored], [raws[i] for i in stored]))
+        checked = list(run(check, [keys[i] for i in stored], [r for _, r in fetched]))
         if len(stored) + raws.count(None) < len(raws):
             return None
         decoded = dict(zip(stored, checked, strict=True))
@@ -992,7 +1030,7 @@ class V09Layout(Layout):
         """Whether the level lists a folder for the links of ``delta`` that holds no group."""
         d = delta_name(delta)
         names = self.io.list_dir_known(f"{level}/links", all_nodes=True)
-        return bool(names) and d in names and self._attrs(f"{level}/links/{d}") is None
+        return bool(names and d in names and self._attrs(f"{level}/links/{d}") is None)
 
     def link_width(self, level: int, delta: int = 0) -> int | None:
         d = delta_name(delta)
@@ -1038,7 +1076,7 @@ class V09Layout(Layout):
             + [f"{level}/link_attributes/{a}/{d}/{n}" for a in attr_names for n in names]
         )
         segments = []
-        lost = []
+        lost: list[tuple[ZVFormatError, np.ndarray | None]] = []
         for name in names:
             array = f"links/{d}/{name}"
             grid = self._grid(level, array)
@@ -1050,6 +1088,8 @@ class V09Layout(Layout):
             raw = grid.attrs.get("offsets")
             offsets = raw if isinstance(raw, list) else _parse_offsets(name)
             src = self.src(f"{level}/{array}", level, array)
+            if offsets is None:  # neither listed nor in the segment's name
+                raise self.error(f"unreadable link offsets {raw!r}", level, array)
             try:
                 off = np.asarray(
                     [int_list(o, "offsets", src, None, -MAX_COORD, MAX_COORD) for o in offsets],
@@ -1127,8 +1167,8 @@ class V09Layout(Layout):
         attr_names = []
         for n in self.list_attributes(level, "link"):
             if self._attrs(f"{level}/link_attributes/{n}/{d}") is None:
-                listed = self.io.list_dir_known(f"{level}/link_attributes/{n}", all_nodes=True)
-                if d in (listed or ()):  # its folder is there, its group document is gone
+                folder = self.io.list_dir_known(f"{level}/link_attributes/{n}", all_nodes=True)
+                if d in (folder or ()):  # its folder is there, its group document is gone
                     self._warn_missing(level, f"link_attributes/{n}/{d}")
             elif (
                 not segments
@@ -1166,7 +1206,11 @@ class V09Layout(Layout):
             if at.size == 0:
                 continue
             ep_chunks, ep_rows, counts, failed = _segment_records(
-                [cells[s][i] for i in at], seg, width, src[at], (src * r_src // r_trg)[at]
+                [b for b in cells[s] if isinstance(b, bytes)],
+                seg,
+                width,
+                src[at],
+                (src * r_src // r_trg)[at],
             )
             for i, exc in failed:
                 chunk = src[at[i]]
@@ -1233,17 +1277,19 @@ class V09Layout(Layout):
         for blob, chunk in zip(blobs, chunks, strict=True):
             if isinstance(blob, ZVFormatError):
                 raise blob.located(store=self.io.name, level=level, array=array, chunk=chunk)
-        if all(isinstance(b, bytes) for b in blobs) and counts.sum():
-            sizes = np.array([len(b) for b in blobs], dtype=np.int64)
+        payloads = [b for b in blobs if isinstance(b, bytes)]
+        if len(payloads) == len(blobs) and counts.sum():
+            sizes = np.array([len(b) for b in payloads], dtype=np.int64)
             total = int(counts.sum())
             w = width or (int(sizes.sum()) // dtype.itemsize // total)
             if w and np.array_equal(sizes, counts * w * dtype.itemsize):
-                return decode_attribute(b"".join(blobs), dtype, total, w)
+                return decode_attribute(b"".join(payloads), dtype, total, w)
         parts = []
         for blob, n, chunk in zip(blobs, counts.tolist(), chunks, strict=True):
             if blob is None:
                 parts.append(_missing(n))
                 continue
+            assert not isinstance(blob, ZVFormatError)  # (raised above)
             try:
                 parts.append(decode_attribute(blob, dtype, n, width))
             except ZVFormatError as exc:
@@ -1258,9 +1304,17 @@ class V09Layout(Layout):
         links of a composite store's added geometry (:mod:`..composite`)."""
         return self._read_whole(level, [path])[0]
 
+    @overload
+    def _read_whole(
+        self, level: int, paths: Sequence[str], manifests: Literal[False] = False
+    ) -> list[np.ndarray | None]: ...
+    @overload
+    def _read_whole(
+        self, level: int, paths: Sequence[str], manifests: bool
+    ) -> list[np.ndarray | Mode0Manifests | PackedBlobs | None]: ...
     def _read_whole(
         self, level: int, paths: Sequence[str], manifests: bool = False
-    ) -> list[np.ndarray | Mode0Manifests | PackedBlobs | None]:
+    ) -> list[np.ndarray | None] | list[np.ndarray | Mode0Manifests | PackedBlobs | None]:
         """Whole contents of several plain arrays of a level, read concurrently (their
         compressed chunks checked first, see :meth:`_precheck`); ``manifests``: a 1-D
         vlen-bytes array holds object manifests (read as :func:`read_manifests` reads
@@ -1275,9 +1329,10 @@ class V09Layout(Layout):
                 if whole is not None:
                     decoded[p] = whole
         rest = [(p, None if p in decoded else a) for p, a in zip(paths, arrays, strict=True)]
-        read = self._gather_whole(level, rest)
+        gathered = self._gather_whole(level, rest)
+        read: Sequence[np.ndarray | Mode0Manifests | PackedBlobs | None] = gathered
         if manifests:  # what zarr read: 1-D vlen arrays packed
-            read = [_packed(r) for r in read]
+            read = [_packed(r) for r in gathered]
         return [decoded.get(p, r) for p, r in zip(paths, read, strict=True)]
 
     # -- objects and groups -------------------------------------------------------------
@@ -1296,8 +1351,10 @@ class V09Layout(Layout):
             raise self.error("the object index has no manifests array", level, "object_index")
         shape = manifests.shape if isinstance(manifests, np.ndarray) else (len(manifests),)
         n = self._manifest_count(level, attrs, shape)
-        blobs = manifests[:n]
+        # (1-D: the manifests, packed or as an object array of bytes)
+        blobs = cast(Sequence[bytes], manifests[:n])
         self._check_unwritten_rows(level, attrs, n, np.arange(n), blobs)
+        ids = cast(np.ndarray | None, ids)  # (int64 ids: not packed)
         return ObjectTable(self._row_ids(level, ids, n, attrs), blobs)
 
     def read_object_rows(self, level: int) -> ObjectRows | ObjectTable | None:
@@ -1323,6 +1380,7 @@ class V09Layout(Layout):
             pieces = self._checked_chunks(level, path, arr, (per_chunk,), cells[:, None], "objects")
             if pieces is None:  # a fetch that kept failing: reported as a whole read does
                 whole = self.read_object_table(level)
+                assert whole is not None  # (the index's attributes were read)
                 return ObjectTable(row_ids[rows], [whole.manifests[r] for r in rows.tolist()])
             at = np.searchsorted(cells, rows // per_chunk).tolist()
             local = (rows % per_chunk).tolist()
@@ -1368,7 +1426,7 @@ class V09Layout(Layout):
         arr = self._open_plain(f"{level}/{path}", level)
         per_chunk = getattr(arr.metadata.chunk_grid, "chunk_shape", None) if arr else None
         chunk = key = None
-        if per_chunk:
+        if per_chunk and arr is not None:  # (a chunk shape is read from the array)
             chunk = (int(np.asarray(rows)[empty][0]) // int(per_chunk[0]),)
             key = f"{level}/{path}/{arr.metadata.encode_chunk_key(chunk)}"
         error = ZVFormatError(
@@ -1433,11 +1491,9 @@ class V09Layout(Layout):
         as the same :class:`ObjectTable` a vlen index gives."""
         names = ["manifest_spans", "manifest_blocks", "object_ids"]
         spans, blocks, ids = self._read_whole(level, [f"object_index/{n}" for n in names])
-        for name, arr in zip(names[:2], (spans, blocks), strict=True):
-            if arr is None:
-                raise self.error(
-                    f"the dense object index has no {name} array", level, "object_index"
-                )
+        if spans is None or blocks is None:
+            name = names[0] if spans is None else names[1]
+            raise self.error(f"the dense object index has no {name} array", level, "object_index")
         src = self.src(f"{level}/object_index", level, "object_index")
         n = int_field(attrs, "num_objects", src, spans.shape[0] if spans.ndim else 0)
         if spans.ndim != 2 or spans.shape[0] < n:
@@ -1543,4 +1599,5 @@ def _present(values: np.ndarray, fill: Any) -> np.ndarray:
         absent = (
             flat == fill_arr.astype(values.dtype) if fill is not None else np.zeros_like(flat, bool)
         )
-    return ~np.all(absent, axis=1)
+    present: np.ndarray = ~np.all(absent, axis=1)
+    return present

@@ -47,7 +47,8 @@ class FileFormat:
         import importlib
 
         module = importlib.import_module(f"{__name__}.{self.module}")
-        return getattr(module, self.function)
+        write: Callable[..., None] = getattr(module, self.function)
+        return write
 
 
 _G = GeometryType
@@ -67,7 +68,7 @@ FILE_FORMATS: dict[str, FileFormat] = {
 }
 
 
-def file_format(target: str | os.PathLike) -> FileFormat | None:
+def file_format(target: str | os.PathLike[str]) -> FileFormat | None:
     """The file format the target's suffix names (case-insensitive), ``None`` for any
     other target (a Zarr Vectors store)."""
     return FILE_FORMATS.get(Path(os.fspath(target)).suffix.lower())

@@ -80,7 +80,7 @@ def voxel_grid(store: Any, positions: np.ndarray, reference: Any = None) -> Voxe
     except ImportError as e:
         raise missing("nibabel") from e
     if reference is not None:
-        image = (
+        image: Any = (  # (any nibabel image, or what has its header)
             nib.load(os.fspath(reference))
             if isinstance(reference, str | os.PathLike)
             else reference
