@@ -27,7 +27,7 @@ from ..format import pyramid
 from ..format.chunks import ChunkTable, unique_rows
 from ..format.errors import ZVError
 from ..format.pyramid import load_rows
-from .blocks import BLOCK_CHUNKS, fragment_owners, plan_blocks, read_block
+from .blocks import BLOCK_CHUNKS, plan_blocks, read_block, references
 from .runner import Cancel, ChunkFailure, Progress, Task, run_tasks, scheduler_name
 
 #: pixels along the longer side of the projection images
@@ -93,7 +93,8 @@ class LevelPartial:
     lo: np.ndarray | None = None
     hi: np.ndarray | None = None
     image: np.ndarray | None = None
-    seen_ids: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    #: the ids of the objects with a vertex, one array per merged block (see :attr:`seen_ids`)
+    seen_parts: list[np.ndarray] = field(default_factory=list)
     unowned_vertices: int = 0
     empty_references: int = 0
     #: keys of the chunks holding vertices that are not finite or lie outside the bounds
@@ -109,6 +110,14 @@ class LevelPartial:
         if self.image is None:
             self.image = np.zeros(self.image_shape, np.int64)
 
+    @property
+    def seen_ids(self) -> np.ndarray:
+        """The ids of the objects with a vertex in the merged blocks (sorted, unique): the
+        blocks' arrays joined once, when asked for, not at every merge."""
+        if len(self.seen_parts) != 1:
+            self.seen_parts = [np.unique(np.concatenate([np.empty(0, np.int64), *self.seen_parts]))]
+        return self.seen_parts[0]
+
     def merge(self, other: LevelPartial) -> None:
         self.chunks_read += other.chunks_read
         self.vertices += other.vertices
@@ -117,7 +126,7 @@ class LevelPartial:
         self.lo = np.fmin(self.lo, other.lo)
         self.hi = np.fmax(self.hi, other.hi)
         self.image += other.image
-        self.seen_ids = np.union1d(self.seen_ids, other.seen_ids)
+        self.seen_parts.extend(other.seen_parts)
         self.unowned_vertices += other.unowned_vertices
         self.empty_references += other.empty_references
         self.bad_vertex_chunks = sorted({*self.bad_vertex_chunks, *other.bad_vertex_chunks})
@@ -158,12 +167,12 @@ def qa_block(
             out.bad_vertex_chunks = [".".join(str(int(c)) for c in k) for k in keys]
         index = store.object_index(level)
         if index is not None:
-            rows, ids, empty = fragment_owners(loaded, index)
-            out.seen_ids = np.unique(ids)
+            refs = references(loaded, index)
+            out.seen_parts = [np.unique(index.ids[refs.object_rows[refs.counts > 0]])]
             covered = np.zeros(loaded.n_rows, bool)
-            covered[rows] = True
+            covered[refs.rows] = True
             out.unowned_vertices = int(np.count_nonzero(~covered))
-            out.empty_references = empty
+            out.empty_references = refs.unresolved
     good = loaded.table.chunks if len(loaded.chunks) else np.empty((0, len(chunks[0])), np.int64)
     for delta in deltas:
         out.links[delta] = _block_links(store, level, delta, good, loaded, out.failures)
