@@ -93,8 +93,9 @@ class LevelPartial:
     lo: np.ndarray | None = None
     hi: np.ndarray | None = None
     image: np.ndarray | None = None
-    #: the ids of the objects with a vertex, one array per merged block (see :attr:`seen_ids`)
-    seen_parts: list[np.ndarray] = field(default_factory=list)
+    #: the rows (in the level's object index) of the objects with a vertex, one array per
+    #: merged block (see :meth:`seen_ids`)
+    seen_rows: list[np.ndarray] = field(default_factory=list)
     unowned_vertices: int = 0
     empty_references: int = 0
     #: keys of the chunks holding vertices that are not finite or lie outside the bounds
@@ -110,13 +111,13 @@ class LevelPartial:
         if self.image is None:
             self.image = np.zeros(self.image_shape, np.int64)
 
-    @property
-    def seen_ids(self) -> np.ndarray:
-        """The ids of the objects with a vertex in the merged blocks (sorted, unique): the
-        blocks' arrays joined once, when asked for, not at every merge."""
-        if len(self.seen_parts) != 1:
-            self.seen_parts = [np.unique(np.concatenate([np.empty(0, np.int64), *self.seen_parts]))]
-        return self.seen_parts[0]
+    def seen_ids(self, index: Any) -> np.ndarray:
+        """The ids (sorted, unique) of the objects of ``index`` with a vertex in the merged
+        blocks: the blocks' rows marked once, not joined at every merge."""
+        seen = np.zeros(index.num_objects, bool)
+        for rows in self.seen_rows:
+            seen[rows] = True
+        return np.unique(index.ids[seen])
 
     def merge(self, other: LevelPartial) -> None:
         self.chunks_read += other.chunks_read
@@ -126,7 +127,7 @@ class LevelPartial:
         self.lo = np.fmin(self.lo, other.lo)
         self.hi = np.fmax(self.hi, other.hi)
         self.image += other.image
-        self.seen_parts.extend(other.seen_parts)
+        self.seen_rows.extend(other.seen_rows)
         self.unowned_vertices += other.unowned_vertices
         self.empty_references += other.empty_references
         self.bad_vertex_chunks = sorted({*self.bad_vertex_chunks, *other.bad_vertex_chunks})
@@ -168,7 +169,7 @@ def qa_block(
         index = store.object_index(level)
         if index is not None:
             refs = references(loaded, index)
-            out.seen_parts = [np.unique(index.ids[refs.object_rows[refs.counts > 0]])]
+            out.seen_rows = [_distinct(refs.object_rows[refs.counts > 0], index.num_objects)]
             covered = np.zeros(loaded.n_rows, bool)
             covered[refs.rows] = True
             out.unowned_vertices = int(np.count_nonzero(~covered))
@@ -177,6 +178,16 @@ def qa_block(
     for delta in deltas:
         out.links[delta] = _block_links(store, level, delta, good, loaded, out.failures)
     return out
+
+
+def _distinct(rows: np.ndarray, n: int) -> np.ndarray:
+    """The distinct values of ``rows`` (each in ``0 .. n - 1``), ascending: marked in a mask
+    when they are many, else sorted."""
+    if 8 * len(rows) < n:
+        return np.unique(rows)
+    mask = np.zeros(n, bool)
+    mask[rows] = True
+    return np.flatnonzero(mask)
 
 
 def _block_links(
@@ -350,6 +361,7 @@ def _assemble(
         level_failures = [f for f in failures if f.level == lv]
         index = _object_index(store, lv, failures)
         present[lv] = None if index is None else np.unique(index.ids[index.present])
+        seen = None if index is None else part.seen_ids(index)
         unlisted = _unlisted_manifest_chunks(store, lv, index)
         info = {
             **row,
@@ -360,7 +372,7 @@ def _assemble(
             "chunks_with_bad_vertices": part.bad_vertex_chunks,
             "data_lo": part.lo if part.vertices else None,
             "data_hi": part.hi if part.vertices else None,
-            "objects_with_vertices": None if index is None else int(part.seen_ids.size),
+            "objects_with_vertices": None if seen is None else int(seen.size),
             "unowned_vertices": None if index is None else part.unowned_vertices,
             "empty_manifest_references": None if index is None else part.empty_references,
             "manifest_chunks_not_listed": unlisted,
@@ -370,13 +382,13 @@ def _assemble(
             "failed_chunks": [f.chunk for f in level_failures],
         }
         levels.append(info)
-        checks += _level_checks(lv, info, part, present[lv], level_failures)
+        checks += _level_checks(lv, info, part, present[lv], seen, level_failures)
     # what each level shows: an additive level's content is its whole chain's
     content = {lv: sum(partials[c].image for c in store.refinement_chain(lv)) for lv in partials}
     shown = {
         lv: None
         if present[lv] is None
-        else np.unique(np.concatenate([present[c] for c in store.refinement_chain(lv)]))
+        else _union([present[c] for c in store.refinement_chain(lv)])
         for lv in partials
     }
     transitions = _transitions(partials, shown)
@@ -435,6 +447,7 @@ def _level_checks(
     info: dict[str, Any],
     part: LevelPartial,
     present: np.ndarray | None,
+    seen: np.ndarray | None,
     level_failures: list[ChunkFailure],
 ) -> list[Check]:
     keys = ", ".join(f.chunk for f in level_failures[:MAX_EXAMPLES])
@@ -475,9 +488,9 @@ def _level_checks(
             lv,
         )
     )
-    if present is not None:
-        missing = np.setdiff1d(present, part.seen_ids)
-        text = f"{part.seen_ids.size:,} of {present.size:,} objects with a manifest have vertices"
+    if present is not None and seen is not None:
+        missing = np.setdiff1d(present, seen, assume_unique=True)
+        text = f"{seen.size:,} of {present.size:,} objects with a manifest have vertices"
         if missing.size:
             text += f"; without: {missing[:MAX_EXAMPLES].tolist()}"
         if info["manifest_chunks_not_listed"]:
@@ -513,6 +526,11 @@ def _level_checks(
     return out
 
 
+def _union(ids: list[np.ndarray]) -> np.ndarray:
+    """The union of sorted unique id arrays (one array: itself)."""
+    return ids[0] if len(ids) == 1 else np.unique(np.concatenate(ids))
+
+
 def _transitions(
     partials: dict[int, LevelPartial], present: dict[int, np.ndarray | None]
 ) -> list[dict[str, Any]]:
@@ -524,8 +542,8 @@ def _transitions(
         a, b = present[fine], present[coarse]
         if a is None or b is None:
             continue
-        dropped = np.setdiff1d(a, b)
-        appearing = np.setdiff1d(b, a)
+        dropped = np.setdiff1d(a, b, assume_unique=True)
+        appearing = np.setdiff1d(b, a, assume_unique=True)
         out.append(
             {
                 "fine": fine,
