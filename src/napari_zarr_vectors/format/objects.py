@@ -96,10 +96,10 @@ class ObjectIndex:
         return key, order, small[order]
 
     def entries_in_chunks(self, chunks: np.ndarray) -> np.ndarray:
-        """Entry indices naming any of ``chunks`` (``(k, key_ndim)``, distinct), ascending."""
+        """Entry indices naming any of ``chunks`` (``(k, key_ndim)``), ascending."""
         key, order, sorted_keys = self._by_chunk
         k = key(np.asarray(chunks, np.int64).reshape(-1, self.chunks.shape[1]))
-        k = k[k >= 0].astype(sorted_keys.dtype)
+        k = np.unique(k[k >= 0]).astype(sorted_keys.dtype)
         first = np.searchsorted(sorted_keys, k, side="left")
         last = np.searchsorted(sorted_keys, k, side="right")
         return np.sort(order[expand_ranges(first, last - first)])
