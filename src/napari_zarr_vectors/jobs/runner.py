@@ -296,14 +296,15 @@ def _run_cluster(
             except TimeoutError:
                 continue
             for future in finished:
+                task = by_future.pop(future)  # (its result is released on the worker)
                 try:
                     value = future.result()
                 except Exception as exc:  # noqa: BLE001 - a worker lost, a task killed
-                    task = by_future[future]
                     value = Failed(
                         ChunkFailure(task.level, task.name, f"{type(exc).__name__}: {exc}")
                     )
                 take(value)
+                future.release()
     finally:
         if pending:
             client.cancel(list(pending))
