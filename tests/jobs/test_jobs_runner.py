@@ -170,3 +170,18 @@ def test_a_client_given_runs_every_task_on_its_cluster_workers(store):
         assert on_cluster.scheduler == f"Client({cluster.scheduler_address})"
         serial = qa_report(store, scheduler="sync")
         assert on_cluster.to_json()["levels"] == serial.to_json()["levels"]
+
+
+def test_cancel_on_a_cluster_stops_between_the_tasks_that_finish(store):
+    pytest.importorskip("distributed")
+    tasks = [Task(count_rows, 0, b) for b in plan_blocks(store, 0, 2)]
+    found = []
+    with pytest.raises(ZVCancelledError, match=rf"\(1 of {len(tasks)} tasks run\)"):
+        run_tasks(
+            store,
+            tasks,
+            found.append,
+            scheduler={"n_workers": 1, "processes": False},
+            cancel=lambda: len(found) >= 1,
+        )
+    assert len(found) == 1 and len(tasks) > 2
