@@ -67,3 +67,25 @@ def test_unique_rows_equals_numpy_row_unique() -> None:
     ]
     for coords in cases:
         np.testing.assert_array_equal(unique_rows(coords), np.unique(coords, axis=0))
+
+
+@pytest.mark.parametrize("span", [4, 2**10, 2**18, 2**62])
+def test_entries_in_chunks_equal_a_scan_of_the_whole_index(span) -> None:
+    """The entries naming some chunks, found through the index's chunk-sorted entries, are
+    those a scan of every entry finds (16-, 32-, 64-bit and overflowing chunk key spaces)."""
+    from napari_zarr_vectors.format.chunks import ChunkTable
+    from napari_zarr_vectors.format.objects import ObjectIndex
+
+    rng = np.random.default_rng(3)
+    corners = rng.integers(0, 4, (30, 3)) * (span // 4) - (span // 8)
+    chunks = corners[rng.integers(0, len(corners), 500)]
+    counts = rng.integers(0, 6, 120)
+    counts[-1] += 500 - counts.sum()
+    offsets = np.r_[0, np.cumsum(counts)]
+    index = ObjectIndex(np.arange(120) * 7 + 3, offsets, chunks, rng.integers(0, 4, 500))
+    wanted = np.concatenate([corners[::3], [[span // 2, 1, 1]]])  # one chunk no entry names
+    found = index.entries_in_chunks(wanted)
+    expected = np.flatnonzero(ChunkTable(np.unique(wanted, axis=0)).index_of(chunks) >= 0)
+    np.testing.assert_array_equal(found, expected)
+    assert len(found) > 0
+    np.testing.assert_array_equal(index.rows_of_entries(found), index.entry_rows[found])

@@ -134,3 +134,54 @@ def test_without_dask_a_job_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask", None)
     with pytest.raises(MissingDependencyError, match=r"napari-zarr-vectors\[jobs\]"):
         require_dask()
+
+
+def where_it_ran(store, level, chunks):
+    """A task: the address of the dask.distributed worker running it (raises elsewhere)."""
+    import distributed
+
+    return distributed.get_worker().address
+
+
+def test_a_client_given_runs_every_task_on_its_cluster_workers(store):
+    distributed = pytest.importorskip("distributed")
+    tasks = [
+        Task(where_it_ran, 0, b, name=f"block {i}") for i, b in enumerate(plan_blocks(store, 0, 2))
+    ]
+    # dask's threaded scheduler runs no task on a worker: every one fails, by name
+    found = []
+    failures = run_tasks(store, tasks, found.append)
+    assert found == [] and len(failures) == len(tasks)
+    assert all("ValueError" in f.error for f in failures)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        workers = {w.address for w in cluster.workers.values()}
+        failures = run_tasks(store, tasks, found.append, scheduler=client)
+        assert failures == [] and len(found) == len(tasks) > 2
+        assert set(found) <= workers
+        # the QA job names the cluster it ran on and equals the serial run
+        from napari_zarr_vectors.jobs import qa_report
+
+        on_cluster = qa_report(store, scheduler=client, block_chunks=2)
+        assert on_cluster.scheduler == f"Client({cluster.scheduler_address})"
+        serial = qa_report(store, scheduler="sync")
+        assert on_cluster.to_json()["levels"] == serial.to_json()["levels"]
+
+
+def test_cancel_on_a_cluster_stops_between_the_tasks_that_finish(store):
+    pytest.importorskip("distributed")
+    tasks = [Task(count_rows, 0, b) for b in plan_blocks(store, 0, 2)]
+    found = []
+    with pytest.raises(ZVCancelledError, match=rf"\(1 of {len(tasks)} tasks run\)"):
+        run_tasks(
+            store,
+            tasks,
+            found.append,
+            scheduler={"n_workers": 1, "processes": False},
+            cancel=lambda: len(found) >= 1,
+        )
+    assert len(found) == 1 and len(tasks) > 2

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from .chunks import ChunkTable
 from .decode.fragments import expand_ranges
 from .decode.manifests import decode_manifest, decode_mode0_manifests
 from .errors import ZVChunkWarning, ZVFormatError
@@ -52,6 +56,58 @@ class ObjectIndex:
         starts = self.offsets[rows]
         counts = self.offsets[rows + 1] - starts
         return expand_ranges(starts, counts)
+
+    @cached_property
+    def _by_chunk(self) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray, np.ndarray]:
+        """``(key of chunks, entries sorted by chunk key, the sorted keys)``, built once (one
+        sort of small integer keys), so that the entries naming a few chunks cost their own
+        number, not the level's."""
+        chunks = np.asarray(self.chunks)
+        if not len(chunks):
+            none = np.empty(0, np.int64)
+            return lambda c: np.full(len(c), -1, np.int64), none, none
+        lo = chunks.min(axis=0).astype(np.int64)
+        span = tuple(int(h) - int(low) + 1 for h, low in zip(chunks.max(axis=0), lo, strict=True))
+        if math.prod(span) < 2**62:
+
+            def linear(c: np.ndarray) -> np.ndarray:  # axis by axis: no (E, ndim) temporaries
+                out = np.zeros(len(c), np.int64)
+                for axis, n in enumerate(span):
+                    out *= n
+                    out += c[:, axis]
+                    out -= lo[axis]
+                return out
+
+            def key(c: np.ndarray) -> np.ndarray:
+                c = np.asarray(c, np.int64)
+                inside = np.all((c >= lo) & (c < lo + np.array(span)), axis=1)
+                return np.where(inside, linear(c), -1)
+
+            keys = linear(chunks)
+        else:  # (corrupt coordinates near the int64 limits: keys by the distinct chunks)
+            distinct = ChunkTable(np.unique(chunks, axis=0))
+
+            def key(c: np.ndarray) -> np.ndarray:
+                return distinct.index_of(np.asarray(c, np.int64)).astype(np.int64)
+
+            keys = key(chunks)
+        top = int(keys.max())
+        small = keys.astype(np.uint16 if top < 2**16 else np.uint32 if top < 2**32 else np.int64)
+        order = np.argsort(small, kind="stable")  # (a radix sort for 16-bit keys)
+        return key, order, small[order]
+
+    def entries_in_chunks(self, chunks: np.ndarray) -> np.ndarray:
+        """Entry indices naming any of ``chunks`` (``(k, key_ndim)``), ascending."""
+        key, order, sorted_keys = self._by_chunk
+        k = key(np.asarray(chunks, np.int64).reshape(-1, self.chunks.shape[1]))
+        k = np.unique(k[k >= 0]).astype(sorted_keys.dtype)
+        first = np.searchsorted(sorted_keys, k, side="left")
+        last = np.searchsorted(sorted_keys, k, side="right")
+        return np.sort(order[expand_ranges(first, last - first)])
+
+    def rows_of_entries(self, entries: np.ndarray) -> np.ndarray:
+        """Object row of each of ``entries`` (without :attr:`entry_rows` of the whole level)."""
+        return np.searchsorted(self.offsets, entries, side="right") - 1
 
     def manifest(self, object_id: int) -> list[tuple[tuple[int, ...], int]]:
         """``[(chunk, fragment), ...]`` of one object, in manifest order."""

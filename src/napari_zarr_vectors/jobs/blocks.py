@@ -83,17 +83,34 @@ def _message(exc: Exception) -> str:
     return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
 
 
-def fragment_owners(loaded: LoadedChunks, index: Any) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(rows, ids, unresolved)``: every (loaded row, object id) pair the level's manifests
-    name in the loaded chunks (a vertex shared by several objects appears once per object),
-    and how many of those manifest entries resolve to no row (an empty or out-of-range
-    fragment)."""
+class References(NamedTuple):
+    """The manifest entries of a level naming the loaded chunks of a block: the object row
+    of each entry, its row count (0: an empty or out-of-range fragment) and the loaded rows
+    of all of them, concatenated (a vertex shared by several objects appears once per
+    object)."""
+
+    object_rows: np.ndarray
+    counts: np.ndarray
+    rows: np.ndarray
+
+    @property
+    def unresolved(self) -> int:
+        return int(np.count_nonzero(self.counts == 0))
+
+    def row_ids(self, index: Any) -> np.ndarray:
+        """The object id of every one of :attr:`rows`."""
+        return np.repeat(index.ids[self.object_rows], self.counts)
+
+
+def references(loaded: LoadedChunks, index: Any) -> References:
+    """The references of ``index`` (the level's object index) into ``loaded``: only the
+    entries naming its chunks are looked at (:meth:`ObjectIndex.entries_in_chunks`)."""
+    empty = np.empty(0, np.int64)
     if index is None or not loaded.n_rows or not len(index.ids):
-        empty = np.empty(0, np.int64)
-        return empty, empty, 0
-    at = loaded.table.index_of(np.asarray(index.chunks, np.int64))
-    named = np.flatnonzero(at >= 0)
-    rows, counts = loaded.fragment_rows(at[named], index.frags[named])
-    counts = np.asarray(counts, np.int64)
-    ids = np.repeat(index.ids[index.entry_rows[named]], counts)
-    return np.asarray(rows, np.int64), ids, int(np.count_nonzero(counts == 0))
+        return References(empty, empty, empty)
+    entries = index.entries_in_chunks(loaded.table.chunks)
+    at = loaded.table.index_of(np.asarray(index.chunks[entries], np.int64))
+    rows, counts = loaded.fragment_rows(at, index.frags[entries])
+    return References(
+        index.rows_of_entries(entries), np.asarray(counts, np.int64), np.asarray(rows, np.int64)
+    )

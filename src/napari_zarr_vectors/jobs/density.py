@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..format.world import affine_box
-from .blocks import BLOCK_CHUNKS, fragment_owners, plan_blocks, read_block
+from .blocks import BLOCK_CHUNKS, plan_blocks, read_block, references
 from .runner import Cancel, ChunkFailure, Progress, Task, run_tasks
 
 #: most voxels a density grid may have
@@ -135,7 +135,9 @@ def density_block(
     if count == "vertices":
         voxels, counts = np.unique(flat[inside], return_counts=True)
         return DensityPartial(voxels, counts, np.empty((0, 2), np.int64), outside, block.failures)
-    rows, ids = fragment_owners(loaded, store.object_index(level))[:2]
+    index = store.object_index(level)
+    refs = references(loaded, index)
+    rows, ids = refs.rows, refs.row_ids(index)
     vox = flat[rows]
     keep = vox >= 0
     pairs = np.unique(np.stack([vox[keep], ids[keep]], axis=1), axis=0)

@@ -1,7 +1,10 @@
 """The whole-store Pyramid QA job: every level read once, block by block, and checked.
 
 :func:`qa_report` runs one task per chunk block of every level (:mod:`.blocks`) and merges
-their :class:`LevelPartial` results exactly; the facts that need no chunk (level metadata,
+their :class:`LevelPartial` results exactly, in two passes: the first decodes every chunk
+once (counts, extremes, images, manifests, and each chunk's row count), the second reads
+the cross-level links of each block and resolves them against those row counts
+(:class:`RowCounts`), decoding no vertex again; the facts that need no chunk (level metadata,
 object indexes, object attributes) come from :mod:`napari_zarr_vectors.format.pyramid` and
 the store. The result (:class:`QAResult`) holds per level:
 
@@ -18,16 +21,16 @@ and one :class:`Check` per question with a verdict (``pass``, ``warn``, ``fail``
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from ..format import pyramid
-from ..format.chunks import ChunkTable, unique_rows
+from ..format.chunks import ChunkTable
 from ..format.errors import ZVError
-from ..format.pyramid import load_rows
-from .blocks import BLOCK_CHUNKS, fragment_owners, plan_blocks, read_block
+from .blocks import BLOCK_CHUNKS, plan_blocks, read_block, references
 from .runner import Cancel, ChunkFailure, Progress, Task, run_tasks, scheduler_name
 
 #: pixels along the longer side of the projection images
@@ -93,7 +96,9 @@ class LevelPartial:
     lo: np.ndarray | None = None
     hi: np.ndarray | None = None
     image: np.ndarray | None = None
-    seen_ids: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    #: the rows (in the level's object index) of the objects with a vertex, one array per
+    #: merged block (see :meth:`seen_ids`)
+    seen_rows: list[np.ndarray] = field(default_factory=list)
     unowned_vertices: int = 0
     empty_references: int = 0
     #: keys of the chunks holding vertices that are not finite or lie outside the bounds
@@ -101,6 +106,8 @@ class LevelPartial:
     #: ``{delta: [records, unresolved]}`` of the cross-level links stored at this level
     links: dict[int, list[int]] = field(default_factory=dict)
     failures: list[ChunkFailure] = field(default_factory=list)
+    #: ``(chunks, rows)`` of the chunks read, one pair per merged block (see :meth:`rows`)
+    chunk_rows: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.lo is None:
@@ -108,6 +115,28 @@ class LevelPartial:
             self.hi = np.full(self.ndim, -np.inf)
         if self.image is None:
             self.image = np.zeros(self.image_shape, np.int64)
+
+    def seen_ids(self, index: Any) -> np.ndarray:
+        """The ids (sorted, unique) of the objects of ``index`` with a vertex in the merged
+        blocks: the blocks' rows marked once, not joined at every merge."""
+        seen = np.zeros(index.num_objects, bool)
+        for rows in self.seen_rows:
+            seen[rows] = True
+        return np.unique(index.ids[seen])
+
+    def rows(self) -> RowCounts:
+        """The row count of every chunk read."""
+        knd = next((c.shape[1] for c, _ in self.chunk_rows), 1)
+        chunks = np.concatenate([np.empty((0, knd), np.int64), *(c for c, _ in self.chunk_rows)])
+        counts = np.concatenate([np.empty(0, np.int64), *(n for _, n in self.chunk_rows)])
+        return RowCounts(ChunkTable(chunks), counts)
+
+    def merge_links(self, other: LinksPartial) -> None:
+        for delta, (records, unresolved) in other.links.items():
+            mine = self.links.setdefault(delta, [0, 0])
+            mine[0] += records
+            mine[1] += unresolved
+        self.failures.extend(other.failures)
 
     def merge(self, other: LevelPartial) -> None:
         # (set by __post_init__)
@@ -120,21 +149,40 @@ class LevelPartial:
         self.lo = np.fmin(self.lo, other.lo)
         self.hi = np.fmax(self.hi, other.hi)
         self.image += other.image
-        self.seen_ids = np.union1d(self.seen_ids, other.seen_ids)
+        self.seen_rows.extend(other.seen_rows)
         self.unowned_vertices += other.unowned_vertices
         self.empty_references += other.empty_references
         self.bad_vertex_chunks = sorted({*self.bad_vertex_chunks, *other.bad_vertex_chunks})
-        for delta, (records, unresolved) in other.links.items():
-            mine = self.links.setdefault(delta, [0, 0])
-            mine[0] += records
-            mine[1] += unresolved
-        self.failures.extend(other.failures)
+        self.chunk_rows.extend(other.chunk_rows)
+        self.merge_links(other)
 
 
-def qa_block(
-    store: Any, level: int, chunks: np.ndarray, *, grid: Grid, deltas: tuple[int, ...]
-) -> LevelPartial:
-    """One task: the statistics of one block of ``level``."""
+class RowCounts(NamedTuple):
+    """The rows of the chunks of a level that were read (``counts[table.index_of(c)]``)."""
+
+    table: ChunkTable
+    counts: np.ndarray
+
+    def resolves(self, chunks: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Whether each ``(chunk, row)`` endpoint names a row of a chunk that was read."""
+        at = self.table.index_of(chunks)
+        ok = at >= 0
+        if not len(self.counts):
+            return ok
+        return ok & (rows >= 0) & (rows < np.where(ok, self.counts[np.maximum(at, 0)], 0))
+
+
+@dataclass
+class LinksPartial:
+    """What a links task adds up to: ``{delta: [records, unresolved]}`` and failures."""
+
+    level: int
+    links: dict[int, list[int]]
+    failures: list[ChunkFailure]
+
+
+def qa_block(store: Any, level: int, chunks: np.ndarray, *, grid: Grid) -> LevelPartial:
+    """One task of the first pass: the statistics of one block of ``level``."""
     block = read_block(store, level, chunks)
     loaded = block.loaded
     out = LevelPartial(level, store.ndim, grid.shape, failures=list(block.failures))
@@ -161,24 +209,56 @@ def qa_block(
             out.bad_vertex_chunks = [".".join(str(int(c)) for c in k) for k in keys]
         index = store.object_index(level)
         if index is not None:
-            rows, ids, empty = fragment_owners(loaded, index)
-            out.seen_ids = np.unique(ids)
+            refs = references(loaded, index)
+            out.seen_rows = [_distinct(refs.object_rows[refs.counts > 0], index.num_objects)]
             covered = np.zeros(loaded.n_rows, bool)
-            covered[rows] = True
+            covered[refs.rows] = True
             out.unowned_vertices = int(np.count_nonzero(~covered))
-            out.empty_references = empty
-    good = loaded.table.chunks if len(loaded.chunks) else np.empty((0, len(chunks[0])), np.int64)
-    for delta in deltas:
-        out.links[delta] = _block_links(store, level, delta, good, loaded, out.failures)
+            out.empty_references = refs.unresolved
+    if len(loaded.chunks):
+        out.chunk_rows = [(loaded.table.chunks, np.diff(loaded.start))]
     return out
 
 
+def links_block(
+    store: Any,
+    level: int,
+    chunks: np.ndarray,
+    *,
+    deltas: tuple[int, ...],
+    rows: dict[int, RowCounts],
+) -> LinksPartial:
+    """One task of the second pass: the cross-level links owned by the chunks of one block
+    that were read (``rows``: the row counts of every chunk read, per level), checked
+    without decoding a vertex again."""
+    out = LinksPartial(level, {}, [])
+    good = chunks[rows[level].table.index_of(chunks) >= 0]
+    for delta in deltas:
+        out.links[delta] = _block_links(store, level, delta, good, rows, out.failures)
+    return out
+
+
+def _distinct(rows: np.ndarray, n: int) -> np.ndarray:
+    """The distinct values of ``rows`` (each in ``0 .. n - 1``), ascending: marked in a mask
+    when they are many, else sorted."""
+    if 8 * len(rows) < n:
+        return np.unique(rows)
+    mask = np.zeros(n, bool)
+    mask[rows] = True
+    return np.flatnonzero(mask)
+
+
 def _block_links(
-    store: Any, level: int, delta: int, chunks: np.ndarray, loaded: Any, failures: list
+    store: Any,
+    level: int,
+    delta: int,
+    chunks: np.ndarray,
+    rows: dict[int, RowCounts],
+    failures: list,
 ) -> list[int]:
     """``[records, unresolved]`` of the ``delta`` links owned by ``chunks`` (an endpoint that
-    names a row its chunk does not hold, or a chunk the level does not hold, is unresolved);
-    link cells that cannot be read are added to ``failures``."""
+    names a row its chunk does not hold, or a chunk that was not read, is unresolved); link
+    cells that cannot be read are added to ``failures``."""
     if not len(chunks):
         return [0, 0]
     links = store.links(level, delta, chunks=chunks)
@@ -187,15 +267,8 @@ def _block_links(
     )
     if len(links) == 0 or links.width < 2:
         return [0, 0]
-    own_c, own_r = links.chunks[:, 0], links.rows[:, 0]
-    other_c, other_r = links.chunks[:, 1], links.rows[:, 1]
-    ok = loaded.global_rows(own_c, own_r) >= 0
-    elsewhere = loaded.table.index_of(own_c) < 0
-    if elsewhere.any():
-        more = load_rows(store, level, unique_rows(own_c[elsewhere]))
-        ok[elsewhere] = more.global_rows(own_c[elsewhere], own_r[elsewhere]) >= 0
-    other = load_rows(store, level + delta, unique_rows(other_c))
-    ok &= other.global_rows(other_c, other_r) >= 0
+    ok = rows[level].resolves(links.chunks[:, 0], links.rows[:, 0])
+    ok &= rows[level + delta].resolves(links.chunks[:, 1], links.rows[:, 1])
     return [len(links), int(np.count_nonzero(~ok))]
 
 
@@ -302,20 +375,41 @@ def qa_report(
         for lv in levels
     }
     partials = {lv: LevelPartial(lv, store.ndim, grid.shape) for lv in levels}
-    tasks = [
-        Task(qa_block, lv, block, {"grid": grid, "deltas": deltas[lv]}, name=_block_name(block))
-        for lv in levels
-        for block in plan_blocks(store, lv, block_chunks)
-    ]
-    failures = run_tasks(
+    blocks = {lv: plan_blocks(store, lv, block_chunks) for lv in levels}
+    run = functools.partial(
+        run_tasks,
         store,
-        tasks,
-        lambda part: partials[part.level].merge(part),
         scheduler=scheduler,
         cancel=cancel,
         progress=progress,
-        text=f"QA of {store.name}: reading {len(levels)} level(s)",
         num_workers=num_workers,
+    )
+    # first pass: every chunk decoded once; second: the links checked against row counts
+    failures = run(
+        [
+            Task(qa_block, lv, b, {"grid": grid}, name=_block_name(b))
+            for lv in levels
+            for b in blocks[lv]
+        ],
+        lambda part: partials[part.level].merge(part),
+        text=f"QA of {store.name}: reading {len(levels)} level(s)",
+    )
+    rows = {lv: part.rows() for lv, part in partials.items()}
+    linked = [lv for lv in levels if deltas[lv]]
+    failures += run(
+        [
+            Task(
+                links_block,
+                lv,
+                b,
+                {"deltas": deltas[lv], "rows": {lv + d: rows[lv + d] for d in (0, *deltas[lv])}},
+                name=f"links of {_block_name(b)}",
+            )
+            for lv in linked
+            for b in blocks[lv]
+        ],
+        lambda part: partials[part.level].merge_links(part),
+        text=f"QA of {store.name}: checking the links of {len(linked)} level(s)",
     )
     for part in partials.values():
         failures.extend(part.failures)
@@ -344,6 +438,7 @@ def _assemble(
         level_failures = [f for f in failures if f.level == lv]
         index = _object_index(store, lv, failures)
         present[lv] = None if index is None else np.unique(index.ids[index.present])
+        seen = None if index is None else part.seen_ids(index)
         unlisted = _unlisted_manifest_chunks(store, lv, index)
         info = {
             **row,
@@ -354,7 +449,7 @@ def _assemble(
             "chunks_with_bad_vertices": part.bad_vertex_chunks,
             "data_lo": part.lo if part.vertices else None,
             "data_hi": part.hi if part.vertices else None,
-            "objects_with_vertices": None if index is None else int(part.seen_ids.size),
+            "objects_with_vertices": None if seen is None else int(seen.size),
             "unowned_vertices": None if index is None else part.unowned_vertices,
             "empty_manifest_references": None if index is None else part.empty_references,
             "manifest_chunks_not_listed": unlisted,
@@ -364,7 +459,7 @@ def _assemble(
             "failed_chunks": [f.chunk for f in level_failures],
         }
         levels.append(info)
-        checks += _level_checks(lv, info, part, present[lv], level_failures)
+        checks += _level_checks(lv, info, part, present[lv], seen, level_failures)
     # what each level shows: an additive level's content is its whole chain's
     # (every partial's image is set by LevelPartial.__post_init__: their sum is an array)
     content = {
@@ -377,7 +472,7 @@ def _assemble(
     shown = {
         lv: None
         if present[lv] is None
-        else np.unique(np.concatenate([present[c] for c in store.refinement_chain(lv)]))
+        else _union([present[c] for c in store.refinement_chain(lv)])
         for lv in partials
     }
     transitions = _transitions(partials, shown)
@@ -436,6 +531,7 @@ def _level_checks(
     info: dict[str, Any],
     part: LevelPartial,
     present: np.ndarray | None,
+    seen: np.ndarray | None,
     level_failures: list[ChunkFailure],
 ) -> list[Check]:
     keys = ", ".join(f.chunk for f in level_failures[:MAX_EXAMPLES])
@@ -476,9 +572,9 @@ def _level_checks(
             lv,
         )
     )
-    if present is not None:
-        missing = np.setdiff1d(present, part.seen_ids)
-        text = f"{part.seen_ids.size:,} of {present.size:,} objects with a manifest have vertices"
+    if present is not None and seen is not None:
+        missing = np.setdiff1d(present, seen, assume_unique=True)
+        text = f"{seen.size:,} of {present.size:,} objects with a manifest have vertices"
         if missing.size:
             text += f"; without: {missing[:MAX_EXAMPLES].tolist()}"
         if info["manifest_chunks_not_listed"]:
@@ -514,6 +610,11 @@ def _level_checks(
     return out
 
 
+def _union(ids: list[np.ndarray]) -> np.ndarray:
+    """The union of sorted unique id arrays (one array: itself)."""
+    return ids[0] if len(ids) == 1 else np.unique(np.concatenate(ids))
+
+
 def _transitions(
     partials: dict[int, LevelPartial], present: dict[int, np.ndarray | None]
 ) -> list[dict[str, Any]]:
@@ -525,8 +626,8 @@ def _transitions(
         a, b = present[fine], present[coarse]
         if a is None or b is None:
             continue
-        dropped = np.setdiff1d(a, b)
-        appearing = np.setdiff1d(b, a)
+        dropped = np.setdiff1d(a, b, assume_unique=True)
+        appearing = np.setdiff1d(b, a, assume_unique=True)
         out.append(
             {
                 "fine": fine,

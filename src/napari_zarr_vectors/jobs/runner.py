@@ -277,33 +277,29 @@ def _run_local(
 def _run_cluster(
     client: Any, store: Any, tasks: Sequence[Task], take: Callable[[Any], None], cancel: Cancel
 ) -> None:
-    """A ``dask.distributed`` cluster: the tasks open the store from its location; the
-    cancel check runs here between the tasks that finish."""
+    """A ``dask.distributed`` cluster: the tasks open the store from its location; their
+    results stream back as they finish (``as_completed``: no round trip per task) and the
+    cancel check runs here between them."""
     distributed = _require_distributed()
     ref = str(store.path)
     run = uuid.uuid4().hex[:8]
-    pending = {
+    futures = [
         client.submit(_run_task, ref, t, None, key=f"zv-task-{run}-{i}", pure=False)
         for i, t in enumerate(tasks)
-    }
-    by_future = dict(zip(pending, tasks, strict=True))
+    ]
+    by_future = dict(zip(futures, tasks, strict=True))
+    del futures
     try:
-        while pending and not stopped(cancel):
-            try:
-                finished, pending = distributed.wait(
-                    pending, timeout=0.25, return_when="FIRST_COMPLETED"
-                )
-            except TimeoutError:
-                continue
-            for future in finished:
-                try:
-                    value = future.result()
-                except Exception as exc:  # noqa: BLE001 - a worker lost, a task killed
-                    task = by_future[future]
-                    value = Failed(
-                        ChunkFailure(task.level, task.name, f"{type(exc).__name__}: {exc}")
-                    )
-                take(value)
+        finished = distributed.as_completed(by_future, with_results=True, raise_errors=False)
+        for future, value in finished:
+            task = by_future.pop(future)
+            if future.status != "finished":  # a worker lost, a task killed or cancelled
+                exc = value[1] if isinstance(value, tuple) else value
+                value = Failed(ChunkFailure(task.level, task.name, f"{type(exc).__name__}: {exc}"))
+            take(value)
+            future.release()  # (its result is no longer held on the worker)
+            if stopped(cancel):
+                break
     finally:
-        if pending:
-            client.cancel(list(pending))
+        if by_future:
+            client.cancel(list(by_future))

@@ -94,8 +94,11 @@ class LinkSet:
         """The records of several parts (``(M_i, W, key_ndim)`` chunks, ``(M_i, W)`` rows),
         with the gaps ``(error, chunks)`` a layout met reading them (see :meth:`lose`)."""
         if parts_r:
-            chunks = np.concatenate(parts_c).astype(np.int64)
-            links = cls(chunks, np.concatenate(parts_r).astype(np.int64), attributes)
+            chunks = parts_c[0] if len(parts_c) == 1 else np.concatenate(parts_c)
+            rows = parts_r[0] if len(parts_r) == 1 else np.concatenate(parts_r)
+            links = cls(
+                chunks.astype(np.int64, copy=False), rows.astype(np.int64, copy=False), attributes
+            )
         else:
             links = cls.empty(width, key_ndim)
         for error, where in gaps:

@@ -329,8 +329,8 @@ def _decode_link_cells(
         raise _CellError(
             i, ZVFormatError(f"link data of {int(data_len[i])} values is not {row_width}-wide rows")
         )
-    rows = values[expand_ranges(data_start, data_len)].reshape(-1, row_width).astype(np.int64)
-    return rows, data_len // row_width
+    rows = values[expand_ranges(data_start, data_len)].reshape(-1, row_width)
+    return rows.astype(np.int64, copy=False), data_len // row_width
 
 
 def _segment_records(
@@ -343,8 +343,8 @@ def _segment_records(
     row_width = width + (1 if seg.has_perm else 0)
     try:
         rows, counts = _decode_link_cells(blobs, row_width, seg.intra)
-        cell = np.repeat(np.arange(len(blobs)), counts)
-        return (*_endpoints(rows, seg, width, src[cell], anchor[cell]), counts, [])
+        src, anchor = np.repeat(src, counts, axis=0), np.repeat(anchor, counts, axis=0)
+        return (*_endpoints(rows, seg, width, src, anchor), counts, [])
     except (_CellError, ZVFormatError):
         pass
     parts_c, parts_r, failed = [], [], []
