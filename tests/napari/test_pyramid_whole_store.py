@@ -147,3 +147,36 @@ def test_density_map_of_a_placed_store_lies_on_its_streamlines(qa_of, qtbot, tmp
     lo, hi = (np.asarray(b) for b in controller.layers[0].extent.world)
     ilo, ihi = (np.asarray(b) for b in layer.extent.world)
     assert np.all(ilo[-3:] <= lo[-3:] + 2.0) and np.all(ihi[-3:] >= hi[-3:] - 2.0)
+
+
+def test_density_map_in_the_stored_space_lies_on_the_stored_positions(tmp_path) -> None:
+    """With the Store panel's *stored space* on, the layers show the stored coordinates: the
+    density image goes there too (its world placement taken back)."""
+    pytest.importorskip("zarr_vectors_tools")
+    nib = pytest.importorskip("nibabel")
+    from zarr_vectors_tools.convert.ingest.trk_parallel import ingest_trk_parallel
+
+    from napari_zarr_vectors.jobs import density_map
+    from napari_zarr_vectors.napari.layerdata.placement import show_stored_space
+    from napari_zarr_vectors.napari.qa.whole_store import density_layer_kwargs
+
+    src = Path(nib.__file__).parent / "tests" / "data" / "standard.LPS.trk"
+    out = tmp_path / "lps.zarrvectors"
+    ingest_trk_parallel(src, out, workers=1, progress=False, build_multiscale=False)
+    store = nzv.open_store(str(out))
+    assert not store.placement.is_identity
+    density = density_map(store, 2.0, scheduler="sync")
+    order = napari_axis_order(("space",) * 3)
+    stored = store.read(0).positions.astype(np.float64)
+    for on, points in ((False, store.placement.apply(stored)), (True, stored)):
+        show_stored_space(str(out), on)
+        try:
+            kwargs = density_layer_kwargs(store, density)
+        finally:
+            show_stored_space(str(out), False)
+        affine = kwargs["affine"]  # voxel (napari order) -> shown coordinates
+        shown = points[:, order]
+        voxels = (shown - affine[:3, 3]) @ np.linalg.inv(affine[:3, :3]).T
+        idx = np.floor(voxels + 0.5).astype(int)
+        assert np.all((idx >= 0) & (idx < kwargs["data"].shape)), on
+        assert np.all(kwargs["data"][tuple(idx.T)] > 0), on

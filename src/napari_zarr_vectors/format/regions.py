@@ -246,7 +246,8 @@ class Plane(Region):
         reach = (hi - lo) / 2 @ np.abs(self._unit)
         half = self.thickness / 2
         below = (side + reach < -half).astype(np.uint32)
-        return below | ((side - reach > half).astype(np.uint32) << 1)
+        codes: np.ndarray = below | ((side - reach > half).astype(np.uint32) << 1)
+        return codes
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         inside: np.ndarray = np.abs(self._side(points)) <= self.thickness / 2

@@ -131,7 +131,7 @@ class LevelPartial:
         counts = np.concatenate([np.empty(0, np.int64), *(n for _, n in self.chunk_rows)])
         return RowCounts(ChunkTable(chunks), counts)
 
-    def merge_links(self, other: LinksPartial) -> None:
+    def merge_links(self, other: LevelPartial | LinksPartial) -> None:
         for delta, (records, unresolved) in other.links.items():
             mine = self.links.setdefault(delta, [0, 0])
             mine[0] += records
@@ -472,7 +472,7 @@ def _assemble(
     shown = {
         lv: None
         if present[lv] is None
-        else _union([present[c] for c in store.refinement_chain(lv)])
+        else _union([p for c in store.refinement_chain(lv) if (p := present[c]) is not None])
         for lv in partials
     }
     transitions = _transitions(partials, shown)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from napari_zarr_vectors.napari.coords import napari_affine, napari_axis_order
-from napari_zarr_vectors.napari.layerdata.store_info import world_affine
+from napari_zarr_vectors.napari.coords import napari_affine
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.qa.compute import QAProgress
 from napari_zarr_vectors.napari.qa.jobs import Job
 
@@ -111,10 +111,10 @@ def density_layer_kwargs(store: Store, density: DensityMap) -> dict[str, Any]:
     """``add_image`` arguments that put the density image where the store's layers show its
     world: the image's axes in napari's world order, its voxel -> world affine (taken back
     to the stored space when the store is shown there, the Store panel's toggle)."""
-    ndim = density.image.ndim
-    order = napari_axis_order(("space",) * ndim)
+    shown = Placement.of(store)
+    order = shown.world_order
     affine = np.asarray(density.affine, np.float64)
-    if world_affine(store) is None:  # the layers show the stored space
+    if shown.stored_space:  # the layers show the stored space
         affine = np.linalg.inv(np.asarray(store.placement.affine, np.float64)) @ affine
     data = np.transpose(density.image, order)
     return {
