@@ -332,20 +332,63 @@ def test_a_pick_on_the_canvas_selects_and_shows_its_row(make_napari_viewer, qtbo
     assert widget.selected_ids().tolist() == [250]
 
 
-def test_zoom_to_frames_the_selected_objects(make_napari_viewer, qtbot, tracks300_store):
+def object_box(viewer, truth_vertices) -> tuple[np.ndarray, np.ndarray]:
+    """The world box (every viewer axis, napari order) of one object's vertices as fed to
+    the writer (x y z: napari shows z y x)."""
+    v = np.asarray(truth_vertices, np.float64)
+    lead = np.zeros(viewer.dims.ndim - 3)
+    return np.r_[lead, v.min(0)[::-1]], np.r_[lead, v.max(0)[::-1]]
+
+
+def assert_fitted(viewer, lo, hi):
+    """The camera is centred on the box lo-hi, shows all of it, and fills the canvas with it
+    (a canvas 15% smaller would cut it off: zoom to does not zoom out past the object)."""
+    from napari_zarr_vectors.napari.lod.camera import shows_box
+
+    displayed = list(viewer.dims.displayed)
+    centre = np.asarray(viewer.scene.camera.center)[-len(displayed) :]
+    assert np.allclose(centre, ((lo + hi) / 2)[displayed], atol=1e-3)
+    assert shows_box(viewer, lo, hi)
+    smaller = tuple(int(0.85 * s) for s in viewer.canvas.size)
+    assert not shows_box(viewer, lo, hi, smaller)
+
+
+def test_zoom_to_fits_a_small_streamline(make_napari_viewer, qtbot, tracks300_store):
     path, truth = tracks300_store
     viewer = make_napari_viewer()
     target, widget = open_table(viewer, qtbot, path)
+    whole = viewer.scene.camera.zoom
     widget.select_ids([12])
     job = widget.zoom_to()
     qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
-    # tracks300 is stored in RAS mm, x y z: napari shows z y x
-    line = truth.objects[12].astype(np.float64)
-    centre = ((line.min(0) + line.max(0)) / 2)[::-1]
-    assert np.allclose(viewer.scene.camera.center, centre, atol=1e-3)
-    span = np.linalg.norm(line.max(0) - line.min(0))
-    assert viewer.scene.camera.zoom == pytest.approx(0.9 * min(viewer.canvas.size) / span, rel=1e-3)
+    lo, hi = object_box(viewer, truth.objects[12])
+    assert_fitted(viewer, lo, hi)
+    assert viewer.scene.camera.zoom > 2 * whole  # a small streamline: zoomed in
     assert widget.status.text() == "framed 1 object"
+    # in 2-D too (the slice moves to the streamline's middle)
+    viewer.dims.ndisplay = 2
+    job = widget.zoom_to()
+    qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
+    assert_fitted(viewer, lo, hi)
+
+
+def test_zoom_to_fits_one_neuron_of_a_skeleton_store(
+    make_napari_viewer, qtbot, named_neurons_store
+):
+    path, truth = named_neurons_store
+    viewer = make_napari_viewer()
+    target, widget = open_table(viewer, qtbot, path)
+    whole = viewer.scene.camera.zoom  # reset_view: the whole store fills the canvas
+    # the neuron with the smallest box on screen
+    sizes = [np.ptp(np.asarray(o, np.float64), axis=0)[::-1][1:].max() for o in truth.objects]
+    oid = int(np.argmin(sizes))
+    widget.select_ids([oid])
+    job = widget.zoom_to()
+    qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
+    lo, hi = object_box(viewer, truth.objects[oid])
+    assert_fitted(viewer, lo, hi)
+    # one neuron lies inside the store: fitting it never zooms out past the whole store
+    assert viewer.scene.camera.zoom >= whole * 0.9 / 0.95
 
 
 def test_isolate_and_export_act_on_the_selection(
