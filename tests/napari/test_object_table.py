@@ -412,6 +412,12 @@ def test_isolate_and_export_act_on_the_selection(
         if "(isolated)" in lay.name
     )
     assert isolated == [5, 77]
+    names = sorted(lay.name for lay in viewer.layers if "(isolated)" in lay.name)
+    assert names == ["#5 streamline (isolated)", "#77 streamline (isolated)"]
+    # the status ends when the last isolation is in
+    n = len(truth.objects[5]) + len(truth.objects[77])
+    qtbot.waitUntil(lambda: "isolating" not in widget.status.text(), timeout=TIMEOUT)
+    assert widget.status.text() == f"isolated 2 objects: {n:,} vertices at full resolution"
     from napari_zarr_vectors.napari.layerdata.export import export_selection
 
     job = export_selection(
@@ -423,6 +429,43 @@ def test_isolate_and_export_act_on_the_selection(
     lengths = sorted(np.asarray(out.object_attributes(0)["length_mm"]).tolist())
     assert lengths == pytest.approx(sorted(truth.object_attributes["length_mm"][[5, 77]].tolist()))
     assert widget.status.text().startswith("exported 2 selected objects")
+
+
+def test_an_isolated_neuron_keeps_its_colour_and_says_which_it_is(
+    make_napari_viewer, qtbot, named_neurons_store
+):
+    path, truth = named_neurons_store
+    viewer = make_napari_viewer()
+    target, widget = open_table(viewer, qtbot, path)
+    oid = 3
+    widget.select_ids([oid])
+    jobs = widget.isolate()
+    assert widget.status.text() == "isolating 1 object …"
+    qtbot.waitUntil(lambda: all(job.done for job in jobs), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: "isolating" not in widget.status.text(), timeout=TIMEOUT)
+    n = len(truth.objects[oid])
+    assert widget.status.text() == f"isolated 1 object: {n:,} vertices at full resolution"
+    isolated = {
+        lay.metadata["zarr_vectors"]["source_role"]: lay
+        for lay in viewer.layers
+        if lay.metadata.get("zarr_vectors", {}).get("role") == "isolated"
+    }
+    # every neuron is called DA1_lPN_R: the id says which; each layer says which part
+    assert isolated["edges"].name == f"#{oid} skeleton (isolated)"
+    assert isolated["nodes"].name == f"#{oid} nodes (isolated)"
+    # drawn in the colour the store's layers give that neuron, opaque (not white)
+    data = {lay.metadata["zarr_vectors"]["role"]: lay for lay in target.layers}
+    mine = layer_object_ids(data["edges"]) == oid
+    store_colour = np.unique(np.asarray(data["edges"].edge_color)[mine], axis=0)
+    assert len(store_colour) == 1 and not np.allclose(store_colour[0][:3], 1.0)
+    assert np.allclose(isolated["edges"].edge_color, store_colour[0])
+    assert np.allclose(isolated["nodes"].face_color, store_colour[0])
+    assert {lay.blending for lay in isolated.values()} == {"translucent"}
+    # the nodes as big as the store's (the soma is not a blob)
+    assert np.allclose(isolated["nodes"].size, np.asarray(data["nodes"].size).max())
+    # the selection highlight is not additive either (dense highlights turned white)
+    highlight = next(lay for lay in viewer.layers if SELECTION_META in lay.metadata)
+    assert highlight.blending == "translucent"
 
 
 def test_canvas_clicks_select_and_shift_clicks_add(make_napari_viewer, qtbot, tracks300_store):

@@ -155,7 +155,7 @@ class SelectionHighlight:
                 size=_point_size(target.store),
                 face_color=np.asarray(HIGHLIGHT, np.float32),
                 border_width=0.0,
-                blending="additive",
+                blending="translucent",  # additive turns dense highlights white
                 features={"object_id": shown},
                 metadata=meta,
                 units=_units(target.layers, points.shape[1]),

@@ -53,6 +53,7 @@ def store_info(store: ZVStore, level: int, *, lod: bool = False, objects: bool =
         shapes_hint=_shapes_hint(store) if lod else None,
         level_vertex_count=_level_vertex_count(store, level) if lod else None,
         shared_vertex_attributes=_shared_vertex_attributes(store) if lod else (),
+        n_objects=_object_count(store, level) if objects else 0,
     )
 
 
@@ -202,6 +203,15 @@ def world_units_per_store_unit(affine: np.ndarray | None) -> float:
     values = np.linalg.svd(affine[:-1, :-1], compute_uv=False)
     values = values[values > 0]
     return float(np.exp(np.mean(np.log(values)))) if values.size else 1.0
+
+
+def _object_count(store: ZVStore, level: int) -> int:
+    """How many objects the level's object index holds (0 when it cannot be read: the
+    warning is :func:`_optional`'s, for the object attributes)."""
+    try:
+        return len(store.object_ids(level))
+    except nzv.ZVError:
+        return 0
 
 
 def _optional(getter: Callable[[int], dict], level: int) -> dict:

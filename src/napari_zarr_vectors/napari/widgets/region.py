@@ -21,10 +21,10 @@ from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton
 from napari_zarr_vectors.napari.browse import selection as sel
 from napari_zarr_vectors.napari.browse.region import objects_in_region, slice_extent
 from napari_zarr_vectors.napari.browse.selection import highlight_for, selection_for
-from napari_zarr_vectors.napari.browse.targets import META, isolate_layer_data
+from napari_zarr_vectors.napari.browse.targets import META, add_object_layers, isolate_layer_data
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
-from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
+from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
@@ -259,7 +259,7 @@ class SelectionWidget(ZVBrowseWidget):
         return self._worker
 
     def _add(self, layer_data: list[tuple]) -> list[Layer]:
-        return [add_layer(self.viewer, make_layer(*item)) for item in layer_data]
+        return add_object_layers(self.viewer, layer_data)
 
     def _selected_layers(self) -> list[Layer]:
         path = None if self.store is None else str(self.store.path)
