@@ -31,7 +31,6 @@ import numpy as np
 
 from napari_zarr_vectors.napari.browse.filters import IdFilter
 from napari_zarr_vectors.napari.browse.targets import (
-    HIGHLIGHT,
     layer_object_ids,
     layer_world_positions,
 )
@@ -51,6 +50,9 @@ if TYPE_CHECKING:
 
     #: What the browse widgets act on (:func:`.targets.target_for`).
     BrowseTarget = ZVLayerController | StaticTarget
+
+#: Colour of the selection highlight.
+HIGHLIGHT = (1.0, 0.25, 1.0, 1.0)
 
 #: ``metadata`` key of the highlight layer.
 SELECTION_META = "zarr_vectors_selection"

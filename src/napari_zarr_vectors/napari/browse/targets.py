@@ -41,7 +41,12 @@ from napari_zarr_vectors.napari.colour.live import (
 )
 from napari_zarr_vectors.napari.colour.spec import ColourSpec
 from napari_zarr_vectors.napari.conventions import meta_of
-from napari_zarr_vectors.napari.layerdata.build import META, OBJECT_ID, layers_from_geometry
+from napari_zarr_vectors.napari.layerdata.build import (
+    META,
+    OBJECT_ID,
+    StoreInfo,
+    layers_from_geometry,
+)
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.controller import (
     ControllerEvents,
@@ -62,9 +67,6 @@ if TYPE_CHECKING:
 #: Layer roles that are not store data (the bounds box, isolated or selected objects drawn
 #: whole, a region being drawn).
 NON_DATA_ROLES = ("bounds", "isolated", "selected", "region")
-
-#: Colour of the selection highlight (:mod:`.selection`).
-HIGHLIGHT = (1.0, 0.25, 1.0, 1.0)
 
 #: Pick tolerance in screen pixels.
 PICK_PIXELS = 8.0
@@ -601,16 +603,8 @@ _ONE_PART_ROLES = ("points", "lines", "polylines", "streamlines", "mesh")
 #: skeleton (isolated)" cut to "object 2 ske…n (isolated)"); longer ones are cut in the middle
 MAX_LAYER_NAME = 26
 
-#: what the part of an object a layer shows is called: {data layer role: (one, several)}
-_PARTS = {
-    "nodes": ("nodes", "nodes"),
-    "streamlines": ("streamline", "streamlines"),
-    "polylines": ("polyline", "polylines"),
-    "lines": ("lines", "lines"),
-    "points": ("points", "points"),
-    "mesh": ("mesh", "meshes"),
-    "vertices": ("vertices", "vertices"),
-}
+#: what the part of an object a data layer of each role shows is called
+_PARTS = {"streamlines": "streamline", "polylines": "polyline"}
 
 
 def part_word(geometry_type: str, role: str | None) -> str:
@@ -619,7 +613,7 @@ def part_word(geometry_type: str, role: str | None) -> str:
     polylines, meshes are one ``"streamline"``, ...."""
     if role == "edges":
         return "graph" if geometry_type == GeometryType.GRAPH else "skeleton"
-    return _PARTS.get(str(role), (str(role),))[0]
+    return _PARTS.get(str(role), str(role))
 
 
 def isolated_names(
@@ -639,7 +633,7 @@ def isolated_names(
     return fitting[0] if fitting else names[-1]
 
 
-def _object_name(store: GeometryStore, object_id: int, level: int, info: Any) -> str | None:
+def _object_name(store: GeometryStore, object_id: int, level: int, info: StoreInfo) -> str | None:
     """The text ``name`` object attribute of ``object_id`` when it names that object alone
     (``None``: no such attribute, or other objects share the name)."""
     names = next(
