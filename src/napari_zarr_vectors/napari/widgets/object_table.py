@@ -9,9 +9,9 @@ or ``body_id``: leading digits).
 Selecting rows selects those objects (:func:`~napari_zarr_vectors.napari.browse.selection.selection_for`):
 they light up on the canvas over the store's layers; clicking an object on the canvas selects
 its row and scrolls to it (shift-click adds it). *Zoom to* (or a double-click on a row)
-frames the selected objects (read whole through their manifests), *Isolate* loads them whole
-into the *Pick and isolate* dock's highlighted layers, *Export selection…* writes them as a
-new store, *Save as CSV…* the rows and columns shown.
+fits the selected objects to the canvas (read whole through their manifests), *Isolate*
+loads them whole through the *Pick and isolate* dock into layers of their own, *Export
+selection…* writes them as a new store, *Save as CSV…* the rows and columns shown.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         self.isolate_button = QPushButton("Isolate")
         self.isolate_button.setToolTip(
             f"Load the selected objects (up to {MAX_ISOLATE}) whole at full resolution into "
-            "highlighted layers (Pick and isolate)"
+            "layers of their own, in their colours (Pick and isolate)"
         )
         self.export_button = QPushButton("Export selection…")
         self.export_button.setToolTip("Save the selected objects as a new Zarr Vectors store")

@@ -1,6 +1,7 @@
 """Pick and isolate: click (or hover) an object to see its id and attributes; "isolate"
 loads that whole object at full resolution through its manifest (every chunk it names,
-whatever the view) into a highlighted layer; "clear" removes it."""
+whatever the view) into layers of its own, in its colours, named by object and part
+(``#2 skeleton (isolated)``); "clear" removes them."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ class PickWidget(ZVBrowseWidget):
         self.object_id.setToolTip("The object to isolate: pick one, or type its id")
         self.isolate_button = QPushButton("Isolate")
         self.isolate_button.setToolTip(
-            "Load the whole object at full resolution (all its chunks) into a highlighted layer"
+            "Load the whole object at full resolution (all its chunks) into layers of its own"
         )
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip("Remove the isolated objects of this store")

@@ -77,7 +77,7 @@ class SelectionWidget(ZVBrowseWidget):
         )
         self.isolate_button = QPushButton("Isolate")
         self.isolate_button.setToolTip(
-            "Load the selected objects whole at full resolution into a highlighted layer"
+            "Load the selected objects whole at full resolution into layers of their own"
         )
         self.export_button = QPushButton("Export…")
         self.export_button.setToolTip("Save the selected objects as a new Zarr Vectors store")
@@ -228,7 +228,7 @@ class SelectionWidget(ZVBrowseWidget):
 
     def isolate(self) -> LoadJob | None:
         """Read the selected objects whole at full resolution in the background
-        (:func:`.tasks.run_task`) into a highlighted layer. Returns the job."""
+        (:func:`.tasks.run_task`) into layers of their own. Returns the job."""
         if self.selection is None or not len(self.selection.ids):
             return None
         n = len(self.selection.ids)
