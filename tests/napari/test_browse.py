@@ -350,6 +350,58 @@ def test_isolate_reads_exactly_the_whole_object(version, name, object_id):
     np.testing.assert_allclose(got, _rows(object_vertices(version, name, object_id)), atol=1e-4)
 
 
+def test_isolated_layer_names_say_which_object_and_part_and_fit_the_layer_list():
+    from napari_zarr_vectors.napari.browse.targets import MAX_LAYER_NAME, isolated_names
+
+    parts = ["skeleton", "nodes"]
+    assert isolated_names(parts, object_id=2, name="DA1") == [
+        "DA1 skeleton (isolated)",
+        "DA1 nodes (isolated)",
+    ]
+    # a name too long for every part: the object's id, the same in every part
+    assert isolated_names(parts, object_id=2, name="DA1_lPN_R") == [
+        "#2 skeleton (isolated)",
+        "#2 nodes (isolated)",
+    ]
+    assert isolated_names(["nodes"], object_id=2) == ["object 2 nodes (isolated)"]
+    assert isolated_names(["streamline"], object_id=12) == ["#12 streamline (isolated)"]
+    assert isolated_names(["mesh"], n=3) == ["3 objects mesh (isolated)"]
+    assert isolated_names(["streamline"], n=249) == ["249× streamline (isolated)"]
+    for names in (
+        isolated_names(parts, object_id=2, name="Uniglomerular mALT DA1"),
+        isolated_names(["streamline"], object_id=299),
+        isolated_names(["mesh", "vertices"], object_id=4),
+    ):
+        assert all(len(n) <= MAX_LAYER_NAME for n in names)
+
+
+def test_isolated_skeletons_keep_their_object_colours(neurons_store):
+    from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
+
+    path, _ = neurons_store
+    s = nzv.open_store(path)
+
+    def by_part(ids):
+        return {
+            kw["metadata"]["zarr_vectors"]["source_role"]: kw
+            for _, kw, _ in isolate_layer_data(s, ids)
+        }
+
+    every = by_part([0, 1, 2, 3, 4])
+    for oid in (1, 3):
+        built = by_part(oid)
+        # the colour the store's layers draw this neuron in (one per neuron), not white
+        want = categorical_rgba(np.array([oid]))[0]
+        assert np.allclose(np.asarray(built["edges"]["edge_color"]), want)
+        assert np.allclose(np.asarray(built["nodes"]["face_color"]), want)
+        assert not np.allclose(want[:3], 1.0)
+        assert built["edges"]["blending"] == built["nodes"]["blending"] == "translucent"
+        # nodes the size the store draws them (its soma a bead among beads, not a blob)
+        assert built["nodes"]["size"] == every["nodes"]["size"]
+        assert built["edges"]["name"] == f"#{oid} skeleton (isolated)"
+        assert built["nodes"]["name"] == f"#{oid} nodes (isolated)"
+
+
 def test_isolate_an_unknown_object_raises():
     with pytest.raises(KeyError):
         isolate_layer_data(store("v07", "points"), 999)

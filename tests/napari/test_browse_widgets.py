@@ -675,6 +675,12 @@ def test_browsing_screenshot(make_napari_viewer, qtbot):
     settle(qtbot, target)
     assert pick.isolate(2) is not None  # its worker starts at once: wait for the layer
     qtbot.waitUntil(lambda: len(pick.isolated_layers()) == 1, timeout=15_000)
+    # the isolated object takes the store's Colour-by choice: its group's colour
+    from napari_zarr_vectors.napari.colour.live import colour_spec_of
+
+    isolated = pick.isolated_layers()[0]
+    assert colour_spec_of(isolated) == colour_spec_of(target.layers[0])
+    assert colour_spec_of(isolated).feature == "group_id"
     viewer.dims.ndisplay = 3
     viewer.scene.camera.angles = (-20.0, 30.0, -60.0)
     viewer.reset_view(reset_camera_angle=False)

@@ -224,3 +224,33 @@ def test_the_five_navis_neurons_are_all_drawn_through_rotations(
     for _ in move_camera(viewer, qtbot, c):
         assert drawn() == (truth.vertex_count, n_edges, {0, 1, 2, 3, 4})
     assert "showing" not in viewer.status
+
+
+def test_a_dock_narrowing_the_canvas_keeps_the_data_in_the_picture(
+    make_napari_viewer, qtbot, neurons_store
+):
+    from napari_zarr_vectors.napari.lod.camera import shows_box
+
+    path, _ = neurons_store
+    viewer = make_napari_viewer(show=True)
+    viewer.window._qt_window.resize(1280, 1000)
+    qtbot.wait(50)
+    c = dropped(viewer, qtbot, path)
+    lo, hi = viewer.layers.extent.world
+    assert shows_box(viewer, lo, hi)
+    before = tuple(viewer.canvas.size)
+    viewer.window.add_plugin_dock_widget(PLUGIN_NAME, "Object table")
+    qtbot.waitUntil(lambda: viewer.canvas.size[1] < before[1] - 100, timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    # the whole store is still in view on the narrower canvas, and fills it
+    assert shows_box(viewer, lo, hi)
+    smaller = tuple(int(0.9 * s) for s in viewer.canvas.size)
+    assert not shows_box(viewer, lo, hi, smaller)
+    # a view the user zoomed into keeps its zoom and centre when the canvas changes size
+    viewer.scene.camera.zoom *= 4
+    zoom, centre = viewer.scene.camera.zoom, viewer.scene.camera.center
+    narrow = tuple(viewer.canvas.size)
+    viewer.window._qt_window.resize(1100, 1000)
+    qtbot.waitUntil(lambda: tuple(viewer.canvas.size) != narrow, timeout=TIMEOUT)
+    assert viewer.scene.camera.zoom == pytest.approx(zoom)
+    assert np.allclose(viewer.scene.camera.center, centre)

@@ -333,20 +333,63 @@ def test_a_pick_on_the_canvas_selects_and_shows_its_row(make_napari_viewer, qtbo
     assert widget.selected_ids().tolist() == [250]
 
 
-def test_zoom_to_frames_the_selected_objects(make_napari_viewer, qtbot, tracks300_store):
+def object_box(viewer, truth_vertices) -> tuple[np.ndarray, np.ndarray]:
+    """The world box (every viewer axis, napari order) of one object's vertices as fed to
+    the writer (x y z: napari shows z y x)."""
+    v = np.asarray(truth_vertices, np.float64)
+    lead = np.zeros(viewer.dims.ndim - 3)
+    return np.r_[lead, v.min(0)[::-1]], np.r_[lead, v.max(0)[::-1]]
+
+
+def assert_fitted(viewer, lo, hi):
+    """The camera is centred on the box lo-hi, shows all of it, and fills the canvas with it
+    (a canvas 15% smaller would cut it off: zoom to does not zoom out past the object)."""
+    from napari_zarr_vectors.napari.lod.camera import shows_box
+
+    displayed = list(viewer.dims.displayed)
+    centre = np.asarray(viewer.scene.camera.center)[-len(displayed) :]
+    assert np.allclose(centre, ((lo + hi) / 2)[displayed], atol=1e-3)
+    assert shows_box(viewer, lo, hi)
+    smaller = tuple(int(0.85 * s) for s in viewer.canvas.size)
+    assert not shows_box(viewer, lo, hi, smaller)
+
+
+def test_zoom_to_fits_a_small_streamline(make_napari_viewer, qtbot, tracks300_store):
     path, truth = tracks300_store
     viewer = make_napari_viewer()
     target, widget = open_table(viewer, qtbot, path)
+    whole = viewer.scene.camera.zoom
     widget.select_ids([12])
     job = widget.zoom_to()
     qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
-    # tracks300 is stored in RAS mm, x y z: napari shows z y x
-    line = truth.objects[12].astype(np.float64)
-    centre = ((line.min(0) + line.max(0)) / 2)[::-1]
-    assert np.allclose(viewer.scene.camera.center, centre, atol=1e-3)
-    span = np.linalg.norm(line.max(0) - line.min(0))
-    assert viewer.scene.camera.zoom == pytest.approx(0.9 * min(viewer.canvas.size) / span, rel=1e-3)
+    lo, hi = object_box(viewer, truth.objects[12])
+    assert_fitted(viewer, lo, hi)
+    assert viewer.scene.camera.zoom > 2 * whole  # a small streamline: zoomed in
     assert widget.status.text() == "framed 1 object"
+    # in 2-D too (the slice moves to the streamline's middle)
+    viewer.dims.ndisplay = 2
+    job = widget.zoom_to()
+    qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
+    assert_fitted(viewer, lo, hi)
+
+
+def test_zoom_to_fits_one_neuron_of_a_skeleton_store(
+    make_napari_viewer, qtbot, named_neurons_store
+):
+    path, truth = named_neurons_store
+    viewer = make_napari_viewer()
+    target, widget = open_table(viewer, qtbot, path)
+    whole = viewer.scene.camera.zoom  # reset_view: the whole store fills the canvas
+    # the neuron with the smallest box on screen
+    sizes = [np.ptp(np.asarray(o, np.float64), axis=0)[::-1][1:].max() for o in truth.objects]
+    oid = int(np.argmin(sizes))
+    widget.select_ids([oid])
+    job = widget.zoom_to()
+    qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
+    lo, hi = object_box(viewer, truth.objects[oid])
+    assert_fitted(viewer, lo, hi)
+    # one neuron lies inside the store: fitting it never zooms out past the whole store
+    assert viewer.scene.camera.zoom >= whole * 0.9 / 0.95
 
 
 def test_isolate_and_export_act_on_the_selection(
@@ -370,6 +413,12 @@ def test_isolate_and_export_act_on_the_selection(
         if "(isolated)" in lay.name
     )
     assert isolated == [5, 77]
+    names = sorted(lay.name for lay in viewer.layers if "(isolated)" in lay.name)
+    assert names == ["#5 streamline (isolated)", "#77 streamline (isolated)"]
+    # the status ends when the last isolation is in
+    n = len(truth.objects[5]) + len(truth.objects[77])
+    qtbot.waitUntil(lambda: "isolating" not in widget.status.text(), timeout=TIMEOUT)
+    assert widget.status.text() == f"isolated 2 objects: {n:,} vertices at full resolution"
     from napari_zarr_vectors.napari.layerdata.export import export_selection
 
     job = export_selection(
@@ -381,6 +430,43 @@ def test_isolate_and_export_act_on_the_selection(
     lengths = sorted(np.asarray(out.object_attributes(0)["length_mm"]).tolist())
     assert lengths == pytest.approx(sorted(truth.object_attributes["length_mm"][[5, 77]].tolist()))
     assert widget.status.text().startswith("exported 2 selected objects")
+
+
+def test_an_isolated_neuron_keeps_its_colour_and_says_which_it_is(
+    make_napari_viewer, qtbot, named_neurons_store
+):
+    path, truth = named_neurons_store
+    viewer = make_napari_viewer()
+    target, widget = open_table(viewer, qtbot, path)
+    oid = 3
+    widget.select_ids([oid])
+    jobs = widget.isolate()
+    assert widget.status.text() == "isolating 1 object …"
+    qtbot.waitUntil(lambda: all(job.done for job in jobs), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: "isolating" not in widget.status.text(), timeout=TIMEOUT)
+    n = len(truth.objects[oid])
+    assert widget.status.text() == f"isolated 1 object: {n:,} vertices at full resolution"
+    isolated = {
+        lay.metadata["zarr_vectors"]["source_role"]: lay
+        for lay in viewer.layers
+        if lay.metadata.get("zarr_vectors", {}).get("role") == "isolated"
+    }
+    # every neuron is called DA1_lPN_R: the id says which; each layer says which part
+    assert isolated["edges"].name == f"#{oid} skeleton (isolated)"
+    assert isolated["nodes"].name == f"#{oid} nodes (isolated)"
+    # drawn in the colour the store's layers give that neuron, opaque (not white)
+    data = {lay.metadata["zarr_vectors"]["role"]: lay for lay in target.layers}
+    mine = layer_object_ids(data["edges"]) == oid
+    store_colour = np.unique(np.asarray(data["edges"].edge_color)[mine], axis=0)
+    assert len(store_colour) == 1 and not np.allclose(store_colour[0][:3], 1.0)
+    assert np.allclose(isolated["edges"].edge_color, store_colour[0])
+    assert np.allclose(isolated["nodes"].face_color, store_colour[0])
+    assert {lay.blending for lay in isolated.values()} == {"translucent"}
+    # the nodes as big as the store's (the soma is not a blob)
+    assert np.allclose(isolated["nodes"].size, np.asarray(data["nodes"].size).max())
+    # the selection highlight is not additive either (dense highlights turned white)
+    highlight = next(lay for lay in viewer.layers if SELECTION_META in lay.metadata)
+    assert highlight.blending == "translucent"
 
 
 def test_canvas_clicks_select_and_shift_clicks_add(make_napari_viewer, qtbot, tracks300_store):

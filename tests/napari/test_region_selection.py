@@ -210,7 +210,8 @@ def test_show_only_dim_and_isolate_act_on_the_selection(tracks300_2d, qtbot):
         x for x in viewer.layers if x.metadata.get("zarr_vectors", {}).get("role") == "isolated"
     ]
     assert len(isolated) == 1 and len(isolated[0].data) == n_vertices
-    assert isolated[0].name.endswith(f"{len(ids):,} objects (isolated)")
+    # named by count and part, short enough for napari's layer list
+    assert isolated[0].name == f"{len(ids):,}× streamline (isolated)"
 
 
 def test_region_selection_screenshot(make_napari_viewer, qtbot, tracks300_store):

@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from napari_zarr_vectors.napari.browse.filters import IdFilter
-from napari_zarr_vectors.napari.browse.targets import HIGHLIGHT, layer_object_ids
+from napari_zarr_vectors.napari.browse.targets import layer_object_ids
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.placement import Placement, layer_world_positions
+from napari_zarr_vectors.napari.lod.camera import fitting_zoom
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
 
     #: What the browse widgets act on (:func:`.targets.target_for`).
     BrowseTarget = ZVLayerController | StaticTarget
+
+#: Colour of the selection highlight.
+HIGHLIGHT = (1.0, 0.25, 1.0, 1.0)
 
 #: ``metadata`` key of the highlight layer.
 SELECTION_META = "zarr_vectors_selection"
@@ -150,7 +154,7 @@ class SelectionHighlight:
                 size=_point_size(target.store),
                 face_color=np.asarray(HIGHLIGHT, np.float32),
                 border_width=0.0,
-                blending="additive",
+                blending="translucent",  # additive turns dense highlights white
                 features={"object_id": shown},
                 metadata=meta,
                 units=_units(target.layers, points.shape[1]),
@@ -254,25 +258,22 @@ def objects_world_box(
 
 def fit_camera(viewer: Viewer, lo: np.ndarray, hi: np.ndarray, margin: float = 0.1) -> None:
     """Centre the camera on the world box ``lo``-``hi`` (napari order of the last axes) and
-    zoom so that it fills the canvas but a ``margin``; a 2-D view also moves its slice to
-    the box's middle."""
+    zoom so that the box as the camera sees it (its projection on the screen in 3-D,
+    :func:`~..lod.camera.fitting_zoom`) fills the canvas but a ``margin``: a small object
+    is zoomed in on, whatever the zoom was. A 2-D view also moves its slice to the box's
+    middle. A box of no size on screen (one vertex) is centred at the current zoom."""
     lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
     ndim = viewer.dims.ndim
     k = min(len(lo), ndim)
-    centre = np.asarray(viewer.dims.point, np.float64).copy()
-    size = np.zeros(ndim)
-    centre[ndim - k :] = (lo[-k:] + hi[-k:]) / 2
-    size[ndim - k :] = hi[-k:] - lo[-k:]
+    full_lo = np.asarray(viewer.dims.point, np.float64).copy()
+    full_hi = full_lo.copy()
+    full_lo[ndim - k :], full_hi[ndim - k :] = lo[-k:], hi[-k:]
+    centre = (full_lo + full_hi) / 2
     displayed = list(viewer.dims.displayed)
-    canvas = np.asarray(viewer.canvas.size, np.float64)
-    shown = size[displayed]
-    if len(displayed) == 3:
-        span = max(float(np.linalg.norm(shown)), 1e-9)
-        zoom = np.min(canvas) / span
-    else:
-        zoom = np.min(canvas / np.maximum(shown, 1e-9))
     for axis in range(ndim - k, ndim):
         if axis not in displayed:
             viewer.dims.set_point(axis, centre[axis])
+    zoom = fitting_zoom(viewer, full_lo, full_hi, margin)
     viewer.scene.camera.center = tuple(centre[displayed])
-    viewer.scene.camera.zoom = float(zoom * (1 - margin))
+    if zoom is not None:
+        viewer.scene.camera.zoom = zoom

@@ -41,7 +41,12 @@ from napari_zarr_vectors.napari.colour.live import (
 )
 from napari_zarr_vectors.napari.colour.spec import ColourSpec
 from napari_zarr_vectors.napari.conventions import meta_of
-from napari_zarr_vectors.napari.layerdata.build import META, OBJECT_ID, layers_from_geometry
+from napari_zarr_vectors.napari.layerdata.build import (
+    META,
+    OBJECT_ID,
+    StoreInfo,
+    layers_from_geometry,
+)
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.controller import (
@@ -63,9 +68,6 @@ if TYPE_CHECKING:
 #: Layer roles that are not store data (the bounds box, isolated or selected objects drawn
 #: whole, a region being drawn).
 NON_DATA_ROLES = ("bounds", "isolated", "selected", "region")
-
-#: Colour of isolated objects.
-HIGHLIGHT = (1.0, 0.25, 1.0, 1.0)
 
 #: Pick tolerance in screen pixels.
 PICK_PIXELS = 8.0
@@ -486,8 +488,10 @@ def isolate_layer_data(
 ) -> list[tuple]:
     """Layer data tuples of whole objects at ``level`` (default full resolution), read
     through their manifests (every chunk they name, whatever the view), with ``role`` in
-    their metadata block: ``"isolated"`` objects are highlighted; a ``"selected"`` set,
-    drawn over its dimmed store, keeps the store's colours.
+    their metadata block. Both keep the store's colours (skeletons and graphs one colour
+    per object, as the store's layers draw them): ``"isolated"`` objects are drawn over the
+    store wider and opaque, named by object and part (:func:`isolated_names`); a
+    ``"selected"`` set is drawn over its dimmed store.
 
     Raises ``KeyError`` when the store has none of ``object_ids``.
     """
@@ -498,26 +502,107 @@ def isolate_layer_data(
     ids = ids[known]
     geometry = only_objects(store.read(level=level, object_ids=ids.tolist()), ids)
     info = store_info(store, level)
+    built = layers_from_geometry(geometry, info, bounds_layer=False)
+    parts = [
+        part_word(str(store.geometry_type), kw["metadata"][META].get("role")) for _, kw, _ in built
+    ]
+    one = int(ids[0]) if len(ids) == 1 else None
+    name = None if one is None else _object_name(store, one, level, info)
+    names = isolated_names(parts, object_id=one, name=name, n=len(ids))
     out = []
-    for data, kwargs, kind in layers_from_geometry(geometry, info, bounds_layer=False):
+    for (data, kwargs, kind), part, layer_name in zip(built, parts, names, strict=True):
         meta = kwargs["metadata"][META]
         source_role = meta.get("role")
-        one = int(ids[0]) if len(ids) == 1 else None
         meta.update(role=role, object_id=one, n_objects=len(ids), source_role=source_role)
-        suffix = (
-            ""
-            if source_role in ("points", "lines", "polylines", "streamlines", "mesh")
-            else f" {source_role}"
-        )
         if role == "selected":
+            suffix = "" if source_role in _ONE_PART_ROLES else f" {source_role}"
             kwargs["name"] = f"{store.name} selected objects{suffix}"
         else:
-            what = f"object {one}" if one is not None else f"{len(ids):,} objects"
-            kwargs["name"] = f"{store.name} {what}{suffix} ({role})"
-            meta.update(colour_by=None)
-            kwargs.update(highlight_kwargs(kind, kwargs))
+            meta.update(part=part)
+            kwargs["name"] = layer_name
+            kwargs.update(emphasis_kwargs(kind, kwargs))
         out.append((data, kwargs, kind))
     return out
+
+
+def add_object_layers(viewer: Viewer, layer_data: Sequence[tuple]) -> list[Layer]:
+    """Add the layers of :func:`isolate_layer_data` to ``viewer`` (not selected: the store's
+    layer stays selected) in the colours the store's layers have now: each takes the
+    Colour-by choice of the store's data layer of its part (as built otherwise)."""
+    from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer
+
+    added = []
+    for data, kwargs, kind in layer_data:
+        layer = add_layer(viewer, make_layer(data, kwargs, kind))
+        meta = meta_of(layer) or {}
+        source = next(
+            (
+                lay
+                for lay in store_layers(viewer, meta.get("path"))
+                if meta_of(lay).get("role") == meta.get("source_role")
+            ),
+            None,
+        )
+        spec = None if source is None else colour_spec_of(source)
+        if spec is not None:
+            apply_colour(layer, spec)
+        added.append(layer)
+    return added
+
+
+#: roles of a store's only data layer (its geometry says what it is)
+_ONE_PART_ROLES = ("points", "lines", "polylines", "streamlines", "mesh")
+
+#: napari's layer list (1280-pixel window, default dock widths) shows names of up to about
+#: this many characters whole (measured: "#299 streamline (isolated)" whole, "object 2
+#: skeleton (isolated)" cut to "object 2 ske…n (isolated)"); longer ones are cut in the middle
+MAX_LAYER_NAME = 26
+
+#: what the part of an object a data layer of each role shows is called
+_PARTS = {"streamlines": "streamline", "polylines": "polyline"}
+
+
+def part_word(geometry_type: str, role: str | None) -> str:
+    """The part of an object a data layer of ``role`` shows: a skeleton's or graph's edges
+    are the ``"skeleton"`` / ``"graph"`` itself, its points the ``"nodes"``; streamlines,
+    polylines, meshes are one ``"streamline"``, ...."""
+    if role == "edges":
+        return "graph" if geometry_type == GeometryType.GRAPH else "skeleton"
+    return _PARTS.get(str(role), str(role))
+
+
+def isolated_names(
+    parts: Sequence[str], *, object_id: int | None = None, name: str | None = None, n: int = 1
+) -> list[str]:
+    """Layer names of isolated objects, one per part: ``"<object> <part> (isolated)"``,
+    each at most :data:`MAX_LAYER_NAME` characters when it can be. One object is called by
+    its own ``name`` when that is short enough for every part, else ``object k``, else
+    ``#k``; ``n`` objects ``n objects``, else ``n×``. Every part of one isolation names
+    the object the same way."""
+    if n == 1:
+        whos = ([name] if name else []) + [f"object {object_id}", f"#{object_id}"]
+    else:
+        whos = [f"{n:,} objects", f"{n:,}×"]
+    names = [[f"{who} {part} (isolated)" for part in parts] for who in whos]
+    fitting = [row for row in names if all(len(text) <= MAX_LAYER_NAME for text in row)]
+    return fitting[0] if fitting else names[-1]
+
+
+def _object_name(store: GeometryStore, object_id: int, level: int, info: StoreInfo) -> str | None:
+    """The text ``name`` object attribute of ``object_id`` when it names that object alone
+    (``None``: no such attribute, or other objects share the name)."""
+    names = next(
+        (np.asarray(v) for k, v in info.object_attributes.items() if str(k).lower() == "name"),
+        None,
+    )
+    if names is None or names.dtype.kind not in "UO" or names.ndim != 1:
+        return None
+    all_ids = np.asarray(store.object_ids(level), np.int64)
+    row = np.flatnonzero(all_ids == object_id) if len(all_ids) == len(names) else []
+    if not len(row):
+        return None
+    name = str(names[row[0]]).strip()
+    return name if name and np.count_nonzero(names == names[row[0]]) == 1 else None
 
 
 def _id_list(ids: np.ndarray) -> str:
@@ -525,41 +610,16 @@ def _id_list(ids: np.ndarray) -> str:
     return shown + (f", … ({len(ids):,} ids)" if len(ids) > 5 else "")
 
 
-def highlight_kwargs(kind: str, kwargs: dict) -> dict:
-    """Layer keyword arguments drawing a layer of ``kind`` in the highlight colour (the
-    features of a Tracks layer gain the colour column it is coloured by)."""
-    colour = np.asarray(HIGHLIGHT, np.float32)
-    if kind == "points":
-        size = float(np.max(kwargs.get("size", 1.0))) * 1.5
-        for key in ("face_colormap", "face_contrast_limits"):
-            kwargs.pop(key, None)
-        return {"face_color": colour, "size": size, "border_width": 0.0, "blending": "additive"}
+def emphasis_kwargs(kind: str, kwargs: dict) -> dict:
+    """Layer keyword arguments drawing an isolated layer of ``kind`` over its store in its
+    own colours: opaque (no additive blending, which turned overlapping colours white),
+    lines twice as wide, points as built (a skeleton's soma stays a bead, not a blob)."""
+    out: dict[str, Any] = {"blending": "translucent", "opacity": 1.0}
     if kind in ("vectors", "shapes"):
-        for key in ("edge_colormap", "edge_contrast_limits"):
-            kwargs.pop(key, None)
-        return {"edge_color": colour, "edge_width": float(kwargs.get("edge_width", 1.0)) * 2}
-    if kind == "tracks":
-        from napari.utils.colormaps import Colormap
-
-        name = "zv_highlight"
-        features = dict(kwargs.get("features", {}))
-        n_rows = len(next(iter(features.values()))) if features else 0
-        features[name] = np.zeros(n_rows)
-        return {
-            "features": features,
-            "color_by": name,
-            "colormaps_dict": {name: Colormap([HIGHLIGHT, HIGHLIGHT], name=name)},
-            "tail_width": 4.0,
-            "blending": "additive",
-        }
-    if kind == "surface":
-        from napari.utils.colormaps import Colormap
-
-        return {
-            "colormap": Colormap([HIGHLIGHT, HIGHLIGHT], name="zv_highlight"),
-            "opacity": 0.9,
-        }
-    return {}
+        out["edge_width"] = float(kwargs.get("edge_width", 1.0)) * 2
+    elif kind == "tracks":
+        out["tail_width"] = float(kwargs.get("tail_width", 2.0)) * 2
+    return out
 
 
 def object_table(target: BrowseTarget) -> ObjectTable:

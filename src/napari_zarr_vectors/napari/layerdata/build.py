@@ -99,6 +99,10 @@ class StoreInfo:
         the number of points one view loaded.
     shared_vertex_attributes
         Vertex attributes stored at every level (level-of-detail layers only).
+    n_objects
+        How many objects the level's object index holds (0: unknown or none). Skeletons and
+        graphs are coloured one colour per object when the store has several, whatever one
+        read holds (one neuron isolated or filtered keeps its colour).
     """
 
     path: str
@@ -122,6 +126,7 @@ class StoreInfo:
     #: scalar vertex attributes every level of the store holds (level-of-detail layers take
     #: their default colouring from these, so it does not change with the level)
     shared_vertex_attributes: tuple[str, ...] = ()
+    n_objects: int = 0
 
     @property
     def ndim(self) -> int:
@@ -298,7 +303,7 @@ def graph_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     """Graphs and skeletons: edges (Vectors, or Shapes ``line`` when few) + nodes (Points)."""
     kind = geometry.geometry_type
     starts, ends, features = _segments(geometry, info)
-    if OBJECT_ID in features and n_unique(features[OBJECT_ID]) > 1:
+    if _per_object(features, info):
         default = default_colour_by(features, OBJECT_ID)
     else:
         default = DefaultColour(direct="#ffb000" if kind == GeometryType.SKELETON else "#40c0ff")
@@ -426,6 +431,11 @@ def _track_rows(track_ids: np.ndarray, coords: np.ndarray, info: StoreInfo) -> n
 # --------------------------------------------------------------------------------------------
 
 
+def _per_object(features: Mapping[str, np.ndarray], info: StoreInfo) -> bool:
+    """Whether rows are coloured by their object: the store (else these rows) has several."""
+    return OBJECT_ID in features and (info.n_objects > 1 or n_unique(features[OBJECT_ID]) > 1)
+
+
 def _points_layer(
     geometry: Geometry,
     info: StoreInfo,
@@ -439,7 +449,7 @@ def _points_layer(
     are several (a skeleton's nodes, as its edges), else the points' default colouring."""
     rows = np.arange(geometry.vertex_count)
     features = _vertex_features(geometry, info, rows)
-    if by_object and OBJECT_ID in features and n_unique(features[OBJECT_ID]) > 1:
+    if by_object and _per_object(features, info):
         colour = default_colour_by(features, OBJECT_ID)
     else:
         colour = default_point_colour(

@@ -54,6 +54,7 @@ def store_info(store: ZVStore, level: int, *, lod: bool = False, objects: bool =
         shapes_hint=_shapes_hint(store) if lod else None,
         level_vertex_count=_level_vertex_count(store, level) if lod else None,
         shared_vertex_attributes=_shared_vertex_attributes(store) if lod else (),
+        n_objects=_object_count(store, level) if objects else 0,
     )
 
 
@@ -97,6 +98,15 @@ def _shapes_hint(store: ZVStore) -> int | None:
         if ids is not None and len(ids):
             return int(len(ids))
     return int(lv0.vertex_count) if lv0.vertex_count is not None else None
+
+
+def _object_count(store: ZVStore, level: int) -> int:
+    """How many objects the level's object index holds (0 when it cannot be read: the
+    warning is :func:`_optional`'s, for the object attributes)."""
+    try:
+        return len(store.object_ids(level))
+    except nzv.ZVError:
+        return 0
 
 
 def _optional(getter: Callable[[int], dict], level: int) -> dict:

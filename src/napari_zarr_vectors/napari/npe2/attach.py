@@ -30,7 +30,7 @@ from napari_zarr_vectors.napari.layerdata.build import META
 from napari_zarr_vectors.napari.lod.controller import ZVLayerController
 from napari_zarr_vectors.napari.lod.loader import Loader, ViewShare
 from napari_zarr_vectors.napari.lod.viewer_layers import next_turn
-from napari_zarr_vectors.napari.npe2.first_view import show_whole_store
+from napari_zarr_vectors.napari.npe2.first_view import keep_data_in_view, show_whole_store
 from napari_zarr_vectors.napari.npe2.slider_units import install as install_slider_units
 from napari_zarr_vectors.napari.open_stores import OpenStore, register
 from napari_zarr_vectors.napari.widgets.colour_bar import install_colour_bars
@@ -119,12 +119,14 @@ def install_viewer_hooks() -> int:
 
 def hook_viewer(viewer: Viewer) -> None:
     """Watch one viewer's layer insertions (idempotent): the plugin's layers get their hover
-    status (:func:`.hover.install`) and, when a reader made them, their controller."""
+    status (:func:`.hover.install`) and, when a reader made them, their controller; its
+    canvas keeps the data in the picture when a dock resizes it (:func:`.keep_data_in_view`)."""
     if viewer in _HOOKED:
         return
     _HOOKED.add(viewer)
     install_slider_units(viewer)
     install_colour_bars(viewer)
+    keep_data_in_view(viewer)
     ref = weakref.ref(viewer)
 
     def on_inserted(event: Event) -> None:

@@ -12,17 +12,28 @@ So a store whose layers arrive in an empty viewer gets:
 * the camera fitted to the data (``viewer.reset_view``).
 
 A viewer that already held layers keeps its view: the user chose it.
+
+**The data stays in the picture** (:func:`keep_data_in_view`): docking a widget narrows the
+canvas (the first dock on the right took a 1280 px window's canvas from ~960 to ~510 px)
+without napari refitting, which cut the whole-store picture off. When the canvas changes
+size and the camera showed all the layers (fitted to them, or all of them on the old canvas
+and no longer on the new one), the view is fitted again (``viewer.fit_to_view``, the camera
+angles kept). A view the user zoomed into keeps its zoom and centre.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from napari_zarr_vectors.napari.layerdata.placement import Placement
+from napari_zarr_vectors.napari.lod.camera import fitting_zoom, screen_extent, shows_box
 
 if TYPE_CHECKING:
+    from napari.utils.events import Event
+
     from napari import Viewer
     from napari_zarr_vectors.napari.types import ZVStore
 
@@ -67,3 +78,48 @@ def show_whole_store(viewer: Viewer, store: ZVStore) -> None:
     if len(axes) >= 3 and int(viewer.dims.ndisplay) == 2:
         viewer.dims.ndisplay = 3
     viewer.reset_view()
+
+
+#: margin of napari's own ``reset_view`` / ``fit_to_view`` (a fraction of the canvas)
+FIT_MARGIN = 0.05
+#: a camera within this fraction of the fitted zoom and centre counts as fitted
+FITTED_TOLERANCE = 0.02
+
+
+def keep_data_in_view(viewer: Viewer) -> None:
+    """Refit ``viewer`` when its canvas changes size (a dock opened or closed, the window
+    resized) while the camera showed all its layers: fitted to them, or showing them whole
+    before the change and not after. Connected once per viewer (by the reader's hooks)."""
+    ref = weakref.ref(viewer)
+    last = {"size": tuple(int(v) for v in viewer.canvas.size)}
+
+    def on_size(event: Event | None = None) -> None:
+        v = ref()
+        if v is None:
+            return
+        old, new = last["size"], tuple(int(s) for s in v.canvas.size)
+        last["size"] = new
+        if old != new and min(old) > 1 and min(new) > 1 and _showed_all(v, old):
+            v.fit_to_view(margin=FIT_MARGIN)
+
+    viewer.canvas.events.size.connect(on_size)
+
+
+def _showed_all(viewer: Viewer, old_size: tuple[int, int]) -> bool:
+    """Whether the camera showed every layer on a canvas of ``old_size`` and should refit
+    on the current one: fitted to them there, or showing them whole there and not here."""
+    if not len(viewer.layers):
+        return False
+    lo, hi = (np.asarray(b, np.float64) for b in viewer.layers.extent.world)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return False
+    if shows_box(viewer, lo, hi, old_size) and not shows_box(viewer, lo, hi):
+        return True
+    zoom = fitting_zoom(viewer, lo, hi, FIT_MARGIN, old_size)
+    if zoom is None or abs(float(viewer.scene.camera.zoom) - zoom) > FITTED_TOLERANCE * zoom:
+        return False
+    displayed = list(viewer.dims.displayed)
+    centre = ((lo + hi) / 2)[displayed]
+    camera = np.asarray(viewer.scene.camera.center, np.float64)[-len(displayed) :]
+    span = max(float(np.max(screen_extent(viewer, lo, hi))), 1e-12)
+    return bool(np.linalg.norm(camera - centre) <= FITTED_TOLERANCE * span)

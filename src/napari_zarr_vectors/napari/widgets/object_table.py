@@ -9,9 +9,9 @@ or ``body_id``: leading digits).
 Selecting rows selects those objects (:func:`~napari_zarr_vectors.napari.browse.selection.selection_for`):
 they light up on the canvas over the store's layers; clicking an object on the canvas selects
 its row and scrolls to it (shift-click adds it). *Zoom to* (or a double-click on a row)
-frames the selected objects (read whole through their manifests), *Isolate* loads them whole
-into the *Pick and isolate* dock's highlighted layers, *Export selection…* writes them as a
-new store, *Save as CSV…* the rows and columns shown.
+fits the selected objects to the canvas (read whole through their manifests), *Isolate*
+loads them whole through the *Pick and isolate* dock into layers of their own, *Export
+selection…* writes them as a new store, *Save as CSV…* the rows and columns shown.
 """
 
 from __future__ import annotations
@@ -168,6 +168,19 @@ class ObjectTableModel(QAbstractTableModel):
         return np.sort(found[found >= 0])
 
 
+def _objects(n: int) -> str:
+    return f"{n:,} object{'s' if n != 1 else ''}"
+
+
+def isolated_text(results: Sequence[int | None]) -> str:
+    """What the Object table says once its isolations are over: ``results`` holds each
+    object's vertex count (``None``: that one failed, *Pick and isolate* says why)."""
+    done = [n for n in results if n is not None]
+    text = f"isolated {_objects(len(done))}: {sum(done):,} vertices at full resolution"
+    failed = len(results) - len(done)
+    return text + (f"; {_objects(failed)} failed (see Pick and isolate)" if failed else "")
+
+
 class ObjectTableWidget(ZVBrowseWidget):
     """Dock widget: the object table of the selected store."""
 
@@ -200,7 +213,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         self.isolate_button = QPushButton("Isolate")
         self.isolate_button.setToolTip(
             f"Load the selected objects (up to {MAX_ISOLATE}) whole at full resolution into "
-            "highlighted layers (Pick and isolate)"
+            "layers of their own, in their colours (Pick and isolate)"
         )
         self.export_button = QPushButton("Export selection…")
         self.export_button.setToolTip("Save the selected objects as a new Zarr Vectors store")
@@ -449,17 +462,24 @@ class ObjectTableWidget(ZVBrowseWidget):
 
     def isolate(self) -> list[LoadJob | None]:
         """Isolate the selected objects in the *Pick and isolate* dock (at most
-        :data:`MAX_ISOLATE`); returns its jobs."""
+        :data:`MAX_ISOLATE`); returns its jobs. The status says *isolating …* until the
+        last is in, then what was isolated."""
         if self.selection is None or not self.selection.ids.size:
             self.status.setText("Select objects first.")
             return []
         _, pick_widget = self.viewer.window.add_plugin_dock_widget(PLUGIN, PICK_WIDGET)
         ids = self.selection.ids[:MAX_ISOLATE]
-        workers = [pick_widget.isolate(int(oid)) for oid in ids]
         more = self.selection.ids.size - ids.size
         note = f" (the first {ids.size}; {more:,} more not loaded)" if more else ""
-        self.status.setText(f"isolating {ids.size:,} objects{note}")
-        return workers
+        results: list[int | None] = []
+
+        def one_done(n_vertices: int | None) -> None:
+            results.append(n_vertices)
+            if len(results) == ids.size:
+                self.status.setText(isolated_text(results) + note)
+
+        self.status.setText(f"isolating {_objects(ids.size)}{note} …")
+        return [pick_widget.isolate(int(oid), then=one_done) for oid in ids]
 
     def export(self) -> Any:
         if self.selection is None or not self.selection.ids.size:

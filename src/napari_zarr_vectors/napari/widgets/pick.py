@@ -1,11 +1,13 @@
 """Pick and isolate: click (or hover) an object to see its id and attributes; "isolate"
 loads that whole object at full resolution through its manifest (every chunk it names,
-whatever the view) into a highlighted layer; "clear" removes it."""
+whatever the view) into layers of its own, in its colours, named by object and part
+(``#2 skeleton (isolated)``); "clear" removes them."""
 
 from __future__ import annotations
 
 import html
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt, QTimer
@@ -22,6 +24,7 @@ from qtpy.QtWidgets import (
 from napari_zarr_vectors.napari.browse.hover import pick_fields, store_position_text
 from napari_zarr_vectors.napari.browse.targets import (
     Pick,
+    add_object_layers,
     isolate_layer_data,
     layer_kind,
     pick_at,
@@ -29,7 +32,7 @@ from napari_zarr_vectors.napari.browse.targets import (
 )
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
-from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
+from napari_zarr_vectors.napari.lod.viewer_layers import remove_layers
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.values import format_value
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, was_click
@@ -72,7 +75,7 @@ class PickWidget(ZVBrowseWidget):
         self.object_id.setToolTip("The object to isolate: pick one, or type its id")
         self.isolate_button = QPushButton("Isolate")
         self.isolate_button.setToolTip(
-            "Load the whole object at full resolution (all its chunks) into a highlighted layer"
+            "Load the whole object at full resolution (all its chunks) into layers of its own"
         )
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip("Remove the isolated objects of this store")
@@ -237,26 +240,43 @@ class PickWidget(ZVBrowseWidget):
         return "<br>".join(rows)
 
     # -- isolate ---------------------------------------------------------------------------
-    def isolate(self, object_id: int, level: int = 0) -> LoadJob | None:
+    def isolate(
+        self,
+        object_id: int,
+        level: int = 0,
+        then: Callable[[int | None], None] | None = None,
+    ) -> LoadJob | None:
         """Read object ``object_id`` whole (level 0 by default) in the background
-        (:func:`.tasks.run_task`) and add it as highlighted layers. Returns the job (its
-        ``done`` is set when it is over)."""
+        (:func:`.tasks.run_task`) and add it as layers in its colours. Returns the job (its
+        ``done`` is set when it is over); ``then(n_vertices)`` is called once its layers are
+        in (``then(None)`` when it failed)."""
         if self.store is None:
             return None
         self.object_id.setValue(int(object_id))
         self.status.setText(f"loading object {object_id} …")
         oid = int(object_id)
+
+        def failed(e: Exception) -> None:
+            self.status.setText(f"object {oid}: {e}")
+            if then is not None:
+                then(None)
+
         self._worker = run_task(
             isolate_layer_data,
             self.store,
             oid,
             level,
-            on_result=lambda data: self._isolated(oid, data),
-            on_error=lambda e: self.status.setText(f"object {oid}: {e}"),
+            on_result=lambda data: self._isolated(oid, data, then),
+            on_error=failed,
         )
         return self._worker
 
-    def _isolated(self, object_id: int, layer_data: list[tuple]) -> None:
+    def _isolated(
+        self,
+        object_id: int,
+        layer_data: list[tuple],
+        then: Callable[[int | None], None] | None = None,
+    ) -> None:
         path = str(self.store.path) if self.store is not None else None
         # replace an earlier isolation of the same object
         earlier = [
@@ -268,10 +288,11 @@ class PickWidget(ZVBrowseWidget):
             and (path is None or meta.get("path") == path)
         ]
         remove_layers(self.viewer, earlier)
-        # not selected: the store's layer stays selected (keep browsing the store)
-        added = [add_layer(self.viewer, make_layer(*item)) for item in layer_data]
+        added = add_object_layers(self.viewer, layer_data)
         n = max((_vertex_count(layer) for layer in added), default=0)
         self.status.setText(f"object {object_id}: {n:,} vertices at full resolution")
+        if then is not None:
+            then(n)
 
     def isolated_layers(self) -> list[Layer]:
         """The isolated-object layers of the current store."""

@@ -21,10 +21,10 @@ from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton
 from napari_zarr_vectors.napari.browse import selection as sel
 from napari_zarr_vectors.napari.browse.region import objects_in_region, slice_extent
 from napari_zarr_vectors.napari.browse.selection import highlight_for, selection_for
-from napari_zarr_vectors.napari.browse.targets import META, isolate_layer_data
+from napari_zarr_vectors.napari.browse.targets import META, add_object_layers, isolate_layer_data
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
-from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
+from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget
 
@@ -77,7 +77,7 @@ class SelectionWidget(ZVBrowseWidget):
         )
         self.isolate_button = QPushButton("Isolate")
         self.isolate_button.setToolTip(
-            "Load the selected objects whole at full resolution into a highlighted layer"
+            "Load the selected objects whole at full resolution into layers of their own"
         )
         self.export_button = QPushButton("Export…")
         self.export_button.setToolTip("Save the selected objects as a new Zarr Vectors store")
@@ -228,7 +228,7 @@ class SelectionWidget(ZVBrowseWidget):
 
     def isolate(self) -> LoadJob | None:
         """Read the selected objects whole at full resolution in the background
-        (:func:`.tasks.run_task`) into a highlighted layer. Returns the job."""
+        (:func:`.tasks.run_task`) into layers of their own. Returns the job."""
         if self.selection is None or not len(self.selection.ids):
             return None
         n = len(self.selection.ids)
@@ -259,7 +259,7 @@ class SelectionWidget(ZVBrowseWidget):
         return self._worker
 
     def _add(self, layer_data: list[tuple]) -> list[Layer]:
-        return [add_layer(self.viewer, make_layer(*item)) for item in layer_data]
+        return add_object_layers(self.viewer, layer_data)
 
     def _selected_layers(self) -> list[Layer]:
         path = None if self.store is None else str(self.store.path)
