@@ -54,6 +54,7 @@ from napari_zarr_vectors.napari.lod.controller import (
     ZVLayerController,
     controller_for,
 )
+from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer
 from napari_zarr_vectors.napari.open_stores import OpenStore, open_store_for, register
 from napari_zarr_vectors.napari.qa.compute import QA_ROLES
 
@@ -529,8 +530,6 @@ def add_object_layers(viewer: Viewer, layer_data: Sequence[tuple]) -> list[Layer
     """Add the layers of :func:`isolate_layer_data` to ``viewer`` (not selected: the store's
     layer stays selected) in the colours the store's layers have now: each takes the
     Colour-by choice of the store's data layer of its part (as built otherwise)."""
-    from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer
-
     added = []
     for data, kwargs, kind in layer_data:
         layer = add_layer(viewer, make_layer(data, kwargs, kind))
