@@ -60,8 +60,8 @@ if TYPE_CHECKING:
     from napari_zarr_vectors.format.geometry import Geometry
 
 #: Layer roles that are not store data (the bounds box, isolated or selected objects drawn
-#: whole, a region being drawn).
-NON_DATA_ROLES = ("bounds", "isolated", "selected", "region")
+#: whole, a region being drawn or the Dissect regions' outlines, a Dissect bundle).
+NON_DATA_ROLES = ("bounds", "isolated", "selected", "region", "bundle")
 
 #: Colour of isolated objects.
 HIGHLIGHT = (1.0, 0.25, 1.0, 1.0)
@@ -528,11 +528,13 @@ def isolate_layer_data(
     level: int = 0,
     *,
     role: str = "isolated",
+    colour: Sequence[float] = HIGHLIGHT,
 ) -> list[tuple]:
     """Layer data tuples of whole objects at ``level`` (default full resolution), read
     through their manifests (every chunk they name, whatever the view), with ``role`` in
-    their metadata block: ``"isolated"`` objects are highlighted; a ``"selected"`` set,
-    drawn over its dimmed store, keeps the store's colours.
+    their metadata block: ``"isolated"`` objects are highlighted (in ``colour``; a Dissect
+    bundle in its own); a ``"selected"`` set, drawn over its dimmed store, keeps the
+    store's colours.
 
     Raises ``KeyError`` when the store has none of ``object_ids``.
     """
@@ -560,7 +562,7 @@ def isolate_layer_data(
             what = f"object {one}" if one is not None else f"{len(ids):,} objects"
             kwargs["name"] = f"{store.name} {what}{suffix} ({role})"
             meta.update(colour_by=None)
-            kwargs.update(highlight_kwargs(kind, kwargs))
+            kwargs.update(highlight_kwargs(kind, kwargs, colour))
         out.append((data, kwargs, kind))
     return out
 
@@ -570,10 +572,11 @@ def _id_list(ids: np.ndarray) -> str:
     return shown + (f", … ({len(ids):,} ids)" if len(ids) > 5 else "")
 
 
-def highlight_kwargs(kind: str, kwargs: dict) -> dict:
-    """Layer keyword arguments drawing a layer of ``kind`` in the highlight colour (the
-    features of a Tracks layer gain the colour column it is coloured by)."""
-    colour = np.asarray(HIGHLIGHT, np.float32)
+def highlight_kwargs(kind: str, kwargs: dict, colour: Sequence[float] = HIGHLIGHT) -> dict:
+    """Layer keyword arguments drawing a layer of ``kind`` in ``colour`` (default the
+    highlight colour; the features of a Tracks layer gain the colour column it is coloured
+    by)."""
+    colour = np.asarray(colour, np.float32)
     if kind == "points":
         size = float(np.max(kwargs.get("size", 1.0))) * 1.5
         for key in ("face_colormap", "face_contrast_limits"):
@@ -593,7 +596,7 @@ def highlight_kwargs(kind: str, kwargs: dict) -> dict:
         return {
             "features": features,
             "color_by": name,
-            "colormaps_dict": {name: Colormap([HIGHLIGHT, HIGHLIGHT], name=name)},
+            "colormaps_dict": {name: Colormap([colour, colour], name=name)},
             "tail_width": 4.0,
             "blending": "additive",
         }
@@ -601,7 +604,7 @@ def highlight_kwargs(kind: str, kwargs: dict) -> dict:
         from napari.utils.colormaps import Colormap
 
         return {
-            "colormap": Colormap([HIGHLIGHT, HIGHLIGHT], name="zv_highlight"),
+            "colormap": Colormap([colour, colour], name="zv_highlight"),
             "opacity": 0.9,
         }
     return {}

@@ -1,0 +1,208 @@
+"""The Dissect regions drawn in the viewer: one Vectors layer of outline segments.
+
+:func:`region_segments` (pure numpy) gives a region's outline in store coordinates: in a
+3-D view a box's wireframe, a sphere's three great circles and a square patch of a plane
+with a tick along its normal; in a 2-D view the region seen along the hidden axes, placed at
+the slice (a box's rectangle, a sphere's circle, the line where a plane meets the slice).
+:class:`RegionOutlines` keeps the layer (role ``"region"``, so no browse widget takes it for
+store data) in step with a :class:`~.dissect.Dissection` and the viewer's slice, coloured by
+role (:data:`ROLE_COLOURS`).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
+from napari_zarr_vectors.napari.qa.compute import slice_of
+from napari_zarr_vectors.napari.qa.overlays import (
+    box_outline_segments,
+    overlay_info,
+    segments_layer,
+)
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.viewer import Viewer
+
+    from napari_zarr_vectors.napari.browse.dissect import Dissection, RegionSpec
+
+#: outline colour of each role
+ROLE_COLOURS = {
+    "include": (0.3, 1.0, 0.4, 1.0),
+    "any_of": (1.0, 0.8, 0.2, 1.0),
+    "exclude": (1.0, 0.3, 0.3, 1.0),
+}
+
+#: segments of a circle
+CIRCLE_STEPS = 64
+
+#: the layer's role in its metadata block
+ROLE = "region"
+
+
+def _circle(
+    centre: np.ndarray, radius: float, axes: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    angles = np.linspace(0, 2 * np.pi, CIRCLE_STEPS + 1)
+    ring = np.tile(centre, (CIRCLE_STEPS + 1, 1))
+    ring[:, axes[0]] += radius * np.cos(angles)
+    ring[:, axes[1]] += radius * np.sin(angles)
+    return ring[:-1], ring[1:]
+
+
+def _box(lo: np.ndarray, hi: np.ndarray, displayed: list[int], point: np.ndarray):
+    starts, ends, _ = box_outline_segments(
+        lo[None], hi[None], displayed, point, np.full(len(lo), np.inf)
+    )
+    return starts, ends
+
+
+def region_segments(
+    spec: RegionSpec,
+    displayed: list[int],
+    point: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, ends)`` of ``spec``'s outline (store order) for a view showing the store
+    axes ``displayed`` at the slice ``point`` (store order); ``bounds``, the store's box,
+    sizes a plane's patch."""
+    c = spec.center
+    ndim = len(c)
+    flat = len(displayed) < ndim  # a 2-D view of a 3-D store: outlines at the slice
+    lo_store, hi_store = (np.asarray(b, np.float64) for b in bounds)
+    span = float(np.linalg.norm(hi_store - lo_store)) or 1.0
+    if spec.kind == "box":
+        half = np.asarray(spec.size, np.float64) / 2
+        return _box(c - half, c + half, displayed, point)
+    if spec.kind == "sphere":
+        centre = c.copy()
+        if flat:
+            others = [a for a in range(ndim) if a not in displayed]
+            centre[others] = point[others]
+        parts = [_circle(centre, spec.radius, pair) for pair in combinations(displayed, 2)]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    return _plane(spec, displayed, point, (lo_store + hi_store) / 2, span)
+
+
+def _plane(
+    spec: RegionSpec, displayed: list[int], point: np.ndarray, middle: np.ndarray, span: float
+):
+    """A plane: in 3-D a square patch of side ``span / 2`` around its point nearest the
+    store's middle, with a tick along the normal; in 2-D the line where it meets the slice
+    (the patch's rectangle when it lies in the slice)."""
+    n = spec.normal / np.linalg.norm(spec.normal)
+    ndim = len(n)
+    base = middle - ((middle - spec.center) @ n) * n  # the plane's point nearest the middle
+    if len(displayed) == ndim:
+        helper = np.eye(ndim)[int(np.argmin(np.abs(n)))]
+        u = np.cross(n, helper) if ndim == 3 else np.array([-n[1], n[0]])
+        u /= np.linalg.norm(u)
+        half = span / 4
+        if ndim == 3:
+            v = np.cross(n, u)
+            corners = np.array(
+                [base + half * (su * u + sv * v) for su, sv in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
+            )
+            starts, ends = corners, np.roll(corners, -1, axis=0)
+        else:
+            starts, ends = (base - half * u)[None], (base + half * u)[None]
+        tick = (base[None], (base + n * half / 2)[None])
+        return np.concatenate([starts, tick[0]]), np.concatenate([ends, tick[1]])
+    others = [a for a in range(ndim) if a not in displayed]
+    shown = n[displayed]
+    if np.linalg.norm(shown) < 1e-9:  # the plane is the slice's plane (or parallel to it)
+        lo, hi = middle - span / 4, middle + span / 4
+        return _box(lo, hi, displayed, point)
+    # the points x of the slice (x[others] = point[others]) with n . (x - centre) = 0
+    rhs = n @ spec.center - n[others] @ point[others]
+    on = shown * rhs / (shown @ shown)
+    direction = np.array([-shown[1], shown[0]]) / np.linalg.norm(shown)
+    near = on + ((middle[displayed] - on) @ direction) * direction
+    a, b = point.copy(), point.copy()
+    a[displayed] = near - direction * span / 2
+    b[displayed] = near + direction * span / 2
+    return a[None], b[None]
+
+
+class RegionOutlines:
+    """The outline layer of a :class:`~.dissect.Dissection` in ``viewer``: redrawn when its
+    regions change and when the slice or the display mode does; removed by :meth:`remove`."""
+
+    def __init__(self, viewer: Viewer, dissection: Dissection) -> None:
+        self.viewer = viewer
+        self.dissection = dissection
+        self.layer: Layer | None = None
+        self._busy = False
+        dissection.events.regions.connect(self.refresh)
+        viewer.dims.events.point.connect(self.refresh)
+        viewer.dims.events.ndisplay.connect(self.refresh)
+
+    def segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(starts, ends, colours)`` of every region's outline for the current view."""
+        store = self.dissection.store
+        displayed, point = slice_of(self.viewer, None, store)
+        ndim = int(store.ndim)
+        if len(displayed) < 2:
+            displayed = list(range(ndim))
+        starts, ends, colours = [], [], []
+        for spec in self.dissection.regions:
+            try:
+                a, b = region_segments(spec, displayed, point, store.bounds)
+            except (ValueError, ZeroDivisionError):
+                continue  # numbers that make no region are not drawn
+            starts.append(a)
+            ends.append(b)
+            colours.append(np.tile(ROLE_COLOURS[spec.role], (len(a), 1)))
+        if not starts:
+            empty = np.empty((0, ndim))
+            return empty, empty, np.empty((0, 4))
+        return np.concatenate(starts), np.concatenate(ends), np.concatenate(colours)
+
+    def refresh(self, *_: object) -> Layer | None:
+        if self._busy:
+            return self.layer
+        self._busy = True
+        try:
+            return self._draw()
+        finally:
+            self._busy = False
+
+    def _draw(self) -> Layer | None:
+        starts, ends, colours = self.segments()
+        if not len(starts):
+            self.remove()
+            return None
+        store = self.dissection.store
+        data, kwargs, kind = segments_layer(
+            starts,
+            ends,
+            overlay_info(store, self.dissection.level),
+            role=ROLE,
+            label="Dissect regions",
+            colour=colours.astype(np.float32),
+            extra={"regions": len(self.dissection.regions)},
+        )
+        kwargs["edge_width"] = float(kwargs["edge_width"]) * 2
+        if self.layer is not None and self.layer in self.viewer.layers:
+            self.layer.data = data
+            self.layer.edge_color = kwargs["edge_color"]
+            self.layer.metadata = kwargs["metadata"]
+        else:
+            self.layer = add_layer(self.viewer, make_layer(data, kwargs, kind))
+        return self.layer
+
+    def remove(self) -> None:
+        if self.layer is not None:
+            remove_layers(self.viewer, [self.layer])
+        self.layer = None
+
+    def close(self) -> None:
+        """Stop following (the dock follows another store, or closes) and remove the layer."""
+        self.dissection.events.regions.disconnect(self.refresh)
+        self.viewer.dims.events.point.disconnect(self.refresh)
+        self.viewer.dims.events.ndisplay.disconnect(self.refresh)
+        self.remove()
