@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from napari_zarr_vectors.napari.browse.targets import store_layers
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
 from napari_zarr_vectors.napari.qa.compute import slice_of
 from napari_zarr_vectors.napari.qa.overlays import (
@@ -137,6 +138,8 @@ class RegionOutlines:
         self.dissection = dissection
         self.layer: Layer | None = None
         self._busy = False
+        #: the slice the outlines were drawn for (:meth:`_slice_key`)
+        self._drawn_for: tuple | None = None
         dissection.events.regions.connect(self.refresh)
         viewer.dims.events.point.connect(self.refresh)
         viewer.dims.events.ndisplay.connect(self.refresh)
@@ -151,9 +154,10 @@ class RegionOutlines:
         starts, ends, colours = [], [], []
         for spec in self.dissection.regions:
             try:
-                a, b = region_segments(spec, displayed, point, store.bounds)
-            except (ValueError, ZeroDivisionError):
-                continue  # numbers that make no region are not drawn
+                spec.region()
+            except ValueError:
+                continue  # numbers that make no region (a zero normal) are not drawn
+            a, b = region_segments(spec, displayed, point, store.bounds)
             starts.append(a)
             ends.append(b)
             colours.append(np.tile(ROLE_COLOURS[spec.role], (len(a), 1)))
@@ -162,14 +166,29 @@ class RegionOutlines:
             return empty, empty, np.empty((0, 4))
         return np.concatenate(starts), np.concatenate(ends), np.concatenate(colours)
 
-    def refresh(self, *_: object) -> Layer | None:
+    def refresh(self, event: object = None) -> Layer | None:
+        """Redraw (nothing to do when a slice event leaves the slice the outlines were drawn
+        for); once the store's data layers have left the viewer (it is closing), the
+        outlines go too, so that their own extent never drives the slice."""
         if self._busy:
+            return self.layer
+        if not store_layers(self.viewer, str(self.dissection.store.path)):
+            self.remove()
+            return None
+        key = self._slice_key()
+        if getattr(event, "source", None) is self.viewer.dims and key == self._drawn_for:
             return self.layer
         self._busy = True
         try:
+            self._drawn_for = key
             return self._draw()
         finally:
             self._busy = False
+
+    def _slice_key(self) -> tuple:
+        displayed, point = slice_of(self.viewer, None, self.dissection.store)
+        others = [a for a in range(len(point)) if a not in displayed]
+        return tuple(displayed), tuple(np.round(point[others], 9).tolist())
 
     def _draw(self) -> Layer | None:
         starts, ends, colours = self.segments()
