@@ -26,6 +26,7 @@ from napari_zarr_vectors.napari.browse.dissect import (
     save_dissection,
 )
 from napari_zarr_vectors.napari.browse.selection import selection_for
+from napari_zarr_vectors.napari.colour.bar import bar_spec
 from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
 from napari_zarr_vectors.napari.widgets.dissect_outlines import ROLE_COLOURS
 
@@ -195,6 +196,7 @@ def test_bundles_keep_their_ids_and_colours_and_show_in_them(dissect, qtbot):
     assert len(layer.data) == sum(len(truth.objects[index[int(i)]]) for i in small)
     colour = layer.colormaps_dict[layer.color_by].colors[0]
     np.testing.assert_allclose(colour, first.colour, atol=1e-6)
+    assert layer.blending == "translucent" and bar_spec(layer) is None  # one colour: no bar
     # select: the bundle becomes the shared selection
     widget.select_bundle()
     np.testing.assert_array_equal(selection_for(c).ids, small)

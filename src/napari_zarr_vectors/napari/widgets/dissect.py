@@ -470,6 +470,7 @@ class DissectWidget(ZVBrowseWidget):
             layers = []
             for data, kwargs, kind in layer_data:
                 kwargs["name"] = f"{self.store.name} {name}"
+                kwargs["blending"] = "translucent"  # its own colour, not summed to white
                 layers.append(add_layer(self.viewer, make_layer(data, kwargs, kind)))
             self.bundle_layers[name] = layers
             self.status.setText(f"{name}: {len(bundle.object_ids):,} objects shown")
