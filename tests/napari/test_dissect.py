@@ -300,3 +300,50 @@ def test_screenshot_of_the_dock(dissect, qtbot):
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] > 500 and len(ids) > 0
     save_docs_image(image, "dissect.png", max_bytes=400_000, thumbnail=(1100, 900))
+
+
+def test_export_offers_the_field_formats_and_a_bundle_goes_to_the_suffixs(
+    dissect, qtbot, tmp_path, monkeypatch
+):
+    """Export… of a bundle: the dialog offers the formats a streamline store fits, and the
+    file (suffix from the chosen filter when none is typed) is read back by nibabel."""
+    nib = pytest.importorskip("nibabel")
+    from qtpy.QtWidgets import QFileDialog
+
+    from napari_zarr_vectors.napari.layerdata.export import export_filters, export_target
+
+    viewer, c, widget, truth = dissect
+    assert export_filters("streamline") == [
+        "Zarr Vectors (*.zarrvectors)",
+        "TrackVis (*.trk)",
+        "MRtrix tracks (*.tck)",
+        "TRX (*.trx)",
+        "CSV (*.csv)",
+    ]
+    assert "SWC (*.swc)" in export_filters("skeleton") and "STL (*.stl)" in export_filters("mesh")
+    assert export_target(tmp_path / "a.tck").name == "a.tck"
+    assert export_target(tmp_path / "a", "TRX (*.trx)").name == "a.trx"
+    assert export_target(tmp_path / "a", "Zarr Vectors (*.zarrvectors)").name == "a.zarrvectors"
+    d = widget.dissection
+    widget.add_region("sphere")
+    d.update(0, center=middle(truth), radius=2.0)
+    ids = counted(qtbot, widget)
+    assert 0 < len(ids) < 300
+    d.keep("core")
+    widget.bundle_list.setCurrentRow(0)
+    asked = {}
+
+    def answer(parent, title, start, filters):
+        asked.update(title=title, filters=filters.split(";;"))
+        return str(tmp_path / "core"), "TrackVis (*.trk)"
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(answer))
+    job = widget.export_bundle()
+    assert asked["filters"] == export_filters("streamline")
+    assert asked["title"] == f"Export {len(ids):,} selected objects (the suffix picks the format)"
+    qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
+    trk = nib.streamlines.load(str(tmp_path / "core.trk"))
+    index = {int(i): k for k, i in enumerate(np.asarray(c.store.object_ids(0)))}
+    assert len(trk.streamlines) == len(ids)
+    for got, i in zip(trk.streamlines, ids, strict=True):
+        np.testing.assert_allclose(got, truth.objects[index[int(i)]], atol=1e-3)
