@@ -347,3 +347,34 @@ def test_export_offers_the_field_formats_and_a_bundle_goes_to_the_suffixs(
     assert len(trk.streamlines) == len(ids)
     for got, i in zip(trk.streamlines, ids, strict=True):
         np.testing.assert_allclose(got, truth.objects[index[int(i)]], atol=1e-3)
+
+
+def test_in_2d_the_outlines_sit_at_the_slice_and_show_only_hides_the_rest(dissect, qtbot):
+    viewer, c, widget, truth = dissect
+    viewer.dims.ndisplay = 2  # napari shows (y, x); the slice is along z
+    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    d = widget.dissection
+    centre = middle(truth)
+    widget.add_region("sphere")
+    d.update(0, center=centre, radius=4.0)
+    widget.add_region("plane")
+    d.update(1, center=centre + [5, 0, 0], normal=[1, 0, 0], role="exclude")
+    ids = counted(qtbot, widget)
+    layer = widget.outlines.layer
+    world = layer.data[:, 0] * layer.scale  # napari order (z, y, x)
+    tips = world + layer.data[:, 1] * layer.scale
+    z = viewer.dims.point[-3]
+    np.testing.assert_allclose(world[:, 0], z)  # every outline at the slice
+    circle, line = world[:64], (world[64:], tips[64:])
+    np.testing.assert_allclose(np.hypot(circle[:, 1] - centre[1], circle[:, 2] - centre[0]), 4.0)
+    assert len(line[0]) == 1
+    np.testing.assert_allclose([line[0][0, 2], line[1][0, 2]], centre[0] + 5)  # the plane x = const
+    np.testing.assert_allclose(layer.edge_color[64], ROLE_COLOURS["exclude"])
+    # show only the selection: the store's layer draws exactly the selected streamlines
+    widget.show_only.setChecked(True)
+    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    shown = np.unique(c.layers[0].features["object_id"].to_numpy())
+    np.testing.assert_array_equal(shown, ids)
+    widget.show_only.setChecked(False)
+    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    assert len(np.unique(c.layers[0].features["object_id"].to_numpy())) == 300
