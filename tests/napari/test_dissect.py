@@ -130,7 +130,7 @@ def test_a_new_region_sits_at_the_view_centre_and_its_fields_edit_it(dissect, qt
     viewer, c, widget, truth = dissect
     viewer.dims.ndisplay = 3
     centre = middle(truth)
-    viewer.camera.center = tuple(centre[::-1])  # napari order (z, y, x); identity placement
+    viewer.scene.camera.center = tuple(centre[::-1])  # napari order (z, y, x); identity placement
     spec = widget.add_region("box")
     np.testing.assert_allclose(spec.center, centre, atol=1e-9)
     first = counted(qtbot, widget)
@@ -378,3 +378,22 @@ def test_in_2d_the_outlines_sit_at_the_slice_and_show_only_hides_the_rest(dissec
     widget.show_only.setChecked(False)
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
     assert len(np.unique(c.layers[0].features["object_id"].to_numpy())) == 300
+
+
+def test_dragging_a_handle_moves_its_region_and_the_count_follows(dissect, qtbot):
+    viewer, c, widget, truth = dissect
+    d = widget.dissection
+    centre = middle(truth)
+    widget.add_region("sphere")
+    d.update(0, center=centre + [0, 0, 30], radius=4.0)  # above the bundle: nothing
+    assert len(counted(qtbot, widget)) == 0
+    handles = widget.outlines.handles
+    assert handles in viewer.layers
+    np.testing.assert_allclose(handles.data[0], (centre + [0, 0, 30])[::-1])  # napari (z, y, x)
+    np.testing.assert_allclose(handles.face_color[0], ROLE_COLOURS["include"])
+    handles.data = centre[::-1][None]  # what napari's select mode sets when a drag ends
+    np.testing.assert_allclose(d.regions[0].center, centre)
+    assert widget.fields["center"][2].value() == pytest.approx(centre[2], abs=1e-3)
+    want = nzv.select_objects(nzv.open_store(c.store.path), include=[nzv.Sphere(centre, 4.0)])
+    assert len(want)
+    np.testing.assert_array_equal(counted(qtbot, widget), want)

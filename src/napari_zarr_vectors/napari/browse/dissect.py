@@ -190,7 +190,7 @@ def view_centre(viewer: Viewer, store: Store) -> np.ndarray:
     undone: :func:`~..layerdata.store_info.world_box_to_store`)."""
     point = np.asarray(viewer.dims.point, np.float64).copy()
     displayed = list(viewer.dims.displayed)
-    point[displayed] = np.asarray(viewer.camera.center, np.float64)[-len(displayed) :]
+    point[displayed] = np.asarray(viewer.scene.camera.center, np.float64)[-len(displayed) :]
     ndim = int(store.ndim)
     world = (
         point[-ndim:]

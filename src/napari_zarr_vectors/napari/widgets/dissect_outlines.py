@@ -1,4 +1,5 @@
-"""The Dissect regions drawn in the viewer: one Vectors layer of outline segments.
+"""The Dissect regions drawn in the viewer: one Vectors layer of outline segments, and a
+Points layer of handles (the regions' centres) to drag them by.
 
 :func:`region_segments` (pure numpy) gives a region's outline in store coordinates: in a
 3-D view a box's wireframe, a sphere's three great circles and a square patch of a plane
@@ -6,17 +7,20 @@ with a tick along its normal; in a 2-D view the region seen along the hidden axe
 the slice (a box's rectangle, a sphere's circle, the line where a plane meets the slice).
 :class:`RegionOutlines` keeps the layer (role ``"region"``, so no browse widget takes it for
 store data) in step with a :class:`~.dissect.Dissection` and the viewer's slice, coloured by
-role (:data:`ROLE_COLOURS`).
+role (:data:`ROLE_COLOURS`), and the handles: dragging one (napari's *select* mode of the
+handles layer, 2-D or 3-D) moves its region's centre there.
 """
 
 from __future__ import annotations
 
+import copy
 from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from napari_zarr_vectors.napari.browse.targets import store_layers
+from napari_zarr_vectors.napari.layerdata.store_info import store_box_to_world, world_box_to_store
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
 from napari_zarr_vectors.napari.qa.compute import slice_of
 from napari_zarr_vectors.napari.qa.overlays import (
@@ -40,6 +44,9 @@ ROLE_COLOURS = {
 
 #: segments of a circle
 CIRCLE_STEPS = 64
+
+#: a handle's size: this share of the store's largest extent
+HANDLE_SHARE = 1 / 40
 
 #: the layer's role in its metadata block
 ROLE = "region"
@@ -130,14 +137,20 @@ def _plane(
 
 
 class RegionOutlines:
-    """The outline layer of a :class:`~.dissect.Dissection` in ``viewer``: redrawn when its
-    regions change and when the slice or the display mode does; removed by :meth:`remove`."""
+    """The outline and handle layers of a :class:`~.dissect.Dissection` in ``viewer``:
+    redrawn when its regions change and when the slice or the display mode does; removed by
+    :meth:`remove`. Once the user (or a closing viewer) removes one, they stay away until
+    the regions change."""
 
     def __init__(self, viewer: Viewer, dissection: Dissection) -> None:
         self.viewer = viewer
         self.dissection = dissection
         self.layer: Layer | None = None
+        #: the Points layer of the regions' centres (dragged to move them)
+        self.handles: Layer | None = None
         self._busy = False
+        #: a layer of ours was removed: no redraw for the slice until the regions change
+        self._off = False
         #: the slice the outlines were drawn for (:meth:`_slice_key`)
         self._drawn_for: tuple | None = None
         dissection.events.regions.connect(self.refresh)
@@ -175,9 +188,16 @@ class RegionOutlines:
         if not store_layers(self.viewer, str(self.dissection.store.path)):
             self.remove()
             return None
-        key = self._slice_key()
-        if getattr(event, "source", None) is self.viewer.dims and key == self._drawn_for:
+        from_dims = getattr(event, "source", None) is self.viewer.dims
+        layers = self.viewer.layers
+        if any(x is not None and x not in layers for x in (self.layer, self.handles)):
+            # removed by the user or a closing viewer: off until the regions change
+            self.remove()
+            self._off = True
+        if from_dims and (self._off or self._slice_key() == self._drawn_for):
             return self.layer
+        self._off = False
+        key = self._slice_key()
         self._busy = True
         try:
             self._drawn_for = key
@@ -212,12 +232,59 @@ class RegionOutlines:
             self.layer.metadata = kwargs["metadata"]
         else:
             self.layer = add_layer(self.viewer, make_layer(data, kwargs, kind))
+        self._draw_handles(kwargs["metadata"])
         return self.layer
 
+    # -- the handles: a Points layer of the regions' centres, dragged to move them -----------
+    def handle_positions(self) -> np.ndarray:
+        """The regions' centres in world coordinates, napari order (the handles' data)."""
+        store = self.dissection.store
+        rows = [store_box_to_world(store, r.center, r.center)[0] for r in self.dissection.regions]
+        return np.asarray(rows, np.float64).reshape(-1, int(store.ndim))
+
+    def _draw_handles(self, metadata: dict) -> None:
+        from napari.layers import Points
+
+        data = self.handle_positions()
+        colours = np.asarray([ROLE_COLOURS[r.role] for r in self.dissection.regions], np.float32)
+        layer = self.handles
+        if layer is not None and layer in self.viewer.layers:
+            layer.data = data
+            layer.face_color = colours
+            return
+        lo, hi = (np.asarray(b, np.float64) for b in self.dissection.store.bounds)
+        self.handles = Points(
+            data,
+            name=f"{self.dissection.store.name} Dissect handles",
+            size=float(np.max(hi - lo)) * HANDLE_SHARE,
+            face_color=colours,
+            border_color="white",
+            border_width=0.1,
+            out_of_slice_display=True,
+            units=None if self.layer is None else tuple(self.layer.units)[-data.shape[1] :],
+            metadata=copy.deepcopy(metadata),
+        )
+        self.handles.events.data.connect(self._handle_moved)
+        add_layer(self.viewer, self.handles)
+
+    def _handle_moved(self, event: object) -> None:
+        """A handle was dragged (napari's *select* mode of the handles layer): its region's
+        centre follows, in store coordinates (the world placement undone)."""
+        if self._busy or not str(getattr(event, "action", "")).lower().endswith("changed"):
+            return
+        moved = np.asarray(self.handles.data, np.float64)
+        before = self.handle_positions()
+        if moved.shape != before.shape:  # a handle added or deleted: put them back
+            self.refresh()
+            return
+        store = self.dissection.store
+        for row in np.flatnonzero(np.any(np.abs(moved - before) > 1e-9, axis=1)):
+            centre = world_box_to_store(store, moved[row], moved[row])[0]
+            self.dissection.update(int(row), center=centre)
+
     def remove(self) -> None:
-        if self.layer is not None:
-            remove_layers(self.viewer, [self.layer])
-        self.layer = None
+        remove_layers(self.viewer, [self.layer, self.handles])
+        self.layer = self.handles = None
 
     def close(self) -> None:
         """Stop following (the dock follows another store, or closes) and remove the layer."""
