@@ -397,3 +397,18 @@ def test_dragging_a_handle_moves_its_region_and_the_count_follows(dissect, qtbot
     want = nzv.select_objects(nzv.open_store(c.store.path), include=[nzv.Sphere(centre, 4.0)])
     assert len(want)
     np.testing.assert_array_equal(counted(qtbot, widget), want)
+
+
+def test_in_2d_a_handle_sits_at_the_slice_and_a_drag_keeps_the_depth(dissect, qtbot):
+    viewer, c, widget, truth = dissect
+    viewer.dims.ndisplay = 2
+    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    d = widget.dissection
+    centre = middle(truth)
+    widget.add_region("box")
+    d.update(0, center=centre + [0, 0, 20], size=[4, 4, 4])
+    handles = widget.outlines.handles
+    z = viewer.dims.point[-3]
+    np.testing.assert_allclose(handles.data[0], [z, centre[1], centre[0]])  # (z, y, x)
+    handles.data = np.array([[z, centre[1] + 3, centre[0] - 2]])
+    np.testing.assert_allclose(d.regions[0].center, centre + [-2, 3, 20])

@@ -236,11 +236,27 @@ class RegionOutlines:
         return self.layer
 
     # -- the handles: a Points layer of the regions' centres, dragged to move them -----------
-    def handle_positions(self) -> np.ndarray:
-        """The regions' centres in world coordinates, napari order (the handles' data)."""
+    def centres(self) -> np.ndarray:
+        """The regions' centres in world coordinates, napari order."""
         store = self.dissection.store
         rows = [store_box_to_world(store, r.center, r.center)[0] for r in self.dissection.regions]
         return np.asarray(rows, np.float64).reshape(-1, int(store.ndim))
+
+    def _hidden_axes(self, ndim: int) -> list[int]:
+        """The axes of a ``ndim``-axis layer a 2-D view does not display."""
+        offset = self.viewer.dims.ndim - ndim
+        shown = {a - offset for a in self.viewer.dims.displayed}
+        return [a for a in range(ndim) if a not in shown]
+
+    def handle_positions(self) -> np.ndarray:
+        """The handles' data: the regions' centres (world, napari order), in a 2-D view
+        placed at the slice so that every handle shows and drags in the plane shown."""
+        out = self.centres()
+        hidden = self._hidden_axes(out.shape[1])
+        if hidden and len(out):
+            point = np.asarray(self.viewer.dims.point, np.float64)[-out.shape[1] :]
+            out[:, hidden] = point[hidden]
+        return out
 
     def _draw_handles(self, metadata: dict) -> None:
         from napari.layers import Points
@@ -260,7 +276,6 @@ class RegionOutlines:
             face_color=colours,
             border_color="white",
             border_width=0.1,
-            out_of_slice_display=True,
             units=None if self.layer is None else tuple(self.layer.units)[-data.shape[1] :],
             metadata=copy.deepcopy(metadata),
         )
@@ -278,8 +293,12 @@ class RegionOutlines:
             self.refresh()
             return
         store = self.dissection.store
+        centres = self.centres()
+        hidden = self._hidden_axes(moved.shape[1])
         for row in np.flatnonzero(np.any(np.abs(moved - before) > 1e-9, axis=1)):
-            centre = world_box_to_store(store, moved[row], moved[row])[0]
+            world = moved[row].copy()
+            world[hidden] = centres[row, hidden]  # a 2-D drag keeps the depth
+            centre = world_box_to_store(store, world, world)[0]
             self.dissection.update(int(row), center=centre)
 
     def remove(self) -> None:
