@@ -67,8 +67,8 @@ if TYPE_CHECKING:
     from napari_zarr_vectors.format.geometry import Geometry
 
 #: Layer roles that are not store data (the bounds box, isolated or selected objects drawn
-#: whole, a region being drawn).
-NON_DATA_ROLES = ("bounds", "isolated", "selected", "region")
+#: whole, a region being drawn or the Dissect regions' outlines, a Dissect bundle).
+NON_DATA_ROLES = ("bounds", "isolated", "selected", "region", "bundle")
 
 #: Pick tolerance in screen pixels.
 PICK_PIXELS = 8.0
@@ -486,13 +486,15 @@ def isolate_layer_data(
     level: int = 0,
     *,
     role: str = "isolated",
+    colour: Sequence[float] | None = None,
 ) -> list[tuple]:
     """Layer data tuples of whole objects at ``level`` (default full resolution), read
     through their manifests (every chunk they name, whatever the view), with ``role`` in
-    their metadata block. Both keep the store's colours (skeletons and graphs one colour
-    per object, as the store's layers draw them): ``"isolated"`` objects are drawn over the
-    store wider and opaque, named by object and part (:func:`isolated_names`); a
-    ``"selected"`` set is drawn over its dimmed store.
+    their metadata block, named by object and part (:func:`isolated_names`). They keep the
+    store's colours (skeletons and graphs one colour per object, as the store's layers draw
+    them): ``"isolated"`` objects are drawn over the store wider and opaque, a
+    ``"selected"`` set over its dimmed store; given a ``colour`` (a Dissect bundle), they
+    are drawn in it instead.
 
     Raises ``KeyError`` when the store has none of ``object_ids``.
     """
@@ -509,7 +511,7 @@ def isolate_layer_data(
     ]
     one = int(ids[0]) if len(ids) == 1 else None
     name = None if one is None else _object_name(store, one, level, info)
-    names = isolated_names(parts, object_id=one, name=name, n=len(ids))
+    names = isolated_names(parts, object_id=one, name=name, n=len(ids), role=role)
     out = []
     for (data, kwargs, kind), part, layer_name in zip(built, parts, names, strict=True):
         meta = kwargs["metadata"][META]
@@ -521,7 +523,11 @@ def isolate_layer_data(
         else:
             meta.update(part=part)
             kwargs["name"] = layer_name
-            kwargs.update(emphasis_kwargs(kind, kwargs))
+            if colour is None:
+                kwargs.update(emphasis_kwargs(kind, kwargs))
+            else:
+                meta.update(colour_by=None)
+                kwargs.update(highlight_kwargs(kind, kwargs, colour))
         out.append((data, kwargs, kind))
     return out
 
@@ -571,9 +577,14 @@ def part_word(geometry_type: str, role: str | None) -> str:
 
 
 def isolated_names(
-    parts: Sequence[str], *, object_id: int | None = None, name: str | None = None, n: int = 1
+    parts: Sequence[str],
+    *,
+    object_id: int | None = None,
+    name: str | None = None,
+    n: int = 1,
+    role: str = "isolated",
 ) -> list[str]:
-    """Layer names of isolated objects, one per part: ``"<object> <part> (isolated)"``,
+    """Layer names of isolated objects, one per part: ``"<object> <part> (<role>)"``,
     each at most :data:`MAX_LAYER_NAME` characters when it can be. One object is called by
     its own ``name`` when that is short enough for every part, else ``object k``, else
     ``#k``; ``n`` objects ``n objects``, else ``n×``. Every part of one isolation names
@@ -582,7 +593,7 @@ def isolated_names(
         whos = ([name] if name else []) + [f"object {object_id}", f"#{object_id}"]
     else:
         whos = [f"{n:,} objects", f"{n:,}×"]
-    names = [[f"{who} {part} (isolated)" for part in parts] for who in whos]
+    names = [[f"{who} {part} ({role})" for part in parts] for who in whos]
     fitting = [row for row in names if all(len(text) <= MAX_LAYER_NAME for text in row)]
     return fitting[0] if fitting else names[-1]
 
@@ -619,6 +630,44 @@ def emphasis_kwargs(kind: str, kwargs: dict) -> dict:
     elif kind == "tracks":
         out["tail_width"] = float(kwargs.get("tail_width", 2.0)) * 2
     return out
+
+
+def highlight_kwargs(kind: str, kwargs: dict, colour: Sequence[float]) -> dict:
+    """Layer keyword arguments drawing a layer of ``kind`` in one ``colour`` (a Dissect
+    bundle; translucent: additive blending turned overlapping paths white). The features of
+    a Tracks layer gain the colour column it is coloured by."""
+    colour = np.asarray(colour, np.float32)
+    if kind == "points":
+        size = float(np.max(kwargs.get("size", 1.0))) * 1.5
+        for key in ("face_colormap", "face_contrast_limits"):
+            kwargs.pop(key, None)
+        return {"face_color": colour, "size": size, "border_width": 0.0, "blending": "translucent"}
+    if kind in ("vectors", "shapes"):
+        for key in ("edge_colormap", "edge_contrast_limits"):
+            kwargs.pop(key, None)
+        return {"edge_color": colour, "edge_width": float(kwargs.get("edge_width", 1.0)) * 2}
+    if kind == "tracks":
+        from napari.utils.colormaps import Colormap
+
+        name = "zv_highlight"
+        features = dict(kwargs.get("features", {}))
+        n_rows = len(next(iter(features.values()))) if features else 0
+        features[name] = np.zeros(n_rows)
+        return {
+            "features": features,
+            "color_by": name,
+            "colormaps_dict": {name: Colormap([colour, colour], name=name)},
+            "tail_width": 4.0,
+            "blending": "translucent",
+        }
+    if kind == "surface":
+        from napari.utils.colormaps import Colormap
+
+        return {
+            "colormap": Colormap([colour, colour], name="zv_highlight"),
+            "opacity": 0.9,
+        }
+    return {}
 
 
 def object_table(target: BrowseTarget) -> ObjectTable:

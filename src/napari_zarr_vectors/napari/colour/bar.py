@@ -148,6 +148,8 @@ def bar_spec(layer: Layer) -> BarSpec | None:
     if state is None:
         return None
     feature, cmap, limits = state
+    if _is_flat(cmap):  # one colour (an isolated object, a Dissect bundle): no scale to read
+        return None
     chosen = spec is not None and spec.feature == feature
     if _is_step(cmap) or feature is None or (feature in _LABEL_FEATURES and not chosen):
         return None
@@ -155,6 +157,12 @@ def bar_spec(layer: Layer) -> BarSpec | None:
         return None
     lo, hi = (float(v) for v in limits)
     return BarSpec(feature, bar_label(feature), unit_of(feature), cmap, (lo, hi))
+
+
+def _is_flat(cmap: Colormap) -> bool:
+    """Whether every colour of ``cmap`` is the same."""
+    colours = np.asarray(cmap.colors, np.float64)
+    return bool(len(colours) and np.all(colours == colours[0]))
 
 
 def _drawn_colormap(layer: Layer) -> tuple[str | None, Colormap, tuple[float, float]] | None:

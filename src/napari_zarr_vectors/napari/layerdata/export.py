@@ -1,5 +1,7 @@
 """Export what the browse widgets selected: the isolated objects of a store, else the
-objects passing its filters, else the whole store, into a new store.
+objects passing its filters, else the whole store, into a new store or a file of the
+field's formats (the target's suffix picks it: ``.trk``, ``.tck``, ``.trx``, ``.swc``,
+``.ply``, ``.obj``, ``.stl``, ``.csv``, see :mod:`napari_zarr_vectors.write.formats`).
 
 The objects are read whole at level 0 through their manifests (every chunk they touch, not
 only the loaded ones) by :func:`napari_zarr_vectors.write.export_objects`, in the
@@ -22,6 +24,7 @@ from napari_zarr_vectors.napari.npe2.writer import SUFFIX, _Activity, with_suffi
 from napari_zarr_vectors.napari.tasks import run_task
 from napari_zarr_vectors.write.engine import WriteError, check_target
 from napari_zarr_vectors.write.export import export_objects
+from napari_zarr_vectors.write.formats import FILE_FORMATS, file_format, formats_for
 
 #: What :func:`selection_ids` chose, for the status line.
 ISOLATED = "isolated"
@@ -93,7 +96,7 @@ def export_selection(
     ids, why = widget_selection(widget, ids)
     n_objects = widget.session.table.n_objects if widget.session is not None else 0
     what = describe_selection(ids, why, n_objects)
-    target = check_target(with_suffix(path), [store.path])  # refuse before any work
+    target = check_target(export_target(path), [store.path])  # refuse before any work
     activity = _Activity(f"Exporting {target.name}")
     status = getattr(widget, "status", None)
 
@@ -120,8 +123,28 @@ def export_selection(
     )
 
 
+def export_target(path: str | os.PathLike, chosen_filter: str = "") -> Path:
+    """Where an export goes: ``path`` itself when its suffix names a file format, else with
+    the suffix of the dialog's ``chosen_filter`` when that is a file format's (the user
+    typed no suffix), else a ``.zarrvectors`` store."""
+    if file_format(path) is not None:
+        return Path(os.fspath(path))
+    for suffix in FILE_FORMATS:
+        if f"(*{suffix})" in chosen_filter:
+            return Path(os.fspath(path)).with_name(Path(os.fspath(path)).name + suffix)
+    return with_suffix(path)
+
+
+def export_filters(geometry_type: str) -> list[str]:
+    """The file dialog's filters for a store of ``geometry_type``: a Zarr Vectors store
+    first, then each file format that can hold it."""
+    fits = [FILE_FORMATS[s] for s in formats_for(geometry_type)]
+    return [f"Zarr Vectors (*{SUFFIX})", *(f"{f.name} (*{f.suffix})" for f in fits)]
+
+
 def export_dialog(widget: Any, ids: np.ndarray | None = None) -> Any:
-    """Ask for a new ``.zarrvectors`` name, then :func:`export_selection` (of ``ids`` when
+    """Ask for a target (a new ``.zarrvectors`` store or a file whose suffix picks its
+    format, :func:`export_filters`), then :func:`export_selection` (of ``ids`` when
     given)."""
     from qtpy.QtWidgets import QFileDialog
 
@@ -131,16 +154,16 @@ def export_dialog(widget: Any, ids: np.ndarray | None = None) -> Any:
     ids, why = widget_selection(widget, chosen)
     n_objects = widget.session.table.n_objects if widget.session is not None else 0
     start = str(Path(str(widget.store.path)).with_name(f"{widget.store.name}-export{SUFFIX}"))
-    path, _ = QFileDialog.getSaveFileName(
+    path, chosen_filter = QFileDialog.getSaveFileName(
         widget,
-        f"Export {describe_selection(ids, why, n_objects)} as a Zarr Vectors store",
+        f"Export {describe_selection(ids, why, n_objects)} (the suffix picks the format)",
         start,
-        f"Zarr Vectors (*{SUFFIX})",
+        ";;".join(export_filters(str(widget.store.geometry_type))),
     )
     if not path:
         return None
     try:
-        return export_selection(widget, path, ids=chosen)
+        return export_selection(widget, export_target(path, chosen_filter), ids=chosen)
     except WriteError as e:
         from napari.utils.notifications import show_error
 

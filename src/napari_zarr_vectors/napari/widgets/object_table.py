@@ -216,7 +216,10 @@ class ObjectTableWidget(ZVBrowseWidget):
             "layers of their own, in their colours (Pick and isolate)"
         )
         self.export_button = QPushButton("Export selection…")
-        self.export_button.setToolTip("Save the selected objects as a new Zarr Vectors store")
+        self.export_button.setToolTip(
+            "Save the selected objects as a new Zarr Vectors store or a file of the field"
+            " (.trk, .tck, .trx, .swc, .ply, .obj, .stl, .csv: the suffix picks the format)"
+        )
         self.csv_button = QPushButton("Save as CSV…")
         self.csv_button.setToolTip("Save the rows and columns shown as a CSV file")
         self.status = QLabel()

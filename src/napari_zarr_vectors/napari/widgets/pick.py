@@ -82,7 +82,8 @@ class PickWidget(ZVBrowseWidget):
         self.export_button = QPushButton("Export…")
         self.export_button.setToolTip(
             "Save the isolated objects (else the objects passing the filters, else the whole "
-            "store), whole and at full resolution, as a new Zarr Vectors store"
+            "store), whole and at full resolution, as a new Zarr Vectors store or a file of "
+            "the field (.trk, .tck, .trx, .swc, .ply, .obj, .stl, .csv: the suffix picks it)"
         )
         self.status = QLabel()
         self.status.setWordWrap(True)

@@ -80,7 +80,10 @@ class SelectionWidget(ZVBrowseWidget):
             "Load the selected objects whole at full resolution into layers of their own"
         )
         self.export_button = QPushButton("Export…")
-        self.export_button.setToolTip("Save the selected objects as a new Zarr Vectors store")
+        self.export_button.setToolTip(
+            "Save the selected objects as a new Zarr Vectors store or a file of the field"
+            " (.trk, .tck, .trx, .swc, .ply, .obj, .stl, .csv: the suffix picks the format)"
+        )
         self.status = QLabel()
         self.status.setWordWrap(True)
         tools = QHBoxLayout()
