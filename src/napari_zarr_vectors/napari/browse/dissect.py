@@ -36,7 +36,7 @@ from napari_zarr_vectors.format.regions import Box, Plane, Region, Sphere
 from napari_zarr_vectors.format.select import TESTS, select_objects
 from napari_zarr_vectors.napari.browse.selection import selection_for
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
-from napari_zarr_vectors.napari.layerdata.store_info import world_box_to_store
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ def regions_by_role(
 def view_centre(viewer: Viewer, store: Store) -> np.ndarray:
     """The point at the centre of the view (the camera's centre on the displayed axes, the
     slice on the others) in ``store``'s coordinates (store order, the world placement
-    undone: :func:`~..layerdata.store_info.world_box_to_store`)."""
+    undone: :meth:`~..layerdata.placement.Placement.to_store_box`)."""
     point = np.asarray(viewer.dims.point, np.float64).copy()
     displayed = list(viewer.dims.displayed)
     point[displayed] = np.asarray(viewer.scene.camera.center, np.float64)[-len(displayed) :]
@@ -197,7 +197,7 @@ def view_centre(viewer: Viewer, store: Store) -> np.ndarray:
         if len(point) >= ndim
         else np.concatenate([np.zeros(ndim - len(point)), point])
     )
-    return world_box_to_store(store, world, world)[0]
+    return Placement.of(store).to_store_box(world, world)[0]
 
 
 def new_region(kind: str, store: Store, centre: np.ndarray, number: int) -> RegionSpec:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from napari_zarr_vectors.napari.browse.targets import store_layers
-from napari_zarr_vectors.napari.layerdata.store_info import store_box_to_world, world_box_to_store
+from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
 from napari_zarr_vectors.napari.qa.compute import slice_of
 from napari_zarr_vectors.napari.qa.overlays import (
@@ -239,7 +239,9 @@ class RegionOutlines:
     def centres(self) -> np.ndarray:
         """The regions' centres in world coordinates, napari order."""
         store = self.dissection.store
-        rows = [store_box_to_world(store, r.center, r.center)[0] for r in self.dissection.regions]
+        rows = [
+            Placement.of(store).to_world_box(r.center, r.center)[0] for r in self.dissection.regions
+        ]
         return np.asarray(rows, np.float64).reshape(-1, int(store.ndim))
 
     def _hidden_axes(self, ndim: int) -> list[int]:
@@ -298,7 +300,7 @@ class RegionOutlines:
         for row in np.flatnonzero(np.any(np.abs(moved - before) > 1e-9, axis=1)):
             world = moved[row].copy()
             world[hidden] = centres[row, hidden]  # a 2-D drag keeps the depth
-            centre = world_box_to_store(store, world, world)[0]
+            centre = Placement.of(store).to_store_box(world, world)[0]
             self.dissection.update(int(row), center=centre)
 
     def remove(self) -> None:
