@@ -1,4 +1,5 @@
-"""Plugin-wide level-of-detail settings: vertex budget, chunk-cache size, debounce delay.
+"""Plugin-wide level-of-detail settings: vertex budget, chunk-cache size, debounce delay,
+draw path.
 
 Defaults come from environment variables read when the plugin is imported, and can be
 changed at run time with :func:`configure` (e.g. from napari's console or a startup
@@ -11,7 +12,14 @@ environment variable              :func:`configure` keyword     default
 ``NZV_VERTEX_BUDGET``             ``vertex_budget``             adaptive (see below)
 ``NZV_CACHE_MB``                  ``cache_mb``                  512 MiB (one shared cache)
 ``NZV_DEBOUNCE_MS``               ``debounce_ms``               150 ms
+``NZV_DRAW_PATH``                 ``draw_path``                 ``"fast"``
 ================================  ============================  ==========================
+
+**The draw path** of streamlines and polylines (napari Tracks layers): ``"fast"`` puts a
+swap's rows into the layer without napari's per-vertex work a swap does not need
+(:func:`.._napari_compat.set_tracks_data_quietly`; the canvas still draws them with
+napari's own vispy line); ``"napari"`` goes through napari's public ``Tracks.data`` setter
+as before. The adaptive budget measures whichever is in use.
 
 **The adaptive vertex budget.** Unless a budget is set (environment, :func:`configure`, or
 per store), the budget follows the measured cost of putting data on screen on this
@@ -46,6 +54,8 @@ from dataclasses import dataclass, field
 DEFAULT_VERTEX_BUDGET = 60_000
 DEFAULT_CACHE_MB = 512
 DEFAULT_DEBOUNCE_MS = 150
+#: how swaps put rows into Tracks layers (see module docstring)
+DRAW_PATHS = ("fast", "napari")
 
 #: the adaptive budget keeps one UI-thread data swap near this many seconds
 TARGET_SWAP_SECONDS = 0.05
@@ -132,6 +142,7 @@ class LODSettings:
     vertex_budget: int | None
     cache_mb: int
     debounce_ms: int
+    draw_path: str = DRAW_PATHS[0]
     swap_cost: SwapCost = field(default_factory=SwapCost)
 
     @property
@@ -147,10 +158,16 @@ def _env_budget() -> int | None:
     return None if value < 1 else value
 
 
+def _env_draw_path() -> str:
+    raw = os.environ.get("NZV_DRAW_PATH", "").strip().lower()
+    return raw if raw in DRAW_PATHS else DRAW_PATHS[0]
+
+
 _SETTINGS = LODSettings(
     vertex_budget=_env_budget(),
     cache_mb=_env_int("NZV_CACHE_MB", DEFAULT_CACHE_MB, 0),
     debounce_ms=_env_int("NZV_DEBOUNCE_MS", DEFAULT_DEBOUNCE_MS, 0),
+    draw_path=_env_draw_path(),
 )
 
 
@@ -194,11 +211,16 @@ def configure(
     vertex_budget: int | str | None = None,
     cache_mb: int | None = None,
     debounce_ms: int | None = None,
+    draw_path: str | None = None,
 ) -> LODSettings:
     """Change plugin-wide defaults. A new ``vertex_budget`` (``"auto"``: adapt to the
     machine) applies to open stores without a budget of their own and to stores opened later;
     ``cache_mb`` resizes the shared chunk cache (it evicts down to the new size on its next
-    insertion)."""
+    insertion); ``draw_path`` applies from the next swap."""
+    if draw_path is not None:
+        if draw_path not in DRAW_PATHS:
+            raise ValueError(f"draw_path must be one of {DRAW_PATHS}")
+        _SETTINGS.draw_path = draw_path
     if isinstance(vertex_budget, str) and vertex_budget.strip().lower() == "auto":
         _SETTINGS.vertex_budget = None
     elif vertex_budget is not None:
