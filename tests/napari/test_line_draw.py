@@ -133,3 +133,24 @@ def test_a_store_s_streamlines_are_drawn_by_the_line_with_their_counts(make_napa
     paths = len(np.unique(layer.features["object_id"]))
     assert meta["items_shown"] == paths and meta["vertices_shown"] == len(layer.data)
     assert meta["items_shown"] <= meta["items_in_view"] and meta["level"] == c.level
+
+
+def test_the_budget_counts_the_layer_swaps_apart_from_fixed_costs(monkeypatch):
+    from napari_zarr_vectors.napari.lod import settings
+
+    cost = settings.SwapCost()
+    monkeypatch.setattr(settings.get_settings(), "swap_cost", cost)
+    monkeypatch.setattr(settings.get_settings(), "vertex_budget", None)  # adaptive
+    # 0.21 s, of which 0.01 s fixed: 0.2 s for 200,000 vertices, 1 us each
+    cost.observe(0.21, 200_000, fixed_seconds=0.01)
+    assert cost.seconds_per_vertex == pytest.approx(1e-6)
+    # the 50 ms target less the fixed 10 ms: 40 ms of vertices
+    assert settings.vertex_budget() == 40_000
+    # a draw path twice as cheap per vertex: the budget grows by itself
+    cheap = settings.SwapCost()
+    cheap.observe(0.11, 200_000, fixed_seconds=0.01)
+    assert cheap.budget() == 80_000
+    # fixed costs over half the target leave the vertices half of it
+    slow = settings.SwapCost()
+    slow.observe(0.2, 100_000, fixed_seconds=0.15)
+    assert slow.budget() == round(0.025 / 0.5e-6, -3)

@@ -161,6 +161,8 @@ class ZVLayerController:
         #: that want every refresh finished before the next line (the UI blocks meanwhile)
         self.synchronous = False
         self.last_update_seconds = 0.0
+        #: of the last swap, the seconds spent swapping the layers' data
+        self._layer_seconds = 0.0
         self.trimmed = 0
         #: stored files of the shown chunks whose bytes do not decode, and keys of the chunks
         #: whose fetch failed: what the layers lack (:attr:`left_out`)
@@ -481,13 +483,16 @@ class ZVLayerController:
         self._swap(result)
 
     def _swap(self, result: LoadResult) -> None:
-        """:meth:`apply`, timed: the adaptive budget learns what a swap costs here. The
-        frame that draws it comes in a turn of its own (:func:`.viewer_layers.hold_paint`)."""
+        """:meth:`apply`, timed: the adaptive budget learns what a swap costs here, the
+        layers' data swaps (on the draw path in use) apart from the rest. The frame that
+        draws it comes in a turn of its own (:func:`.viewer_layers.hold_paint`)."""
         hold_paint(self.viewer)
+        self._layer_seconds = 0.0
         t0 = time.perf_counter()
         self.apply(result)
         self.last_update_seconds = time.perf_counter() - t0
-        get_settings().swap_cost.observe(self.last_update_seconds, self.vertex_count)
+        fixed = self.last_update_seconds - self._layer_seconds  # not the layers' data
+        get_settings().swap_cost.observe(self.last_update_seconds, self.vertex_count, fixed)
 
     def _open_progress(self, p: Progress) -> None:
         try:
@@ -527,9 +532,11 @@ class ZVLayerController:
             data, kwargs, kind = item
             meta = kwargs.setdefault("metadata", {}).setdefault(META, {})
             meta["session"] = self._session_token()
+            t0 = time.perf_counter()
             layer = make_layer(data, kwargs, kind)
             self.add_layer(layer)
             viewer.layers.append(layer)
+            self._layer_seconds += time.perf_counter() - t0
         self._held = _Held(result.level, np.array(result.chunks, np.int64), result.key)
         self.vertex_count = int(result.vertex_count)
         self.trimmed = int(result.trimmed)
@@ -604,8 +611,10 @@ class ZVLayerController:
         data, kwargs, kind = item
         memory = self._colour[role]
         memory.observe(capture(layer))
+        t0 = time.perf_counter()
         with batched(layer):
             swap(layer, data, kwargs, memory)
+        self._layer_seconds += time.perf_counter() - t0
         memory.applied = capture(layer)
         meta = layer.metadata.setdefault(META, {})
         new_meta = kwargs.get("metadata", {}).get(META, {})

@@ -24,8 +24,9 @@ as before. The adaptive budget measures whichever is in use.
 **The adaptive vertex budget.** Unless a budget is set (environment, :func:`configure`, or
 per store), the budget follows the measured cost of putting data on screen on this
 machine: every level-of-detail swap of at least :data:`MIN_SAMPLE_VERTICES` vertices
-updates a running estimate of the UI-thread seconds per vertex (:class:`SwapCost`), and
-the budget is what keeps one swap near :data:`TARGET_SWAP_SECONDS` (50 ms on average: single
+updates a running estimate of the UI-thread seconds per vertex of the layer swaps, on the
+draw path in use, and of the swap's fixed costs (:class:`SwapCost`), and the budget is what
+keeps one swap near :data:`TARGET_SWAP_SECONDS` (50 ms on average: single
 swaps vary up to about twice that, so with napari's own work around a swap a UI stall stays
 within about 0.1 s), between
 :data:`MIN_AUTO_BUDGET` and :data:`MAX_AUTO_BUDGET`. Before the first measurement it is
@@ -89,6 +90,8 @@ class SwapCost:
     on this machine (an exponential average over measured swaps)."""
 
     seconds_per_vertex: float | None = None
+    #: running estimate of the part of a swap that does not grow with its vertices
+    fixed_seconds: float | None = None
     samples: int = 0
     smoothing: float = 0.2
     #: the budget last handed out: it moves only when the estimate leaves it by more than a
@@ -99,25 +102,35 @@ class SwapCost:
     proven: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def observe(self, seconds: float, vertices: int) -> None:
-        """Record one swap of ``vertices`` vertices that took ``seconds``."""
+    def observe(self, seconds: float, vertices: int, fixed_seconds: float = 0.0) -> None:
+        """Record one swap of ``vertices`` vertices that took ``seconds``, of which
+        ``fixed_seconds`` went to work that does not grow with the vertices (metadata,
+        status, listeners of the refresh): the per-vertex estimate is of the rest, so a
+        cheaper draw path shows in it at once, whatever the fixed costs."""
         if vertices < MIN_SAMPLE_VERTICES or seconds <= 0:
             return
-        value = float(seconds) / float(vertices)
+        fixed = min(max(float(fixed_seconds), 0.0), float(seconds))
+        value = max(float(seconds) - fixed, 1e-9) / float(vertices)
         with self._lock:
             if seconds <= VISIBLE_STALL_SECONDS:
                 self.proven = max(self.proven, int(vertices))
             old = self.seconds_per_vertex
             self.seconds_per_vertex = value if old is None else old + self.smoothing * (value - old)
+            old_fixed = self.fixed_seconds
+            self.fixed_seconds = (
+                fixed if old_fixed is None else old_fixed + self.smoothing * (fixed - old_fixed)
+            )
             self.samples += 1
 
     def budget(self) -> int:
-        """Vertices one swap can hold in :data:`TARGET_SWAP_SECONDS` (rounded to 1,000), and
-        never fewer than the largest swap made without a visible stall."""
+        """Vertices one swap can hold in :data:`TARGET_SWAP_SECONDS` after its fixed costs
+        (at least half the target goes to the vertices; rounded to 1,000), and never fewer
+        than the largest swap made without a visible stall."""
         spv = self.seconds_per_vertex
         if spv is None or spv <= 0:
             return max(DEFAULT_VERTEX_BUDGET, self.proven)
-        n = int(round(TARGET_SWAP_SECONDS / spv, -3))
+        fixed = min(self.fixed_seconds or 0.0, TARGET_SWAP_SECONDS / 2)
+        n = int(round((TARGET_SWAP_SECONDS - fixed) / spv, -3))
         n = int(min(max(n, MIN_AUTO_BUDGET, self.proven), MAX_AUTO_BUDGET))
         with self._lock:
             current = self.current
