@@ -218,14 +218,16 @@ def child_draw() -> dict:
 STATES = (("3-D whole", 3, 1.0), ("2-D whole", 2, 1.0), ("2-D x4", 2, 4.0))
 
 
-def child_states(path: str, simplify: bool) -> dict:
+def child_states(path: str, simplify: bool, draw_path: str = "fast") -> dict:
     from qtpy.QtCore import Qt, QTimer
 
     from bench_lod import _process_events, _settle
     from bench_scale import _look
     from napari_zarr_vectors.napari import open_in_viewer
     from napari_zarr_vectors.napari.lod import loader
+    from napari_zarr_vectors.napari.lod.settings import configure, get_settings
 
+    configure(draw_path=draw_path)
     if not simplify:
         loader.Loader.simplify_tolerance = lambda self, request: 0.0
     viewer = _shown_viewer(3)
@@ -262,7 +264,11 @@ def child_states(path: str, simplify: bool) -> dict:
     timer.stop()
     gaps = np.diff(ticks) if len(ticks) > 1 else np.zeros(1)
     viewer.close()
+    cost = get_settings().swap_cost
     return {
+        "draw_path": draw_path,
+        "us_per_vertex": round(1e6 * (cost.seconds_per_vertex or 0.0), 3),
+        "fixed_ms": round(1e3 * (cost.fixed_seconds or 0.0), 1),
         "open_call_s": round(t_open, 3),
         "max_stall_after_open_ms": round(1000 * float(gaps.max()), 1),
         "states": rows,
@@ -292,15 +298,17 @@ def tables(results: dict) -> str:
             )
     lines += [
         "",
-        "| view | simplified | level | streamlines shown | vertices | budget | max stall |",
-        "|---|---|---|---|---|---|---|",
+        "| view | draw path, paths | level | streamlines shown | vertices | budget "
+        "| swap µs/vertex (fixed ms) | max stall |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for label, res in results["states"].items():
         for s in res["states"]:
             lines.append(
                 f"| {s['view']} | {label} | {s['level']} | {s['shown_pct']:.2f}% "
                 f"({s['items_shown']:,} of {s['items_in_view']:,}) | {s['vertices_shown']:,} "
-                f"| {s['budget']:,} | {res['max_stall_after_open_ms']:.0f} ms |"
+                f"| {s['budget']:,} | {res['us_per_vertex']:.2f} ({res['fixed_ms']:.0f}) "
+                f"| {res['max_stall_after_open_ms']:.0f} ms |"
             )
     return "\n".join(lines)
 
@@ -317,7 +325,7 @@ def main() -> None:
         if kind == "draw":
             print(json.dumps(child_draw()))
         else:
-            print(json.dumps(child_states(rest[0], rest[1] == "1")))
+            print(json.dumps(child_states(rest[0], rest[1] == "1", rest[2])))
         return
     from bench_scale import ensure_store
 
@@ -328,11 +336,17 @@ def main() -> None:
         print(json.dumps(results["draw"], indent=1), flush=True)
     if args.only in (None, "states"):
         results["states"] = {
-            "simplified": run_child(["states", str(path), "1"]),
-            "stored": run_child(["states", str(path), "0"]),
+            f"{draw}, {'simplified' if simple else 'stored'}": run_child(
+                ["states", str(path), "1" if simple else "0", draw]
+            )
+            for draw, simple in (("fast", True), ("napari", True), ("fast", False))
         }
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "bench_draw.json"
+    if args.only and out.is_file():  # one part run again: keep the other's last figures
+        earlier = json.loads(out.read_text())
+        other = "states" if args.only == "draw" else "draw"
+        results[other] = earlier.get(other, {})
     out.write_text(json.dumps(results, indent=1))
     print(tables(results))
     print(f"results: {out}")
