@@ -64,6 +64,8 @@ def test_the_line_holds_the_layer_s_vertices_breaks_and_direction_colours(make_n
     # the layer itself holds the rows and features (picking, hover, filters use them)
     np.testing.assert_array_equal(layer.data, rows)
     assert layer.features["object_id"].tolist() == [7, 7, 7, 9, 9]
+    # the swap kept the thumbnail (napari's method is back for later refreshes)
+    assert "_update_thumbnail" not in vars(layer)
 
 
 def test_the_line_follows_visibility_opacity_scale_and_removal(make_napari_viewer):

@@ -10,7 +10,7 @@ after the new data goes in. napari internals are used only through :mod:`._napar
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,6 +22,7 @@ from napari_zarr_vectors.napari._napari_compat import (
     lazy_track_index,
     set_points_data_quietly,
     set_tracks_data_quietly,
+    thumbnail_kept,
     uniform_symbols_fast,
     unlink_tracks_colour,
     vectorised_track_validation,
@@ -95,13 +96,15 @@ def batched(layer: Layer) -> Iterator[None]:
     once: every setter would otherwise re-slice the layer and rebuild its canvas visual
     (napari's Points visual converts every shown point's symbol to text on each update).
     A Tracks layer drawn by a vispy line (:mod:`.line_draw`) gives the line its new rows
-    and colours instead of napari's visual."""
+    and colours instead of napari's visual, and keeps its layer-list thumbnail
+    (:func:`._napari_compat.thumbnail_kept`)."""
     kind = _kind(layer)
     with held_back(layer):
         yield
-    layer.refresh()
-    emit_data_changed(layer)
     drawing = line_draw.drawing_of(layer)
+    with thumbnail_kept(layer) if drawing is not None else nullcontext():
+        layer.refresh()
+    emit_data_changed(layer)
     for name in _AFTER_SWAP.get(kind, ()):
         if drawing is not None and name in _LINE_DRAWS:
             continue
