@@ -526,17 +526,23 @@ class ZVLayerController:
                 self._update_layer(role, layer, new.pop(role))
             else:
                 self._empty_layer(role, layer)
-        for item in new.values():  # roles the view had no data for until now
+        for role, item in new.items():  # roles the view had no data for until now
             if viewer is None:
                 break
             data, kwargs, kind = item
             meta = kwargs.setdefault("metadata", {}).setdefault(META, {})
             meta["session"] = self._session_token()
             t0 = time.perf_counter()
-            layer = make_layer(data, kwargs, kind)
+            line = kind == "tracks" and get_settings().draw_path == "fast" and len(data) > 1
+            # on the fast draw path a new Tracks layer starts from its first row, and its
+            # rows come in by the fast swap (napari's constructor processes every row twice)
+            layer = make_layer(data[:1], _first_rows(kwargs), kind) if line else None
+            layer = make_layer(data, kwargs, kind) if layer is None else layer
             self.add_layer(layer)
             viewer.layers.append(layer)
             self._layer_seconds += time.perf_counter() - t0
+            if line:
+                self._update_layer(role, layer, item)
         self._held = _Held(result.level, np.array(result.chunks, np.int64), result.key)
         self.vertex_count = int(result.vertex_count)
         self.trimmed = int(result.trimmed)
@@ -636,6 +642,12 @@ class ZVLayerController:
             f"chunks={len(self.chunks)} vertices={self.vertex_count} "
             f"locked={self._locked} budget={self.vertex_budget}>"
         )
+
+
+def _first_rows(kwargs: dict, n: int = 1) -> dict:
+    """``kwargs`` of a layer builder with the features cut to their first ``n`` rows."""
+    features = {name: np.asarray(v)[:n] for name, v in kwargs.get("features", {}).items()}
+    return {**kwargs, "features": features}
 
 
 def _unique_ids(ids: np.ndarray | Sequence[int] | None) -> np.ndarray | None:
