@@ -42,7 +42,7 @@ RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
 
 SIZES = (100_000, 400_000)
-CANDIDATES = ("tracks", "tracks_plugin", "vectors", "vispy_line")
+CANDIDATES = ("tracks", "tracks_plugin", "tracks_fast", "vectors", "vispy_line")
 
 
 def _streamlines(n_vertices: int, seed: int) -> np.ndarray:
@@ -85,32 +85,50 @@ class _Frames:
             QApplication.processEvents()
 
 
-def _candidate(kind: str, viewer, pts: np.ndarray):
-    """``(set(pts), remove())`` for a draw path holding ``pts``."""
-    from contextlib import ExitStack
+def _tracks_input(p: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Tracks rows (one track per streamline, t = 0) and the features a streamline layer
+    swaps in: object ids and the direction code it is coloured by (as the builder makes)."""
+    from napari_zarr_vectors.napari.colour.defaults import direction_feature
 
+    n, k, _ = p.shape
+    ids = np.repeat(np.arange(n), k)
+    tangents = np.diff(p, axis=1)
+    tangents = np.concatenate([tangents, tangents[:, -1:]], axis=1).reshape(-1, 3)
+    direction, _ = direction_feature(tangents[:, ::-1])
+    rows = np.column_stack([ids, np.zeros(n * k), p.reshape(-1, 3)])
+    return rows, {"object_id": ids, "direction": direction}
+
+
+def _candidate(kind: str, viewer, pts: np.ndarray):
+    """``(set(pts), remove())`` for a draw path holding ``pts``; every Tracks candidate is
+    coloured by direction (a colour map of every vertex, as the plugin's layers are)."""
     from napari.layers import Tracks, Vectors
 
-    from napari_zarr_vectors.napari._napari_compat import (
-        lazy_track_index,
-        vectorised_track_validation,
-    )
+    from napari_zarr_vectors.napari.colour.defaults import direction_colormap
+    from napari_zarr_vectors.napari.colour.live import ColourMemory, capture
+    from napari_zarr_vectors.napari.lod import swap
+    from napari_zarr_vectors.napari.lod.settings import configure
 
-    def track_rows(p):
-        n, k, _ = p.shape
-        ids = np.repeat(np.arange(n), k)
-        return np.column_stack([ids, np.zeros(n * k), p.reshape(-1, 3)])
+    if kind.startswith("tracks"):
+        rows, features = _tracks_input(pts)
+        layer = viewer.add_layer(Tracks(rows, tail_width=2, blending="translucent"))
+        cmaps = {"direction": direction_colormap()}
+        layer.features, layer.colormaps_dict, layer.color_by = features, dict(cmaps), "direction"
+        memory = ColourMemory(applied=capture(layer))
 
-    if kind in ("tracks", "tracks_plugin"):
-        layer = viewer.add_layer(Tracks(track_rows(pts), tail_width=2, blending="translucent"))
+        def set_data(prepared):
+            rows, features = prepared
+            if kind == "tracks":  # napari as it ships
+                layer.data = rows
+                layer.features = features
+                layer.color_by = "direction"
+                return
+            configure(draw_path="napari" if kind == "tracks_plugin" else "fast")
+            kwargs = {"features": features, "color_by": "direction", "colormaps_dict": cmaps}
+            with swap.batched(layer):
+                swap.swap(layer, rows, kwargs, memory)
 
-        def set_data(p):
-            with ExitStack() as stack:
-                if kind == "tracks_plugin":
-                    stack.enter_context(vectorised_track_validation())
-                    stack.enter_context(lazy_track_index())
-                layer.data = track_rows(p)
-
+        set_data.prepare = _tracks_input  # worker-side work: not timed
         return set_data, lambda: viewer.layers.remove(layer)
     if kind == "vectors":
 
@@ -159,14 +177,13 @@ def child_draw() -> dict:
     for n in SIZES:
         row = {}
         for kind in CANDIDATES:
-            pts0 = _streamlines(n, 0)
-            set_data, remove = _candidate(kind, viewer, pts0)
+            set_data, remove = _candidate(kind, viewer, _streamlines(n, 0))
             viewer.reset_view()
             frames.wait()
             _process_events(0.3)
             swaps, to_frame, render = [], [], []
             for seed in range(1, 5):
-                pts = _streamlines(n, seed)
+                pts = getattr(set_data, "prepare", lambda p: p)(_streamlines(n, seed))
                 t0 = time.perf_counter()
                 set_data(pts)
                 t1 = time.perf_counter()
@@ -201,14 +218,16 @@ def child_draw() -> dict:
 STATES = (("3-D whole", 3, 1.0), ("2-D whole", 2, 1.0), ("2-D x4", 2, 4.0))
 
 
-def child_states(path: str, simplify: bool) -> dict:
+def child_states(path: str, simplify: bool, draw_path: str = "fast") -> dict:
     from qtpy.QtCore import Qt, QTimer
 
     from bench_lod import _process_events, _settle
     from bench_scale import _look
     from napari_zarr_vectors.napari import open_in_viewer
     from napari_zarr_vectors.napari.lod import loader
+    from napari_zarr_vectors.napari.lod.settings import configure, get_settings
 
+    configure(draw_path=draw_path)
     if not simplify:
         loader.Loader.simplify_tolerance = lambda self, request: 0.0
     viewer = _shown_viewer(3)
@@ -245,7 +264,11 @@ def child_states(path: str, simplify: bool) -> dict:
     timer.stop()
     gaps = np.diff(ticks) if len(ticks) > 1 else np.zeros(1)
     viewer.close()
+    cost = get_settings().swap_cost
     return {
+        "draw_path": draw_path,
+        "us_per_vertex": round(1e6 * (cost.seconds_per_vertex or 0.0), 3),
+        "fixed_ms": round(1e3 * (cost.fixed_seconds or 0.0), 1),
         "open_call_s": round(t_open, 3),
         "max_stall_after_open_ms": round(1000 * float(gaps.max()), 1),
         "states": rows,
@@ -275,16 +298,17 @@ def tables(results: dict) -> str:
             )
     lines += [
         "",
-        "| view | simplified | level | streamlines shown | vertices | budget | max stall |",
-        "|---|---|---|---|---|---|---|",
+        "| view | draw path, paths | level | streamlines shown | vertices | budget "
+        "| swap µs/vertex (fixed ms) | max stall |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for label in ("simplified", "stored"):
-        res = results["states"][label]
+    for label, res in results["states"].items():
         for s in res["states"]:
             lines.append(
                 f"| {s['view']} | {label} | {s['level']} | {s['shown_pct']:.2f}% "
                 f"({s['items_shown']:,} of {s['items_in_view']:,}) | {s['vertices_shown']:,} "
-                f"| {s['budget']:,} | {res['max_stall_after_open_ms']:.0f} ms |"
+                f"| {s['budget']:,} | {res['us_per_vertex']:.2f} ({res['fixed_ms']:.0f}) "
+                f"| {res['max_stall_after_open_ms']:.0f} ms |"
             )
     return "\n".join(lines)
 
@@ -293,6 +317,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--objects", type=int, default=200_000)
     ap.add_argument("--vertices", type=int, default=50)
+    ap.add_argument("--only", choices=("draw", "states"), help="run one part (default: both)")
     ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child is not None:
@@ -300,19 +325,28 @@ def main() -> None:
         if kind == "draw":
             print(json.dumps(child_draw()))
         else:
-            print(json.dumps(child_states(rest[0], rest[1] == "1")))
+            print(json.dumps(child_states(rest[0], rest[1] == "1", rest[2])))
         return
     from bench_scale import ensure_store
 
     path = ensure_store(args.objects, args.vertices)
-    results: dict = {"store": path.name, "draw": run_child(["draw"])}
-    print(json.dumps(results["draw"], indent=1), flush=True)
-    results["states"] = {
-        "simplified": run_child(["states", str(path), "1"]),
-        "stored": run_child(["states", str(path), "0"]),
-    }
+    results: dict = {"store": path.name, "draw": {}, "states": {}}
+    if args.only in (None, "draw"):
+        results["draw"] = run_child(["draw"])
+        print(json.dumps(results["draw"], indent=1), flush=True)
+    if args.only in (None, "states"):
+        results["states"] = {
+            f"{draw}, {'simplified' if simple else 'stored'}": run_child(
+                ["states", str(path), "1" if simple else "0", draw]
+            )
+            for draw, simple in (("fast", True), ("napari", True), ("fast", False))
+        }
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "bench_draw.json"
+    if args.only and out.is_file():  # one part run again: keep the other's last figures
+        earlier = json.loads(out.read_text())
+        other = "states" if args.only == "draw" else "draw"
+        results[other] = earlier.get(other, {})
     out.write_text(json.dumps(results, indent=1))
     print(tables(results))
     print(f"results: {out}")

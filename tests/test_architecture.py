@@ -60,6 +60,7 @@ QT_DEBTS = frozenset(
         "napari/layerdata/export.py",  # a file dialog and a Qt relay: widgets/ and tasks.py
         "napari/lod/controller.py",  # superqt's debounce of view events
         "napari/lod/gc_pauses.py",  # an event filter on the main window
+        "napari/lod/line_draw.py",  # a vispy Line in napari's canvas (the fast draw path)
         "napari/lod/viewer_layers.py",  # a single-shot QTimer (the next event-loop turn)
     }
 )

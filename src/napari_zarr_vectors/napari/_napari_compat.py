@@ -172,15 +172,7 @@ def vectorised_track_validation() -> Iterator[None]:
         return
 
     def validate(self: object, data: np.ndarray) -> np.ndarray:
-        if data.ndim != 2:
-            raise ValueError("track vertices should be a NxD array")
-        if data.shape[1] < 4 or data.shape[1] > 5:
-            raise ValueError("track vertices should be 4 or 5-dimensional")
-        ids = data[:, 0]
-        if not np.array_equal(np.floor(ids), ids):
-            raise ValueError("track id must be an integer")
-        if not np.all(data[:, 1] >= 0):
-            raise ValueError("track timestamps must be greater than zero")
+        _check_track_rows(data)
         return data
 
     manager._validate_track_data = validate
@@ -236,6 +228,166 @@ def lazy_track_index() -> Iterator[None]:
         yield
     finally:
         spatial.cKDTree = original
+
+
+#: what :func:`set_tracks_data_quietly` sets on napari's ``TrackManager`` (napari 0.9)
+_TRACK_MANAGER_FIELDS = (
+    "_data",
+    "_order",
+    "_ordered_points_idx",
+    "_points",
+    "_kdtree",
+    "_points_lookup",
+    "_id2idxs",
+    "_track_end_times",
+    "_feature_table",
+)
+
+
+def set_tracks_data_quietly(layer: Tracks, data: np.ndarray, features: dict) -> bool:
+    """Put ``data`` (``(N, 4 or 5)`` Tracks rows) and ``features`` into a Tracks layer with
+    only the per-vertex work its users need; returns ``False`` (nothing done: use the public
+    setters) when napari's internals are not the ones this was written for.
+
+    napari's ``Tracks.data`` setter spends most of a swap's UI-thread time on work a
+    level-of-detail swap does not need or does again right after (``benchmarks/bench_draw.py``,
+    docs/dev/benchmarks-napari.md): a lexicographic sort and a time sort of every row (our
+    rows come sorted by track id, all at one time), a copy of the rows per lookup table, a
+    colour map of every vertex by ``track_id`` that the colour-by ``swap`` sets next replaces,
+    a features reset, an empty graph rebuilt. Here the same fields get the same values, the
+    sorts only when the rows are not in order already, the k-d tree of napari's hover lookup
+    lazily (:func:`lazy_track_index`), and the colours are left to the colour-by that
+    follows (:func:`ensure_tracks_coloured`). The canvas visual (napari's own single vispy
+    ``Line``, ``connect`` mask and a colour per vertex) then takes the rows from the events
+    the caller emits once (:func:`.lod.swap.batched`).
+
+    Internals: ``Tracks._manager`` (``TrackManager``) and its fields
+    (:data:`_TRACK_MANAGER_FIELDS`), ``TrackManager.build_tracks`` / ``build_graph`` /
+    ``_fast_points_lookup``, ``Tracks._track_colors`` and ``Tracks._update_dims``.
+    """
+    manager = getattr(layer, "_manager", None)
+    needed = ("build_tracks", "build_graph", "_fast_points_lookup", *_TRACK_MANAGER_FIELDS)
+    if (
+        manager is None
+        or not all(hasattr(manager, name) for name in needed)
+        or not hasattr(layer, "_track_colors")
+        or not hasattr(layer, "_update_dims")
+    ):
+        return False
+    from scipy.sparse import coo_matrix
+    from scipy.spatial import cKDTree
+
+    data = np.asarray(data)
+    _check_track_rows(data)
+    ids, times = data[:, 0], data[:, 1]
+    step_id, step_t = np.diff(ids), np.diff(times)
+    in_order = bool(np.all((step_id > 0) | ((step_id == 0) & (step_t >= 0))))
+    order = np.arange(len(data)) if in_order else np.lexsort((times, ids))
+    rows = data if in_order else data[order]
+    one_time = not len(rows) or float(rows[:, 1].min()) == float(rows[:, 1].max())
+    by_time = np.arange(len(rows)) if one_time else np.argsort(rows[:, 1])
+    points = rows[:, 1:] if one_time else rows[by_time, 1:]
+    manager._order = order
+    manager._data = rows
+    manager._ordered_points_idx = by_time
+    manager._points = points
+    manager._kdtree = _LazyTree(cKDTree, points)
+    manager._points_lookup = manager._fast_points_lookup(np.round(points[:, 0]).astype(np.uint))
+    track_ids = rows[:, 0].astype(np.uint32)
+    manager._id2idxs = coo_matrix(
+        (np.broadcast_to(1, track_ids.size), (track_ids, np.arange(track_ids.size)))
+    ).tocsr()
+    manager._track_end_times = None
+    manager.build_tracks()
+    manager.features = features
+    manager.graph = {}
+    manager.build_graph()
+    layer._track_colors = None  # coloured by the colour-by that follows
+    layer._update_dims()
+    return True
+
+
+def ensure_tracks_coloured(layer: Tracks) -> None:
+    """Colour a Tracks layer's vertices when :func:`set_tracks_data_quietly` left them
+    uncoloured and no colour-by followed (internals: ``Tracks._track_colors``,
+    ``Tracks._recolor_tracks``)."""
+    if getattr(layer, "_track_colors", True) is None:
+        layer._recolor_tracks()
+
+
+def _check_track_rows(data: np.ndarray) -> None:
+    """napari's checks of Tracks rows (``TrackManager._validate_track_data``), vectorised."""
+    if data.ndim != 2:
+        raise ValueError("track vertices should be a NxD array")
+    if data.shape[1] < 4 or data.shape[1] > 5:
+        raise ValueError("track vertices should be 4 or 5-dimensional")
+    ids = data[:, 0]
+    if not np.array_equal(np.floor(ids), ids):
+        raise ValueError("track id must be an integer")
+    if not np.all(data[:, 1] >= 0):
+        raise ValueError("track timestamps must be greater than zero")
+
+
+def layer_canvas_node(layer: Layer) -> Any | None:
+    """The vispy scene node napari draws ``layer`` with (in the first open viewer showing
+    it), ``None`` without a Qt canvas holding it.
+
+    Internal: ``Window._qt_viewer.canvas.layer_to_visual[layer].node``. A visual that must
+    move, show and go with a layer is a child of that node: napari sets the node's transform
+    (the layer's scale, translate, affine and displayed axes) and visibility, and drops it
+    when the layer leaves the viewer. napari has no public handle to it.
+    """
+    for viewer in open_viewers():
+        try:
+            visual = viewer.window._qt_viewer.canvas.layer_to_visual.get(layer)
+        except (AttributeError, RuntimeError):  # a ViewerModel, or a closed window
+            continue
+        if visual is not None:
+            return visual.node
+    return None
+
+
+def tracks_line_node(node: Any) -> Any | None:
+    """The line of napari's own Tracks visual (``TracksVisual._subvisuals[0]``: its tails),
+    ``None`` when napari's visual is built otherwise (internal)."""
+    subvisuals = getattr(node, "_subvisuals", None)
+    return subvisuals[0] if subvisuals else None
+
+
+def copy_gl_state(source: Any, target: Any) -> None:
+    """Give vispy visual ``target`` the OpenGL state (blending, depth test) napari set on
+    ``source`` for the layer's ``blending`` (internal: a visual's ``_vshare.gl_state``; napari
+    picks that state from the layer's position in the layer list, too)."""
+    state = getattr(getattr(source, "_vshare", None), "gl_state", None)
+    if state:
+        target.set_gl_state(**dict(state))
+
+
+def tracks_view_positions(layer: Tracks) -> np.ndarray:
+    """The positions napari's Tracks visual draws, one per layer row in the layer's row
+    order: the displayed axes of the rows, reversed to vispy's (x, y, z), 2-D views padded
+    with a zero depth (internal: ``Tracks._view_data``; napari's own mapping)."""
+    return layer._view_data
+
+
+@contextmanager
+def thumbnail_kept(layer: Layer) -> Iterator[None]:
+    """Within the block, ``layer``'s layer-list thumbnail keeps its picture instead of being
+    redrawn from every row: napari's Tracks thumbnail copies and maps all rows on each refresh
+    (measured: 0.35 of 0.88 s of a 279,288-vertex swap, ``benchmarks/bench_draw.py``), and
+    shows a black square for a tractogram anyway.
+
+    Internal: ``Layer._update_thumbnail`` (an instance attribute of that name shadows the
+    method for the block).
+    """
+    if not callable(getattr(layer, "_update_thumbnail", None)):
+        yield
+        return
+    layer._update_thumbnail = lambda: None
+    try:
+        yield
+    finally:
+        del layer._update_thumbnail
 
 
 def open_viewers() -> list[Viewer]:

@@ -161,6 +161,8 @@ class ZVLayerController:
         #: that want every refresh finished before the next line (the UI blocks meanwhile)
         self.synchronous = False
         self.last_update_seconds = 0.0
+        #: of the last swap, the seconds spent swapping the layers' data
+        self._layer_seconds = 0.0
         self.trimmed = 0
         #: stored files of the shown chunks whose bytes do not decode, and keys of the chunks
         #: whose fetch failed: what the layers lack (:attr:`left_out`)
@@ -481,13 +483,16 @@ class ZVLayerController:
         self._swap(result)
 
     def _swap(self, result: LoadResult) -> None:
-        """:meth:`apply`, timed: the adaptive budget learns what a swap costs here. The
-        frame that draws it comes in a turn of its own (:func:`.viewer_layers.hold_paint`)."""
+        """:meth:`apply`, timed: the adaptive budget learns what a swap costs here, the
+        layers' data swaps (on the draw path in use) apart from the rest. The frame that
+        draws it comes in a turn of its own (:func:`.viewer_layers.hold_paint`)."""
         hold_paint(self.viewer)
+        self._layer_seconds = 0.0
         t0 = time.perf_counter()
         self.apply(result)
         self.last_update_seconds = time.perf_counter() - t0
-        get_settings().swap_cost.observe(self.last_update_seconds, self.vertex_count)
+        fixed = self.last_update_seconds - self._layer_seconds  # not the layers' data
+        get_settings().swap_cost.observe(self.last_update_seconds, self.vertex_count, fixed)
 
     def _open_progress(self, p: Progress) -> None:
         try:
@@ -521,15 +526,23 @@ class ZVLayerController:
                 self._update_layer(role, layer, new.pop(role))
             else:
                 self._empty_layer(role, layer)
-        for item in new.values():  # roles the view had no data for until now
+        for role, item in new.items():  # roles the view had no data for until now
             if viewer is None:
                 break
             data, kwargs, kind = item
             meta = kwargs.setdefault("metadata", {}).setdefault(META, {})
             meta["session"] = self._session_token()
-            layer = make_layer(data, kwargs, kind)
+            t0 = time.perf_counter()
+            line = kind == "tracks" and get_settings().draw_path == "fast" and len(data) > 1
+            # on the fast draw path a new Tracks layer starts from its first row, and its
+            # rows come in by the fast swap (napari's constructor processes every row twice)
+            layer = make_layer(data[:1], _first_rows(kwargs), kind) if line else None
+            layer = make_layer(data, kwargs, kind) if layer is None else layer
             self.add_layer(layer)
             viewer.layers.append(layer)
+            self._layer_seconds += time.perf_counter() - t0
+            if line:
+                self._update_layer(role, layer, item)
         self._held = _Held(result.level, np.array(result.chunks, np.int64), result.key)
         self.vertex_count = int(result.vertex_count)
         self.trimmed = int(result.trimmed)
@@ -604,8 +617,10 @@ class ZVLayerController:
         data, kwargs, kind = item
         memory = self._colour[role]
         memory.observe(capture(layer))
+        t0 = time.perf_counter()
         with batched(layer):
             swap(layer, data, kwargs, memory)
+        self._layer_seconds += time.perf_counter() - t0
         memory.applied = capture(layer)
         meta = layer.metadata.setdefault(META, {})
         new_meta = kwargs.get("metadata", {}).get(META, {})
@@ -627,6 +642,12 @@ class ZVLayerController:
             f"chunks={len(self.chunks)} vertices={self.vertex_count} "
             f"locked={self._locked} budget={self.vertex_budget}>"
         )
+
+
+def _first_rows(kwargs: dict, n: int = 1) -> dict:
+    """``kwargs`` of a layer builder with the features cut to their first ``n`` rows."""
+    features = {name: np.asarray(v)[:n] for name, v in kwargs.get("features", {}).items()}
+    return {**kwargs, "features": features}
 
 
 def _unique_ids(ids: np.ndarray | Sequence[int] | None) -> np.ndarray | None:

@@ -1,4 +1,5 @@
-"""Plugin-wide level-of-detail settings: vertex budget, chunk-cache size, debounce delay.
+"""Plugin-wide level-of-detail settings: vertex budget, chunk-cache size, debounce delay,
+draw path.
 
 Defaults come from environment variables read when the plugin is imported, and can be
 changed at run time with :func:`configure` (e.g. from napari's console or a startup
@@ -11,13 +12,21 @@ environment variable              :func:`configure` keyword     default
 ``NZV_VERTEX_BUDGET``             ``vertex_budget``             adaptive (see below)
 ``NZV_CACHE_MB``                  ``cache_mb``                  512 MiB (one shared cache)
 ``NZV_DEBOUNCE_MS``               ``debounce_ms``               150 ms
+``NZV_DRAW_PATH``                 ``draw_path``                 ``"fast"``
 ================================  ============================  ==========================
+
+**The draw path** of streamlines and polylines (napari Tracks layers): ``"fast"`` puts a
+swap's rows into the layer without napari's per-vertex work a swap does not need
+(:func:`.._napari_compat.set_tracks_data_quietly`; the canvas still draws them with
+napari's own vispy line); ``"napari"`` goes through napari's public ``Tracks.data`` setter
+as before. The adaptive budget measures whichever is in use.
 
 **The adaptive vertex budget.** Unless a budget is set (environment, :func:`configure`, or
 per store), the budget follows the measured cost of putting data on screen on this
 machine: every level-of-detail swap of at least :data:`MIN_SAMPLE_VERTICES` vertices
-updates a running estimate of the UI-thread seconds per vertex (:class:`SwapCost`), and
-the budget is what keeps one swap near :data:`TARGET_SWAP_SECONDS` (50 ms on average: single
+updates a running estimate of the UI-thread seconds per vertex of the layer swaps, on the
+draw path in use, and of the swap's fixed costs (:class:`SwapCost`), and the budget is what
+keeps one swap near :data:`TARGET_SWAP_SECONDS` (50 ms on average: single
 swaps vary up to about twice that, so with napari's own work around a swap a UI stall stays
 within about 0.1 s), between
 :data:`MIN_AUTO_BUDGET` and :data:`MAX_AUTO_BUDGET`. Before the first measurement it is
@@ -46,6 +55,8 @@ from dataclasses import dataclass, field
 DEFAULT_VERTEX_BUDGET = 60_000
 DEFAULT_CACHE_MB = 512
 DEFAULT_DEBOUNCE_MS = 150
+#: how swaps put rows into Tracks layers (see module docstring)
+DRAW_PATHS = ("fast", "napari")
 
 #: the adaptive budget keeps one UI-thread data swap near this many seconds
 TARGET_SWAP_SECONDS = 0.05
@@ -79,6 +90,8 @@ class SwapCost:
     on this machine (an exponential average over measured swaps)."""
 
     seconds_per_vertex: float | None = None
+    #: running estimate of the part of a swap that does not grow with its vertices
+    fixed_seconds: float | None = None
     samples: int = 0
     smoothing: float = 0.2
     #: the budget last handed out: it moves only when the estimate leaves it by more than a
@@ -89,25 +102,35 @@ class SwapCost:
     proven: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def observe(self, seconds: float, vertices: int) -> None:
-        """Record one swap of ``vertices`` vertices that took ``seconds``."""
+    def observe(self, seconds: float, vertices: int, fixed_seconds: float = 0.0) -> None:
+        """Record one swap of ``vertices`` vertices that took ``seconds``, of which
+        ``fixed_seconds`` went to work that does not grow with the vertices (metadata,
+        status, listeners of the refresh): the per-vertex estimate is of the rest, so a
+        cheaper draw path shows in it at once, whatever the fixed costs."""
         if vertices < MIN_SAMPLE_VERTICES or seconds <= 0:
             return
-        value = float(seconds) / float(vertices)
+        fixed = min(max(float(fixed_seconds), 0.0), float(seconds))
+        value = max(float(seconds) - fixed, 1e-9) / float(vertices)
         with self._lock:
             if seconds <= VISIBLE_STALL_SECONDS:
                 self.proven = max(self.proven, int(vertices))
             old = self.seconds_per_vertex
             self.seconds_per_vertex = value if old is None else old + self.smoothing * (value - old)
+            old_fixed = self.fixed_seconds
+            self.fixed_seconds = (
+                fixed if old_fixed is None else old_fixed + self.smoothing * (fixed - old_fixed)
+            )
             self.samples += 1
 
     def budget(self) -> int:
-        """Vertices one swap can hold in :data:`TARGET_SWAP_SECONDS` (rounded to 1,000), and
-        never fewer than the largest swap made without a visible stall."""
+        """Vertices one swap can hold in :data:`TARGET_SWAP_SECONDS` after its fixed costs
+        (at least half the target goes to the vertices; rounded to 1,000), and never fewer
+        than the largest swap made without a visible stall."""
         spv = self.seconds_per_vertex
         if spv is None or spv <= 0:
             return max(DEFAULT_VERTEX_BUDGET, self.proven)
-        n = int(round(TARGET_SWAP_SECONDS / spv, -3))
+        fixed = min(self.fixed_seconds or 0.0, TARGET_SWAP_SECONDS / 2)
+        n = int(round((TARGET_SWAP_SECONDS - fixed) / spv, -3))
         n = int(min(max(n, MIN_AUTO_BUDGET, self.proven), MAX_AUTO_BUDGET))
         with self._lock:
             current = self.current
@@ -132,6 +155,7 @@ class LODSettings:
     vertex_budget: int | None
     cache_mb: int
     debounce_ms: int
+    draw_path: str = DRAW_PATHS[0]
     swap_cost: SwapCost = field(default_factory=SwapCost)
 
     @property
@@ -147,10 +171,16 @@ def _env_budget() -> int | None:
     return None if value < 1 else value
 
 
+def _env_draw_path() -> str:
+    raw = os.environ.get("NZV_DRAW_PATH", "").strip().lower()
+    return raw if raw in DRAW_PATHS else DRAW_PATHS[0]
+
+
 _SETTINGS = LODSettings(
     vertex_budget=_env_budget(),
     cache_mb=_env_int("NZV_CACHE_MB", DEFAULT_CACHE_MB, 0),
     debounce_ms=_env_int("NZV_DEBOUNCE_MS", DEFAULT_DEBOUNCE_MS, 0),
+    draw_path=_env_draw_path(),
 )
 
 
@@ -194,11 +224,16 @@ def configure(
     vertex_budget: int | str | None = None,
     cache_mb: int | None = None,
     debounce_ms: int | None = None,
+    draw_path: str | None = None,
 ) -> LODSettings:
     """Change plugin-wide defaults. A new ``vertex_budget`` (``"auto"``: adapt to the
     machine) applies to open stores without a budget of their own and to stores opened later;
     ``cache_mb`` resizes the shared chunk cache (it evicts down to the new size on its next
-    insertion)."""
+    insertion); ``draw_path`` applies from the next swap."""
+    if draw_path is not None:
+        if draw_path not in DRAW_PATHS:
+            raise ValueError(f"draw_path must be one of {DRAW_PATHS}")
+        _SETTINGS.draw_path = draw_path
     if isinstance(vertex_budget, str) and vertex_budget.strip().lower() == "auto":
         _SETTINGS.vertex_budget = None
     elif vertex_budget is not None:

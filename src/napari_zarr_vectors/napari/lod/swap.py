@@ -10,16 +10,19 @@ after the new data goes in. napari internals are used only through :mod:`._napar
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from napari_zarr_vectors.napari._napari_compat import (
     emit_data_changed,
+    ensure_tracks_coloured,
     held_back,
     lazy_track_index,
     set_points_data_quietly,
+    set_tracks_data_quietly,
+    thumbnail_kept,
     uniform_symbols_fast,
     unlink_tracks_colour,
     vectorised_track_validation,
@@ -33,6 +36,8 @@ from napari_zarr_vectors.napari.colour.live import (
 from napari_zarr_vectors.napari.colour.live import layer_kind as _kind
 from napari_zarr_vectors.napari.coords import store_to_layer
 from napari_zarr_vectors.napari.layerdata.placement import Placement
+from napari_zarr_vectors.napari.lod import line_draw
+from napari_zarr_vectors.napari.lod.settings import get_settings
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -43,7 +48,9 @@ if TYPE_CHECKING:
 def swap(layer: Layer, data: LayerData, kwargs: dict, memory: ColourMemory) -> None:
     """Replace ``layer``'s data and features with a builder's output, then colour it
     (:func:`.live.recolour`: the user's choice where it still applies, else the builder's).
-    Point sizes stay what they were."""
+    Point sizes stay what they were. Tracks take the fast draw path unless the settings say
+    ``draw_path="napari"`` (:func:`._napari_compat.set_tracks_data_quietly`: the same
+    fields, without napari's per-vertex work a swap does not need)."""
     kind = _kind(layer)
     features = kwargs.get("features", {})
     release_colour(layer, features)
@@ -51,6 +58,12 @@ def swap(layer: Layer, data: LayerData, kwargs: dict, memory: ColourMemory) -> N
         with uniform_symbols_fast():
             set_points_data_quietly(layer, data)  # batched() emits the data event
     elif kind == "tracks":
+        if get_settings().draw_path == "fast" and set_tracks_data_quietly(layer, data, features):
+            recolour(layer, kwargs, memory)
+            ensure_tracks_coloured(layer)
+            line_draw.follow(layer)  # its rows are drawn when batched() ends
+            return
+        line_draw.release(layer)
         with vectorised_track_validation(), lazy_track_index():
             layer.data = data
     elif kind == "surface":
@@ -72,21 +85,34 @@ _AFTER_SWAP = {
     "surface": ("features", "colormap", "contrast_limits"),
 }
 
+#: what a layer drawn by a vispy line (:mod:`.line_draw`) does not re-emit: napari's own
+#: visual would take every row again (the line takes them from :func:`batched`)
+_LINE_DRAWS = ("rebuild_tracks", "rebuild_graph")
+
 
 @contextmanager
 def batched(layer: Layer) -> Iterator[None]:
     """Swap data and colours with the layer's events and re-slicing held back, then refresh
     once: every setter would otherwise re-slice the layer and rebuild its canvas visual
-    (napari's Points visual converts every shown point's symbol to text on each update)."""
+    (napari's Points visual converts every shown point's symbol to text on each update).
+    A Tracks layer drawn by a vispy line (:mod:`.line_draw`) gives the line its new rows
+    and colours instead of napari's visual, and keeps its layer-list thumbnail
+    (:func:`._napari_compat.thumbnail_kept`)."""
     kind = _kind(layer)
     with held_back(layer):
         yield
-    layer.refresh()
+    drawing = line_draw.drawing_of(layer)
+    with thumbnail_kept(layer) if drawing is not None else nullcontext():
+        layer.refresh()
     emit_data_changed(layer)
     for name in _AFTER_SWAP.get(kind, ()):
+        if drawing is not None and name in _LINE_DRAWS:
+            continue
         emitter = getattr(layer.events, name, None)
         if emitter is not None:
             emitter()
+    if drawing is not None:
+        drawing.sync_rows()
 
 
 def swap_empty(layer: Layer, store: ZVStore) -> None:
