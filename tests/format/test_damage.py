@@ -1028,3 +1028,28 @@ def test_a_coarse_v07_chunk_swapped_with_its_neighbour_is_reported(tmp_path):
     b.write_bytes(first)
     geom, caught = read_quietly(path, level=1)
     assert any("lie far outside the chunk" in m for m in caught), caught
+
+
+@pytest.mark.parametrize(
+    "rel", ["v09/edge-cases/sparse_ids.zarrvectors", "v09/edge-cases/explicit_demo.zarrvectors"]
+)
+def test_a_groups_folder_without_its_document_is_reported(tmp_path, rel):
+    """Fuzz seed 31, cases 224, 520, 613: ``0/groups/zarr.json`` deleted read as a store
+    without groups, silently."""
+    path = copy_store(rel, tmp_path)
+    assert nzv.open_store(path).groups()  # the clean store has groups
+    (path / "0" / "groups" / "zarr.json").unlink()
+    with pytest.warns(ZVChunkWarning, match=r"groups left out: .*level 0, array groups"):
+        assert nzv.open_store(path).groups() == {}
+
+
+def test_a_chunk_shape_too_large_to_place_a_second_chunk_is_refused(tmp_path):
+    """Fuzz seed 31, case 1729: a v0.7 root ``chunk_shape`` of 1e308 put every chunk but the
+    first at an infinite box: whole reads kept every vertex, box reads only the first
+    chunk's, with nothing said."""
+    path = copy_store("v07/skeleton.zarrvectors", tmp_path)
+    doc = json.loads((path / "zarr.json").read_text())
+    doc["attributes"]["zarr_vectors"]["chunk_shape"] = [1e308] * 3
+    (path / "zarr.json").write_text(json.dumps(doc))
+    with pytest.raises(ZVFormatError, match="too large to address a second chunk"):
+        nzv.open_store(path).read(0, bbox=([0, 0, 0], [12, 12, 12]))

@@ -205,6 +205,7 @@ def parse_root(doc: dict[str, Any] | None, store: str) -> RootMetadata:
     chunk_shape = float_list(chunk_raw, "zarr_vectors.chunk_shape", src, ndim)
     if np.any(chunk_shape <= 0):
         raise ZVFormatError(f"chunk_shape {chunk_shape.tolist()} is not positive", store=store)
+    _check_addressable(chunk_shape, store)
     bounds_raw = zv.get("bounds")
     if not isinstance(bounds_raw, list) or len(bounds_raw) != 2:
         raise ZVFormatError("root metadata has no [min, max] bounds", store=store)
@@ -272,6 +273,7 @@ def parse_level(root: RootMetadata, path: str, doc: dict[str, Any] | None, store
     chunk_shape = root.chunk_shape if chunk is None else float_list(chunk, "chunk_shape", src, ndim)
     if np.any(chunk_shape <= 0):
         raise ZVFormatError("level chunk_shape is not positive", store=store, level=index)
+    _check_addressable(chunk_shape, store, index)
     base_bin = root.base_bin_shape if root.base_bin_shape is not None else root.chunk_shape
     dataset = next((d for d in root.datasets if str(d.get("path")) == path), None)
     bin_ratio = np.ones(ndim)
@@ -326,3 +328,16 @@ def parse_level(root: RootMetadata, path: str, doc: dict[str, Any] | None, store
         attributes=attrs,
         refinement=str_field(attrs, "refinement", src, "replace"),
     )
+
+
+def _check_addressable(chunk_shape: np.ndarray, store: str, level: int | None = None) -> None:
+    """Raise :class:`ZVFormatError` for a chunk edge so large that the chunk after the
+    first has no finite box (``2 * edge`` overflows a double): no chunk but the first could
+    be placed, and every box query would miss the others without a word."""
+    with np.errstate(over="ignore"):
+        if not np.all(np.isfinite(np.asarray(chunk_shape, np.float64) * 2)):
+            raise ZVFormatError(
+                f"chunk_shape {chunk_shape.tolist()} is too large to address a second chunk",
+                store=store,
+                level=level,
+            )

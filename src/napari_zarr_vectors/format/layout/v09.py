@@ -1542,6 +1542,8 @@ class V09Layout(Layout):
     def read_groups(self, level: int) -> GroupTable | None:
         doc = self._doc(f"{level}/groups")
         if doc is None:
+            if "groups" in (self.io.list_dir_known(f"{level}", all_nodes=True) or ()):
+                self._warn_missing(level, "groups", "groups")
             return None
         if doc.get("node_type") != "array":
             raise self.error("groups is not a Zarr array", level, "groups")
