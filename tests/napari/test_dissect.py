@@ -55,6 +55,12 @@ def counted(qtbot, widget) -> np.ndarray:
     return widget.dissection.result
 
 
+def add(widget, kind: str, **fields) -> None:
+    """Add a region of ``kind`` with the dock and set its ``fields`` in the model."""
+    widget.add_region(kind)
+    widget.dissection.update(len(widget.dissection.regions) - 1, **fields)
+
+
 def middle(truth) -> np.ndarray:
     """The median vertex of the streamlines (store order): inside the bundle."""
     return np.median(np.concatenate(truth.objects), axis=0)
@@ -62,14 +68,10 @@ def middle(truth) -> np.ndarray:
 
 def test_the_count_is_select_objects_over_the_whole_store(dissect, qtbot):
     viewer, c, widget, truth = dissect
-    d = widget.dissection
     centre = middle(truth)
-    widget.add_region("sphere")
-    d.update(0, center=centre, radius=4.0)
-    widget.add_region("box")
-    d.update(1, center=centre + [0, 8, 0], size=[30, 6, 30], role="any_of")
-    widget.add_region("plane")
-    d.update(2, center=centre + [6, 0, 0], normal=[1, 0, 0], role="exclude")
+    add(widget, "sphere", center=centre, radius=4.0)
+    add(widget, "box", center=centre + [0, 8, 0], size=[30, 6, 30], role="any_of")
+    add(widget, "plane", center=centre + [6, 0, 0], normal=[1, 0, 0], role="exclude")
     ids = counted(qtbot, widget)
     store = nzv.open_store(c.store.path)
     want = nzv.select_objects(
@@ -89,8 +91,7 @@ def test_the_count_is_select_objects_over_the_whole_store(dissect, qtbot):
 def test_a_sphere_selects_the_streamlines_with_a_vertex_inside(dissect, qtbot):
     viewer, c, widget, truth = dissect
     centre, radius = middle(truth), 3.0
-    widget.add_region("sphere")
-    widget.dissection.update(0, center=centre, radius=radius)
+    add(widget, "sphere", center=centre, radius=radius)
     widget.test_combo.setCurrentText("vertex")
     ids = counted(qtbot, widget)
     inside = [
@@ -106,11 +107,9 @@ def test_exclude_takes_away_what_meets_its_region(dissect, qtbot):
     viewer, c, widget, truth = dissect
     d = widget.dissection
     centre = middle(truth)
-    widget.add_region("sphere")
-    d.update(0, center=centre, radius=6.0)
+    add(widget, "sphere", center=centre, radius=6.0)
     included = counted(qtbot, widget)
-    widget.add_region("box")
-    d.update(1, center=centre + [10, 0, 0], size=[8, 40, 40], role="exclude")
+    add(widget, "box", center=centre + [10, 0, 0], size=[8, 40, 40], role="exclude")
     left = counted(qtbot, widget)
     store = nzv.open_store(c.store.path)
     meets_box = nzv.select_objects(
@@ -156,8 +155,7 @@ def test_a_stale_count_is_cancelled_and_the_last_regions_win(dissect, qtbot):
     viewer, c, widget, truth = dissect
     d = widget.dissection
     centre = middle(truth)
-    widget.add_region("sphere")
-    d.update(0, center=centre, radius=1.0)
+    add(widget, "sphere", center=centre, radius=1.0)
     first = d._job
     d.update(0, radius=8.0)
     assert first.cancelled
@@ -172,8 +170,7 @@ def test_bundles_keep_their_ids_and_colours_and_show_in_them(dissect, qtbot):
     viewer, c, widget, truth = dissect
     d = widget.dissection
     centre = middle(truth)
-    widget.add_region("sphere")
-    d.update(0, center=centre, radius=3.0)
+    add(widget, "sphere", center=centre, radius=3.0)
     small = counted(qtbot, widget)
     widget.bundle_name.setText("core")
     first = widget.keep_bundle()
@@ -285,12 +282,9 @@ def test_screenshot_of_the_dock(dissect, qtbot):
     """The dock on tracks300 in a shown window: two regions, their count, a bundle."""
     viewer, c, widget, truth = dissect
     viewer.window._qt_window.resize(1280, 1000)
-    d = widget.dissection
     centre = middle(truth)
-    widget.add_region("sphere")
-    d.update(0, center=centre, radius=5.0)
-    widget.add_region("box")
-    d.update(1, center=centre + [12, 0, 0], size=[10, 50, 40], role="exclude")
+    add(widget, "sphere", center=centre, radius=5.0)
+    add(widget, "box", center=centre + [12, 0, 0], size=[10, 50, 40], role="exclude")
     ids = counted(qtbot, widget)
     widget.bundle_name.setText("stem, left")
     widget.keep_bundle()
@@ -325,8 +319,7 @@ def test_export_offers_the_field_formats_and_a_bundle_goes_to_the_suffixs(
     assert export_target(tmp_path / "a", "TRX (*.trx)").name == "a.trx"
     assert export_target(tmp_path / "a", "Zarr Vectors (*.zarrvectors)").name == "a.zarrvectors"
     d = widget.dissection
-    widget.add_region("sphere")
-    d.update(0, center=middle(truth), radius=2.0)
+    add(widget, "sphere", center=middle(truth), radius=2.0)
     ids = counted(qtbot, widget)
     assert 0 < len(ids) < 300
     d.keep("core")
@@ -353,12 +346,9 @@ def test_in_2d_the_outlines_sit_at_the_slice_and_show_only_hides_the_rest(dissec
     viewer, c, widget, truth = dissect
     viewer.dims.ndisplay = 2  # napari shows (y, x); the slice is along z
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
-    d = widget.dissection
     centre = middle(truth)
-    widget.add_region("sphere")
-    d.update(0, center=centre, radius=4.0)
-    widget.add_region("plane")
-    d.update(1, center=centre + [5, 0, 0], normal=[1, 0, 0], role="exclude")
+    add(widget, "sphere", center=centre, radius=4.0)
+    add(widget, "plane", center=centre + [5, 0, 0], normal=[1, 0, 0], role="exclude")
     ids = counted(qtbot, widget)
     layer = widget.outlines.layer
     world = layer.data[:, 0] * layer.scale  # napari order (z, y, x)
@@ -384,8 +374,7 @@ def test_dragging_a_handle_moves_its_region_and_the_count_follows(dissect, qtbot
     viewer, c, widget, truth = dissect
     d = widget.dissection
     centre = middle(truth)
-    widget.add_region("sphere")
-    d.update(0, center=centre + [0, 0, 30], radius=4.0)  # above the bundle: nothing
+    add(widget, "sphere", center=centre + [0, 0, 30], radius=4.0)  # above the bundle: nothing
     assert len(counted(qtbot, widget)) == 0
     handles = widget.outlines.handles
     assert handles in viewer.layers
@@ -405,8 +394,7 @@ def test_in_2d_a_handle_sits_at_the_slice_and_a_drag_keeps_the_depth(dissect, qt
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
     d = widget.dissection
     centre = middle(truth)
-    widget.add_region("box")
-    d.update(0, center=centre + [0, 0, 20], size=[4, 4, 4])
+    add(widget, "box", center=centre + [0, 0, 20], size=[4, 4, 4])
     handles = widget.outlines.handles
     z = viewer.dims.point[-3]
     np.testing.assert_allclose(handles.data[0], [z, centre[1], centre[0]])  # (z, y, x)
