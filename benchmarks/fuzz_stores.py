@@ -736,12 +736,14 @@ UNDETECTABLE: dict[str, tuple[tuple[str, ...], str]] = {
         "forbids neither self-loops nor repeated face corners)",
     ),
     "fragment index": (
-        ("flip",),
+        ("flip", "symlink"),
         "a flipped bit in a range fragment's start or count that keeps the range inside its "
         "chunk is a fragment the writer could have written: fragments may share rows (the "
         "multi-owner index allows it), and the rows a fragment stops covering are then rows "
         "no fragment owns, which the format does not forbid (e.g. explicit_demo chunk 1.0.0, "
-        "fragment 1's start 1 -> 0)",
+        "fragment 1's start 1 -> 0); a chunk's index replaced by another chunk's (a symlink) "
+        "whose ranges fit the chunk is such an index too (an index records no chunk key; "
+        "e.g. next/points_deferred chunk 3.3.3, seed 37 case 1109)",
     ),
     "object index": (
         ("index",),
