@@ -58,6 +58,8 @@ def test_whole_store_report_is_written_and_opened(qa_of, qtbot, tmp_path):
     target = tmp_path / "report.html"
     widget.whole_box.ask_path = lambda section, suggested: str(target)
     assert "report" not in widget.whole_box.note.text()
+    progress: list[str] = []
+    model.events.task.connect(lambda e: progress.append(e.task.progress.text))
     widget.whole_box.report_btn.click()
     task = model.tasks["whole-store report"]
     written, verdict = _run(qtbot, task)
@@ -70,6 +72,7 @@ def test_whole_store_report_is_written_and_opened(qa_of, qtbot, tmp_path):
     for level in expected.levels:  # one row per level, with its vertex count
         assert f"{int(level['vertices']):,}" in html
     assert f"last report: {verdict}" in widget.whole_box.note.text()
+    assert any(text.startswith("QA of streamlines") for text in progress), progress
     assert model.status.startswith(f"whole-store report: {verdict}")
 
 

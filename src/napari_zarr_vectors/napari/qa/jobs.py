@@ -49,7 +49,8 @@ class TaskOwner(Protocol):
 
 class QATask:
     """One Pyramid QA action: ``job(*args, cancel)`` (a generator yielding
-    :class:`~.compute.QAProgress`) runs on the plugin's worker thread; ``apply(value)``
+    :class:`~.compute.QAProgress`, or with ``report_progress`` a function reporting them
+    through its ``progress`` callback) runs on the plugin's worker thread; ``apply(value)``
     runs on the UI thread with its result. ``done`` is set when the action is over (applied,
     failed or cancelled); ``result`` is what ``apply`` returned."""
 
@@ -60,12 +61,15 @@ class QATask:
         job: Callable[..., Job],
         args: tuple,
         apply: Callable[[Any], Any],
+        report_progress: bool = False,
     ) -> None:
         self.owner = owner
         self.kind = kind
         #: set on cancel; handed to the job as its last argument
         self.cancel_event = threading.Event()
-        self._job = LoadJob(self, job, *args, self.cancel_event)
+        # ``report_progress``: ``job`` is a plain function reporting its QAProgress through
+        # a ``progress`` callback (a job of napari_zarr_vectors.jobs), not a generator
+        self._job = LoadJob(self, job, *args, self.cancel_event, report_progress=report_progress)
         self._apply = apply
         self.done = False
         self.cancelled = False

@@ -326,14 +326,22 @@ class PyramidQA:
 
     # ------------------------------------------------------------------ tasks
     def _run(
-        self, kind: str, job: Callable[..., Job], args: tuple, apply: Callable[[Any], Any]
+        self,
+        kind: str,
+        job: Callable[..., Job],
+        args: tuple,
+        apply: Callable[[Any], Any],
+        *,
+        report_progress: bool = False,
     ) -> QATask:
         """Start ``job(*args, cancel)`` on the worker thread (cancelling a running task of
-        the same kind); ``apply(result)`` runs on the UI thread."""
+        the same kind); ``apply(result)`` runs on the UI thread. ``report_progress``: the
+        job reports through a ``progress`` callback instead of yielding (see
+        :class:`.jobs.QATask`)."""
         running = self.tasks.get(kind)
         if running is not None and not running.done:
             running.cancel()
-        task = QATask(self, kind, job, args, apply)
+        task = QATask(self, kind, job, args, apply, report_progress=report_progress)
         self.tasks[kind] = task
         self.task_changed(task)
         return task.start()
@@ -916,7 +924,8 @@ class PyramidQA:
             self.open_report(path)
             return result
 
-        return self._run("whole-store report", report_job, (self.store, str(target)), written)
+        args = (self.store, str(target))
+        return self._run("whole-store report", report_job, args, written, report_progress=True)
 
     def density_map(self, voxel: float | None = None, level: int | None = None) -> QATask | None:
         """Count the objects (or, without objects, the vertices) of ``level`` (default:
@@ -942,4 +951,6 @@ class PyramidQA:
             )
             return self.density_layer
 
-        return self._run("density map", density_job, (store, voxel, level), add)
+        return self._run(
+            "density map", density_job, (store, voxel, level), add, report_progress=True
+        )

@@ -1,14 +1,16 @@
 """Pyramid QA's whole-store actions: the report and the density map of the command line
-(:mod:`napari_zarr_vectors.jobs`), run on the plugin's worker thread with progress and
-cancel, and what their results become in the viewer (an HTML file opened in the browser,
-an Image layer under the store's layers in their placement).
+(:mod:`napari_zarr_vectors.jobs`), run as tasks of the plugin's one runner with progress
+(through the jobs' ``progress`` callback) and cancel, and what their results become in the
+viewer: an HTML file opened in the browser, an Image layer under the store's layers in their
+placement.
 
-The jobs run on dask's threaded scheduler (the ``jobs`` extra); without dask the task fails
-with the message naming the extra."""
+Inside the task the job runs on dask's threaded scheduler (the ``jobs`` extra); without dask
+the task fails with the message naming the extra."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +19,6 @@ import numpy as np
 from napari_zarr_vectors.napari.coords import napari_affine
 from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.qa.compute import QAProgress
-from napari_zarr_vectors.napari.qa.jobs import Job
 
 if TYPE_CHECKING:
     from napari.layers import Image, Layer
@@ -30,53 +31,23 @@ if TYPE_CHECKING:
 DENSITY_VOXELS = 128
 
 
-def _relay(queue: list[QAProgress], lock: threading.Lock) -> Any:
-    """A ``progress(done, total, text)`` callback for a job of :mod:`napari_zarr_vectors.jobs`
-    that keeps the last report for the generator to yield."""
-
-    def progress(done: int, total: int, text: str) -> None:
-        with lock:
-            queue[:] = [QAProgress(int(done), int(total), str(text))]
-
-    return progress
+def _relayed(progress: Callable[[QAProgress], None]) -> Callable[[int, int, str], None]:
+    """A job's ``progress(done, total, text)`` as :class:`QAProgress` reports of a task."""
+    return lambda done, total, text: progress(QAProgress(int(done), int(total), str(text)))
 
 
-def _run_reporting(fn: Any, cancel: threading.Event, what: str) -> Job:
-    """``fn(progress=..., cancel=...)`` on a side thread of the worker, its progress yielded
-    as :class:`QAProgress` every 0.1 s (a task's generator reports between its steps; the
-    job reports through a callback), its result returned, its error raised."""
-    last: list[QAProgress] = [QAProgress(0, 1, what)]
-    lock = threading.Lock()
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = fn(progress=_relay(last, lock), cancel=cancel)
-        except BaseException as exc:  # noqa: BLE001 - raised again on the worker
-            out["error"] = exc
-
-    thread = threading.Thread(target=run, name="nzv-whole-store", daemon=True)
-    thread.start()
-    while thread.is_alive():
-        thread.join(0.1)
-        with lock:
-            report = last[0]
-        yield report
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
-
-
-def report_job(store: Store, target: str, cancel: threading.Event) -> Job:
+def report_job(
+    store: Store,
+    target: str,
+    cancel: threading.Event,
+    progress: Callable[[QAProgress], None],
+) -> tuple[Path, str] | None:
     """The whole-store QA report of ``store`` written to ``target`` (HTML); returns
-    ``(path, verdict)``."""
+    ``(path, verdict)`` (``None``: cancelled, nothing written)."""
     from napari_zarr_vectors.jobs import qa_report
     from napari_zarr_vectors.jobs.report import render_html
 
-    def run(progress: Any, cancel: threading.Event) -> Any:
-        return qa_report(store, progress=progress, cancel=cancel)
-
-    result = yield from _run_reporting(run, cancel, f"QA of {store.name}")
+    result = qa_report(store, progress=_relayed(progress), cancel=cancel)
     if cancel.is_set():
         return None
     path = Path(target)
@@ -97,14 +68,17 @@ def default_voxel(store: Store) -> float:
     return float(f"{edge:.2g}")
 
 
-def density_job(store: Store, voxel: float, level: int, cancel: threading.Event) -> Job:
+def density_job(
+    store: Store,
+    voxel: float,
+    level: int,
+    cancel: threading.Event,
+    progress: Callable[[QAProgress], None],
+) -> DensityMap:
     """The density map of ``level`` on a grid of ``voxel`` world units."""
     from napari_zarr_vectors.jobs import density_map
 
-    def run(progress: Any, cancel: threading.Event) -> Any:
-        return density_map(store, voxel, level=level, progress=progress, cancel=cancel)
-
-    return (yield from _run_reporting(run, cancel, f"density of {store.name}"))
+    return density_map(store, voxel, level=level, progress=_relayed(progress), cancel=cancel)
 
 
 def density_layer_kwargs(store: Store, density: DensityMap) -> dict[str, Any]:
