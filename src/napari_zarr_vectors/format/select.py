@@ -304,7 +304,7 @@ class _Plan:
         if not undecided.any():
             return hit
         if getattr(self.store, "layout", None) is not None:
-            found = self._transition_hits(region, undecided, first_cells, same, cancel)
+            found = self._transition_hits(region, undecided, first_cells, same, code, cancel)
             return hit | (undecided & np.isin(index.ids, found))
         # (a store without chunk access of its own: the far chunks read whole)
         far: list[np.ndarray] = [cell_of[skip], cell_of[skip + 1]]
@@ -326,6 +326,7 @@ class _Plan:
         undecided: np.ndarray,
         first_cells: np.ndarray,
         same: np.ndarray,
+        code: np.ndarray,
         cancel: Event | None,
     ) -> np.ndarray:
         """Ids of the ``undecided`` objects (by row) whose segment from one manifest entry
@@ -333,12 +334,12 @@ class _Plan:
         did not hold (not both chunks among ``first_cells``). A chunk whose cell misses the
         region holds no part of a path that meets it but these segments, so only the end
         vertices of the fragments they join are read (their chunks decoded, through the
-        plan's cache), not the paths."""
+        plan's cache), not the paths. ``same`` and ``code`` (per entry: its cell's
+        :meth:`~.regions.Region.box_codes`) are the caller's."""
         cell_of, entry_row = self.cell_of_entry, self.entry_row
         in_first = np.zeros(len(self.cells), bool)
         in_first[first_cells] = True
         lo, hi = self.boxes(region)
-        code = region.box_codes(lo, hi)[cell_of]
         ca, cb = cell_of[:-1], cell_of[1:]
         e = np.flatnonzero(
             same
