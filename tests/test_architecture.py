@@ -61,6 +61,7 @@ QT_DEBTS = frozenset(
         "napari/lod/controller.py",  # superqt's debounce of view events
         "napari/lod/gc_pauses.py",  # an event filter on the main window
         "napari/lod/line_draw.py",  # a vispy Line in napari's canvas (the fast draw path)
+        "napari/lod/overview_fill.py",  # vispy lines drawn offscreen in napari's canvas
         "napari/lod/viewer_layers.py",  # a single-shot QTimer (the next event-loop turn)
     }
 )

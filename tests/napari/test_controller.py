@@ -529,6 +529,7 @@ def test_a_big_store_shows_a_preview_of_its_central_chunks_first(
     import warnings
 
     zv_polylines = pytest.importorskip("zarr_vectors.types.polylines")
+    from napari_zarr_vectors.napari.lod import settings
     from napari_zarr_vectors.napari.npe2 import reader
 
     rng = np.random.default_rng(0)
@@ -543,6 +544,8 @@ def test_a_big_store_shows_a_preview_of_its_central_chunks_first(
             bounds=([0.0] * 3, [100.0] * 3),
         )
     monkeypatch.setattr(reader, "BACKGROUND_READ_VERTICES", 0)
+    # the layers' own subset (an overview fill would draw the rest: test_overview_fill.py)
+    monkeypatch.setattr(settings.get_settings(), "overview_vertices", 0)
     viewer = make_napari_viewer()
     c = open_in_viewer(viewer, path, first_view=False, vertex_budget=400)
     seen: list[tuple[int, int, set]] = []
@@ -561,6 +564,7 @@ def test_a_big_store_shows_a_preview_of_its_central_chunks_first(
     assert len(c.layers[0].data) == last_rows
     meta = c.layers[0].metadata["zarr_vectors"]
     assert meta["shown_fraction"] < 1 and meta["vertices_shown"] == last_rows
+    assert meta["items_filled"] == 0
 
 
 def test_a_mesh_draws_at_every_level(make_napari_viewer, qtbot):

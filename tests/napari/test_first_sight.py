@@ -7,8 +7,6 @@ written by zarr-vectors 0.9.2) and every fixture store, opened the way a drop op
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 from _zv_napari import V07_STORES, v07_store
@@ -133,8 +131,13 @@ def test_the_store_panel_steers_detail_and_the_slab(make_napari_viewer, qtbot, t
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
     assert settings.get_settings().vertex_budget == monkey_budget
     assert c.vertex_count <= monkey_budget
-    shown = re.match(r"showing (\d+) of ~?([\d,]+) streamlines in view", controls.shown.text())
-    assert shown and 0 < int(shown[1]) < int(shown[2].replace(",", "")) <= 300
+    # the layer holds a part; the overview fill (lod/overview_fill.py) draws the rest
+    held = len(set(c.layers[0].data[:, 0].tolist()))
+    assert 0 < held < 300
+    assert controls.shown.text() == (
+        f"showing all 300 streamlines in view ({held:,} of them pickable, "
+        "the rest drawn once the view is still)"
+    )
     controls.detail.setCurrentIndex(index)
     controls.detail.setCurrentIndex(0)  # back to Auto: whole again
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)

@@ -294,7 +294,11 @@ def test_openings_share_the_cache_budget_but_not_its_entries():
 
 @pytest.fixture(scope="module")
 def arcs(tmp_path_factory):
-    """800 smooth streamlines of 100 vertices (arcs of circles) in a 100^3 box."""
+    return write_arcs(tmp_path_factory.mktemp("simplify") / "arcs.zarrvectors")
+
+
+def write_arcs(path):
+    """800 smooth streamlines of 100 vertices (arcs of circles) in a 100^3 box, opened."""
     import warnings
 
     polylines = pytest.importorskip("zarr_vectors.types.polylines")
@@ -306,7 +310,6 @@ def arcs(tmp_path_factory):
     a = (phase + t)[..., None]
     ring = np.concatenate([np.cos(a), np.sin(a), 0.1 * a], axis=2)
     walks = np.clip(centre + radius * ring, 0.0, 99.9).astype(np.float32)
-    path = tmp_path_factory.mktemp("simplify") / "arcs.zarrvectors"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         polylines.write_polylines(

@@ -370,6 +370,41 @@ def tracks_view_positions(layer: Tracks) -> np.ndarray:
     return layer._view_data
 
 
+def tracks_rows_view_positions(layer: Tracks, rows: np.ndarray) -> np.ndarray:
+    """Where napari's Tracks visual of ``layer`` would draw Tracks ``rows`` that the layer
+    does not hold (``track_id, [t,] axes...`` in its data order): the layer's displayed axes
+    of the rows, reversed to vispy's (x, y, z), 2-D views padded with a zero depth, as
+    :func:`tracks_view_positions` gives for the layer's own rows (internal:
+    ``Layer._slice_input.displayed``)."""
+    displayed = list(layer._slice_input.displayed)
+    points = np.asarray(rows, np.float64)[:, 1:][:, displayed][:, ::-1]
+    if points.shape[1] == 2:
+        points = np.column_stack([points, np.zeros(len(points))])
+    return points
+
+
+def tracks_colours(layer: Tracks, values: dict, n: int) -> np.ndarray:
+    """The ``(n, 4)`` colours napari's rule (``Tracks._recolor_tracks``) gives ``n`` rows
+    with feature ``values`` in ``layer``'s colour-by: its ``colormaps_dict`` entry on the
+    raw values, else its ``colormap`` on the values scaled as the layer's own are (their
+    minimum and range); grey without the colour-by's values."""
+    from napari.utils.colormaps import AVAILABLE_COLORMAPS
+
+    name = layer.color_by
+    v = values.get(name)
+    if v is None:
+        return np.full((n, 4), 0.7, np.float32)
+    v = np.asarray(v, np.float64)
+    colormap = layer.colormaps_dict.get(name)
+    if colormap is None:
+        colormap = AVAILABLE_COLORMAPS[layer.colormap]
+        own = np.asarray(layer.features[name], np.float64) if name in layer.features else v
+        lo = float(np.min(own)) if len(own) else 0.0
+        span = max(float(np.ptp(own)) if len(own) else 0.0, 1e-10)
+        v = np.clip((v - lo) / span, 0.0, 1.0)
+    return np.asarray(colormap.map(v), np.float32)
+
+
 @contextmanager
 def thumbnail_kept(layer: Layer) -> Iterator[None]:
     """Within the block, ``layer``'s layer-list thumbnail keeps its picture instead of being

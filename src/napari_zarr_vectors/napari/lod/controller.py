@@ -37,7 +37,7 @@ from psygnal import Signal, SignalGroup
 from napari_zarr_vectors.napari.colour.live import ColourMemory, capture
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.build import META, LayerData
-from napari_zarr_vectors.napari.lod import camera, gc_pauses
+from napari_zarr_vectors.napari.lod import camera, gc_pauses, line_draw, overview_fill
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod.cache import shared_cache
 from napari_zarr_vectors.napari.lod.loader import (
@@ -47,6 +47,7 @@ from napari_zarr_vectors.napari.lod.loader import (
     Progress,
     ViewShare,
 )
+from napari_zarr_vectors.napari.lod.overview_fill import FillRows
 from napari_zarr_vectors.napari.lod.settings import get_settings, store_budget
 from napari_zarr_vectors.napari.lod.swap import batched, swap, swap_empty
 from napari_zarr_vectors.napari.lod.viewer_layers import hold_paint, make_layer
@@ -403,6 +404,7 @@ class ZVLayerController:
             current_key=self._held.key,
             force=force,
             progressive=self.vertex_count == 0,
+            fill_budget=get_settings().fill_budget,
         )
 
     # -- loading -------------------------------------------------------------------------
@@ -548,7 +550,7 @@ class ZVLayerController:
         self.trimmed = int(result.trimmed)
         self._unreadable = [f for _, f in result.unreadable]
         self._not_fetched = [".".join(map(str, c)) for c, _ in result.failed]
-        self.view_share = result.share
+        self.view_share = self._show_fill(result)
         for layer in self.layers:
             self._write_metadata(layer)
         if result.failed:
@@ -561,6 +563,17 @@ class ZVLayerController:
         if result.level != old_level:
             self.events.level_changed.emit(int(result.level))
         self.events.refreshed.emit()
+
+    def _show_fill(self, result: LoadResult) -> ViewShare:
+        """Draw ``result``'s overview fill behind the streamline layer (or none: the layer
+        is gone, napari's draw path is in use, no canvas); the share says what is drawn."""
+        layer = next((x for x in self.layers if getattr(x, "_type_string", "") == "tracks"), None)
+        fill = None
+        if layer is not None and result.fill is not None and line_draw.drawing_of(layer):
+            data, kwargs, _ = result.fill
+            fill = FillRows(np.asarray(data), dict(kwargs.get("features", {})))
+        drawn = overview_fill.show(layer, fill) if layer is not None else None
+        return result.share if drawn is not None else result.share.without_fill()
 
     def _session_token(self) -> str:
         for layer in self.layers:

@@ -105,6 +105,10 @@ class LoadRequest:
     #: nothing is on screen yet: a load of several batches first shows a preview built
     #: from its first batch (the chunks nearest the view centre), see :attr:`Progress.preview`
     progressive: bool = False
+    #: vertices beyond ``budget`` that an overview fill may draw (:mod:`.overview_fill`):
+    #: the streamlines ranked next, drawn but not held by the layer (polylines and
+    #: streamlines without a locked level; 0: none)
+    fill_budget: int = 0
 
 
 @dataclass(frozen=True)
@@ -145,27 +149,56 @@ class ViewShare:
     #: units; 0: every stored vertex is drawn), keeping this part of the vertices in view
     simplify_tolerance: float = 0.0
     simplified_keep: float = 1.0
+    #: of ``items_shown`` / beyond ``vertices_shown``: the objects and vertices an overview
+    #: fill draws (:mod:`.overview_fill`: drawn, not held by the layers: not picked, not in
+    #: their features), and the fraction the layers alone show
+    items_filled: int = 0
+    vertices_filled: int = 0
+    layer_fraction: float = 1.0
 
     @property
     def left_out(self) -> int:
         """Vertices of the view the budget left out (estimated)."""
-        return max(int(self.vertices_in_view) - int(self.vertices_shown), 0)
+        return max(
+            int(self.vertices_in_view) - int(self.vertices_shown) - int(self.vertices_filled), 0
+        )
+
+    def without_fill(self) -> ViewShare:
+        """The share when no fill is drawn: what the layers hold."""
+        if not self.items_filled and not self.vertices_filled:
+            return self
+        return dataclasses.replace(
+            self,
+            fraction=self.layer_fraction,
+            items_shown=self.items_shown - self.items_filled,
+            items_filled=0,
+            vertices_filled=0,
+        )
 
     def describe(self, label: str) -> str:
         """``"showing 1 of 5 skeletons in view (...)"`` when the counts are exact,
         ``"showing 1,105 of ~200,000 streamlines in view (0.55%; ...)"`` when estimated (a
-        percentage only of many); empty when all are shown. ``label`` names the store's
+        percentage only of many), with how many of them the layers hold when an overview
+        fill draws the rest; empty when the layers show all. ``label`` names the store's
         objects. (The vertices left out are in :meth:`as_metadata`.)"""
         if self.item_kind == "pieces":
             return f"a first look: pieces of the {label} in the chunks read so far"
+        pickable = ""
+        if self.items_filled:
+            held = self.items_shown - self.items_filled
+            pickable = f"{held:,} of them pickable, the rest drawn once the view is still"
         if self.fraction >= 1.0:
-            return ""
+            return (
+                f"showing all {self.items_shown:,} {label} in view ({pickable})" if pickable else ""
+            )
         noun = "points" if self.item_kind == "vertices" else label
         about = "" if self.exact else "~"
         pct = 100.0 * self.items_shown / max(self.items_in_view, 1)
         share = f"{pct:.2g}%; " if pct < 10 else f"{pct:.0f}%; "
         if self.items_in_view < 1000:
             share = ""
+        if pickable:
+            share += f"{pickable}; "
         return (
             f"showing {self.items_shown:,} of {about}{self.items_in_view:,} {noun} in view "
             f"({share}zoom in, or raise Detail in the Store panel, for more)"
@@ -178,6 +211,8 @@ class ViewShare:
             "subset_of": self.item_kind,
             "items_in_view": int(self.items_in_view),
             "items_shown": int(self.items_shown),
+            "items_filled": int(self.items_filled),
+            "vertices_filled": int(self.vertices_filled),
             "vertices_in_view": int(self.vertices_in_view),
             "vertices_left_out": int(self.left_out),
             "loaded_budget": int(self.budget),
@@ -222,6 +257,8 @@ class LoadResult:
     crop: tuple[np.ndarray, np.ndarray] | None = None
     #: what part of the view the layers show (the object subset, what was left out)
     share: ViewShare = field(default_factory=lambda: ViewShare())
+    #: the overview fill's Tracks layer data (:attr:`LoadRequest.fill_budget`; ``None``: none)
+    fill: LayerData | None = None
 
 
 class Loader:
@@ -451,9 +488,13 @@ class Loader:
         """Plan, fetch (yielding :class:`Progress` per batch), assemble, cut to the view and
         the budget, and build layer data. Returns ``None`` when ``cancelled()`` turns true
         between batches."""
+        layer_budget = None
+        if request.fill_budget > 0 and self._fills(request):
+            layer_budget = request.budget
+            request = dataclasses.replace(request, budget=request.budget + request.fill_budget)
         plan, crop = self.plan(request)
         # a whole store's data does not depend on the budget, as long as it fits
-        budget_key = 0 if plan.whole else request.budget
+        budget_key = 0 if plan.whole and layer_budget is None else request.budget
         tolerance = 0.0 if plan.whole else self.simplify_tolerance(request)
         key = self.key_of(plan.level, plan.chunks, crop, request.allowed_ids, budget_key, tolerance)
         if key == request.current_key and not request.force:
@@ -476,7 +517,8 @@ class Loader:
             est = np.asarray(plan.estimates, np.float64)
             whole = float(est.sum()) if est.size == len(plan.chunks) else 0.0
             share = float(est[rows].sum()) / whole if whole > 0 else len(rows) / len(plan.chunks)
-            cut = dataclasses.replace(request, budget=max(int(request.budget * share), 1))
+            held = request.budget if layer_budget is None else layer_budget
+            cut = dataclasses.replace(request, budget=max(int(held * share), 1))
             fetched = plan.chunks[rows]  # rows ascending: plan order
             # objects read: in proportion to the share too (a small read, no whole index)
             most = min(plan.fraction, view_geometry.ladder_step(plan.fraction * share, READ_AHEAD))
@@ -484,7 +526,7 @@ class Loader:
                 cut, plan, fetched, ("preview", *key), crop, [], most, pieces, tolerance
             )
             return dataclasses.replace(
-                result, share=dataclasses.replace(result.share, budget=int(request.budget))
+                result, share=dataclasses.replace(result.share, budget=int(held))
             )
 
         # paths without a filter preview their level-0 pieces (no object index needed;
@@ -504,8 +546,15 @@ class Loader:
         )
         if ok is None:
             return None
-        result = self._result(request, plan, ok, key, crop, failed, tolerance=tolerance)
+        result = self._result(
+            request, plan, ok, key, crop, failed, tolerance=tolerance, layer_budget=layer_budget
+        )
         return None if cancelled() else result
+
+    def _fills(self, request: LoadRequest) -> bool:
+        """Whether ``request``'s view may get an overview fill: polylines and streamlines,
+        no locked level (Pyramid QA shows what a level holds)."""
+        return request.locked is None and self.store.geometry_type in PIECE_TYPES
 
     def _result(
         self,
@@ -518,18 +567,23 @@ class Loader:
         max_fraction: float = 1.0,
         pieces: bool = False,
         tolerance: float = 0.0,
+        layer_budget: int | None = None,
     ) -> LoadResult:
         """Assemble fetched ``chunks`` into layer data within ``request.budget``, showing at
         most ``max_fraction`` of the objects (``pieces``: their path pieces instead,
         :meth:`_pieces`, never simplified), paths simplified to ``tolerance`` when the view
-        holds more than the budget (:meth:`_simplified`)."""
+        holds more than the budget (:meth:`_simplified`). With ``layer_budget`` the layers
+        hold the objects ranked lowest within it and the rest of the subset is the overview
+        fill (:attr:`LoadResult.fill`)."""
+        fill = None
         if pieces:
             geometry, share = self._pieces(request, plan, chunks, crop)
         else:
             subset, fraction, read, simplified = self._assemble(
                 plan, chunks, crop, request, max_fraction, tolerance
             )
-            geometry = subset.geometry
+            held, fill = _split_fill(subset, layer_budget)
+            geometry = held.geometry
             scale = 1.0 / read if read > 0 else 1.0
             share = ViewShare(
                 fraction=fraction,
@@ -537,15 +591,22 @@ class Loader:
                 items_in_view=int(round(subset.items_in_view * scale)),
                 items_shown=subset.items_shown,
                 vertices_in_view=int(round(subset.vertices_in_view * scale)),
-                vertices_shown=subset.vertices_shown,
-                budget=int(request.budget),
+                vertices_shown=held.vertices_shown,
+                budget=int(request.budget if layer_budget is None else layer_budget),
                 exact=read >= 1.0,
                 simplify_tolerance=simplified.tolerance,
                 simplified_keep=simplified.rows_after / max(simplified.rows_before, 1),
+                items_filled=subset.items_shown - held.items_shown,
+                vertices_filled=subset.vertices_shown - held.vertices_shown,
+                layer_fraction=min(held.fraction, fraction),
             )
             if plan.whole and request.allowed_ids is None and not failed:
                 self._whole_rows = int(subset.vertices_in_view)
         info = self.info(plan.level, objects=not pieces)
+        fill_data = None
+        if fill is not None:
+            built = layers_from_geometry(fill, info, bounds_layer=False)
+            fill_data = next((item for item in built if item[2] == "tracks"), None)
         return LoadResult(
             request.generation,
             plan.level,
@@ -559,6 +620,7 @@ class Loader:
             unreadable=self.cache.unreadable_in(plan.level, chunks),
             crop=crop,
             share=share,
+            fill=fill_data,
         )
 
     def _pieces(
@@ -805,3 +867,21 @@ class Loader:
             with self._lock:
                 self._infos[(level, objects)] = cached
         return cached
+
+
+def _split_fill(
+    subset: view_geometry.Subset, layer_budget: int | None
+) -> tuple[view_geometry.Subset, Geometry | None]:
+    """``(what the layers hold, the overview fill)`` of ``subset``: the objects ranked lowest
+    within ``layer_budget`` (the same ranks, so the layers' objects come first), and the
+    rest (``None``: no budget given, or everything fits it)."""
+    if layer_budget is None or subset.vertices_shown <= layer_budget:
+        return subset, None
+    held = view_geometry.subset_to_budget(subset.geometry, layer_budget)
+    ids = np.unique(np.asarray(subset.geometry.path_object_ids, np.int64))
+    kept = np.unique(np.asarray(held.geometry.path_object_ids, np.int64))
+    rest = np.setdiff1d(ids, kept, assume_unique=True)
+    if not len(rest):
+        return held, None
+    held = dataclasses.replace(held, items_in_view=subset.items_in_view)
+    return held, view_geometry.filter_geometry(subset.geometry, rest)

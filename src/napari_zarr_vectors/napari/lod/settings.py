@@ -13,7 +13,14 @@ environment variable              :func:`configure` keyword     default
 ``NZV_CACHE_MB``                  ``cache_mb``                  512 MiB (one shared cache)
 ``NZV_DEBOUNCE_MS``               ``debounce_ms``               150 ms
 ``NZV_DRAW_PATH``                 ``draw_path``                 ``"fast"``
+``NZV_OVERVIEW_VERTICES``         ``overview_vertices``         1,500,000 (0: no fill)
 ================================  ============================  ==========================
+
+**The overview fill** (:mod:`.overview_fill`): on the fast draw path, a view of more
+polylines or streamlines than the vertex budget holds also draws up to
+``overview_vertices`` vertices of the streamlines ranked next, a few at a time into a
+picture shown while the view is still; the layers hold (and pick, hover and list) what the
+budget allows.
 
 **The draw path** of streamlines and polylines (napari Tracks layers): ``"fast"`` puts a
 swap's rows into the layer without napari's per-vertex work a swap does not need
@@ -57,6 +64,8 @@ DEFAULT_CACHE_MB = 512
 DEFAULT_DEBOUNCE_MS = 150
 #: how swaps put rows into Tracks layers (see module docstring)
 DRAW_PATHS = ("fast", "napari")
+#: vertices an overview fill draws beyond the budget (see module docstring)
+DEFAULT_OVERVIEW_VERTICES = 1_500_000
 
 #: the adaptive budget keeps one UI-thread data swap near this many seconds
 TARGET_SWAP_SECONDS = 0.05
@@ -156,7 +165,13 @@ class LODSettings:
     cache_mb: int
     debounce_ms: int
     draw_path: str = DRAW_PATHS[0]
+    overview_vertices: int = DEFAULT_OVERVIEW_VERTICES
     swap_cost: SwapCost = field(default_factory=SwapCost)
+
+    @property
+    def fill_budget(self) -> int:
+        """Vertices an overview fill may draw now (0 on napari's draw path)."""
+        return int(self.overview_vertices) if self.draw_path == "fast" else 0
 
     @property
     def cache_bytes(self) -> int:
@@ -181,6 +196,7 @@ _SETTINGS = LODSettings(
     cache_mb=_env_int("NZV_CACHE_MB", DEFAULT_CACHE_MB, 0),
     debounce_ms=_env_int("NZV_DEBOUNCE_MS", DEFAULT_DEBOUNCE_MS, 0),
     draw_path=_env_draw_path(),
+    overview_vertices=_env_int("NZV_OVERVIEW_VERTICES", DEFAULT_OVERVIEW_VERTICES, 0),
 )
 
 
@@ -225,11 +241,16 @@ def configure(
     cache_mb: int | None = None,
     debounce_ms: int | None = None,
     draw_path: str | None = None,
+    overview_vertices: int | None = None,
 ) -> LODSettings:
     """Change plugin-wide defaults. A new ``vertex_budget`` (``"auto"``: adapt to the
     machine) applies to open stores without a budget of their own and to stores opened later;
     ``cache_mb`` resizes the shared chunk cache (it evicts down to the new size on its next
-    insertion); ``draw_path`` applies from the next swap."""
+    insertion); ``draw_path`` and ``overview_vertices`` apply from the next load."""
+    if overview_vertices is not None:
+        if int(overview_vertices) < 0:
+            raise ValueError("overview_vertices must be >= 0")
+        _SETTINGS.overview_vertices = int(overview_vertices)
     if draw_path is not None:
         if draw_path not in DRAW_PATHS:
             raise ValueError(f"draw_path must be one of {DRAW_PATHS}")

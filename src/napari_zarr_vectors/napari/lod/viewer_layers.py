@@ -81,6 +81,14 @@ def next_turn(callback: Callable[[], object]) -> None:
     QTimer.singleShot(1, callback)
 
 
+def later(seconds: float, callback: Callable[[], object]) -> None:
+    """Call ``callback`` in an event-loop turn at least ``seconds`` from now (at least the
+    next turn, as :func:`next_turn`)."""
+    from qtpy.QtCore import QTimer
+
+    QTimer.singleShot(max(int(round(seconds * 1000)), 1), callback)
+
+
 def hold_paint(viewer: Viewer) -> None:
     """Keep ``viewer``'s canvas from drawing until the next event-loop turn (a no-op
     without a Qt window). The frame then comes in a turn of its own, after the work of
