@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from napari.layers import Tracks
+from test_line_draw import _swapped
 from test_loader import view_3d, write_arcs
 
 from napari_zarr_vectors.format.cache import ChunkCache
@@ -15,12 +15,10 @@ from napari_zarr_vectors.napari._napari_compat import (
     tracks_rows_view_positions,
     tracks_view_positions,
 )
-from napari_zarr_vectors.napari.colour.defaults import direction_colormap, direction_feature
-from napari_zarr_vectors.napari.colour.live import ColourMemory, capture
+from napari_zarr_vectors.napari.colour.defaults import direction_feature
 from napari_zarr_vectors.napari.lod import overview_fill
 from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest
 from napari_zarr_vectors.napari.lod.overview_fill import FillRows
-from napari_zarr_vectors.napari.lod.swap import batched, swap
 
 
 @pytest.fixture(scope="module")
@@ -45,20 +43,6 @@ def _track_rows(ids, starts, step, n=5):
     return rows, {"object_id": rows[:, 0].astype(np.int64), "direction": direction}
 
 
-def _layer(viewer):
-    """A Tracks layer on the fast draw path holding two tracks along x."""
-    layer = viewer.add_layer(Tracks(np.array([[0, 0, 0.0, 0, 0], [0, 1, 0, 0, 1.0]])))
-    rows, features = _track_rows([0, 1], [[0, 0, 0], [0, 40, 0]], [0, 0, 10])
-    kwargs = {
-        "features": features,
-        "color_by": "direction",
-        "colormaps_dict": {"direction": direction_colormap()},
-    }
-    with batched(layer):
-        swap(layer, rows, kwargs, ColourMemory(applied=capture(layer)))
-    return layer
-
-
 def _blue_pixels(viewer) -> int:
     rgb = viewer.screenshot(canvas_only=True)[..., :3].astype(float) / 255
     return int((np.abs(rgb - BLUE).max(axis=1 if rgb.ndim == 2 else -1) < 0.08).sum())
@@ -69,16 +53,15 @@ def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_
 ):
     viewer = make_napari_viewer(show=True)
     viewer.dims.ndisplay = 3
-    layer = _layer(viewer)
-    # the fill: eight tracks along z, away from the layer's own two (along x)
+    layer, _, _ = _swapped(viewer)
+    # the fill: eight tracks along z, away from the layer's own two (along x and y)
     rows, features = _track_rows(range(10, 18), [[0, y, 20] for y in range(0, 80, 10)], [10, 0, 0])
     viewer.reset_view()
     viewer.camera.angles = (0.0, 0.0, 90.0)  # z, y, x all spread over the canvas
     qtbot.wait(50)
-    assert _blue_pixels(viewer) == 0  # the layer's tracks are red
+    assert _blue_pixels(viewer) == 0  # the layer's tracks are red and green
     fill = overview_fill.show(layer, FillRows(rows, features))
     assert fill is not None and fill.tracks == 8 and fill.vertices == len(rows)
-    assert overview_fill.drawn_tracks(layer) == 8
     qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
     qtbot.wait(50)
     blue = _blue_pixels(viewer)
@@ -99,9 +82,11 @@ def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_
     qtbot.wait(50)
     assert _blue_pixels(viewer) == 0
     layer.visible = True
-    # no fill: nothing drawn beyond the layer
+    # no fill: nothing drawn beyond the layer, and the fill no longer follows its events
+    listeners = len(layer.events.color_by.callbacks)
     assert overview_fill.show(layer, None) is None
-    assert overview_fill.fill_of(layer) is None and overview_fill.drawn_tracks(layer) == 0
+    assert len(layer.events.color_by.callbacks) == listeners - 1
+    assert overview_fill.fill_of(layer) is None
     qtbot.wait(50)
     assert _blue_pixels(viewer) == 0
 
@@ -109,7 +94,7 @@ def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_
 def test_a_fill_recolours_with_the_layer_s_colour_by(make_napari_viewer, qtbot):
     viewer = make_napari_viewer(show=True)
     viewer.dims.ndisplay = 3
-    layer = _layer(viewer)
+    layer, _, _ = _swapped(viewer)
     rows, features = _track_rows(range(10, 18), [[0, y, 20] for y in range(0, 80, 10)], [10, 0, 0])
     viewer.reset_view()
     viewer.camera.angles = (0.0, 0.0, 90.0)
@@ -125,7 +110,7 @@ def test_a_fill_recolours_with_the_layer_s_colour_by(make_napari_viewer, qtbot):
 
 def test_fill_rows_land_where_napari_draws_rows_in_its_colours(make_napari_viewer):
     viewer = make_napari_viewer()
-    layer = _layer(viewer)
+    layer, _, _ = _swapped(viewer)
     for ndisplay in (3, 2):
         viewer.dims.ndisplay = ndisplay
         np.testing.assert_allclose(

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from psygnal import Signal, SignalGroup
 
+from napari_zarr_vectors.napari._napari_compat import canvas_widget
 from napari_zarr_vectors.napari.colour.live import ColourMemory, capture
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.build import META, LayerData
@@ -404,7 +405,8 @@ class ZVLayerController:
             current_key=self._held.key,
             force=force,
             progressive=self.vertex_count == 0,
-            fill_budget=get_settings().fill_budget,
+            # an overview fill is drawn in a canvas: none to read for a viewer without one
+            fill_budget=get_settings().fill_budget if canvas_widget(self.viewer) else 0,
         )
 
     # -- loading -------------------------------------------------------------------------

@@ -883,5 +883,4 @@ def _split_fill(
     rest = np.setdiff1d(ids, kept, assume_unique=True)
     if not len(rest):
         return held, None
-    held = dataclasses.replace(held, items_in_view=subset.items_in_view)
     return held, view_geometry.filter_geometry(subset.geometry, rest)

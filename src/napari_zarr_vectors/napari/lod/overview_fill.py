@@ -71,6 +71,9 @@ void main() {
 #: "over" blending that also accumulates alpha in the offscreen picture (vispy's
 #: "translucent" keeps the target's alpha, which is 0 in a cleared picture)
 _OVER = ("src_alpha", "one_minus_src_alpha", "one", "one_minus_src_alpha")
+#: layer events after which the fill draws in the layer's colours / look
+_COLOUR_EVENTS = ("color_by", "colormap")
+_LOOK_EVENTS = ("visible", "opacity")
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,6 @@ class OverviewFill:
         self._layer_ref = weakref.ref(layer)
         self.node = node
         self.picture = create_visual_node(_PictureVisual)(parent=node)
-        self.picture.visible = bool(layer.visible)
-        self.picture.shared_program["u_opacity"] = float(layer.opacity)
         self._fbo: Any = None
         self._size: tuple[int, int] = (0, 0)
         self._batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -131,6 +132,14 @@ class OverviewFill:
         self._features: dict = {}
         self.tracks = 0
         self.vertices = 0
+        self.sync_look()
+        self._handlers: list[tuple[Any, Any]] = []
+        for names, handler in ((_COLOUR_EVENTS, self.recolour), (_LOOK_EVENTS, self.sync_look)):
+            for name in names:
+                emitter = getattr(layer.events, name, None)
+                if emitter is not None:
+                    emitter.connect(handler, position="last")
+                    self._handlers.append((emitter, handler))
 
     @property
     def layer(self) -> Tracks | None:
@@ -152,10 +161,17 @@ class OverviewFill:
         self._features = fill.features
         self._restart()
 
-    def recolour(self) -> None:
+    def recolour(self, event: object = None) -> None:
         """The layer's colour-by changed: draw again in its colours."""
         self._clear_lines()
         self._restart()
+
+    def sync_look(self, event: object = None) -> None:
+        """The picture takes the layer's visibility and opacity."""
+        layer = self.layer
+        if layer is not None:
+            self.picture.shared_program["u_opacity"] = float(layer.opacity)
+            self.picture.visible = bool(layer.visible)
 
     def _restart(self) -> None:
         self._drawn = 0
@@ -271,6 +287,9 @@ class OverviewFill:
         return line
 
     def detach(self) -> None:
+        for emitter, handler in self._handlers:
+            emitter.disconnect(handler)
+        self._handlers.clear()
         self._closed = True
         self._clear_lines()
         self.picture.parent = None
@@ -318,52 +337,5 @@ def show(layer: Tracks, fill: FillRows | None) -> OverviewFill | None:
     if current is None:
         current = OverviewFill(layer, node)
         _FILLS[layer] = current
-        for name in ("color_by", "colormap"):
-            emitter = getattr(layer.events, name, None)
-            if emitter is not None:
-                emitter.connect(_recolour_of(layer), position="last")
-        for name in ("visible", "opacity"):
-            emitter = getattr(layer.events, name, None)
-            if emitter is not None:
-                emitter.connect(_look_of(layer), position="last")
     current.set_rows(fill)
     return current
-
-
-def _recolour_of(layer: Tracks) -> Any:
-    ref = weakref.ref(layer)
-
-    def recolour(event: object = None) -> None:
-        fill = fill_of(ref())
-        if fill is not None:
-            fill.recolour()
-
-    return recolour
-
-
-def _look_of(layer: Tracks) -> Any:
-    ref = weakref.ref(layer)
-
-    def look(event: object = None) -> None:
-        target = ref()
-        fill = fill_of(target)
-        if fill is None or target is None:
-            return
-        fill.picture.shared_program["u_opacity"] = float(target.opacity)
-        fill.picture.visible = bool(target.visible)
-
-    return look
-
-
-def release(layer: object) -> None:
-    """No fill for ``layer`` any more."""
-    fill = fill_of(layer)
-    if fill is not None:
-        fill.detach()
-        _FILLS.pop(layer, None)
-
-
-def drawn_tracks(layer: object) -> int:
-    """The streamlines ``layer``'s fill draws (0: no fill)."""
-    fill = fill_of(layer)
-    return 0 if fill is None else int(fill.tracks)
