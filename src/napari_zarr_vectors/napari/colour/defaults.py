@@ -77,17 +77,18 @@ def direction_colour(features: Mapping[str, np.ndarray]) -> DefaultColour:
 def default_colour_by(features: Mapping[str, np.ndarray], name: str) -> DefaultColour:
     """Colour by feature ``name``: ids get distinct direct colours, float columns a colormap
     linked to the feature, other numbers direct colormap colours (napari would guess
-    "categorical" for integer columns and warn)."""
+    "categorical" for integer columns and warn); numbers in :func:`lifted_viridis`, as
+    Colour by draws them."""
     values = np.asarray(features[name])
     if name in (OBJECT_ID, GROUP_ID):
         return DefaultColour(direct=categorical_rgba(values), source=name)
     limits = display_range(values)
+    # the low end of plain viridis (a near-black purple) vanishes on napari's black canvas
+    cmap = lifted_viridis()
     if values.dtype.kind == "f":
-        return DefaultColour(feature=name, contrast_limits=limits, source=name)
-    from napari.utils.colormaps import ensure_colormap
-
+        return DefaultColour(feature=name, colormap=cmap, contrast_limits=limits, source=name)
     scaled = np.clip((values.astype(np.float64) - limits[0]) / (limits[1] - limits[0]), 0, 1)
-    return DefaultColour(direct=ensure_colormap(DEFAULT_COLORMAP).map(scaled), source=name)
+    return DefaultColour(direct=cmap.map(scaled), source=name)
 
 
 #: Hue offset and saturation of the colours of object ids (:func:`categorical_rgba`).

@@ -189,6 +189,15 @@ def _apply_colour_manager(layer: Layer, prefix: str, spec: ColourSpec) -> None:
     setattr(layer, f"{prefix}_color", "white")  # direct mode first: no stale mapping applies
     # booleans by cycle: napari's colormap mode takes numbers only
     if spec.categorical and not (_numeric_categories(spec) and values.dtype.kind in "iuf"):
+        if layer_kind(layer) == "shapes":
+            # napari's Shapes take a colour cycle as a list only (a mapping raised a
+            # TypeError): each shape's category colour, given directly
+            index = category_index(spec, values)
+            rgba = np.tile(np.asarray(MISSING_COLOUR, np.float32), (len(values), 1))
+            if spec.colours:
+                rgba[index >= 0] = np.asarray(spec.colours, np.float32)[index[index >= 0]]
+            setattr(layer, f"{prefix}_color", rgba)
+            return
         setattr(layer, f"{prefix}_color_cycle", {**spec.mapping(), None: MISSING_COLOUR})
         setattr(layer, f"{prefix}_color", spec.feature)
         if str(getattr(layer, f"{prefix}_color_mode")).lower().endswith("colormap"):
@@ -253,7 +262,9 @@ def _apply_tracks(layer: Layer, spec: ColourSpec) -> None:
 
 def _apply_surface(layer: Layer, spec: ColourSpec) -> None:
     values = layer.features[spec.feature].to_numpy()
-    if spec.categorical and not (_numeric_categories(spec) and values.dtype.kind in "iufb"):
+    if spec.categorical and not (
+        _numeric_categories(spec) and values.dtype.kind in "iufb" and _exact_in_float32(values)
+    ):
         index = category_index(spec, values).astype(np.float32)
         index[index < 0] = np.nan
         cmap, limits = napari_colormap(spec, codes=True)
@@ -265,6 +276,14 @@ def _apply_surface(layer: Layer, spec: ColourSpec) -> None:
     layer.data = (vertices, faces, values)
     layer.colormap = cmap
     layer.contrast_limits = limits
+
+
+def _exact_in_float32(values: np.ndarray) -> bool:
+    """Whether a Surface's float32 vertex values hold ``values`` exactly: ids such as navis'
+    body ids (1,734,350,788 and 1,734,350,908) fall between float32 steps of 128 and would
+    share a category's colour, so they are drawn by their category codes instead."""
+    wide = np.asarray(values, np.float64)
+    return bool(np.array_equal(wide.astype(np.float32).astype(np.float64), wide, equal_nan=True))
 
 
 def _fallback_colormap() -> Any:
@@ -486,7 +505,9 @@ def surface_values(data: tuple, kwargs: dict, memory: ColourMemory) -> tuple:
     intent = memory.intent
     features = kwargs.get("features", {})
     if intent is not None and intent.feature in features:
-        values = np.asarray(features[intent.feature], dtype=np.float32)
+        chosen = np.asarray(features[intent.feature])
+        if chosen.dtype.kind in "iufb":  # text is drawn by its codes once recoloured
+            values = chosen.astype(np.float32)
     return vertices, faces, values
 
 

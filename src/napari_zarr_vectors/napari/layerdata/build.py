@@ -20,7 +20,6 @@ import numpy as np
 from napari_zarr_vectors.format.geometry import Geometry, GeometryType, flat_paths
 from napari_zarr_vectors.format.missing import take_by_id
 from napari_zarr_vectors.napari.colour.defaults import (
-    DEFAULT_COLORMAP,
     DefaultColour,
     default_colour_by,
     default_point_colour,
@@ -30,6 +29,7 @@ from napari_zarr_vectors.napari.colour.defaults import (
     flat_colormap,
     id_hue_colormap,
     id_hues,
+    lifted_viridis,
     n_unique,
 )
 from napari_zarr_vectors.napari.colour.spec import finite_range
@@ -359,7 +359,7 @@ def mesh_layers(geometry: Geometry, info: StoreInfo) -> list[LayerData]:
     kwargs = _common_kwargs(info, "mesh", "mesh", geometry, extra={"colour_by": name})
     kwargs.update(
         features=features,
-        colormap=id_hue_colormap() if name == OBJECT_ID else DEFAULT_COLORMAP,
+        colormap=id_hue_colormap() if name == OBJECT_ID else lifted_viridis(),
         shading="smooth",
         projection_mode=SLAB_PROJECTION,
     )
@@ -565,7 +565,9 @@ def _tracks_layer(
     kwargs.update(
         features=features,
         color_by=color_by,
-        colormap=DEFAULT_COLORMAP,
+        # a vertex attribute drawn by napari's own colormap: the one Colour by draws numbers
+        # in (plain viridis' low end vanishes on black); registered, Tracks take it by name
+        colormap=lifted_viridis().name,
         colormaps_dict={direction: direction_colormap},
         tail_width=2.0,
         # napari's default (additive) turns dense tractography white; translucent lines

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from magicgui.widgets import CheckBox, ComboBox, Container, FloatRangeSlider
+from napari.utils.colormaps import ensure_colormap
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel
 from superqt.utils import qdebounced
@@ -27,7 +28,11 @@ from napari_zarr_vectors.napari.colour.bar import (
     object_counts,
     object_noun,
 )
-from napari_zarr_vectors.napari.colour.defaults import LIFTED_VIRIDIS, categorical_rgba
+from napari_zarr_vectors.napari.colour.defaults import (
+    LIFTED_VIRIDIS,
+    categorical_rgba,
+    direction_colormap,
+)
 from napari_zarr_vectors.napari.colour.live import (
     FALLBACK_COLOUR,
     apply_colour,
@@ -43,7 +48,7 @@ from napari_zarr_vectors.napari.colour.spec import (
     finite_range,
     value_counts,
 )
-from napari_zarr_vectors.napari.conventions import meta_of
+from napari_zarr_vectors.napari.conventions import DIRECTION, meta_of
 from napari_zarr_vectors.napari.layerdata.build import GROUP_ID, GROUPS, OBJECT_ID
 from napari_zarr_vectors.napari.values import (
     CATEGORICAL,
@@ -78,6 +83,9 @@ LEGEND_MAX = 40
 
 #: Contrast slider changes are applied after this many milliseconds without a further change.
 APPLY_DELAY_MS = 150
+
+#: What the legend says of the direction palette (:func:`.defaults.direction_colormap`).
+DIRECTION_LEGEND = "each segment by its orientation: |x| red, |y| green, |z| blue"
 
 NO_FEATURES = "This layer has no attributes to colour by."
 
@@ -260,10 +268,26 @@ class ColourByWidget(ZVBrowseWidget):
         if feature is None:
             self._show_default()
             return None
+        if feature.endswith(DIRECTION):
+            # the computed direction is a code into the direction palette (x red, y green,
+            # z blue): a colormap over the codes drew meaningless colours and numbers
+            ensure_colormap(direction_colormap())
+            return self._apply(
+                ColourSpec(feature=feature, colormap=DIRECTION, contrast_limits=(0.0, 1.0))
+            )
         values = self._values(feature)
         mode = self.mode.value
         if mode == AUTO:
             mode = self._auto_mode(feature, values)
+        elif mode == CONTINUOUS and values.dtype.kind not in "iufb":
+            # text has no order to map onto a colormap (napari raised a TypeError and left
+            # the layer in its old colours): its categories, and the control says so
+            mode = CATEGORICAL
+            self._updating = True
+            try:
+                self.mode.value = CATEGORICAL
+            finally:
+                self._updating = False
         if mode == CATEGORICAL:
             spec = self._categorical(feature, values)
         else:
@@ -333,9 +357,10 @@ class ColourByWidget(ZVBrowseWidget):
         self._updating = True
         try:
             categorical = spec.categorical
-            self.mode.visible = True
-            self.colormap.visible = self.contrast.visible = not categorical
-            if not categorical:
+            palette = spec.feature.endswith(DIRECTION)  # no colormap or range to choose
+            self.mode.visible = not palette
+            self.colormap.visible = self.contrast.visible = not (categorical or palette)
+            if not (categorical or palette):
                 lo, hi = finite_range(self._values(spec.feature))
                 c0, c1 = spec.contrast_limits or (lo, hi)
                 lo, hi = min(lo, c0), max(hi, c1)
@@ -452,6 +477,8 @@ def legend_html(
             f"<span style='color:{grey}'>■</span> grey instead; its colours"
             f"{'' if spec.categorical else ' and contrast'} return at a level that stores it."
         )
+    if spec.feature.endswith(DIRECTION):
+        return f"<b>{DIRECTION}</b>: {DIRECTION_LEGEND}"
     if not spec.categorical:
         lo, hi = spec.contrast_limits or (0.0, 1.0)
         return f"<b>{bar_label(spec.feature)}</b>: {spec.colormap}, {format_value(lo)} … {format_value(hi)}"
