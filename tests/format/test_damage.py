@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1053,3 +1054,86 @@ def test_a_chunk_shape_too_large_to_place_a_second_chunk_is_refused(tmp_path):
     (path / "zarr.json").write_text(json.dumps(doc))
     with pytest.raises(ZVFormatError, match="too large to address a second chunk"):
         nzv.open_store(path).read(0, bbox=([0, 0, 0], [12, 12, 12]))
+
+
+# -- shared fragments the store does not declare ------------------------------------------------
+def _mode0(entries: list[list[tuple[tuple[int, ...], int]]]) -> list[bytes]:
+    """Mode-0 manifest blobs of ``[[(chunk, fragment), ...], ...]`` (one list per object)."""
+    out = []
+    for manifest in entries:
+        blob = np.uint32(len(manifest)).tobytes()
+        for chunk, frag in manifest:
+            blob += np.asarray(chunk, "<i8").tobytes() + b"\0" + np.int64(frag).tobytes()
+        out.append(blob)
+    return out
+
+
+def test_two_objects_naming_one_fragment_without_shared_fragments_are_reported(tmp_path):
+    """Fuzz seed 37 case 1288: a flipped bit made object 1's manifest name fragment 0 of chunk
+    0.0.0 (object 0's) instead of its own fragment 1. A store that does not declare
+    ``shared_fragments`` may not share a fragment: the read warns (naming store, level,
+    array and chunk) and goes on with the manifests as they are; ``strict`` raises."""
+    path = copy_store("v07/graph_interleaved.zarrvectors", tmp_path)
+    assert nzv.open_store(path).manifest(0, 1)[0] == ((0, 0, 0), 1)
+    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
+    items = arr[:]
+    raw = bytearray(items[1])  # u32 count, then per entry 3 int64 coordinates, mode, frag
+    raw[4 + 25 : 4 + 33] = np.int64(0).tobytes()
+    items[1] = bytes(raw)
+    arr[:] = items
+    where = rf"store {path}, level 0, array object_index/manifests, chunk 0.0.0"
+    report = rf"objects 0 and 1 both name fragment 0 of chunk 0.0.0.*shared_fragments.*{where}"
+    with pytest.warns(ZVChunkWarning, match=report):  # the whole level's object ids
+        ids = nzv.open_store(path).read(0).vertex_object_ids
+    assert ids.tolist() == [0, 0, -1, -1, 0, 1]  # fragment 1 of chunk 0.0.0 has no owner left
+    geom, caught = read_quietly(path, object_ids=[1])
+    assert any(re.search(report, m) for m in caught), caught
+    assert nzv.open_store(path).manifest(0, 1)[0] == ((0, 0, 0), 0)  # read as it is
+    with pytest.raises(ZVFormatError, match=report):
+        nzv.open_store(path).read(0, strict=True)
+
+
+def test_a_mesh_shares_only_a_chunk_it_keeps_in_one_fragment():
+    """zarr-vectors 0.7 meshes and every Draco mesh keep one fragment per chunk (fragment 0),
+    which every object in it names; a chunk holding other fragments too is not shared."""
+    from napari_zarr_vectors.format.layout.base import ObjectTable
+    from napari_zarr_vectors.format.objects import decode_object_index
+
+    whole = [[((0, 0, 0), 0), ((1, 0, 0), 0)], [((0, 0, 0), 0), ((1, 0, 0), 1)]]
+    where = {"store": "s", "level": 0}
+    table = ObjectTable(np.array([0, 1]), _mode0(whole))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ZVChunkWarning)
+        index = decode_object_index(table, 3, where, False, "whole-chunk")
+    assert index.frags.tolist() == [0, 0, 0, 1]
+    with pytest.warns(ZVChunkWarning, match="both name fragment 0 of chunk 0.0.0"):
+        decode_object_index(table, 3, where, False, "none")
+    damaged = [[((0, 0, 0), 0), ((1, 0, 0), 1)], [((0, 0, 0), 0), ((1, 0, 0), 1)]]
+    table = ObjectTable(np.array([0, 1]), _mode0(damaged))
+    with pytest.warns(ZVChunkWarning, match=r"both name fragment 1 of chunk 1\.0\.0 \(1 fragment "):
+        decode_object_index(table, 3, where, False, "whole-chunk")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ZVChunkWarning)
+        decode_object_index(table, 3, where, False, "any")  # declared
+        # a fragment named twice by one object is not two objects sharing it
+        once = ObjectTable(np.array([7]), _mode0([[((0, 0, 0), 2), ((0, 0, 0), 2)]]))
+        decode_object_index(once, 3, where, False, "none")
+
+
+@pytest.mark.parametrize(
+    "rel",
+    sorted(
+        str(p.relative_to(DATA))
+        for p in DATA.rglob("*.zarrvectors")
+        if not any(q.suffix == ".zarrvectors" for q in p.parents)
+        and p.name != "required_unknown.zarrvectors"
+    ),
+)
+def test_no_fixture_shares_a_fragment_it_does_not_declare(rel):
+    """Every fixture's object index at every level decodes without a report, ``strict``:
+    coarse levels declare ``shared_fragments``; 0.7 and Draco meshes share their chunks'
+    one fragment; ``explicit_demo`` (zarr-vectors' low-level building calls, range and
+    explicit manifest blocks) shares fragments 0 and 2 of chunk 0.0.0 undeclared."""
+    store = nzv.open_store(DATA / rel)
+    for level in range(len(store.levels)):
+        store.object_index(level, strict=True)

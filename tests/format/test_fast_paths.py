@@ -397,3 +397,30 @@ def test_a_point_cloud_read_fetches_its_manifests_only_when_the_ids_are_asked_fo
         assert len(store._object_rows) == 1  # noqa: SLF001 - the ids read, not the table
     np.testing.assert_array_equal(g.vertex_object_ids, expected.vertex_object_ids)
     assert g.vertex_object_ids is not None and (g.vertex_object_ids >= 0).any()
+
+
+def test_chunk_keys_parse_alike_with_and_without_names_that_are_no_keys():
+    """A listing of keys only is parsed in one split; any other name takes the name-by-name
+    way, which skips it: both give the keys sorted as integer tuples."""
+    from napari_zarr_vectors.format.layout.keys import parse_chunk_keys
+
+    keys = ["1.0.2", "0.10.-1", "0.2.3"]
+    got = parse_chunk_keys(keys, 3)
+    assert got.tolist() == [[0, 2, 3], [0, 10, -1], [1, 0, 2]]
+    for extra in (["zarr.json"], ["1.x.2"], ["1.2"], ["1.2.3.4"]):
+        assert parse_chunk_keys([*keys, *extra], 3).tolist() == got.tolist()
+
+
+@pytest.mark.parametrize("rel", ["v09/points.zarrvectors", "v09/edge-cases/sparse_ids.zarrvectors"])
+def test_numbers_decoded_from_their_checked_chunks_equal_zarrs(rel):
+    """``object_index/object_ids`` (a 1-D array of numbers) is decoded from the chunks its
+    frame check fetched, not read again by zarr: the same values."""
+    import zarr
+
+    path = Path(__file__).resolve().parents[1] / "data" / rel
+    store = nzv.open_store(path)
+    for level in range(len(store.levels)):
+        ids = store.object_ids(level)
+        want = zarr.open_array(path / f"{level}/object_index/object_ids", mode="r")[:]
+        np.testing.assert_array_equal(ids, want)
+        assert ids.flags.writeable

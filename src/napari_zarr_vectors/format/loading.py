@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
@@ -155,48 +154,60 @@ class _FarRows:
         )
 
 
-def _plausible_bounds(
-    coords: np.ndarray, info: LevelInfo, ndim: int, quantum: float
-) -> tuple[list[float], list[float], list[float], list[float]] | None:
-    """The chunk's bounds and the box its vertices may plausibly lie in, in Python floats
-    (a dozen numpy calls on 3-vectors cost more than the extremes of a coarse level's chunk
-    of a few rows); ``None`` when the chunk's key does not give its box.
+#: A chunk's box (:func:`_plausible_boxes`): its bounds ``lo``, ``hi`` and the box its
+#: vertices may plausibly lie in, ``below`` .. ``above``, per axis.
+_Box = tuple[list[float], list[float], list[float], list[float]]
+
+
+def _plausible_boxes(chunks: np.ndarray, info: LevelInfo, ndim: int) -> list[_Box] | None:
+    """The box of every chunk of ``chunks`` (its bounds and the box its vertices may
+    plausibly lie in), computed for all of them at once and handed out as Python floats
+    (a few numpy calls on 3-vectors cost more than the extremes of a coarse level's chunk
+    of a few rows); ``None`` when the chunks' keys do not give their boxes.
 
     What real writers put in a chunk, and so what the box allows: each vertex in the chunk
     ``floor((p - origin) / chunk_shape)`` (zarr-vectors 0.7 and 0.9.2 at every level, the
-    zarr-vectors-tools ingesters at level 0); a Draco blob's vertices up to ``quantum`` (one
-    quantisation step) past it; on a coarse level whose bins are larger than its chunks,
-    zarr-vectors-tools keys each metavertex (the centroid of a bin) by the level-0 chunks
-    its source vertices came from, so it lies in a bin that meets the chunk: there the box
-    is the chunk grown to the level's bin grid. A slack of a millionth of the coordinates'
-    magnitude (and 1e-5 of a chunk) absorbs rounding at chunk edges."""
-    edge = [float(e) for e in info.chunk_shape.tolist()]
-    if len(edge) != ndim or len(coords) < ndim:
+    zarr-vectors-tools ingesters at level 0); a Draco blob's vertices up to one quantisation
+    step past it (added by :func:`_check_in_chunk`); on a coarse level whose bins are larger
+    than its chunks, zarr-vectors-tools keys each metavertex (the centroid of a bin) by the
+    level-0 chunks its source vertices came from, so it lies in a bin that meets the chunk:
+    there the box is the chunk grown to the level's bin grid. A slack of a millionth of the
+    coordinates' magnitude (and 1e-5 of a chunk) absorbs rounding at chunk edges."""
+    edge = np.asarray(info.chunk_shape, np.float64)
+    if edge.size != ndim or chunks.ndim != 2 or chunks.shape[1] < ndim:
         return None
-    key = np.asarray(coords[len(coords) - ndim :]).tolist()
-    origin = info.chunk_origin.tolist()
-    lo = [o + k * e for o, k, e in zip(origin, key, edge, strict=True)]
-    hi = [a + e for a, e in zip(lo, edge, strict=True)]
-    low, high = list(lo), list(hi)
+    origin = info.chunk_origin
+    lo = chunks[:, chunks.shape[1] - ndim :] * edge
+    lo += origin
+    hi = lo + edge
+    low, high = lo, hi
     if info.bin_shape.size == ndim:
-        for a, (o, b, e) in enumerate(zip(origin, info.bin_shape.tolist(), edge, strict=True)):
-            if b > e > 0:  # bins wider than chunks: the bins that meet the chunk
-                low[a] = o + math.floor((lo[a] - o) / b) * b
-                high[a] = o + math.ceil((hi[a] - o) / b) * b
-    slack = [
-        1e-6 * (abs(a) + abs(b)) + 1e-5 * e + quantum for a, b, e in zip(lo, hi, edge, strict=True)
-    ]
-    below = [a - s for a, s in zip(low, slack, strict=True)]
-    above = [b + s for b, s in zip(high, slack, strict=True)]
-    return lo, hi, below, above
+        bins = np.asarray(info.bin_shape, np.float64)
+        grow = (bins > edge) & (edge > 0)  # bins wider than chunks: the bins that meet it
+        if grow.any():
+            low, high = lo.copy(), hi.copy()
+            o, b = origin[grow], bins[grow]
+            low[:, grow] = o + np.floor((lo[:, grow] - o) / b) * b
+            high[:, grow] = o + np.ceil((hi[:, grow] - o) / b) * b
+    slack = 1e-6 * (np.abs(lo) + np.abs(hi)) + 1e-5 * edge
+    return list(
+        zip(
+            lo.tolist(),
+            hi.tolist(),
+            (low - slack).tolist(),
+            (high + slack).tolist(),
+            strict=True,
+        )
+    )
 
 
 def _check_in_chunk(
-    positions: np.ndarray, coords: np.ndarray, info: LevelInfo, encoding: str = "raw"
+    positions: np.ndarray, box: _Box | None, encoding: str = "raw"
 ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None, _FarRows | None]:
-    """Check that the chunk's vertices lie where a writer puts them
-    (:func:`_plausible_bounds`); returns the rows, their ``(min, max)`` per column
-    (:func:`.query.column_extremes`; ``None`` without rows) and what lay far outside.
+    """Check that the chunk's vertices lie where a writer puts them (``box``, from
+    :func:`_plausible_boxes`; ``None``: unchecked); returns the rows, their ``(min, max)``
+    per column (:func:`.query.column_extremes`; ``None`` without rows) and what lay far
+    outside.
 
     Raises :class:`ZVFormatError` when every finite vertex lies far outside the chunk: its
     bytes are not its own (another chunk's, zeros). When only some do (a damaged exponent),
@@ -207,15 +218,14 @@ def _check_in_chunk(
         return positions, None, None
     # a NaN extreme fails the tests below and takes the vertex-by-vertex way
     low, high = column_extremes(positions)
-    ndim = positions.shape[1]
-    quantum = 0.0
-    if encoding == "draco":
+    if box is None:
+        return positions, (low, high), None
+    lo, hi, below, above = box
+    if encoding == "draco":  # one quantisation step more
         extent = float(np.nanmax(high - low)) if np.isfinite(high - low).any() else 0.0
         quantum = extent / ((1 << DRACO_MIN_QUANTIZATION_BITS) - 1)
-    bounds = _plausible_bounds(coords, info, ndim, quantum)
-    if bounds is None:
-        return positions, (low, high), None
-    lo, hi, below, above = bounds
+        below = [b - quantum for b in below]
+        above = [a + quantum for a in above]
     if all(x >= b for x, b in zip(low.tolist(), below, strict=True)) and all(
         x <= a for x, a in zip(high.tolist(), above, strict=True)
     ):
@@ -542,7 +552,7 @@ def _decode(
     """:func:`_fetch_and_decode` of the fetched ``cells``."""
     ndim = layout.root.ndim
     encoding, vdtype = _vertex_encoding(layout, level)
-    levels = layout.levels[level]
+    boxes = _plausible_boxes(chunks, layout.levels[level], ndim)
 
     def decode(i: int) -> ChunkData | object | None:
         coords = chunks[i]
@@ -562,7 +572,8 @@ def _decode(
                 positions = decode_rows(raw, vdtype, ndim)
             else:
                 raise ZVFormatError(f"unsupported vertex encoding {encoding!r}")
-            positions, extent, far = _check_in_chunk(positions, coords, levels, encoding)
+            box = None if boxes is None else boxes[i]
+            positions, extent, far = _check_in_chunk(positions, box, encoding)
             if far is not None:
                 err = ZVFormatError(f"{far.message()}: they are read as missing (NaN)")
                 err = err.located(store=layout.io.name, level=level, array=array, chunk=coords)

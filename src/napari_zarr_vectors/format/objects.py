@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -122,16 +122,39 @@ class ObjectIndex:
         ]
 
 
+#: Which fragments the objects of a level may share: ``"any"`` (the store declares
+#: ``shared_fragments``: the root's capability token, as the spec asks, or the level's key,
+#: as the coarsener writes it), ``"whole-chunk"`` (a mesh level: zarr-vectors 0.7 meshes and
+#: every Draco mesh keep one fragment per chunk, fragment 0, which every object in the chunk
+#: names) or ``"none"``.
+FragmentSharing = Literal["any", "whole-chunk", "none"]
+
+
 def decode_object_index(
-    table: ObjectTable, key_ndim: int, where: dict[str, Any], strict: bool
+    table: ObjectTable,
+    key_ndim: int,
+    where: dict[str, Any],
+    strict: bool,
+    sharing: FragmentSharing = "any",
 ) -> ObjectIndex:
     """Decode every manifest of ``table``; a corrupt manifest warns and counts as empty
-    (``strict=True`` raises instead). ``where`` locates errors (store, level)."""
+    (``strict=True`` raises instead). ``where`` locates errors (store, level).
+
+    Manifests of mode-0 blocks (what every type writer emits) are checked against
+    ``sharing``: two objects naming one fragment the level may not share warns (the read
+    goes on with the manifests as they are; ``strict=True`` raises). Range and explicit
+    blocks come from zarr-vectors' low-level building calls, which share fragments without
+    declaring it (``extra/explicit_demo``): their manifests are not checked."""
     ids = np.asarray(table.ids, dtype=np.int64)
     fast = decode_mode0_manifests(table.manifests, key_ndim)
     if fast is not None:
         blocks, chunks, frags = fast
-        return ObjectIndex(ids, np.concatenate([[0], np.cumsum(blocks)]), chunks, frags)
+        offsets = np.zeros(len(blocks) + 1, np.int64)
+        np.cumsum(blocks, out=offsets[1:])
+        index = ObjectIndex(ids, offsets, chunks, frags)
+        if sharing != "any":
+            _check_unshared(index, sharing == "whole-chunk", where, strict)
+        return index
     counts = np.zeros(len(table.manifests), dtype=np.int64)
     chunk_parts: list[np.ndarray] = []
     frag_parts: list[np.ndarray] = []
@@ -157,3 +180,79 @@ def decode_object_index(
     chunks = np.concatenate(chunk_parts) if chunk_parts else np.empty((0, key_ndim), np.int64)
     frags = np.concatenate(frag_parts) if frag_parts else np.empty(0, np.int64)
     return ObjectIndex(ids, offsets, chunks, frags)
+
+
+def _entry_keys(chunks: np.ndarray, frags: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """One integer per entry, equal for equal ``(chunk, fragment)`` (int32 when the key
+    space fits it), and the number of keys per chunk (``fragment key % that`` is the
+    fragment); ``None`` when the space overflows int64 (corrupt coordinates)."""
+    columns = [chunks[:, axis] for axis in range(chunks.shape[1])]  # strided: no copies
+    lo = [int(c.min()) for c in columns]
+    span = [int(c.max()) - low + 1 for c, low in zip(columns, lo, strict=True)]
+    per_chunk = int(frags.max()) + 1 if int(frags.min()) >= 0 else 0
+    space = math.prod(span) * per_chunk
+    if per_chunk == 0 or space >= 2**62:
+        return None
+    # int32 when no partial sum below can leave it (a sort of int32 takes half the time)
+    reach = max(max(abs(low), abs(low + n)) for low, n in zip(lo, span, strict=True))
+    small = space < 2**30 and reach < 2**30
+    key = np.zeros(len(frags), np.int32) if small else np.zeros(len(frags), np.int64)
+    for column, low, n in zip(columns, lo, span, strict=True):
+        key *= n
+        key += column
+        key -= low
+    key *= per_chunk
+    key += frags
+    return key, per_chunk
+
+
+def _check_unshared(
+    index: ObjectIndex, whole_chunk: bool, where: dict[str, Any], strict: bool
+) -> None:
+    """Warn (``strict``: raise) when two objects of ``index`` name the same fragment of a
+    chunk; with ``whole_chunk``, a chunk whose entries all name fragment 0 (one fragment
+    every object in the chunk shares) may. One sort of one integer per entry; the entries
+    of the shared fragments only are looked at further."""
+    frags = np.asarray(index.frags)
+    if frags.size < 2 or (whole_chunk and not frags.any()):
+        return
+    keyed = _entry_keys(np.asarray(index.chunks), frags)
+    if keyed is None:  # (coordinates near the int64 limits: by the rows themselves)
+        rows = np.concatenate([index.chunks, frags[:, None]], axis=1).astype(np.int64)
+        key = np.unique(rows, axis=0, return_inverse=True)[1].ravel()
+        per_chunk = 0
+    else:
+        key, per_chunk = keyed
+    ordered = np.sort(key)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not repeated.size:
+        return
+    repeated = np.unique(repeated)
+    if whole_chunk and per_chunk:  # fragment 0 of a chunk naming no other fragment
+        first = repeated - repeated % per_chunk
+        last = ordered[np.searchsorted(ordered, first + per_chunk) - 1]
+        repeated = repeated[(repeated != first) | (last != first)]
+    entries = np.flatnonzero(np.isin(key, repeated))
+    rows = index.rows_of_entries(entries)
+    by_key = np.lexsort((rows, key[entries]))
+    entries, rows = entries[by_key], rows[by_key]
+    same_key = key[entries][1:] == key[entries][:-1]
+    other = np.flatnonzero(same_key & (rows[1:] != rows[:-1]))
+    if not other.size:  # repeats within one manifest only
+        return
+    shared = np.unique(key[entries][1:][other]).size
+    e = int(entries[other[0]])
+    a, b = int(index.ids[rows[other[0]]]), int(index.ids[rows[other[0] + 1]])
+    chunk = index.chunks[e]
+    err = ZVFormatError(
+        f"objects {a} and {b} both name fragment {int(frags[e])} of chunk "
+        f"{'.'.join(str(int(c)) for c in chunk)} ({shared} fragment"
+        f"{'s' if shared != 1 else ''} named by several objects), but the store does not "
+        "declare shared_fragments: a manifest is likely damaged",
+        array="object_index/manifests",
+        chunk=chunk,
+        **where,
+    )
+    if strict:
+        raise err
+    warnings.warn(str(err), ZVChunkWarning, stacklevel=3)

@@ -30,7 +30,7 @@ from .loading import attribute_specs, load_chunks
 from .memory import release_freed_memory
 from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
 from .missing import missing_value
-from .objects import ObjectIndex, decode_object_index
+from .objects import FragmentSharing, ObjectIndex, decode_object_index
 from .parametric import Parametric, ParametricObject, read_parametric
 from .query import candidate_chunks, chunks_in_bbox, normalise_bbox
 from .refinement import concat_geometries, map_chunks, refinement_chains
@@ -381,9 +381,18 @@ class Store:
                         self.level(level).key_ndim,
                         {"store": self.path, "level": level},
                         strict,
+                        self._fragment_sharing(level),
                     )
                 )
             return self._object_index[level]
+
+    def _fragment_sharing(self, level: int) -> FragmentSharing:
+        """Which fragments the level's objects may share (:data:`.objects.FragmentSharing`)."""
+        if "shared_fragments" in self.root.format_capabilities or self.level(level).attributes.get(
+            "shared_fragments"
+        ):
+            return "any"
+        return "whole-chunk" if self.geometry_type == GeometryType.MESH else "none"
 
     def _object_ids_only(self, level: int) -> ObjectIndex | ObjectTable | ObjectRows | None:
         """What the level already holds of its object index, else its object ids with a
@@ -818,7 +827,9 @@ class Store:
         else:
             part = ObjectTable(found.ids[rows], [found.manifests[r] for r in rows.tolist()])
         where = {"store": self.path, "level": level}
-        index = decode_object_index(part, self.level(level).key_ndim, where, strict)
+        index = decode_object_index(
+            part, self.level(level).key_ndim, where, strict, self._fragment_sharing(level)
+        )
         return index, np.arange(rows.size, dtype=np.int64)
 
     @staticmethod

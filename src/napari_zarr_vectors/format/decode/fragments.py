@@ -15,6 +15,7 @@ _HEADER = np.dtype(
     [("magic", "<u4"), ("version", "<u2"), ("flags", "<u2"), ("F", "<u4"), ("R", "<u4")]
 )
 _HEAD = struct.Struct("<IHHII")
+_RANGE = struct.Struct("<qq")
 _EMPTY = np.empty(0, np.int64)
 _EMPTY.setflags(write=False)
 
@@ -93,6 +94,8 @@ def _ranges_fit(start: np.ndarray, count: np.ndarray, n_rows: int) -> bool:
 def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> FragmentIndex | None:
     """Fast path for the common blob whose fragments are all ranges (every 0.9.2 writer);
     ``None`` when the bytes are not exactly that shape, so the general decoder reports."""
+    if F == 1:  # one range (a coarse level's metavertex, a chunk of one object): no numpy
+        return _decode_one_range(raw, padded, n_rows)
     full, rest = divmod(F, 8)
     bitmap = raw[16 : 16 + (F + 7) // 8]
     if bitmap[:full] != b"\xff" * full or (rest and bitmap[full] != (1 << rest) - 1):
@@ -111,6 +114,30 @@ def _decode_all_ranges(raw: bytes, F: int, padded: int, n_rows: int | None) -> F
         return None
     all_ranges, no_exceptions = _range_constants(F)
     return FragmentIndex(all_ranges, start, count, no_exceptions, np.zeros(1, np.int64), _EMPTY)
+
+
+def _decode_one_range(raw: bytes, padded: int, n_rows: int | None) -> FragmentIndex | None:
+    """:func:`_decode_all_ranges` of a blob of one fragment, with Python integers (a dozen
+    numpy calls on one pair cost more than the rest of such a chunk's decoding)."""
+    if raw[16] != 1 or raw[-4:] != b"\x00\x00\x00\x00":
+        return None
+    start, count = _RANGE.unpack_from(raw, 16 + padded)
+    if (
+        start < 0
+        or count < 0
+        or (n_rows is not None and (start > n_rows or count > n_rows - start))
+    ):
+        return None
+    dtype = np.int32 if n_rows is not None and n_rows < 2**31 else np.int64
+    all_ranges, no_exceptions = _range_constants(1)
+    return FragmentIndex(
+        all_ranges,
+        np.array([start], dtype),
+        np.array([count], dtype),
+        no_exceptions,
+        np.zeros(1, np.int64),
+        _EMPTY,
+    )
 
 
 @lru_cache(maxsize=256)

@@ -9,6 +9,15 @@ import numpy as np
 
 def parse_chunk_keys(names: Iterable[str], key_ndim: int) -> np.ndarray:
     """Parse dot-joined keys, skip names that are not keys, sort as integer tuples."""
+    names = list(names)
+    dots = key_ndim - 1
+    if names and key_ndim > 0 and all(n.count(".") == dots for n in names):
+        try:  # every name a key (a listing's usual case): one split, one conversion
+            values = [int(p) for p in ".".join(names).split(".")]
+        except ValueError:  # some name is no key: the names one by one
+            pass
+        else:
+            return sort_chunks(np.array(values, dtype=np.int64).reshape(-1, key_ndim))
     coords = []
     for name in names:
         parts = name.split(".")

@@ -103,6 +103,8 @@ class _Grid:
     #: sharded arrays of one-cell inner chunks read without zarr: (shard shape, inner
     #: bytes-to-bytes codecs, index checksummed); None = not such an array
     shard: tuple[np.ndarray, tuple[dict[str, Any], ...], bool] | None = None
+    #: the chunks ``nonempty_chunks`` lists, parsed and sorted (``None``: no such list)
+    listed: np.ndarray | None = None
 
     def locate(self, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cell index of every chunk and whether it lies inside this array's grid."""
@@ -524,7 +526,8 @@ class V09Layout(Layout):
             isinstance(nonempty, list) and all(isinstance(k, str) for k in nonempty)
         ):
             raise src.error("nonempty_chunks", "is not a list of chunk key strings")
-        if nonempty is not None and len(parse_chunk_keys(nonempty, knd)) != len(nonempty):
+        listed = None if nonempty is None else parse_chunk_keys(nonempty, knd)
+        if nonempty is not None and listed is not None and len(listed) != len(nonempty):
             raise src.error("nonempty_chunks", f"lists entries that are not {knd}-d chunk keys")
         doc = self._doc(path) or {}
         codecs = [c if isinstance(c, dict) else {"name": c} for c in doc.get("codecs") or []]
@@ -539,7 +542,9 @@ class V09Layout(Layout):
             and all(c.get("name") in _DIRECT_CODECS for c in codecs[1:])
         ):
             direct = tuple(codecs[1:])
-        return _Grid(path, arr, origin, shape, attrs, direct, _shard_plan(codecs, grid_cfg, knd))
+        return _Grid(
+            path, arr, origin, shape, attrs, direct, _shard_plan(codecs, grid_cfg, knd), listed
+        )
 
     # -- grid arrays -------------------------------------------------------------------
     def list_chunks(self, level: int, array: str = "vertices") -> np.ndarray:
@@ -558,9 +563,9 @@ class V09Layout(Layout):
             )
         if grid is None:
             chunks = np.empty((0, knd), np.int64)
-        elif isinstance(grid.attrs.get("nonempty_chunks"), list):
-            # string-sorted on disk (FORMAT09 §2.6); parse_chunk_keys sorts numerically
-            chunks = parse_chunk_keys(grid.attrs["nonempty_chunks"], knd)
+        elif grid.listed is not None:
+            # string-sorted on disk (FORMAT09 §2.6); parse_chunk_keys sorted it numerically
+            chunks = grid.listed
         else:
             chunks = self._scan(level, array, grid)
         with self._lock:
@@ -870,12 +875,17 @@ class V09Layout(Layout):
             else np.zeros((1, 0), np.int64)
         )
         whole = self._vlen_rows_direct(level, path, arr) is not None
-        items: Literal["objects", "manifests"] | None = (
-            ("manifests" if manifests else "objects") if whole else None
+        values = not whole and self._values_direct(level, path, arr, chunk_shape)
+        items: Literal["objects", "manifests", "values"] | None = (
+            ("manifests" if manifests else "objects") if whole else "values" if values else None
         )
         pieces = self._checked_chunks(level, path, arr, chunk_shape, cells, items)
-        if not whole or not len(cells) or pieces is None:
+        if not (whole or values) or not len(cells) or pieces is None:
             return None  # (a failed fetch: zarr reads the array and reports it)
+        if values:  # (each cell's values, decoded here: zarr would fetch them again)
+            if any(p is None for p in pieces):  # (a chunk of the wrong length: zarr reports)
+                return None
+            return np.concatenate(cast(list[np.ndarray], pieces))[: int(arr.shape[0])]
         if manifests:  # (each cell's object manifests)
             return join_manifests(cast(list[Mode0Manifests | PackedBlobs], pieces))[
                 : int(arr.shape[0])
@@ -914,6 +924,25 @@ class V09Layout(Layout):
             return None
         return chunk_shape[0]
 
+    def _values_direct(
+        self, level: int, path: str, arr: AsyncArray[Any], chunk_shape: tuple[int, ...]
+    ) -> bool:
+        """Whether a 1-D array of numbers is decoded here from its checked chunks
+        (``bytes`` in little-endian order, then compressors :func:`.decode_bytes_chunk`
+        undoes), not by zarr: e.g. ``object_index/object_ids``, read with every read of
+        a level with objects."""
+        codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
+        first = codecs[0] if codecs and isinstance(codecs[0], dict) else {}
+        endian = (first.get("configuration") or {}).get("endian", "little")
+        return (
+            len(chunk_shape) == 1
+            and len(arr.shape) == 1
+            and arr.dtype.kind in "biuf"
+            and first.get("name") == "bytes"
+            and (endian == "little" or arr.dtype.itemsize == 1)
+            and all(isinstance(c, dict) and c.get("name") in _DIRECT_CODECS for c in codecs[1:])
+        )
+
     def _checked_chunks(
         self,
         level: int,
@@ -921,14 +950,15 @@ class V09Layout(Layout):
         arr: AsyncArray[Any],
         chunk_shape: tuple[int, ...],
         cells: np.ndarray,
-        items: Literal["objects", "manifests"] | None,
+        items: Literal["objects", "manifests", "values"] | None,
     ) -> list[np.ndarray | Mode0Manifests | PackedBlobs | None] | None:
         """Fetch the chunks ``cells`` (``(K, ndim)`` chunk coordinates) of plain array
         ``path`` and refuse any whose frame declares more than the chunk can hold; with
         ``items`` (1-D vlen-bytes arrays), their items, one object array (``"objects"``)
         or the object manifests they hold (``"manifests"``: :func:`read_manifests`, one
-        chunk after another) per cell (a chunk not stored: the fill value, empty items).
-        ``None`` when a fetch failed."""
+        chunk after another) per cell (a chunk not stored: the fill value, empty items);
+        ``"values"`` (:meth:`_values_direct`): the numbers of each chunk (``None`` for one
+        whose payload is not a whole chunk). ``None`` when a fetch failed."""
         codecs = (self._doc(f"{level}/{path}") or {}).get("codecs") or []
         encode = arr.metadata.encode_chunk_key
         keys = [f"{level}/{path}/{encode(tuple(int(x) for x in c))}" for c in cells]
@@ -942,6 +972,11 @@ class V09Layout(Layout):
         def check(key: str, raw: bytes) -> np.ndarray | Mode0Manifests | PackedBlobs | None:
             try:
                 check_compressed_frame(raw, codecs, max_bytes)
+                if items == "values":
+                    payload = decode_bytes_chunk(raw, codecs)
+                    if len(payload) != max_bytes:
+                        return None
+                    return np.frombuffer(payload, arr.dtype.newbyteorder("<"))
                 if not vlen:
                     return None
                 # zarr's vlen decoder allocates the item count the chunk declares
@@ -969,11 +1004,13 @@ class V09Layout(Layout):
             return None
         decoded = dict(zip(stored, checked, strict=True))
         # a chunk not stored: the fill value
-        fill = (
-            Mode0Manifests.none(count, key_ndim)
-            if items == "manifests"
-            else np.full(count, b"", object)
-        )
+        fill: np.ndarray | Mode0Manifests
+        if items == "manifests":
+            fill = Mode0Manifests.none(count, key_ndim)
+        elif items == "values":
+            fill = np.full(count, arr.metadata.fill_value, arr.dtype)
+        else:
+            fill = np.full(count, b"", object)
         return [fill if r is None else decoded[i] for i, r in enumerate(raws)]
 
     @staticmethod
