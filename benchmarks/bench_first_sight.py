@@ -40,7 +40,12 @@ RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-WARMUP_STORE = HERE.parent / "tests" / "data" / "v07" / "streamlines.zarrvectors"
+
+def warmup_store() -> Path:
+    """The small store napari's warm-up opens: the 0.7 streamlines of the fixture tree."""
+    from data_paths import data_root
+
+    return data_root() / "v07" / "streamlines.zarrvectors"
 
 
 def ensure_real_stores() -> dict[str, Path]:
@@ -230,7 +235,7 @@ def child(path: str, warm: bool) -> dict:
     viewer.window._qt_window.resize(1280, 1000)
     _events(0.5)
     if warm:  # another store first: the session's first-use costs are paid
-        _open_and_watch(viewer, str(WARMUP_STORE))
+        _open_and_watch(viewer, str(warmup_store()))
         viewer.layers.clear()
         viewer.dims.ndisplay = 2
         _events(0.3)

@@ -54,9 +54,16 @@ WORK = HERE / ".work"
 RESULTS = HERE / "results"
 BENCH_TGZ = HERE.parent.parent / "shared" / "bench" / "bench07.tgz"
 
-WARMUP_STORE = HERE.parent / "tests" / "data" / "v07" / "points.zarrvectors"
-
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))  # data_paths: the fixture stores
+
+
+def warmup_store() -> Path:
+    """The small store napari's warm-up opens: the 0.7 points of the fixture tree."""
+    from data_paths import data_root
+
+    return data_root() / "v07" / "points.zarrvectors"
+
 
 # --------------------------------------------------------------------------------------------
 # stores
@@ -320,7 +327,7 @@ def child_first_frame(store: str, mode: str) -> dict:
     viewer = napari.Viewer(show=True)
     # warm-up: napari's one-time initialisation (unit registry, layer modules, shaders) is
     # paid by the first layers of a process whatever they are; both modes exclude it
-    for data, kwargs, kind in read_zarr_vectors(WARMUP_STORE, level=0):
+    for data, kwargs, kind in read_zarr_vectors(warmup_store(), level=0):
         viewer.add_layer(Layer.create(data, kwargs, kind))
     _process_events(1.0)
     viewer.layers.clear()

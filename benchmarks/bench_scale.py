@@ -194,12 +194,12 @@ def child_first_frame(path: str, budget: int | None) -> dict:
     from napari.layers import Layer, Tracks
 
     import napari
-    from bench_lod import WARMUP_STORE, _process_events
+    from bench_lod import _process_events, warmup_store
     from napari_zarr_vectors.napari import open_in_viewer
     from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
     viewer = napari.Viewer(show=False)
-    for data, kwargs, kind in read_zarr_vectors(WARMUP_STORE, level=0):  # napari's warm-up
+    for data, kwargs, kind in read_zarr_vectors(warmup_store(), level=0):  # napari's warm-up
         viewer.add_layer(Layer.create(data, kwargs, kind))
     _process_events(0.5)
     viewer.layers.clear()

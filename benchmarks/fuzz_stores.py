@@ -3,8 +3,8 @@
 Run: ``python benchmarks/fuzz_stores.py --cases N --seed S [--jobs J] [--out report.json]``.
 
 Every case copies nothing: each worker keeps its own working copy of the stores of
-``tests/data`` (every geometry type, the 0.7 and 0.9 layouts, the 0.9 edge cases, the dense
-seed-002 stores of ``tests/data/dense`` and the later layouts of ``tests/data/next``), mutates **one file** of one store,
+fixture tree (``tests/data_paths.py``: every geometry type, the 0.7 and 0.9 layouts, the 0.9 edge cases, the dense
+seed-002 ``dense`` stores and the later layouts of ``next``), mutates **one file** of one store,
 opens the store and reads it the way a user does (every level: whole level, a box, object ids,
 box + ids, group ids, object and group attributes, links, chunk list, parametric objects), then
 restores the file's original bytes.
@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parent / "tests" / "data"
+sys.path.insert(0, str(HERE.parent / "tests"))  # data_paths: the fixture stores
 
 #: Seconds above which a case counts as slow.
 SLOW_SECONDS = 2.0
@@ -83,8 +83,13 @@ HUGE_VALUES = (2**31, 2**62, 1e308, -(2**63), 10**30)
 REFUSED = ("required_unknown.zarrvectors",)
 
 
-def default_stores(data: Path = DATA) -> list[Path]:
-    """Every real store the campaign mutates: one per geometry type and layout, plus edge cases."""
+def default_stores(data: Path | None = None) -> list[Path]:
+    """Every real store the campaign mutates: one per geometry type and layout, plus edge cases
+    (``data``: the fixture tree, by default :func:`data_paths.data_root`)."""
+    if data is None:
+        from data_paths import data_root
+
+        data = data_root()
     stores: list[Path] = []
     for sub in ("v07", "v09", "v09/edge-cases", "dense", "next"):
         folder = data / sub

@@ -1,12 +1,16 @@
 """Shared pytest fixtures: where the fixture stores live and how to load their ground truth.
 
-``tests/data`` is a copy of ``shared/fixtures`` (see ``tests/data/README.md``; the format notes
-it cites are ``shared/format/FORMAT07.md`` and ``FORMAT09.md``):
+The stores are not tracked one file at a time: :mod:`data_paths` builds the tree from the
+archives and writers named in ``tests/data/README.md``, once per session, before the first test
+(:func:`pytest_configure`), into a folder named by ``$ZV_TEST_DATA`` (this session sets it, so
+subprocesses and xdist workers read the same tree; it is removed at the end). The tree's layout
+(format notes: ``shared/format/FORMAT07.md``, ``FORMAT09.md``):
 
 * ``v07/<name>.zarrvectors`` + ``v07/expected/<name>.json`` -- zarr-vectors 0.7.0 stores;
 * ``v09/<name>.zarrvectors`` + ``v09/expected/<name>.json`` -- zarr-vectors 0.9.2 stores;
 * ``v09/v07-twins/<name>.zarrvectors`` -- the same inputs written by 0.7.0 (truth: ``v09/expected``);
 * ``v09/edge-cases/`` -- hand-picked 0.9 edge cases;
+* ``dense/<name>.zarrvectors`` -- the seed-002 dense form of the 0.9 inputs (``_dense_writer``);
 * ``next/<name>.zarrvectors`` + ``next/expected/<name>.json`` -- layouts after 0.9.2 and
   zarr-vectors-tools' TRK stores (``shared/format/FORMAT-NEXT.md``).
 """
@@ -14,55 +18,102 @@ it cites are ``shared/format/FORMAT07.md`` and ``FORMAT09.md``):
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-DATA_DIR = Path(__file__).parent / "data"
-V07_DIR = DATA_DIR / "v07"
-V09_DIR = DATA_DIR / "v09"
-TWINS_DIR = V09_DIR / "v07-twins"
-#: layouts after zarr-vectors 0.9.2 and the TRK ingest's crs (shared/fixtures/next,
-#: FORMAT-NEXT.md); ground truth in ``next/expected``
-NEXT_DIR = DATA_DIR / "next"
+from data_paths import ENV, cache_folder, data_root
+
+#: the session's tree, when this process chose its place (removed at the end of the session)
+_SESSION_TREE: list[Path] = []
+_BUILD_SECONDS: list[float] = []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_tree(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+    for leftover in root.parent.glob(f"{root.name}.*"):  # the lock, a partial build
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Build the fixture tree once for the session (the controller chooses a fresh folder,
+    workers and subprocesses inherit it through ``$ZV_TEST_DATA``)."""
+    if not os.environ.get(ENV) and not hasattr(config, "workerinput"):
+        folder = cache_folder()
+        for old in folder.glob("session-*"):  # trees of sessions that were killed
+            pid = old.name.removeprefix("session-").split(".")[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                _remove_tree(folder / f"session-{pid}")
+        root = folder / f"session-{os.getpid()}"
+        _remove_tree(root)
+        os.environ[ENV] = str(root)
+        _SESSION_TREE.append(root)
+    start = time.perf_counter()
+    data_root()
+    _BUILD_SECONDS.append(time.perf_counter() - start)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"fixture stores: {data_root()} (ready in {_BUILD_SECONDS[0]:.1f} s)"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for root in _SESSION_TREE:
+        _remove_tree(root)
+        os.environ.pop(ENV, None)
 
 
 @cache
 def load_expected(version: str, name: str) -> dict:
     """Parsed ``<version>/expected/<name>.json`` (cached; treat it as read-only)."""
-    with open(DATA_DIR / version / "expected" / f"{name}.json", encoding="utf-8") as fh:
+    with open(data_root() / version / "expected" / f"{name}.json", encoding="utf-8") as fh:
         return json.load(fh)
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    return DATA_DIR
+    return data_root()
 
 
 @pytest.fixture(scope="session")
 def v07_dir() -> Path:
-    return V07_DIR
+    return data_root() / "v07"
 
 
 @pytest.fixture(scope="session")
 def v09_dir() -> Path:
-    return V09_DIR
+    return data_root() / "v09"
 
 
 @pytest.fixture(scope="session")
 def twins_dir() -> Path:
-    return TWINS_DIR
+    return data_root() / "v09" / "v07-twins"
 
 
 @pytest.fixture
 def data_copy(tmp_path: Path):
-    """``data_copy(name)`` -> a copy, to change, of the store ``tests/data/<name>.zarrvectors``."""
+    """``data_copy(name)`` -> a copy, to change, of the fixture store ``<name>.zarrvectors``."""
 
     def copy(name: str) -> Path:
         dst = tmp_path / Path(name).name
-        shutil.copytree(DATA_DIR / f"{name}.zarrvectors", dst)
+        shutil.copytree(data_root() / f"{name}.zarrvectors", dst)
         return dst
 
     return copy

@@ -118,7 +118,7 @@ def test_bad_input_gets_a_clear_error_and_exit_code(
     names = {
         "store": str(data_dir / "v09/points.zarrvectors"),
         "tmp": str(tmp_path),
-        "readme": str(data_dir.parent.parent / "README.md"),
+        "readme": str(SRC.parent / "README.md"),
     }
     assert run(*(a.format(**names) for a in args)) == code
     assert message in capsys.readouterr().err

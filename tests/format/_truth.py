@@ -23,15 +23,18 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 
-#: ``tests/data`` (the same place ``tests/conftest.py`` points its fixtures at). Test modules
+from data_paths import location
+
+#: The fixture tree (:func:`data_paths.location`: ``tests/conftest.py`` builds it before the
+#: first test; its place, not :func:`data_paths.data_root`, because building it writes the dense
+#: stores with :func:`twin_truth` from this module). Test modules
 #: import paths and JSON from here rather than from ``conftest`` (a second ``conftest`` module,
 #: e.g. ``tests/napari/conftest.py``, can shadow it in ``sys.modules``), and they need the
 #: JSON at import time to build their parametrisations.
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+DATA_DIR = location()
 V07_DIR = DATA_DIR / "v07"
 V09_DIR = DATA_DIR / "v09"
 TWINS_DIR = V09_DIR / "v07-twins"
@@ -46,7 +49,7 @@ ManifestEntry = tuple[tuple[int, ...], int]
 
 @cache
 def load_expected(version: str, name: str) -> dict:
-    """Parsed ``tests/data/<version>/expected/<name>.json`` (cached; treat it as read-only)."""
+    """Parsed ``<version>/expected/<name>.json`` of the fixture tree (cached; treat it as read-only)."""
     with open(DATA_DIR / version / "expected" / f"{name}.json", encoding="utf-8") as fh:
         return json.load(fh)
 

@@ -12,9 +12,10 @@ import pytest
 import zarr
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format.errors import ZVChunkWarning
 
-V07_DIR = Path(__file__).parents[1] / "data" / "v07"
+V07_DIR = data_root() / "v07"
 
 
 @pytest.fixture

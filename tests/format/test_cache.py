@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from _stores import CountingStore
 from zarr.storage import LocalStore
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 
-V07 = Path(__file__).parents[1] / "data" / "v07"
+V07 = data_root() / "v07"
 
 
 def test_warm_read_does_no_io_and_equals_cold_read() -> None:

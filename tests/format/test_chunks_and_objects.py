@@ -3,14 +3,13 @@ chunks only (what the level-of-detail loader reads for an object subset of a vie
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from data_paths import data_root
 from napari_zarr_vectors.format import open_store
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 
 
 def _rows_by_object(g) -> dict[int, list[tuple]]:

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format.validate import Source
 from napari_zarr_vectors.format.world import trackvis_to_rasmm
 
-NEXT_DIR = Path(__file__).parents[1] / "data" / "next"
+NEXT_DIR = data_root() / "next"
 
 
 def _truth(name: str) -> dict:

@@ -22,9 +22,10 @@ import pytest
 import zarr
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format import ZVChunkWarning, ZVFormatError
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 
 
 def copy_store(rel: str, tmp_path: Path) -> Path:

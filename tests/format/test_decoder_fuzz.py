@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format.codecs import decode_bytes_chunk
 from napari_zarr_vectors.format.decode.arrays import decode_attribute, decode_rows
 from napari_zarr_vectors.format.decode.fragments import decode_fragment_index
@@ -22,7 +23,7 @@ from napari_zarr_vectors.format.decode.links import (
 )
 from napari_zarr_vectors.format.decode.manifests import decode_manifest, split_flat_manifests
 
-V07 = Path(__file__).parents[1] / "data" / "v07"
+V07 = data_root() / "v07"
 
 
 def _payload(blob_dir: Path) -> tuple[bytes, list, int]:

@@ -2,8 +2,10 @@
 
 Stores are written by ``_dense_writer`` (from the seed text) from the ground-truth inputs of the
 0.9 fixtures, then read back and compared with those inputs: vertices, attributes, edges,
-faces, paths, objects, groups, boxes. ``tests/data/dense`` holds the same stores, committed, so
-that the fuzz campaign mutates them too; they must equal freshly written ones.
+faces, paths, objects, groups, boxes. The fixture tree's ``dense/`` holds the same stores
+(written for the session by :func:`data_paths.write_dense_fixture`), so that the fuzz campaign
+mutates them too; they must equal freshly written ones and, byte for byte, the stores that were
+once committed (their digests: ``tests/data/generated.json``).
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ from _truth import (
 )
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root, recorded_digests, tree_digest, write_dense_fixture
 from napari_zarr_vectors.format import ZVChunkWarning
 
 NAMES = ["points", "lines", "polylines", "streamlines", "graph", "skeleton", "mesh"]
-DENSE = Path(__file__).resolve().parents[1] / "data" / "dense"
+DENSE = data_root() / "dense"
 
 _truths: dict[str, StoreTruth] = {}
 
@@ -48,21 +51,7 @@ def truth(name: str) -> StoreTruth:
 
 
 def write(path: Path, name: str, **kw) -> Path:
-    t = truth(name)
-    return write_dense(
-        path,
-        t.geometry_type,
-        t.positions,
-        kw.pop("chunk_shape", t.chunk_shape),
-        object_ids=t.object_ids,
-        paths=t.paths,
-        edges=t.edges,
-        faces=t.faces,
-        vertex_attributes=t.vertex_attributes,
-        object_attributes=t.object_attributes,
-        groups=t.groups,
-        **kw,
-    )
+    return write_dense_fixture(path, name, **kw)
 
 
 _stores: dict[str, nzv.Store] = {}
@@ -180,14 +169,20 @@ def test_fragment_grid_without_fragments_trims_fill_rows(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_dense_stores_match_the_writer(name: str, tmp_path_factory) -> None:
-    """``tests/data/dense`` (mutated by the fuzz campaign) holds what the writer writes."""
+    """The tree's ``dense/`` (mutated by the fuzz campaign) holds what the writer writes."""
     path = DENSE / f"{name}.zarrvectors"
-    if not path.exists():
-        pytest.skip("tests/data/dense not generated")
     a, b = read(nzv.open_store(path), 0), read(store(name, tmp_path_factory), 0)
     np.testing.assert_array_equal(a.positions, b.positions)
     np.testing.assert_array_equal(a.edges, b.edges)
     np.testing.assert_array_equal(a.faces, b.faces)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_dense_stores_are_the_bytes_once_committed(name: str) -> None:
+    """The session's ``dense/<name>`` is, file for file and byte for byte, the store that was
+    tracked in ``tests/data/dense`` before it was generated in the run."""
+    rel = f"dense/{name}.zarrvectors"
+    assert tree_digest(DENSE / f"{name}.zarrvectors") == recorded_digests()[rel]
 
 
 def test_chunk_boxes_follow_the_seed_grid(tmp_path_factory) -> None:
@@ -202,12 +197,3 @@ def test_chunk_boxes_follow_the_seed_grid(tmp_path_factory) -> None:
         inside += np.all((pos >= a) & (pos < b), axis=1) | np.all(pos == b, axis=1)
     assert np.all(inside >= 1)
     np.testing.assert_allclose(lo.min(0), truth("points").positions.min(0), atol=1e-4)
-
-
-if __name__ == "__main__":  # regenerate tests/data/dense: python tests/format/test_dense_layout.py
-    import shutil
-
-    for n in NAMES:
-        shutil.rmtree(DENSE / f"{n}.zarrvectors", ignore_errors=True)
-        write(DENSE / f"{n}.zarrvectors", n)
-    print(f"wrote {len(NAMES)} stores to {DENSE}")

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format import store as store_module
 from napari_zarr_vectors.format.assembly import (
     _object_ids_per_row,
@@ -30,7 +31,7 @@ from napari_zarr_vectors.format.geometry import Derived, Geometry
 from napari_zarr_vectors.format.objects import ObjectIndex
 
 SETTINGS = settings(max_examples=300, deadline=None)
-DATA = Path(__file__).parents[1] / "data"
+DATA = data_root()
 
 
 def _ranges(rng: np.random.Generator, n: int, shape: str) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from data_paths import data_root
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -84,12 +86,10 @@ def test_mutations_change_the_bytes() -> None:
 
 def test_exercise_reads_data_of_a_clean_store() -> None:
     """The reads of a case return the store's data (the baseline every mutation departs from)."""
-    path = ROOT / "tests" / "data" / "v09" / "points.zarrvectors"
+    path = data_root() / "v09" / "points.zarrvectors"
     facts = fz.store_facts(path)
     counts = fz.exercise(path, facts)
-    expected = json.loads(
-        (ROOT / "tests" / "data" / "v09" / "expected" / "points.json").read_text()
-    )
+    expected = json.loads((data_root() / "v09" / "expected" / "points.json").read_text())
     assert counts["objects"] > 0 and counts["groups"] == len(expected["input"]["groups"])
     assert 0 < counts["box_vertices"] < counts["vertices"]
     assert 0 < counts["id_box_vertices"] <= counts["id_vertices"]
@@ -97,6 +97,6 @@ def test_exercise_reads_data_of_a_clean_store() -> None:
 
 def test_exercise_reads_the_pieces_of_path_stores() -> None:
     """The viewer's first look (Store.read_pieces) is part of every path store's case."""
-    path = ROOT / "tests" / "data" / "v09" / "polylines.zarrvectors"
+    path = data_root() / "v09" / "polylines.zarrvectors"
     counts = fz.exercise(path, fz.store_facts(path))
     assert 0 < counts["piece_vertices"] < counts["vertices"]

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format import io as zio
 from napari_zarr_vectors.format import loading
 from napari_zarr_vectors.format.layout.v09 import V09Layout
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = data_root()
 STORES = ["v09/streamlines", "v09/points_binned", "v09/skeleton", "next/points_categorical"]
 
 

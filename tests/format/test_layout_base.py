@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format.errors import ZVListingWarning
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 
 
 @pytest.mark.parametrize("version", ["v07", "v09"])

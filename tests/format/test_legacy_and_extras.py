@@ -13,8 +13,9 @@ import pytest
 import zarr
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = data_root()
 V07 = DATA / "v07"
 
 

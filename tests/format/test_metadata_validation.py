@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format import ZVChunkWarning, ZVFormatError
 from napari_zarr_vectors.format.validate import Source, float_list, int_field, int_list
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 
 
 def copy(tmp_path: Path, rel: str) -> Path:

@@ -1,18 +1,19 @@
 """Layouts after zarr-vectors 0.9.2 (FORMAT-NEXT.md), against the ground truth of
-``tests/data/next`` (a copy of ``shared/fixtures/next``)."""
+the fixture tree's ``next/`` (a copy of ``shared/fixtures/next``;
+the stores come from ``tests/data/next.tar.gz``)."""
 
 from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 
-NEXT_DIR = Path(__file__).parents[1] / "data" / "next"
+NEXT_DIR = data_root() / "next"
 
 
 @cache

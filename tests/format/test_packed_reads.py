@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format import loading
 from napari_zarr_vectors.format.chunks import ChunkTable
 from napari_zarr_vectors.format.decode import manifests
@@ -25,7 +26,7 @@ from napari_zarr_vectors.format.errors import ZVCancelledError, ZVChunkWarning, 
 from napari_zarr_vectors.format.geometry import Paths, flat_paths, split_lengths
 from napari_zarr_vectors.format.query import column_extremes
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = data_root()
 STORES = ["v09/streamlines", "v09/points", "v07/streamlines", "v09/polylines"]
 
 

@@ -4,15 +4,14 @@ exactly what a read through the full index gives."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format import store as store_module
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = data_root()
 CASES = [
     (gen, name)
     for gen in ("v07", "v09")

@@ -29,8 +29,9 @@ from _truth import (
 )
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 
 #: (id, store path, truth loader)
 STORES = {

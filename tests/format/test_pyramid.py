@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from data_paths import data_root
 from napari_zarr_vectors import ZVChunkWarning, open_store
 from napari_zarr_vectors.format import pyramid
 from napari_zarr_vectors.format.layout.base import LinkSet
@@ -20,7 +21,7 @@ from napari_zarr_vectors.format.pyramid import (
     level_statistics,
 )
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 
 #: every fixture store with a pyramid and stored cross-level links
 PYRAMIDS = [

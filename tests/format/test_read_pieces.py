@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format.ranks import position_rank
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 PATH_STORES = [
     f"{gen}/{name}.zarrvectors" for gen in ("v07", "v09") for name in ("polylines", "streamlines")
 ]

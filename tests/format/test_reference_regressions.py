@@ -15,6 +15,7 @@ import pytest
 from _truth import coords, load_expected
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format import ZVChunkWarning
 
 zv = pytest.importorskip("zarr_vectors")
@@ -22,7 +23,7 @@ zv_graphs = pytest.importorskip("zarr_vectors.types.graphs")
 zv_points = pytest.importorskip("zarr_vectors.types.points")
 zv_meshes = pytest.importorskip("zarr_vectors.types.meshes")
 
-V09 = Path(__file__).resolve().parents[1] / "data" / "v09"
+V09 = data_root() / "v09"
 REFERENCE_092 = getattr(zv, "__version__", "") == "0.9.2"
 
 

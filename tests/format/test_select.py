@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors import Box, Plane, Sphere, select_objects
 from napari_zarr_vectors.format.errors import ZVCancelledError, ZVError
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = data_root()
 PATHS = ("line", "polyline", "streamline")
 EDGED = (*PATHS, "graph", "skeleton")
 

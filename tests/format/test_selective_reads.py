@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from _stores import CountingStore
 from zarr.storage import LocalStore
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 
-V07 = Path(__file__).parents[1] / "data" / "v07"
+V07 = data_root() / "v07"
 
 
 def _open(name: str) -> tuple[nzv.Store, CountingStore]:

@@ -1,6 +1,6 @@
 """Ground-truth tests of the format core on the zarr-vectors 0.7.0 fixture stores.
 
-Every store in ``tests/data/v07`` is checked at every level against
+Every store in ``v07/`` (``tests/data/v07.tar.gz``) is checked at every level against
 ``tests/data/v07/expected/<name>.json`` (see FORMAT07.md §11): level 0 against the exact writer
 input, coarse levels against ``reference_readback`` (the reference's own low-level decode of
 chunks and manifests). Shared comparison helpers live in ``_truth.py``.

@@ -1,4 +1,5 @@
-"""Ground-truth tests on the 0.7.0 twins of the 0.9 fixtures (``tests/data/v09/v07-twins``).
+"""Ground-truth tests on the 0.7.0 twins of the 0.9 fixtures (``v09/v07-twins``,
+from ``tests/data/v07.tar.gz``).
 
 The twins were written by zarr-vectors 0.7.0 from exactly the inputs of the 0.9.2 stores, so
 their truth is ``tests/data/v09/expected/<name>.json`` (FORMAT09.md §10): ``input`` for level 0

@@ -13,8 +13,6 @@ from napari_zarr_vectors.format.errors import MissingDependencyError, ZVCancelle
 from napari_zarr_vectors.jobs.blocks import plan_blocks
 from napari_zarr_vectors.jobs.runner import Task, require_dask, run_tasks
 
-STORE = "tests/data/v09/streamlines.zarrvectors"
-
 
 def count_rows(store, level, chunks, *, fail_on=None):
     """A task: the chunk keys and rows of a block (raises for block ``fail_on``)."""

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
+from data_paths import data_root
 from napari_zarr_vectors.napari.colour.live import layer_kind
 from napari_zarr_vectors.napari.colour.spec import MISSING_COLOUR, ColourSpec, category_index
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 
 #: fixture store name -> geometry type (the v07 stores the reader tests run on)
 V07_STORES = {

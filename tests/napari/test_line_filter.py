@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.napari.layerdata.build import layers_from_geometry
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.view_geometry import filter_geometry
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = data_root()
 
 
 @pytest.mark.parametrize(("version", "level"), [("v09", 0), ("v09", 1), ("v07", 1), ("v07", 2)])

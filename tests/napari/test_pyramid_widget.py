@@ -6,17 +6,16 @@ Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/test_pyramid_widget.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from _zv_napari import save_docs_image, v07_store
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.napari.qa import compute as qa_compute
 
-V09 = Path(__file__).resolve().parents[1] / "data" / "v09"
+V09 = data_root() / "v09"
 
 
 def has_controller() -> bool:

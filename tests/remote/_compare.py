@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 
-#: Every fixture store, as a path relative to ``tests/data``.
+#: Every fixture store, as a path relative to the fixture tree (``data_paths``).
 STORES = sorted(
     str(p.relative_to(DATA))
     for pattern in ("v07/*.zarrvectors", "v09/*.zarrvectors", "v09/*/*.zarrvectors")

@@ -1,4 +1,4 @@
-"""Fixtures of the remote-read tests: loopback HTTP servers over ``tests/data`` and a time
+"""Fixtures of the remote-read tests: loopback HTTP servers over the fixture tree and a time
 bound on every test.
 
 Every server binds ``127.0.0.1`` on an ephemeral port, is started and stopped by its fixture
@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from data_paths import data_root
+
 sys.path.insert(0, str(Path(__file__).parent))
 from _zv_http import ZVHTTPServer  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = data_root()
 #: Seconds any single test of tests/remote may run.
 REMOTE_TEST_TIMEOUT = 120
 
@@ -54,13 +56,13 @@ def _watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def http_index() -> Iterator[ZVHTTPServer]:
-    """``tests/data`` over HTTP with directory indexes (like ``python -m http.server``)."""
+    """The fixture tree over HTTP with directory indexes (like ``python -m http.server``)."""
     with ZVHTTPServer(DATA, index=True) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
 def http_plain() -> Iterator[ZVHTTPServer]:
-    """``tests/data`` over HTTP without directory indexes (a plain static host / CDN)."""
+    """The fixture tree over HTTP without directory indexes (a plain static host / CDN)."""
     with ZVHTTPServer(DATA, index=False) as server:
         yield server

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.write import export_objects
 from napari_zarr_vectors.write.engine import TargetExistsError, WriteError
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = data_root()
 nib = pytest.importorskip("nibabel")
 
 
