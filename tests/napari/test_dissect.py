@@ -20,6 +20,7 @@ import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import controller_for
 from napari_zarr_vectors.napari.browse.dissect import (
     FILE_FORMAT,
+    ROLE_COLOURS,
     Dissection,
     RegionSpec,
     load_dissection,
@@ -28,7 +29,6 @@ from napari_zarr_vectors.napari.browse.dissect import (
 from napari_zarr_vectors.napari.browse.selection import selection_for
 from napari_zarr_vectors.napari.colour.bar import bar_spec
 from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
-from napari_zarr_vectors.napari.widgets.dissect_outlines import ROLE_COLOURS
 
 TIMEOUT = 30_000
 

@@ -56,6 +56,13 @@ FILE_VERSION = 1
 #: store's extent
 NEW_REGION_SHARE = 0.2
 
+#: outline colour of each role
+ROLE_COLOURS = {
+    "include": (0.3, 1.0, 0.4, 1.0),
+    "any_of": (1.0, 0.8, 0.2, 1.0),
+    "exclude": (1.0, 0.3, 0.3, 1.0),
+}
+
 
 @dataclass
 class RegionSpec:
@@ -168,10 +175,19 @@ class Bundle:
         )
 
 
+#: the id hues a bundle may take: none within :data:`_NOT_NEAR_A_ROLE` (RGB distance) of
+#: a role's outline colour, so that an outline stays visible over the bundle it made
+_BUNDLE_HUES = [
+    tuple(float(c) for c in rgba)
+    for rgba in categorical_rgba(np.arange(1, 33))
+    if min(np.linalg.norm(rgba[:3] - np.asarray(r[:3])) for r in ROLE_COLOURS.values()) > 0.3
+]
+
+
 def bundle_colour(index: int) -> tuple[float, float, float, float]:
-    """The colour of the ``index``-th bundle (distinct and stable: the plugin's id hues)."""
-    rgba = categorical_rgba(np.array([index + 1]))[0]
-    return tuple(float(c) for c in rgba)
+    """The colour of the ``index``-th bundle (0-based; distinct and stable: the plugin's id
+    hues, less those near a role's outline colour)."""
+    return _BUNDLE_HUES[index % len(_BUNDLE_HUES)]
 
 
 def regions_by_role(
@@ -358,7 +374,7 @@ class Dissection:
         number = len(self.bundles) + 1
         bundle = Bundle(
             name=name or f"bundle {number}",
-            colour=bundle_colour(number),
+            colour=bundle_colour(len(self.bundles)),
             object_ids=np.asarray(self.result, np.int64).copy(),
             regions=[r.copy() for r in self.regions],
             test=self.test,

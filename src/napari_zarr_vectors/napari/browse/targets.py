@@ -25,6 +25,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -54,7 +55,8 @@ from napari_zarr_vectors.napari.lod.controller import (
     ZVLayerController,
     controller_for,
 )
-from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer
+from napari_zarr_vectors.napari.lod.swap import new_layer
+from napari_zarr_vectors.napari.lod.viewer_layers import add_layer
 from napari_zarr_vectors.napari.open_stores import OpenStore, open_store_for, register
 from napari_zarr_vectors.napari.qa.compute import QA_ROLES
 
@@ -538,7 +540,7 @@ def add_object_layers(viewer: Viewer, layer_data: Sequence[tuple]) -> list[Layer
     Colour-by choice of the store's data layer of its part (as built otherwise)."""
     added = []
     for data, kwargs, kind in layer_data:
-        layer = add_layer(viewer, make_layer(data, kwargs, kind))
+        layer = new_layer(data, kwargs, kind, add=partial(add_layer, viewer))
         meta = meta_of(layer) or {}
         source = next(
             (

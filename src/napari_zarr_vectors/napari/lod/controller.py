@@ -29,6 +29,7 @@ import uuid
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,8 +51,8 @@ from napari_zarr_vectors.napari.lod.loader import (
 )
 from napari_zarr_vectors.napari.lod.overview_fill import FillRows
 from napari_zarr_vectors.napari.lod.settings import get_settings, store_budget
-from napari_zarr_vectors.napari.lod.swap import batched, swap, swap_empty
-from napari_zarr_vectors.napari.lod.viewer_layers import hold_paint, make_layer
+from napari_zarr_vectors.napari.lod.swap import batched, new_layer, swap, swap_empty
+from napari_zarr_vectors.napari.lod.viewer_layers import hold_paint
 from napari_zarr_vectors.napari.open_stores import (
     OpenStore,
     open_entries,
@@ -331,6 +332,11 @@ class ZVLayerController:
         self.vertex_count = max(self.vertex_count, int(meta.get("vertex_count", 0) or 0))
         self._write_metadata(layer)
 
+    def _append_layer(self, viewer: Viewer, layer: Layer) -> None:
+        """Manage ``layer`` and put it in ``viewer``."""
+        self.add_layer(layer)
+        viewer.layers.append(layer)
+
     def _add_bounds(self, layer: Layer) -> None:
         self._bounds_ref = weakref.ref(layer)
         register(layer, self.open_store)
@@ -537,16 +543,14 @@ class ZVLayerController:
             meta = kwargs.setdefault("metadata", {}).setdefault(META, {})
             meta["session"] = self._session_token()
             t0 = time.perf_counter()
-            line = kind == "tracks" and get_settings().draw_path == "fast" and len(data) > 1
-            # on the fast draw path a new Tracks layer starts from its first row, and its
-            # rows come in by the fast swap (napari's constructor processes every row twice)
-            layer = make_layer(data[:1], _first_rows(kwargs), kind) if line else None
-            layer = make_layer(data, kwargs, kind) if layer is None else layer
-            self.add_layer(layer)
-            viewer.layers.append(layer)
+            new_layer(
+                data,
+                kwargs,
+                kind,
+                add=partial(self._append_layer, viewer),
+                fill=partial(self._update_layer, role, item=item),
+            )
             self._layer_seconds += time.perf_counter() - t0
-            if line:
-                self._update_layer(role, layer, item)
         self._held = _Held(result.level, np.array(result.chunks, np.int64), result.key)
         self.vertex_count = int(result.vertex_count)
         self.trimmed = int(result.trimmed)
@@ -657,12 +661,6 @@ class ZVLayerController:
             f"chunks={len(self.chunks)} vertices={self.vertex_count} "
             f"locked={self._locked} budget={self.vertex_budget}>"
         )
-
-
-def _first_rows(kwargs: dict, n: int = 1) -> dict:
-    """``kwargs`` of a layer builder with the features cut to their first ``n`` rows."""
-    features = {name: np.asarray(v)[:n] for name, v in kwargs.get("features", {}).items()}
-    return {**kwargs, "features": features}
 
 
 def _unique_ids(ids: np.ndarray | Sequence[int] | None) -> np.ndarray | None:

@@ -47,7 +47,8 @@ from napari_zarr_vectors.napari.browse.dissect import (
 )
 from napari_zarr_vectors.napari.browse.targets import isolate_layer_data
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
-from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
+from napari_zarr_vectors.napari.lod.swap import new_layer
+from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, clear_layout
 from napari_zarr_vectors.napari.widgets.dissect_outlines import RegionOutlines
@@ -471,8 +472,10 @@ class DissectWidget(ZVBrowseWidget):
             for data, kwargs, kind in layer_data:
                 kwargs["name"] = f"{self.store.name} {name}"
                 kwargs["blending"] = "translucent"  # its own colour, not summed to white
-                layers.append(add_layer(self.viewer, make_layer(data, kwargs, kind)))
+                layers.append(new_layer(data, kwargs, kind, add=partial(add_layer, self.viewer)))
             self.bundle_layers[name] = layers
+            if self.outlines is not None:
+                self.outlines.to_top()
             self.status.setText(f"{name}: {len(bundle.object_ids):,} objects shown")
 
         job = run_task(

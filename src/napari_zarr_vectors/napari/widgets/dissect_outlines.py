@@ -7,8 +7,9 @@ with a tick along its normal; in a 2-D view the region seen along the hidden axe
 the slice (a box's rectangle, a sphere's circle, the line where a plane meets the slice).
 :class:`RegionOutlines` keeps the layer (role ``"region"``, so no browse widget takes it for
 store data) in step with a :class:`~.dissect.Dissection` and the viewer's slice, coloured by
-role (:data:`ROLE_COLOURS`), and the handles: dragging one (napari's *select* mode of the
-handles layer, 2-D or 3-D) moves its region's centre there.
+role (:data:`~napari_zarr_vectors.napari.browse.dissect.ROLE_COLOURS`), and the handles:
+dragging one (napari's *select* mode of the handles layer, 2-D or 3-D) moves its region's
+centre there.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from napari_zarr_vectors.napari.browse.dissect import ROLE_COLOURS
 from napari_zarr_vectors.napari.browse.targets import store_layers
 from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, make_layer, remove_layers
@@ -35,12 +37,6 @@ if TYPE_CHECKING:
 
     from napari_zarr_vectors.napari.browse.dissect import Dissection, RegionSpec
 
-#: outline colour of each role
-ROLE_COLOURS = {
-    "include": (0.3, 1.0, 0.4, 1.0),
-    "any_of": (1.0, 0.8, 0.2, 1.0),
-    "exclude": (1.0, 0.3, 0.3, 1.0),
-}
 
 #: segments of a circle
 CIRCLE_STEPS = 64
@@ -226,6 +222,9 @@ class RegionOutlines:
             extra={"regions": len(self.dissection.regions)},
         )
         kwargs["edge_width"] = float(kwargs["edge_width"]) * 2
+        # drawn over the streamlines in 3-D too: a region inside a dense bundle is hidden
+        # by the paths in front of it otherwise
+        kwargs["blending"] = "translucent_no_depth"
         if self.layer is not None and self.layer in self.viewer.layers:
             self.layer.data = data
             self.layer.edge_color = kwargs["edge_color"]
@@ -234,6 +233,14 @@ class RegionOutlines:
             self.layer = add_layer(self.viewer, make_layer(data, kwargs, kind))
         self._draw_handles(kwargs["metadata"])
         return self.layer
+
+    def to_top(self) -> None:
+        """Put the outline and handle layers above every other layer (after a bundle's
+        layers were added: drawn after them, the outlines stay visible)."""
+        layers = self.viewer.layers
+        for layer in (self.layer, self.handles):
+            if layer is not None and layer in layers:
+                layers.move(layers.index(layer), len(layers))
 
     # -- the handles: a Points layer of the regions' centres, dragged to move them -----------
     def centres(self) -> np.ndarray:
@@ -278,6 +285,7 @@ class RegionOutlines:
             face_color=colours,
             border_color="white",
             border_width=0.1,
+            blending="translucent_no_depth",
             units=None if self.layer is None else tuple(self.layer.units)[-data.shape[1] :],
             metadata=copy.deepcopy(metadata),
         )
