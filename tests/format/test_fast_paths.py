@@ -418,7 +418,7 @@ def test_numbers_decoded_from_their_checked_chunks_equal_zarrs(rel):
     frame check fetched, not read again by zarr: the same values."""
     import zarr
 
-    path = Path(__file__).resolve().parents[1] / "data" / rel
+    path = data_root() / rel
     store = nzv.open_store(path)
     for level in range(len(store.levels)):
         ids = store.object_ids(level)

@@ -15,11 +15,13 @@ is drawn, the camera against an object's extent. Truth is what the writers were 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -279,16 +281,41 @@ def opened(request, qapp, matrix_stores, _settings):
 
     name = request.param
     path, truth = matrix_stores[name]
-    viewer = napari.Viewer(show=False)
-    target = open_in_viewer(viewer, path, lock_level=0, vertex_budget=500_000)
-    session = Opened(name, viewer, target, Path(path), truth)
-    yield session
-    for widget in session.docks.values():
-        tasks = [getattr(widget, a, None) for a in ("_job", "_worker", "_rows_job")]
-        for job in (t for t in tasks if t is not None):
-            job.quit()
-    viewer.close()
-    gc.collect()
+    with _app_of_its_own(f"matrix-{name}"):
+        viewer = napari.Viewer(show=False)
+        target = open_in_viewer(viewer, path, lock_level=0, vertex_budget=500_000)
+        session = Opened(name, viewer, target, Path(path), truth)
+        yield session
+        for widget in session.docks.values():
+            tasks = [getattr(widget, a, None) for a in ("_job", "_worker", "_rows_job")]
+            for job in (t for t in tasks if t is not None):
+                job.quit()
+        viewer.close()
+        gc.collect()
+
+
+@contextlib.contextmanager
+def _app_of_its_own(name: str):
+    """napari's application model for one shared viewer, as napari's ``mock_app_model``
+    fixture makes one per test: the plugins' actions are registered in it, not in the
+    process-wide app (where a second registration, after a test's fixture cleared
+    ``_initialize_plugins``' cache, raises)."""
+    from app_model import Application
+    from napari._app_model._app import NapariApplication, _napari_names
+    from napari._qt._qapp_model.qactions import init_qactions
+    from napari.plugins import _initialize_plugins
+
+    app = NapariApplication(name)
+    app.injection_store.namespace = _napari_names
+    _initialize_plugins.cache_clear()
+    init_qactions.cache_clear()
+    try:
+        with patch.object(NapariApplication, "get_app_model", return_value=app):
+            yield app
+    finally:
+        Application.destroy(name)
+        _initialize_plugins.cache_clear()
+        init_qactions.cache_clear()
 
 
 def settle(qtbot, target) -> None:
