@@ -16,7 +16,7 @@ from napari_zarr_vectors.napari._napari_compat import (
     tracks_view_positions,
 )
 from napari_zarr_vectors.napari.colour.defaults import direction_feature
-from napari_zarr_vectors.napari.lod import overview_fill
+from napari_zarr_vectors.napari.lod import line_draw, overview_fill
 from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest
 from napari_zarr_vectors.napari.lod.overview_fill import FillRows
 
@@ -43,9 +43,16 @@ def _track_rows(ids, starts, step, n=5):
     return rows, {"object_id": rows[:, 0].astype(np.int64), "direction": direction}
 
 
-def _blue_pixels(viewer) -> int:
+RED = np.array([1.0, 0.25, 0.25])  # the layer's own track along x
+
+
+def _pixels(viewer, colour) -> int:
     rgb = viewer.screenshot(canvas_only=True)[..., :3].astype(float) / 255
-    return int((np.abs(rgb - BLUE).max(axis=1 if rgb.ndim == 2 else -1) < 0.08).sum())
+    return int((np.abs(rgb - colour).max(axis=-1) < 0.08).sum())
+
+
+def _blue_pixels(viewer) -> int:
+    return _pixels(viewer, BLUE)
 
 
 def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_still(
@@ -66,12 +73,17 @@ def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_
     qtbot.wait(50)
     blue = _blue_pixels(viewer)
     assert blue > 100  # the fill's tracks, in the layer's direction colours
+    # the layer's own line is in the picture and not drawn again while it is on screen
+    drawing = line_draw.drawing_of(layer)
+    assert drawing is not None and drawing.line.covered()
+    assert _pixels(viewer, RED) > 20  # the track along x (the one along y is edge-on)
     # the layer still holds only its own rows (what picking and hover see)
     assert sorted(set(layer.data[:, 0].tolist())) == [0, 1]
     # the view moves: the picture no longer matches it and is drawn again once still
     viewer.camera.angles = (0.0, 30.0, 90.0)
     qtbot.wait(20)
     assert not fill.complete
+    assert not drawing.line.covered()  # the view moved: the layer's line draws again
     qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
     # opacity and visibility follow the layer
     layer.opacity = 0.0
@@ -99,9 +111,8 @@ def test_a_fill_recolours_with_the_layer_s_colour_by(make_napari_viewer, qtbot):
     viewer.reset_view()
     viewer.camera.angles = (0.0, 0.0, 90.0)
     fill = overview_fill.show(layer, FillRows(rows, features))
-    qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
-    qtbot.wait(50)
-    assert _blue_pixels(viewer) > 100
+    # the fill's blue tracks reach the screen (drawn again if the new window resizes)
+    qtbot.waitUntil(lambda: fill.complete and _blue_pixels(viewer) > 100, timeout=10_000)
     layer.color_by = "object_id"  # napari's colormap over the layer's own ids: not blue
     qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
     qtbot.wait(50)

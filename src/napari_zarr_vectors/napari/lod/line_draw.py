@@ -21,6 +21,8 @@ frame cost a fraction of napari's Tracks visual per vertex; the data swap itself
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,11 +55,11 @@ class LineDrawing:
     """The vispy line drawing one Tracks layer's rows (:func:`follow` makes it)."""
 
     def __init__(self, layer: Tracks, node: Any) -> None:
-        from vispy.scene.visuals import Line
-
         self._layer_ref = weakref.ref(layer)
         self._napari_line = tracks_line_node(node)
-        self.line = Line(method="gl", antialias=ANTIALIAS, parent=node)
+        self.line = _coverable_line()(method="gl", antialias=ANTIALIAS, parent=node)
+        #: bumped whenever what the line draws changes (rows, colours, look)
+        self.version = 0
         self._handlers: list[tuple[Any, Any]] = []
         for names, handler in (
             (_LOOK_EVENTS, self.sync_look),
@@ -87,6 +89,7 @@ class LineDrawing:
         pos = np.asarray(tracks_view_positions(layer), dtype=np.float32)
         connect = np.asarray(layer.track_connex, dtype=bool)
         self.line.set_data(pos=pos, connect=connect, color=self._colours(layer, len(pos)))
+        self.version += 1
 
     def sync_colours(self, event: object = None) -> None:
         """The colours of the layer's colour-by (napari's ``track_colors``)."""
@@ -98,6 +101,7 @@ class LineDrawing:
         if pos is None or colours is None or len(colours) != len(pos):
             return  # new rows under way: sync_rows colours them
         self.line.set_data(color=np.asarray(colours, dtype=np.float32))
+        self.version += 1
 
     def sync_look(self, event: object = None) -> None:
         """Visibility, opacity, blending and width of the layer."""
@@ -109,6 +113,12 @@ class LineDrawing:
         if self._napari_line is not None:
             copy_gl_state(self._napari_line, self.line)
         self.line.set_data(width=float(layer.tail_width))
+        self.version += 1
+
+    def cover(self, covered: Callable[[], bool] | None) -> None:
+        """Skip the line in frames for which ``covered()`` is true (a picture on screen
+        already shows it: :mod:`.overview_fill`); ``None``: draw it in every frame."""
+        self.line.covered = covered
 
     @staticmethod
     def _colours(layer: Tracks, n: int) -> np.ndarray:
@@ -126,6 +136,21 @@ class LineDrawing:
         layer = self.layer
         if layer is not None:
             layer.display_tail = True
+
+
+@cache
+def _coverable_line() -> type:
+    """vispy's scene ``Line``, skipped in a frame for which its ``covered()`` is true."""
+    from vispy.scene.visuals import Line
+
+    class CoverableLine(Line):  # type: ignore[misc, valid-type]
+        covered: Callable[[], bool] | None = None
+
+        def draw(self) -> None:
+            if self.covered is None or not self.covered():
+                super().draw()
+
+    return CoverableLine
 
 
 def drawing_of(layer: object) -> LineDrawing | None:

@@ -2,24 +2,28 @@
 time into a picture that stays on screen while the view is still.
 
 A Tracks layer on the fast draw path (:mod:`.line_draw`) holds the streamlines its vertex
-budget allows: they are what picking, hover, filters and the Object table see, and what
-every frame draws. On a machine without a GPU that is about one streamline in a hundred
-of a whole-brain tractogram, and what limits it is not only the swap: software OpenGL
-takes ~0.3 s to rasterise 20,000 overview streamlines in one frame
-(docs/dev/benchmarks-napari.md). The fill draws the streamlines ranked next (the same
-stable ranks, so the same streamlines in the same order as the budget grows) into an
-offscreen picture of the canvas's size, one batch per event-loop turn of at most
-:data:`TURN_SECONDS` of drawing, and shows that picture behind nothing but the layer's own
-line, in the layer's place in the scene: once the view has been still for
-:data:`SETTLE_SECONDS`, each turn adds a batch. When the view moves the picture no longer
-matches it and is not shown (the layer's own streamlines draw every frame, so the view
-never stalls while it moves); when it stops, the picture is drawn again from its first
-batch.
+budget allows: they are what picking, hover, filters and the Object table see. On a
+machine without a GPU that is about one streamline in a hundred of a whole-brain
+tractogram, and what limits it is not only the swap: software OpenGL takes ~0.3 s to
+rasterise 20,000 overview streamlines in one frame (docs/dev/benchmarks-napari.md), and
+~0.1 s for the layer's own smoothed line of ~50,000 vertices. The fill draws the layer's
+own line and then the streamlines ranked next (the same stable ranks, so the same
+streamlines in the same order as the budget grows) into an offscreen picture of the
+canvas's size, one batch per event-loop turn of at most :data:`TURN_SECONDS` of drawing,
+and shows that picture in the layer's place in the scene once the view has been still for
+:data:`SETTLE_SECONDS` and the layer's own line is in it. While the picture is on screen
+the layer's line is not drawn again (it is in the picture), so a frame costs one textured
+quad and each turn's new batch reaches the screen at once. When the view moves, or the
+layer's line changes (rows, colours, width), the picture no longer matches and is not
+shown: the layer's line draws every frame, so the view follows the mouse; when it stops,
+the picture is drawn again from its first batch.
 
 The fill's streamlines are drawn, not held: they are not picked or hovered, and the
 layer's features do not list them. They take the layer's colours (its colour-by, through
 napari's colour rule, :func:`.._napari_compat.tracks_colours`), its visibility, opacity
 and displayed axes; a 1-pixel line without smoothing (what the overview's density hides).
+The layer's own line goes into the picture as it draws on screen (its colours, width,
+smoothing).
 
 vispy and napari internals only: the layer's scene node (:func:`.._napari_compat.layer_canvas_node`),
 ``SceneCanvas.push_fbo`` / ``pop_fbo`` and a visual's ``draw``.
@@ -35,10 +39,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_zarr_vectors.napari._napari_compat import (
+    copy_gl_state,
     layer_canvas_node,
     tracks_colours,
     tracks_rows_view_positions,
 )
+from napari_zarr_vectors.napari.lod import line_draw
 from napari_zarr_vectors.napari.lod.viewer_layers import later
 
 if TYPE_CHECKING:
@@ -46,6 +52,8 @@ if TYPE_CHECKING:
 
 #: vertices drawn per batch (one batch at least per turn)
 BATCH_VERTICES = 15_000
+#: vertices of the layer's own (smoothed, wider) line drawn per batch
+OWN_BATCH_VERTICES = 6_000
 #: drawing per event-loop turn, at most (a batch more only while under it)
 TURN_SECONDS = 0.03
 #: the view must be still this long before the picture is drawn again
@@ -123,8 +131,12 @@ class OverviewFill:
         self._fbo: Any = None
         self._size: tuple[int, int] = (0, 0)
         self._batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._lines: list[Any] = []
-        self._drawn = 0  # batches in the picture
+        self._fill_lines = _LinePool(node)
+        self._made = 0  # fill batches whose line holds them (in the layer's colours now)
+        self._own_lines = _LinePool(node)
+        self._own: list[Any] = []  # the layer's own line, cut into batches
+        self._own_version: int | None = None  # of the line drawing they were cut from
+        self._drawn = 0  # batches in the picture: the layer's own first, then the fill's
         self._key: tuple | None = None  # the view the picture was drawn for
         self._moved_at = 0.0
         self._scheduled = False
@@ -147,8 +159,12 @@ class OverviewFill:
 
     @property
     def complete(self) -> bool:
-        """Every batch is in the picture, for the view on screen."""
-        return self._drawn == len(self._batches) and self._key == self._view_key()
+        """Every batch is in the picture, for the view and the layer's line on screen."""
+        return (
+            self._drawn == len(self._own) + len(self._batches)
+            and self._key == self._view_key()
+            and self._own_version == self._line_version()
+        )
 
     # -- data ----------------------------------------------------------------------------
     def set_rows(self, fill: FillRows) -> None:
@@ -179,9 +195,19 @@ class OverviewFill:
         self._schedule(0.0)
 
     def _clear_lines(self) -> None:
-        for line in self._lines:
-            line.parent = None
-        self._lines = []
+        self._made = 0
+        self._own = []
+        self._own_version = None
+
+    def _drawing(self) -> line_draw.LineDrawing | None:
+        """The layer's own line drawing, when it is in this fill's node."""
+        layer = self.layer
+        drawing = line_draw.drawing_of(layer) if layer is not None else None
+        return drawing if drawing is not None and drawing.line.parent is self.node else None
+
+    def _line_version(self) -> int | None:
+        drawing = self._drawing()
+        return None if drawing is None else drawing.version
 
     # -- drawing -------------------------------------------------------------------------
     def _view_key(self) -> tuple | None:
@@ -205,11 +231,21 @@ class OverviewFill:
         later(delay, self._turn)
 
     def fresh(self) -> bool:
-        """Whether the picture shows the view on screen (called by each frame that draws
-        it; a view that moved is noted, and the picture drawn again once it settles)."""
+        """Whether the picture shows the view and the layer's line on screen (called by
+        each frame that draws it or the layer's line; a view that moved is noted, and the
+        picture drawn again once it settles)."""
         key = self._view_key()
-        if key is not None and key == self._key and self._drawn:
+        version = self._line_version()
+        if (
+            key is not None
+            and key == self._key
+            and version == self._own_version
+            and self._drawn >= max(len(self._own), 1)
+        ):
             return True
+        if version != self._own_version:
+            self._schedule(0.0)
+            return False
         if key != self._key:
             self._moved_at = time.perf_counter()
         self._schedule(SETTLE_SECONDS)
@@ -229,15 +265,35 @@ class OverviewFill:
         if waited < SETTLE_SECONDS:
             self._schedule(SETTLE_SECONDS - waited)
             return
-        if key != self._key:
+        if key != self._key or self._own_version != self._line_version():
             self._key = key
             self._drawn = 0
-        if self._drawn >= len(self._batches):
+            self._cut_own_line()
+        total = len(self._own) + len(self._batches)
+        if self._drawn >= total:
             return
         self._draw_batches(canvas, layer, time.perf_counter())
-        canvas.update()
-        if self._drawn < len(self._batches):
+        if self._drawn >= len(self._own):  # the picture is on screen: show the new batches
+            canvas.update()
+        if self._drawn < total:
             self._schedule(0.0)
+
+    def _cut_own_line(self) -> None:
+        """The layer's own line as it draws now, cut into batches of whole paths; the
+        line is covered (not drawn) while the picture is on screen."""
+        self._own = []
+        drawing = self._drawing()
+        self._own_version = None if drawing is None else drawing.version
+        if drawing is None:
+            return
+        drawing.cover(self.fresh)
+        line = drawing.line
+        for k, (a, b) in enumerate(_own_cuts(line)):
+            part = self._own_lines.line(k, **_part_of(line, a, b))
+            part.antialias = line.antialias
+            copy_gl_state(line, part)
+            part.update_gl_state(blend=True, blend_func=_OVER)
+            self._own.append(part)
 
     def _draw_batches(self, canvas: Any, layer: Tracks, start: float) -> None:
         gloo = self._gloo
@@ -252,9 +308,12 @@ class OverviewFill:
         try:
             if self._drawn == 0:
                 gloo.set_clear_color((0, 0, 0, 0))
+                # a frame's last state may leave depth writes off, and clear obeys it: the
+                # layer's own line (with its depth test) would then be hidden
+                gloo.set_state(depth_mask=True)
                 gloo.clear(color=True, depth=True)
-            while self._drawn < len(self._batches):
-                line = self._line(self._drawn, layer)
+            while self._drawn < len(self._own) + len(self._batches):
+                line = self._batch(self._drawn, layer)
                 line.visible = True
                 line.draw()
                 line.visible = False
@@ -268,48 +327,115 @@ class OverviewFill:
         finally:
             canvas.pop_fbo()
 
-    def _line(self, i: int, layer: Tracks) -> Any:
-        """Batch ``i``'s vispy line (made on first use, in the layer's colours now)."""
-        if i < len(self._lines):
-            return self._lines[i]
-        from vispy.scene.visuals import Line
+    def _batch(self, i: int, layer: Tracks) -> Any:
+        """The vispy line of batch ``i`` of the picture (the layer's own first)."""
+        own = len(self._own)
+        return self._own[i] if i < own else self._line(i - own, layer)
 
+    def _line(self, i: int, layer: Tracks) -> Any:
+        """Fill batch ``i``'s vispy line (given its rows on first use, in the layer's
+        colours now; batches are drawn in order)."""
+        if i < self._made:
+            return self._fill_lines.lines[i]
         rows, connect, index = self._batches[i]
         pos = np.asarray(tracks_rows_view_positions(layer, rows), np.float32)
         values = {name: np.asarray(v)[index] for name, v in self._features.items()}
         colours = tracks_colours(layer, values, len(rows))
-        line = Line(
-            pos=pos, connect=connect, color=colours, method="gl", antialias=False, parent=self.node
-        )
-        line.visible = False
+        line = self._fill_lines.line(i, pos=pos, connect=connect, color=colours, width=1.0)
         line.set_gl_state(blend=True, depth_test=False, blend_func=_OVER)
-        self._lines.append(line)
+        self._made = i + 1
         return line
 
     def detach(self) -> None:
         for emitter, handler in self._handlers:
             emitter.disconnect(handler)
         self._handlers.clear()
+        drawing = self._drawing()
+        if drawing is not None:
+            drawing.cover(None)
         self._closed = True
         self._clear_lines()
+        self._fill_lines.close()
+        self._own_lines.close()
         self.picture.parent = None
         self._batches = []
+
+
+def _cuts(joins: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """``[a, b)`` ranges of about ``size`` rows of whole paths (``joins[i]``: row ``i``
+    joins the next one)."""
+    n = len(joins)
+    if not n:
+        return []
+    ends = np.flatnonzero(~joins) + 1  # the row after each path's last
+    if not len(ends) or ends[-1] != n:
+        ends = np.r_[ends, n]
+    at = np.searchsorted(ends, np.arange(size, n, size))
+    cuts = np.unique(np.r_[0, ends[np.minimum(at, len(ends) - 1)], n])
+    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
 
 
 def _batches(rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``rows`` cut into batches of whole tracks of about :data:`BATCH_VERTICES` rows:
     ``(rows, connect, row index)`` each (``connect``: the row joins the next one)."""
-    n = len(rows)
-    if not n:
+    if not len(rows):
         return []
     ids = rows[:, 0]
     joins = np.r_[ids[1:] == ids[:-1], False]
-    track_ends = np.flatnonzero(~joins) + 1  # the row after each track's last
-    at = np.searchsorted(track_ends, np.arange(BATCH_VERTICES, n, BATCH_VERTICES))
-    cuts = np.unique(np.r_[0, track_ends[np.minimum(at, len(track_ends) - 1)], n])
-    return [
-        (rows[a:b], joins[a:b], np.arange(a, b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)
-    ]
+    return [(rows[a:b], joins[a:b], np.arange(a, b)) for a, b in _cuts(joins, BATCH_VERTICES)]
+
+
+def _own_cuts(line: Any) -> list[tuple[int, int]]:
+    """Batches of :data:`OWN_BATCH_VERTICES` of a line drawing's vispy line."""
+    pos = line.pos
+    if pos is None or not len(pos):
+        return []
+    connect = line.connect
+    joins = (
+        np.asarray(connect, bool)
+        if isinstance(connect, np.ndarray) and connect.ndim == 1
+        else np.ones(len(pos), bool)
+    )
+    return _cuts(joins[: len(pos)], OWN_BATCH_VERTICES)
+
+
+def _part_of(line: Any, a: int, b: int) -> dict:
+    """The ``set_data`` of rows ``[a, b)`` of vispy ``line`` (positions, breaks, colours,
+    width)."""
+    colour = line.color
+    if isinstance(colour, np.ndarray) and colour.ndim == 2:
+        colour = colour[a:b]
+    connect = line.connect
+    joins = connect[a:b] if isinstance(connect, np.ndarray) and connect.ndim == 1 else "strip"
+    return {"pos": line.pos[a:b], "connect": joins, "color": colour, "width": line.width}
+
+
+class _LinePool:
+    """Hidden vispy lines under one node, each made once and given new rows when a
+    picture is drawn again, until the fill ends. Not deleted and made again: a batch line
+    deleted while the layer's own line is covered takes software OpenGL down (a
+    segmentation fault in the picture's next draw; seen with Mesa's llvmpipe)."""
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+        self.lines: list[Any] = []
+
+    def line(self, i: int, **data: Any) -> Any:
+        """Line ``i`` (the next one made when ``i`` is the count) holding ``data``."""
+        if i == len(self.lines):
+            from vispy.scene.visuals import Line
+
+            made = Line(method="gl", antialias=False, parent=self._node)
+            made.visible = False
+            self.lines.append(made)
+        line = self.lines[i]
+        line.set_data(**data)
+        return line
+
+    def close(self) -> None:
+        for line in self.lines:
+            line.parent = None
+        self.lines = []
 
 
 #: the fill of each Tracks layer
