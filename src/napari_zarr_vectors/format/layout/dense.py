@@ -110,7 +110,7 @@ class DenseLayout(Layout):
         self._origins: dict[str, np.ndarray] = {}
         self._listings: dict[tuple[int, str], np.ndarray] = {}
         for i, lv in enumerate(levels):
-            attrs = self._attrs(f"{lv.path}/vertices") or {}
+            attrs = self.attrs(f"{lv.path}/vertices") or {}
             if attrs.get("chunk_grid_origin") is None:
                 levels[i] = replace(lv, grid_origin=np.asarray(root.bounds[0], np.float64))
         self.levels = {lv.index: lv for lv in levels}
@@ -122,7 +122,7 @@ class DenseLayout(Layout):
         if array.startswith("vertex_attributes/"):
             name = array.split("/", 1)[1]
             for folder in _VERTEX_ATTRIBUTE_DIRS:
-                if self._doc(f"{level}/{folder}/{name}") is not None:
+                if self.doc(f"{level}/{folder}/{name}") is not None:
                     return f"{folder}/{name}"
         return array
 
@@ -131,7 +131,7 @@ class DenseLayout(Layout):
         with self._lock:
             if path in self._arrays:
                 return self._arrays[path]
-        doc = self._doc(path)
+        doc = self.doc(path)
         arr = None
         if doc is not None:
             if doc.get("node_type") != "array":
@@ -154,7 +154,7 @@ class DenseLayout(Layout):
                 return self._origins[path]
         knd = self.key_ndim(level)
         src = self.src(path, level, array)
-        attrs = self._attrs(path) or {}
+        attrs = self.attrs(path) or {}
         if attrs.get("chunk_grid_origin") is not None:
             origin = np.asarray(
                 int_list(attrs["chunk_grid_origin"], "chunk_grid_origin", src, knd, -MAX_COORD),
@@ -242,7 +242,7 @@ class DenseLayout(Layout):
         zarr decodes them (c-blosc reads out of bounds on a corrupt frame, decompressors
         allocate what a frame declares); failing cells get an error in ``out``. Returns the
         positions left to read. Cells whose chunk is not one per cell are not checked."""
-        doc = self._doc(f"{level}/{self._physical(level, array)}") or {}
+        doc = self.doc(f"{level}/{self._physical(level, array)}") or {}
         codecs = doc.get("codecs")
         chunk_shape = getattr(arr.metadata.chunk_grid, "chunk_shape", None)
         knd = cells.shape[1]
@@ -365,7 +365,7 @@ class DenseLayout(Layout):
         arr = self._array(level, array)
         if arr is None:
             return None
-        attrs = dict(self._attrs(f"{level}/{self._physical(level, array)}") or {})
+        attrs = dict(self.attrs(f"{level}/{self._physical(level, array)}") or {})
         knd = self.key_ndim(level)
         attrs["dtype"] = str(arr.dtype)
         attrs.setdefault("encoding", "raw")
@@ -457,10 +457,10 @@ class DenseLayout(Layout):
         out = []
         for name in sorted(names):
             folder = _folder(kind, name, self, level)
-            if self._doc(f"{level}/{folder}"):
+            if self.doc(f"{level}/{folder}"):
                 out.append(name)
             else:
-                self._warn_missing(level, folder)
+                self.warn_missing(level, folder)
         return out
 
     # -- links -------------------------------------------------------------------------
@@ -483,7 +483,7 @@ class DenseLayout(Layout):
                 )
             return int(arr.shape[-1])
         prefix = f"{level}/cross_chunk_links/{delta_name(delta)}"
-        attrs = self._attrs(prefix)
+        attrs = self.attrs(prefix)
         if attrs is None:
             return None
         return int_field(attrs, "link_width", self.src(prefix, level), 2, 1, 64)
@@ -537,12 +537,12 @@ class DenseLayout(Layout):
     ) -> tuple[np.ndarray, np.ndarray] | None:
         d = delta_name(delta)
         prefix = f"{level}/cross_chunk_links/{d}"
-        if self._attrs(prefix) is None and self._doc(f"{prefix}/data") is None:
+        if self.attrs(prefix) is None and self.doc(f"{prefix}/data") is None:
             return None
         (blob,) = self._whole(level, [f"cross_chunk_links/{d}/data"])
         if blob is None:
             return None
-        knd = int_field(self._attrs(prefix) or {}, "sid_ndim", self.src(prefix, level), None, 1, 16)
+        knd = int_field(self.attrs(prefix) or {}, "sid_ndim", self.src(prefix, level), None, 1, 16)
         try:
             cc, cr = decode_cross_chunk_records(
                 np.ascontiguousarray(blob).tobytes(), width, knd or self.key_ndim(level), delta
@@ -563,12 +563,12 @@ class DenseLayout(Layout):
         for a, arr in zip(arrays, opened, strict=True):
             if arr is not None:
                 self._check_whole(level, a, arr)
-        return self._gather_whole(level, list(zip(arrays, opened, strict=True)))
+        return self.gather_whole(level, list(zip(arrays, opened, strict=True)))
 
     # -- objects and groups -------------------------------------------------------------
     def read_object_table(self, level: int) -> ObjectTable | None:
         where = f"{level}/object_index"
-        if self._doc(where) is None and self._doc(f"{where}/data") is None:
+        if self.doc(where) is None and self.doc(f"{where}/data") is None:
             return None
         data, offsets = self._whole(level, ["object_index/data", "object_index/offsets"])
         if data is None or offsets is None:
@@ -580,7 +580,7 @@ class DenseLayout(Layout):
                 level,
                 "object_index",
             )
-        attrs = self._attrs(where) or {}
+        attrs = self.attrs(where) or {}
         n = int_field(attrs, "num_objects", self.src(where, level), offsets.size, 0, offsets.size)
         try:
             manifests = split_offset_manifests(data.tobytes(), offsets[:n].astype(np.int64))
@@ -611,7 +611,7 @@ class DenseLayout(Layout):
         offsets = self._array(level, "object_index/offsets")
         if offsets is None or offsets.ndim != 1:
             return None
-        attrs = self._attrs(where) or {}
+        attrs = self.attrs(where) or {}
         return int_field(attrs, "num_objects", self.src(where, level), offsets.shape[0], 0)
 
     def _check_whole(self, level: int, array: str, arr: AsyncArray[Any]) -> None:

@@ -55,7 +55,7 @@ class V07Layout(Layout):
             if n != "zarr.json"
         ]
         nodes = [*self.LEVEL_NODES, *(f"vertex_attributes/{n}" for n in names)]
-        self._prefetch([f"{level}/{n}" for n in nodes])
+        self.prefetch_docs([f"{level}/{n}" for n in nodes])
 
     def _decode_blob(
         self, meta_raw: bytes | None, data_raw: bytes | None, where: str, fill_ok: bool = True
@@ -221,7 +221,7 @@ class V07Layout(Layout):
         folder = _ATTRIBUTE_DIRS[kind]
         names = self.io.list_dir_known(f"{level}/{folder}")
         if names is None:
-            return self._unlisted_attributes(kind)
+            return self.unlisted_attributes(kind)
         return [n for n in names if n != "zarr.json"]
 
     # -- links -------------------------------------------------------------------------
@@ -238,15 +238,15 @@ class V07Layout(Layout):
         # no listing: probe the family metadata of every delta the levels allow
         candidates = candidate_deltas(level, list(self.levels))
         folders = ("links", "cross_chunk_links")
-        self._prefetch([f"{level}/{f}/{delta_name(d)}" for f in folders for d in candidates])
+        self.prefetch_docs([f"{level}/{f}/{delta_name(d)}" for f in folders for d in candidates])
         return [
-            d for d in candidates if any(self._doc(f"{level}/{f}/{delta_name(d)}") for f in folders)
+            d for d in candidates if any(self.doc(f"{level}/{f}/{delta_name(d)}") for f in folders)
         ]
 
     def link_width(self, level: int, delta: int = 0) -> int | None:
         d = delta_name(delta)
         for prefix in (f"{level}/links/{d}", f"{level}/cross_chunk_links/{d}"):
-            attrs = self._attrs(prefix)
+            attrs = self.attrs(prefix)
             if attrs and "link_width" in attrs:
                 return int_field(attrs, "link_width", self.src(prefix), lo=1, hi=MAX_LINK_WIDTH)
         return None
@@ -338,9 +338,9 @@ class V07Layout(Layout):
         when given)."""
         d = delta_name(delta)
         prefix = f"{level}/cross_chunk_links/{d}"
-        attrs = self._attrs(prefix)
+        attrs = self.attrs(prefix)
         if not attrs:
-            if self._doc(f"{prefix}/data") is not None:
+            if self.doc(f"{prefix}/data") is not None:
                 raise self.error(
                     "the records are stored but their zarr.json is gone",
                     level,
@@ -383,16 +383,16 @@ class V07Layout(Layout):
 
     # -- objects and groups -------------------------------------------------------------
     def read_object_table(self, level: int) -> ObjectTable | None:
-        attrs = self._attrs(f"{level}/object_index")
+        attrs = self.attrs(f"{level}/object_index")
         if attrs is None:
             if "object_index" in (self.io.list_dir_known(f"{level}", all_nodes=True) or ()):
-                self._warn_missing(level, "object_index", "object index")
+                self.warn_missing(level, "object_index", "object index")
             return None
         where = f"{level}/object_index"
         src = self.src(where, level, "object_index")
         n = int_field(attrs, "num_objects", src)
         knd = int_field(attrs, "sid_ndim", src, self.key_ndim(level), 1, MAX_NDIM)
-        if attrs.get("layout") == "vlen_manifests_v1" or self._doc(f"{where}/manifests"):
+        if attrs.get("layout") == "vlen_manifests_v1" or self.doc(f"{where}/manifests"):
             manifests = self._vlen_items(f"{where}/manifests", n, level)
         else:
             data = self._blob(f"{where}/data", level, "object_index/data") or b""
@@ -412,7 +412,7 @@ class V07Layout(Layout):
         return ObjectTable(np.arange(n, dtype=np.int64), manifests)
 
     def _vlen_items(self, path: str, n: int, level: int) -> list[bytes]:
-        doc = self._doc(path)
+        doc = self.doc(path)
         if doc is None:
             raise self.error("the vlen-bytes array has no zarr.json", level, path)
         check_zarr_array_doc(doc, self.src(path, level))
@@ -432,10 +432,10 @@ class V07Layout(Layout):
         out: dict[str, ObjectAttribute] = {}
         names = self.list_attributes(level, "object")
         # the level's object count, for attributes whose zarr.json lost its shape
-        rows = (self._attrs(f"{level}/object_index") or {}).get("num_objects") if names else None
+        rows = (self.attrs(f"{level}/object_index") or {}).get("num_objects") if names else None
         for name in names:
             prefix = f"{level}/object_attributes/{name}"
-            meta = self._attrs(prefix) or {}
+            meta = self.attrs(prefix) or {}
             data, mask = self._blobs([f"{prefix}/data", f"{prefix}/present_mask"])
             if isinstance(data, ZVFormatError):
                 raise data.located(
@@ -447,7 +447,7 @@ class V07Layout(Layout):
                 )
             array = f"object_attributes/{name}"
             if data is None:
-                self._warn_missing(level, array)
+                self.warn_missing(level, array)
                 continue
             if not self._declares_dtype(meta, level, "object", name, array):
                 continue
@@ -526,7 +526,7 @@ class V07Layout(Layout):
         return values
 
     def read_groups(self, level: int) -> GroupTable | None:
-        attrs = self._attrs(f"{level}/groups")
+        attrs = self.attrs(f"{level}/groups")
         if attrs is None:
             return None
         n_groups = int_field(attrs, "num_groups", self.src(f"{level}/groups", level), 0)
@@ -556,16 +556,16 @@ class V07Layout(Layout):
         for name in self.list_attributes(level, "group"):
             prefix = f"{level}/group_attributes/{name}"
             array = f"group_attributes/{name}"
-            meta = self._attrs(prefix) or {}
+            meta = self.attrs(prefix) or {}
             if not self._declares_dtype(meta, level, "group", name, array):
                 continue
             if self.attribute_dtype(level, "group", name, array, "float64") is None:
                 continue
             raw = self._blob(f"{prefix}/data", level, array)
             if raw is None:
-                self._warn_missing(level, array)
+                self.warn_missing(level, array)
             else:
-                rows = (self._attrs(f"{level}/groups") or {}).get("num_groups")
+                rows = (self.attrs(f"{level}/groups") or {}).get("num_groups")
                 out[name] = self._shaped(raw, meta, level, array, rows)
         return out
 
