@@ -22,7 +22,7 @@ from ...errors import ZVFormatError
 from ...validate import MAX_COORD, bool_field, int_field, int_list, str_field
 from ..base import Layout, LinkSet
 from ..keys import delta_name
-from ..v07 import _concat_attr, _missing
+from ..v07_links import concat_attribute, missing_values
 from .grid import GridArray, GridArrays
 
 
@@ -433,9 +433,9 @@ class LinkFamilies:
                     values = self._attribute(level, requests[r][0], blobs, counts, src[at])
                 except ZVFormatError as exc:  # the records stand, without these values
                     gaps.append((exc.located(store=self.layout.io.name, level=level), src[:0]))
-                    values = _missing(int(counts.sum()))
+                    values = missing_values(int(counts.sum()))
                 attr_parts[n].append(values)
-        attrs = {n: _concat_attr(p) for n, p in attr_parts.items() if p}
+        attrs = {n: concat_attribute(p) for n, p in attr_parts.items() if p}
         return LinkSet.of(parts_c, parts_r, attrs, width, knd, gaps)
 
     def _attribute(
@@ -450,7 +450,7 @@ class LinkFamilies:
         Raises :class:`ZVFormatError` when a cell's values cannot be read, or when the
         attribute has no array for this segment of records."""
         if not blobs:
-            return _missing(0)
+            return missing_values(0)
         grid = self.grids.open(level, array)
         if counts.sum() and grid is None:
             raise self.layout.error(
@@ -495,7 +495,7 @@ class LinkFamilies:
         parts = []
         for blob, n, chunk in zip(blobs, counts.tolist(), chunks, strict=True):
             if blob is None:
-                parts.append(_missing(n))
+                parts.append(missing_values(n))
                 continue
             assert not isinstance(blob, ZVFormatError)  # (raised above)
             try:
@@ -504,4 +504,4 @@ class LinkFamilies:
                 raise exc.located(
                     store=self.layout.io.name, level=level, array=array, chunk=chunk
                 ) from None
-        return _concat_attr(parts)
+        return concat_attribute(parts)
