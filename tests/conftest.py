@@ -130,7 +130,7 @@ def damaged(data_copy):
     store = nzv.open_store(path)
     chunk = store.chunks(0)[0]
     rows = load_rows(store, 0, chunk[None], strict=True).n_rows
-    grid = store.layout._grid(0, "vertices")
+    grid = store.layout.grids.open(0, "vertices")
     key = grid.keys((chunk - grid.origin)[None])[0]
     (path / key).write_bytes(b"\x01\x02\x03")
     return path, ".".join(str(int(c)) for c in chunk), rows

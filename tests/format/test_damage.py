@@ -59,7 +59,7 @@ def _v07_child_out_of_range(path: Path) -> str:
 
 def _v09_child_out_of_range(path: Path) -> str:
     s = nzv.open_store(path)
-    grid = s.layout._grid(0, "links/0/0.0.0")
+    grid = s.layout.grids.open(0, "links/0/0.0.0")
     chunk = s.layout.list_chunks(0, "links/0/0.0.0")[0]
     f = path / grid.keys((chunk - grid.origin)[None])[0]
     raw = f.read_bytes()  # one-element vlen frame: count, length, then int64 rows
@@ -143,7 +143,7 @@ def test_v09_missing_file_that_nonempty_chunks_lists_is_reported(tmp_path):
     path = copy_store("v09/graph.zarrvectors", tmp_path)
     s = nzv.open_store(path)
     clean = s.read(0)
-    grid = s.layout._grid(0, "vertices")
+    grid = s.layout.grids.open(0, "vertices")
     chunk = s.chunks(0)[3]
     key = grid.files((chunk - grid.origin)[None])[0]
     (path / key).unlink()
@@ -202,7 +202,7 @@ def test_a_missing_attribute_chunk_costs_that_chunk(tmp_path, rel):
     if rel.startswith("v07"):
         shutil.rmtree(folder / name)  # the blob is gone, not its bytes (which stand for zeros)
     else:
-        grid = s.layout._grid(0, "vertex_attributes/intensity")
+        grid = s.layout.grids.open(0, "vertex_attributes/intensity")
         (path / grid.files((chunk - grid.origin)[None])[0]).unlink()
     geom, caught = read_quietly(path)
     assert geom.vertex_count == clean.vertex_count
@@ -400,7 +400,7 @@ def test_vertices_outside_their_chunk_are_reported(tmp_path, rel, move):
             by_size.setdefault(f.stat().st_size, []).append(f)
         a, b = next(fs for fs in by_size.values() if len(fs) > 1)[:2]
     else:
-        grid = s.layout._grid(0, "vertices")
+        grid = s.layout.grids.open(0, "vertices")
         a, b = (path / grid.files((c - grid.origin)[None])[0] for c in s.chunks(0)[[0, -1]])
     first, second = a.read_bytes(), b.read_bytes()
     if move == "zero":  # away from the origin (zeros are that chunk's vertices otherwise)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import napari_zarr_vectors as nzv
 from data_paths import data_root
-from napari_zarr_vectors.format import store as store_module
+from napari_zarr_vectors.format import level_objects
 from napari_zarr_vectors.format.assembly import (
     _object_ids_per_row,
     _path_edges,
@@ -317,7 +317,7 @@ STORES_WITH_OBJECTS = [
 def test_a_read_by_id_before_the_index_is_read_equals_one_through_the_whole_index(
     name, monkeypatch
 ):
-    monkeypatch.setattr(store_module, "PARTIAL_INDEX_SHARE", 1)  # always a partial read
+    monkeypatch.setattr(level_objects, "PARTIAL_INDEX_SHARE", 1)  # always a partial read
     path = DATA / f"{name}.zarrvectors"
     whole = _whole_index_store(path)
     index = whole.object_index(0)
@@ -327,7 +327,7 @@ def test_a_read_by_id_before_the_index_is_read_equals_one_through_the_whole_inde
     for pick in (ids[:1], ids[-1:], ids[: max(1, ids.size // 8)]):
         fresh = nzv.open_store(path)
         got = fresh.read(0, object_ids=pick)
-        assert 0 not in fresh._object_index  # noqa: SLF001 - the whole index stays unread
+        assert 0 not in fresh._objects._index  # noqa: SLF001 - the whole index stays unread
         want = whole.read(0, object_ids=pick)
         assert want.vertex_count > 0
         assert set(np.unique(want.vertex_object_ids)) <= {*pick.tolist(), -1}
@@ -395,7 +395,7 @@ def test_a_point_cloud_read_fetches_its_manifests_only_when_the_ids_are_asked_fo
     manifests = [k for k in keys if "object_index/manifests/c" in k]
     if name.startswith("v09"):
         assert manifests == []
-        assert len(store._object_rows) == 1  # noqa: SLF001 - the ids read, not the table
+        assert len(store._objects._rows) == 1  # noqa: SLF001 - the ids read, not the table
     np.testing.assert_array_equal(g.vertex_object_ids, expected.vertex_object_ids)
     assert g.vertex_object_ids is not None and (g.vertex_object_ids >= 0).any()
 

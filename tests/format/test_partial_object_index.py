@@ -9,7 +9,7 @@ import pytest
 
 import napari_zarr_vectors as nzv
 from data_paths import data_root
-from napari_zarr_vectors.format import store as store_module
+from napari_zarr_vectors.format import level_objects
 
 DATA = data_root()
 CASES = [
@@ -37,14 +37,14 @@ def test_a_partial_index_reads_what_the_full_index_reads(gen, name, monkeypatch)
     index = full.object_index(0)
     ids = index.ids[index.present]
     decoded: list[int] = []
-    real = store_module.decode_object_index
+    real = level_objects.decode_object_index
 
     def counting(table, *args, **kwargs):
         decoded.append(len(table.ids))
         return real(table, *args, **kwargs)
 
-    monkeypatch.setattr(store_module, "decode_object_index", counting)
-    monkeypatch.setattr(store_module, "PARTIAL_INDEX_SHARE", 1)  # always partial
+    monkeypatch.setattr(level_objects, "decode_object_index", counting)
+    monkeypatch.setattr(level_objects, "PARTIAL_INDEX_SHARE", 1)  # always partial
     lo, hi = (np.asarray(b, np.float64) for b in full.bounds)
     box = (lo, lo + (hi - lo) * 0.6)
     picks = [ids[:1], ids[-2:], ids[::3]]
@@ -62,7 +62,7 @@ def test_a_large_selection_decodes_the_full_index_once() -> None:
     path = DATA / "v09" / "polylines.zarrvectors"
     store = nzv.open_store(path)
     ids = store.object_ids(0)
-    assert 0 not in store._object_index  # noqa: SLF001 - nothing decoded yet
+    assert 0 not in store._objects._index  # noqa: SLF001 - nothing decoded yet
     store.read(0, object_ids=ids)  # every object: more than 1/PARTIAL_INDEX_SHARE
-    assert store.object_index(0) is store._object_index[0]  # noqa: SLF001
-    assert 0 not in store._object_rows  # noqa: SLF001 - the ids and raw table are released
+    assert store.object_index(0) is store._objects._index[0]  # noqa: SLF001
+    assert 0 not in store._objects._rows  # noqa: SLF001 - the ids and raw table are released

@@ -465,13 +465,13 @@ def test_read_links_reads_only_cells_that_can_reach_the_chunks(monkeypatch):
     s = open_store(DATA / "graph.zarrvectors")
     layout = s.layout
     seen: list[int] = []
-    original = layout._read_grid_cells
+    original = layout.grids.read
 
     def spy(level, requests):
         seen.extend(len(c) for _, c in requests)
         return original(level, requests)
 
-    monkeypatch.setattr(layout, "_read_grid_cells", spy)
+    monkeypatch.setattr(layout.grids, "read", spy)
     layout.read_links(0, 0, s.chunks(0)[:1])
     partial = sum(seen)
     seen.clear()
@@ -580,8 +580,8 @@ def test_edge_case_positions_match_library(name):
 def test_per_array_grids_differ_within_a_level():
     """schema_demo2: vertices (shape 2³, origin 1) and links/+1 (shape 5³, origin 0)."""
     s = store(str(EDGE / "schema_demo2.zarrvectors"))
-    v = s.layout._grid(0, "vertices")
-    lk = s.layout._grid(0, "links/+1/0.0.0")
+    v = s.layout.grids.open(0, "vertices")
+    lk = s.layout.grids.open(0, "links/+1/0.0.0")
     assert v.origin.tolist() != lk.origin.tolist() or v.shape.tolist() != lk.shape.tolist()
     # chunks outside an array's own grid hold no data (no error)
     far = np.array([[-5, -5, -5], [50, 50, 50]])
@@ -749,7 +749,7 @@ def test_corrupt_cell_becomes_a_warning_and_a_gap(tmp_path, damage):
     path = copy_store(DATA / "points_binned.zarrvectors", tmp_path)
     s0 = open_store(path)
     chunk = s0.chunks(0)[3]
-    grid = s0.layout._grid(0, "vertices")
+    grid = s0.layout.grids.open(0, "vertices")
     cell_key = grid.keys((chunk - grid.origin)[None])[0]
     full = read_quiet(s0, 0)
     lost = int(np.sum(np.all(np.floor(full.positions / 20.0) == chunk, axis=1)))
@@ -779,7 +779,7 @@ def test_corrupt_cell_in_a_shard(tmp_path):
     shard.write_bytes(bytes(raw))
     s = open_store(path)
     cell = np.array(np.unravel_index(first, (2, 2, 2))) + 2  # shard (1,1,1) of 2x2x2 cells
-    chunk = cell + s.layout._grid(0, "vertices").origin
+    chunk = cell + s.layout.grids.open(0, "vertices").origin
     cells = s.layout.read_cells(0, ["vertices"], np.array([chunk, chunk + 1]))["vertices"]
     assert isinstance(cells[0], ZVFormatError)
     assert "vertices" in str(cells[0]) and ".".join(map(str, chunk)) in str(cells[0])
@@ -860,7 +860,7 @@ def _blob(*values) -> bytes:
 
 
 def test_link_cells_ragged_groups_and_flat_rows():
-    from napari_zarr_vectors.format.layout.v09 import _decode_link_cells
+    from napari_zarr_vectors.format.layout.v09.links import _decode_link_cells
 
     one = _blob(1, 0, 7, 8, 9)  # K=1, one 3-wide row
     two = _blob(2, 0, 24, 1, 2, 3, 4, 5, 6)  # K=2, two groups of one row each
@@ -882,7 +882,7 @@ def test_link_cells_ragged_groups_and_flat_rows():
     ],
 )
 def test_link_cells_locate_the_broken_cell(blobs, flat):
-    from napari_zarr_vectors.format.layout.v09 import _CellError, _decode_link_cells
+    from napari_zarr_vectors.format.layout.v09.links import _CellError, _decode_link_cells
 
     with pytest.raises(_CellError) as info:
         _decode_link_cells(blobs, 2, flat=flat)
@@ -893,7 +893,7 @@ def test_link_cells_locate_the_broken_cell(blobs, flat):
 def test_lehmer_codes_for_three_endpoints():
     """FORMAT09 §3.5: code -> σ is 0:[0,1,2] 1:[0,2,1] 2:[1,0,2] 3:[1,2,0] 4:[2,0,1]
     5:[2,1,0], and ``out[σ[i]] = stored[i]``."""
-    from napari_zarr_vectors.format.layout.v09 import _endpoints, _Segment
+    from napari_zarr_vectors.format.layout.v09.links import _endpoints, _Segment
 
     sigma = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]]
     seg = _Segment("0.0.0_+1.0.0", None, np.array([[0, 0, 0], [1, 0, 0]]), True, False)
@@ -913,7 +913,7 @@ def test_lehmer_codes_for_three_endpoints():
 def test_corrupt_link_cell_leaves_links_out_with_a_warning(tmp_path):
     path = copy_store(DATA / "skeleton.zarrvectors", tmp_path)
     s0 = open_store(path)
-    grid = s0.layout._grid(0, "links/0/+1.0.0")
+    grid = s0.layout.grids.open(0, "links/0/+1.0.0")
     chunk = s0.layout.list_chunks(0, "links/0/+1.0.0")[0]
     f = path / grid.keys((chunk - grid.origin)[None])[0]
     raw = f.read_bytes()
@@ -928,7 +928,7 @@ def test_corrupt_link_cell_leaves_links_out_with_a_warning(tmp_path):
 
 
 def test_wide_records_decode_lehmer_codes_one_by_one():
-    from napari_zarr_vectors.format.layout.v09 import (
+    from napari_zarr_vectors.format.layout.v09.links import (
         _inverse_permutations,
         _lehmer_inverse,
         _undo_permutations,

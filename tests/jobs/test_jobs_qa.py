@@ -141,7 +141,7 @@ def test_non_finite_vertices_are_named_by_chunk(data_copy):
     path = data_copy("v09/streamlines")
     store = nzv.open_store(path)
     chunk = store.chunks(0)[0]
-    grid = store.layout._grid(0, "vertices")
+    grid = store.layout.grids.open(0, "vertices")
     f = path / grid.keys((chunk - grid.origin)[None])[0]
     raw = bytearray(f.read_bytes())
     # one vlen item, uncompressed float32 rows: the last coordinate of the last vertex

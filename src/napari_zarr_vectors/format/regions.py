@@ -2,8 +2,8 @@
 
 A region lives in a store's coordinates (store axis order, store units: ``space="store"``)
 or in the world the store's ``crs`` places them in (``space="world"``,
-:attr:`.store.Store.placement`). Every test is closed (a point on the surface is inside)
-and vectorised over many points, segments or boxes:
+:attr:`.store_metadata.StoreMetadata.placement`). Every test is closed (a point on the
+surface is inside) and vectorised over many points, segments or boxes:
 
 * :meth:`Region.contains` -- which points lie inside;
 * :meth:`Region.meets_segments` -- which segments ``a -> b`` meet it (a segment that passes

@@ -81,7 +81,7 @@ def select_objects(
     ``exclude`` removes some). ``progress(step, n_steps, text)`` is called before each
     region; once ``cancel`` is set the selection raises
     :class:`~.errors.ZVCancelledError`. Regions with ``space="world"`` are tested where
-    :attr:`~.store.Store.placement` puts the store's positions.
+    :attr:`~.store_metadata.StoreMetadata.placement` puts the store's positions.
 
     Raises ``ValueError`` for an unknown test, an endpoint test of a store without paths
     or a region of the wrong dimension, and :class:`~.errors.ZVError` for a store or level

@@ -7,10 +7,7 @@ import functools
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
-from functools import cached_property
-from pathlib import PurePosixPath
-from threading import Event, Lock
+from threading import Event
 from typing import Any
 
 import numpy as np
@@ -19,23 +16,22 @@ from zarr.abc.store import Store as ZarrStore
 from .api import GeometryStore
 from .assembly import Selection, assemble, assemble_pieces
 from .cache import ChunkCache
-from .chunks import ChunkTable, LoadedChunks, unique_rows
+from .chunks import LoadedChunks
 from .composite import CompositeGeometryStore
-from .errors import ZVChunkWarning, ZVError, ZVFormatError, chunk_key
-from .geometry import GRAPH_TYPES, PATH_TYPES, PIECE_TYPES, Geometry, GeometryType
+from .errors import ZVChunkWarning
+from .geometry import PIECE_TYPES, Geometry
 from .io import StoreIO
-from .layout import Layout, LinkSet, ObjectAttribute, ObjectRows, ObjectTable, detect_layout
-from .layout.keys import sort_chunks
-from .loading import attribute_specs, load_chunks
+from .layout import LinkSet, ObjectRows, ObjectTable
+from .level_objects import LevelObjects, manifest_chunks
+from .loaded_links import links_of_loaded, report_gaps
+from .loading import AttributeSpec, attribute_specs, load_chunks
 from .memory import release_freed_memory
-from .metadata import LevelInfo, RootMetadata, parse_level, parse_root
-from .missing import missing_value
-from .objects import FragmentSharing, ObjectIndex, decode_object_index
-from .parametric import Parametric, ParametricObject, read_parametric
+from .metadata import LevelInfo
+from .objects import ObjectIndex
 from .query import candidate_chunks, chunks_in_bbox, normalise_bbox
-from .refinement import concat_geometries, map_chunks, refinement_chains
+from .refinement import concat_geometries, map_chunks
 from .remote import RetryPolicy
-from .world import WorldPlacement, world_placement
+from .store_metadata import StoreMetadata
 
 #: A bbox read probes at most this many candidate chunk keys before it lists the level instead.
 MAX_CANDIDATE_CHUNKS = 4096
@@ -43,10 +39,6 @@ MAX_CANDIDATE_CHUNKS = 4096
 #: Fewest rows a read loads after which the memory its fetched bytes took is given back
 #: before the result is built (:func:`.memory.release_freed_memory`).
 RELEASE_MIN_ROWS = 1 << 20
-
-#: a read of at most 1 / PARTIAL_INDEX_SHARE of a level's objects decodes only their
-#: manifests while the level's full object index is not decoded yet
-PARTIAL_INDEX_SHARE = 8
 
 
 def open_store(
@@ -98,27 +90,13 @@ def _cancellable(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class Store:
-    """A read-only ZV store: metadata, and reads by level, bbox, object ids or group ids."""
+class Store(StoreMetadata):
+    """A read-only ZV store: metadata (:class:`~.store_metadata.StoreMetadata`), and reads
+    by level, bbox, object ids or group ids."""
 
     def __init__(self, io: StoreIO) -> None:
-        self._io = io
-        self.root: RootMetadata = parse_root(io.get_json("zarr.json"), io.name)
-        self.levels: list[LevelInfo] = self._read_levels()
-        self.layout: Layout = detect_layout(io, self.root, self.levels)
-        self._chains = refinement_chains(self.root, self.levels, io.name)
-        self._lock = Lock()
-        #: object indexes and tables have a lock of their own: reading a large one (a
-        #: worker's side thread) does not hold up chunk listings and reads meanwhile
-        self._objects_lock = Lock()
-        self._object_index: dict[int, ObjectIndex | None] = {}
-        #: object ids of levels whose full index is not decoded yet (point-cloud reads,
-        #: reads by id), with a reader of a few rows' manifests
-        #: (:meth:`Layout.read_object_rows`)
-        self._object_rows: dict[int, ObjectRows | ObjectTable | None] = {}
-        self._chunk_lists: dict[int, np.ndarray] = {}
-        self._chain_chunks: dict[int, np.ndarray] = {}
-        self._warm: set[int] = set()
+        super().__init__(io)
+        self._objects = LevelObjects(self.layout, self.root, self.level, self.path)
         self._geometries: dict[str, CompositeGeometryStore] = {}
 
     @contextlib.contextmanager
@@ -129,84 +107,7 @@ class Store:
         with self._io.cancellable(cancel), self._io.read_budget():
             yield
 
-    def _prefetch_metadata(self, level: int) -> None:
-        """Remote stores: the metadata documents of a level in one batch, once."""
-        with self._lock:
-            if level in self._warm or not any(lv.index == level for lv in self.levels):
-                return
-            self._warm.add(level)
-        with contextlib.suppress(ZVError):  # only a shortcut: the read meets errors in context
-            self.layout.prefetch_metadata(level)
-
-    def _read_levels(self) -> list[LevelInfo]:
-        paths = [str(d.get("path")) for d in self.root.datasets if str(d.get("path", "")).isdigit()]
-        if not paths:
-            paths = sorted((n for n in self._io.list_dir("") if n.isdigit()), key=int)
-        docs = self._io.get_many([f"{p}/zarr.json" for p in paths])
-        levels = []
-        for p, raw in zip(paths, docs, strict=True):
-            if raw is None:  # listed by the root, gone from the store
-                error = ZVFormatError(
-                    f"the root lists the level, but {p}/zarr.json is missing",
-                    store=self._io.name,
-                    level=int(p),
-                )
-                warnings.warn(f"level left out: {error}", ZVChunkWarning, stacklevel=4)
-                continue
-            levels.append(
-                parse_level(self.root, p, self._io.parse_json(raw, f"{p}/zarr.json"), self._io.name)
-            )
-        if not levels:
-            raise ZVFormatError("the store has no resolution levels", store=self._io.name)
-        return sorted(levels, key=lambda lv: lv.index)
-
     # -- metadata ----------------------------------------------------------------------
-    @property
-    def path(self) -> str:
-        """The location the store was opened from."""
-        return self._io.name
-
-    @property
-    def name(self) -> str:
-        """The store's folder name without its ``.zarrvectors`` (or short ``.zv``) suffix."""
-        base = PurePosixPath(self.path.rstrip("/").replace("\\", "/")).name
-        for suffix in (".zarrvectors", ".zv"):
-            if base.endswith(suffix) and len(base) > len(suffix):
-                return base[: -len(suffix)]
-        return base.split(".zarrvectors")[0] or base
-
-    @property
-    def remote(self) -> bool:
-        """The store is reached over a network (requests are retried, latency matters)."""
-        return self._io.remote
-
-    @property
-    def listable(self) -> bool:
-        """The store can list its keys (``False`` for plain HTTP: :meth:`chunks` of a 0.7
-        store then probes every candidate key of the level's grid, one request each)."""
-        return self._io.listable
-
-    @property
-    def zv_version(self) -> str:
-        return self.root.zv_version
-
-    @property
-    def generation(self) -> str:
-        """Container layout: ``"0.7"``, ``"0.9"`` or ``"dense"`` (the spec's grid-shaped
-        arrays)."""
-        return self.layout.generation
-
-    @property
-    def geometry_type(self) -> str:
-        """The store's own geometry (the first the root lists)."""
-        return self.root.geometry_type
-
-    @property
-    def geometry_types(self) -> list[str]:
-        """Every geometry the store holds, its own first: a composite store (zarr-vectors
-        ``composite.add_geometry``) lists the geometries added to it after it."""
-        return list(self.root.geometry_types or (self.root.geometry_type,))
-
     def geometry(self, geometry_type: str) -> GeometryStore:
         """The reader of one of :attr:`geometry_types`: this store for its own geometry, else
         a :class:`~.composite.CompositeGeometryStore` (both implement
@@ -230,200 +131,19 @@ class Store:
                 self._geometries[geometry_type] = view
         return view
 
-    @property
-    def ndim(self) -> int:
-        return self.root.ndim
-
-    @cached_property
-    def placement(self) -> WorldPlacement:
-        """Where the stored coordinates lie in the world (:mod:`.world`): the store ->
-        world affine from the root ``crs`` (TrackVis voxmm -> RAS mm from ``headers/trk``
-        for zarr-vectors-tools' TRK ingest, a plain affine otherwise, the identity when
-        positions were stored in the output space) and ``coordinate_offset``. Reads stay in
-        the stored space; a voxmm store without its TRK header warns once (best effort)."""
-        zv = self.root.raw.get("zarr_vectors") or {}
-        header = self.trk_header if isinstance(zv.get("crs"), dict) else None
-        placement, warning = world_placement(zv, header, self.ndim, self.path)
-        if warning:
-            warnings.warn(warning, UserWarning, stacklevel=2)
-        return placement
-
-    @cached_property
-    def trk_header(self) -> dict[str, Any] | None:
-        """The attributes of the store's ``headers/trk`` group (a TRK ingest's TrackVis
-        header: ``vox_to_ras``, ``dimensions``, ``voxel_size``, ``voxel_order``, ...),
-        ``None`` when it has none."""
-        doc = self._io.get_json("headers/trk/zarr.json")
-        if doc is None:
-            return None
-        header = doc.get("attributes")
-        if not isinstance(header, dict):
-            raise ZVFormatError(
-                "headers/trk/zarr.json: field 'attributes' is not a JSON object",
-                store=self.path,
-            )
-        return header
-
-    @property
-    def world_affine(self) -> np.ndarray:
-        """``placement.affine``: the ``(ndim + 1, ndim + 1)`` store -> world matrix."""
-        return self.placement.affine
-
-    @property
-    def axes(self) -> list[str]:
-        """Axis names in vertex column order (e.g. ``["x", "y", "z"]``)."""
-        return list(self.root.axes)
-
-    @property
-    def axis_types(self) -> list[str]:
-        """Type per axis (``"space"``, ``"time"``, ``"channel"``, ...; ``"space"`` where
-        undeclared), in vertex column order."""
-        return list(self.root.axis_types)
-
-    @property
-    def units(self) -> list[str | None]:
-        """Declared unit per axis (``None`` where undeclared)."""
-        return list(self.root.units)
-
-    @property
-    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Inclusive ``(lo, hi)`` world extent from the root metadata."""
-        return self.root.bounds
-
-    @property
-    def chunk_shape(self) -> np.ndarray:
-        """Level-0 chunk edge per axis."""
-        return self.root.chunk_shape
-
-    @property
-    def base_bin_shape(self) -> np.ndarray:
-        """Level-0 bin edge (the chunk shape when the store declares none)."""
-        return self.levels[0].bin_shape
-
-    def level(self, level: int) -> LevelInfo:
-        """Metadata of one level; raises ``KeyError`` naming the available levels."""
-        for lv in self.levels:
-            if lv.index == level:
-                return lv
-        raise KeyError(
-            f"{self.path} has no level {level} (levels: {[lv.index for lv in self.levels]})"
-        )
-
-    def chunks(self, level: int = 0) -> np.ndarray:
-        """``(K, key_ndim)`` coordinates of the level's non-empty chunks, in level order.
-
-        For an additive level (:meth:`refinement_chain`), the chunks of its grid that hold
-        any of its complete content: its own non-empty chunks and those overlapping the
-        non-empty chunks of the coarser levels it adds to (some hold no own data)."""
-        chain = self.refinement_chain(level)
-        if len(chain) == 1:
-            return self._own_chunks(level)
-        with self._lock:
-            if level in self._chain_chunks:
-                return self._chain_chunks[level]
-        info = self.level(level)
-        parts = [self._own_chunks(level)]
-        parts += [map_chunks(self._own_chunks(c), self.level(c), info) for c in chain[1:]]
-        found = sort_chunks(unique_rows(np.concatenate(parts)))
-        with self._lock:
-            self._chain_chunks[level] = found
-        return found
-
-    def _own_chunks(self, level: int) -> np.ndarray:
-        """The level's own non-empty chunks (listed once)."""
-        self.level(level)
-        with self._lock:
-            if level not in self._chunk_lists:
-                self._chunk_lists[level] = self.layout.list_chunks(level, "vertices")
-            return self._chunk_lists[level]
-
-    def refinement_chain(self, level: int = 0) -> tuple[int, ...]:
-        """The levels whose own data make up ``level``'s content, finest first: ``(level,)``
-        unless the level is additive (``refinement: "add"``, FORMAT-NEXT §6), then
-        ``level`` and the chain of ``level + 1``. :meth:`read`, :meth:`read_pieces`,
-        :meth:`prefetch`, :meth:`chunks` and :meth:`object_presence` cover the whole
-        chain; the object index, object attributes and ``LevelInfo.vertex_count``
-        describe the level's own data."""
-        self.level(level)
-        return self._chains.get(level, (level,))
-
-    def vertex_attribute_names(self, level: int = 0) -> list[str]:
-        return self.layout.list_attributes(level, "vertex")
-
-    @cached_property
-    def parametric(self) -> Parametric:
-        """Resolution-independent objects of the root ``parametric/`` group, with their
-        groups and group attributes (empty when the store has none)."""
-        return read_parametric(self._io)
-
-    @property
-    def parametric_objects(self) -> list[ParametricObject]:
-        """Shortcut for ``parametric.objects``."""
-        return self.parametric.objects
-
     # -- objects and groups ------------------------------------------------------------
     def object_index(self, level: int = 0, strict: bool = False) -> ObjectIndex | None:
         """Decoded manifests of a level (cached), or ``None`` when it has no objects."""
-        self.level(level)
-        with self._objects_lock:
-            if level not in self._object_index:
-                held = self._object_rows.pop(level, None)
-                table: ObjectTable | None
-                if isinstance(held, ObjectTable):
-                    table = held
-                else:
-                    table = self.layout.read_object_table(level)
-                self._object_index[level] = (
-                    None
-                    if table is None
-                    else decode_object_index(
-                        table,
-                        self.level(level).key_ndim,
-                        {"store": self.path, "level": level},
-                        strict,
-                        self._fragment_sharing(level),
-                    )
-                )
-            return self._object_index[level]
-
-    def _fragment_sharing(self, level: int) -> FragmentSharing:
-        """Which fragments the level's objects may share (:data:`.objects.FragmentSharing`)."""
-        if "shared_fragments" in self.root.format_capabilities or self.level(level).attributes.get(
-            "shared_fragments"
-        ):
-            return "any"
-        return "whole-chunk" if self.geometry_type == GeometryType.MESH else "none"
-
-    def _object_ids_only(self, level: int) -> ObjectIndex | ObjectTable | ObjectRows | None:
-        """What the level already holds of its object index, else its object ids with a
-        reader of a few rows' manifests (read once and kept until the full table is read)."""
-        self.level(level)
-        with self._objects_lock:
-            if level in self._object_index:
-                return self._object_index[level]
-            if level not in self._object_rows:
-                self._object_rows[level] = self.layout.read_object_rows(level)
-            return self._object_rows[level]
+        return self._objects.index(level, strict)
 
     def object_ids(self, level: int = 0) -> np.ndarray:
         """Ids of every object of the level's object index (empty when none)."""
-        found = self._object_ids_only(level)
-        return np.empty(0, np.int64) if found is None else np.asarray(found.ids, np.int64)
+        return self._objects.ids(level)
 
     def object_presence(self, level: int = 0) -> np.ndarray:
         """Boolean array indexed by object id: whether the object has geometry at ``level``
         (for an additive level, at any level of its :meth:`refinement_chain`)."""
-        found = []
-        for lv in self.refinement_chain(level):
-            index = self.object_index(lv)
-            if index is not None:
-                found.append(_by_id(index.ids, index.present, False))
-        if not found:
-            return np.zeros(0, dtype=bool)
-        out = np.zeros(max(f.size for f in found), dtype=bool)
-        for f in found:
-            out[: f.size] |= f
-        return out
+        return self._objects.presence(self.refinement_chain(level))
 
     def manifest(self, level: int, object_id: int) -> list[tuple[tuple[int, ...], int]]:
         """``[(chunk, fragment), ...]`` of one object in traversal order."""
@@ -439,51 +159,19 @@ class Store:
         stores, the fill sentinel (NaN, INT_MIN, UINT_MAX) in 0.9 stores; ids missing from the
         id space hold :func:`.missing.missing_value` of the dtype. Use
         :meth:`object_presence` (or :meth:`object_attribute_presence`) to tell them apart.
+        An attribute whose row count differs from the object index's (e.g. an inflated
+        ``shape``) cannot be matched to the objects and is left out with a
+        :class:`ZVChunkWarning`.
         """
-        ids = self.object_ids(level)
-        return {
-            name: _by_id(ids, a.values, missing_value(a.values.dtype))
-            for name, a in self._aligned_object_attributes(level, ids.size).items()
-        }
+        return self._objects.attributes(level)
 
     def object_attribute_presence(self, level: int = 0) -> dict[str, np.ndarray]:
         """``{name: bool array indexed by object id}``: which objects hold a value."""
-        ids = self.object_ids(level)
-        out = {}
-        for name, a in self._aligned_object_attributes(level, ids.size).items():
-            present = a.present if a.present is not None else np.ones(a.values.shape[0], bool)
-            out[name] = _by_id(ids, present, False)
-        return out
-
-    def _aligned_object_attributes(self, level: int, n_objects: int) -> dict[str, ObjectAttribute]:
-        """The level's object attributes that hold one row per object; one whose row count
-        differs from the object index's (e.g. an inflated ``shape``) cannot be matched to
-        the objects and is left out with a :class:`ZVChunkWarning`."""
-        out = {}
-        for name, a in self.layout.read_object_attributes(level).items():
-            if a.values.shape[0] != n_objects:
-                self.layout.warn_misaligned(level, name, a.values.shape[0], n_objects)
-                continue
-            out[name] = a
-        return out
+        return self._objects.attribute_presence(level)
 
     def groups(self, level: int = 0) -> dict[int, np.ndarray]:
         """``{group id: int64 object ids}`` (groups live at level 0 in every known writer)."""
-        table = self.layout.read_groups(level)
-        if table is None:
-            return {}
-        ids = self.object_ids(level)
-        if len(ids) and table.members:
-            members = np.concatenate(list(table.members.values()))
-            unknown = members[~np.isin(members, ids)]
-            if unknown.size:
-                warnings.warn(
-                    f"{self.path} level {level}: groups name {unknown.size} object ids the "
-                    f"level does not hold (e.g. {int(unknown[0])}); they select nothing",
-                    ZVChunkWarning,
-                    stacklevel=2,
-                )
-        return dict(table.members)
+        return self._objects.groups(level)
 
     def group_names(self, level: int = 0) -> dict[int, str]:
         """``{group id: name}`` for stores that name their groups (0.9 ``group_names``)."""
@@ -502,7 +190,7 @@ class Store:
         (``strict=True``: raises); ``LinkSet.errors`` lists those gaps."""
         self.level(level)
         links = self.layout.read_links(level, delta, chunks)
-        _report_gaps(links, strict)
+        report_gaps(links, strict)
         return links
 
     # -- reading -----------------------------------------------------------------------
@@ -589,24 +277,66 @@ class Store:
             )
             return concat_geometries(parts, level)
         info = self.level(level)
-        knd = info.key_ndim
         box = None if bbox is None else normalise_bbox(bbox, self.ndim, self.path)
         selection = Selection(bbox=box, store=self.path, strict=strict)
-        pending: Future[ObjectIndex | ObjectTable | ObjectRows | None] | None = None
-        index: ObjectIndex | ObjectTable | ObjectRows | Callable[[], ObjectIndex | None] | None
+        selected = pending = None
         beside = False  # the object index read beside: a local read fetches no batch ahead
         if object_ids is not None or group_ids is not None:
-            selected, selection.object_rows = self._selected(level, object_ids, group_ids, strict)
-            index = selected
-        elif strict or self.geometry_type in PATH_TYPES:  # read beside the chunks
-            pending = self._io.in_background(functools.partial(self.object_index, level, strict))
-            beside = True
-        else:  # its ids and metadata read and checked beside the chunks; its manifests
-            # read and decoded when the per-vertex object ids are asked for
-            pending = self._io.in_background(functools.partial(self._object_ids_only, level))
+            selected, selection.object_rows = self._objects.select(
+                level, object_ids, group_ids, strict
+            )
+        else:
+            pending, beside = self._objects.read_beside(level, strict)
+        index: ObjectIndex | ObjectTable | ObjectRows | Callable[[], ObjectIndex | None] | None
+        index = selected
+        target = self._read_target(level, box, chunks, selection, selected)
+        draco = self._is_draco(level)
+        specs = self._vertex_specs(level, attributes, draco)
+        try:
+            decoded = load_chunks(
+                self.layout, level, target, specs, strict=strict, cache=cache, beside=beside
+            )
+        finally:
+            if pending is not None:  # (its error first: the object index is the level's)
+                index = pending.result()
+        if isinstance(index, ObjectTable | ObjectRows):
+            index = functools.partial(self.object_index, level)
+        loaded = LoadedChunks.build(decoded, self.ndim, info.key_ndim, owned=cache is None)
+        if loaded.n_rows >= RELEASE_MIN_ROWS:  # the fetched bytes are freed by now
+            release_freed_memory()
+        listed = functools.partial(self._own_chunks, level) if selection.whole else None
+        links = links_of_loaded(
+            self.layout, self.geometry_type, self.path, level, loaded, strict, draco, listed
+        )
+        return assemble(
+            self.geometry_type,
+            level,
+            loaded,
+            specs,
+            index,
+            links,
+            selection,
+            _chunk_attribute(info),
+        )
+
+    def _read_target(
+        self,
+        level: int,
+        box: tuple[np.ndarray, np.ndarray] | None,
+        chunks: np.ndarray | None,
+        selection: Selection,
+        selected: ObjectIndex | None,
+    ) -> np.ndarray:
+        """The chunks a :meth:`read` loads: those the selected objects' manifests name (of
+        ``chunks``, when given), ``chunks``, or the level's (for a small box and a level
+        not listed yet, the candidate chunks the box meets: a missing one holds no data),
+        narrowed to those ``box`` meets. Sets ``selection.whole`` for a read of the whole
+        level."""
+        info = self.level(level)
+        knd = info.key_ndim
         if selection.object_rows is not None:
             named = None if chunks is None else np.asarray(chunks, np.int64).reshape(-1, knd)
-            target = self._manifest_chunks(selected, selection.object_rows, knd, named)
+            target = manifest_chunks(selected, selection.object_rows, knd, named)
         elif chunks is not None:
             target = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
         elif (
@@ -623,49 +353,23 @@ class Store:
             selection.whole = box is None
         if box is not None:
             target = chunks_in_bbox(target, info, *box)
+        return target
 
+    def _vertex_specs(self, level: int, attributes: bool, draco: bool) -> list[AttributeSpec]:
+        """The vertex attributes a :meth:`read` decodes: none without ``attributes`` or in
+        a Draco store (``draco``: stored in pre-Draco row order; left out with a
+        warning)."""
         specs = attribute_specs(self.layout, level) if attributes else []
-        draco = self._is_draco(level)
         if draco and specs:
             warnings.warn(
                 f"{self.path} level {level}: vertex attributes "
                 f"{[s.name for s in specs]} are stored in pre-Draco row order, which the "
                 "store does not record; they are left out",
                 ZVChunkWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-            specs = []
-        try:
-            decoded = load_chunks(
-                self.layout, level, target, specs, strict=strict, cache=cache, beside=beside
-            )
-        finally:
-            if pending is not None:  # (its error first: the object index is the level's)
-                index = pending.result()
-        if isinstance(index, ObjectTable | ObjectRows):
-            index = functools.partial(self.object_index, level)
-        loaded = LoadedChunks.build(decoded, self.ndim, knd, owned=cache is None)
-        if loaded.n_rows >= RELEASE_MIN_ROWS:  # the fetched bytes are freed by now
-            release_freed_memory()
-        links = self._read_links(level, loaded, strict, not draco, selection.whole)
-        if draco and links is not None:
-            if len(links):
-                warnings.warn(
-                    f"{self.path} level {level}: {len(links)} faces spanning Draco chunks "
-                    "refer to the pre-Draco vertex order and are left out (intra-chunk faces "
-                    "are shown)",
-                    ZVChunkWarning,
-                    stacklevel=2,
-                )
-            links = None
-        cattr = None
-        if (
-            info.chunk_attribute_name
-            and info.chunk_attribute_values is not None
-            and info.chunk_dims
-        ):
-            cattr = (info.chunk_attribute_name, info.chunk_attribute_values)
-        return assemble(self.geometry_type, level, loaded, specs, index, links, selection, cattr)
+            return []
+        return specs
 
     @_cancellable
     def read_pieces(
@@ -789,95 +493,6 @@ class Store:
             return np.asarray(chunks, np.int64).reshape(-1, self.level(level).key_ndim)
         return map_chunks(chunks, self.level(level), self.level(other))
 
-    def _is_draco(self, level: int) -> bool:
-        meta = self.layout.array_attributes(level, "vertices") or {}
-        return meta.get("encoding") == "draco"
-
-    def _selected(
-        self,
-        level: int,
-        object_ids: Sequence[int] | np.ndarray | None,
-        group_ids: Sequence[int] | np.ndarray | None,
-        strict: bool,
-    ) -> tuple[ObjectIndex | None, np.ndarray]:
-        """``(index, rows)``: an object index holding the requested objects and the members
-        of the requested groups (groups live at level 0), and their rows in it, ascending.
-
-        While the level's full index is not decoded, a selection of at most
-        1 / :data:`PARTIAL_INDEX_SHARE` of the objects decodes only its own manifests (a
-        few objects of a 200,000-object store cost no decoding of the other 199,000)."""
-        wanted = [np.empty(0, np.int64)]
-        if object_ids is not None:
-            wanted.append(np.asarray(object_ids, dtype=np.int64).ravel())
-        if group_ids is not None:
-            groups = self.groups(0)
-            wanted += [groups.get(int(g), wanted[0]) for g in np.asarray(group_ids).ravel()]
-        ids = np.unique(np.concatenate(wanted))
-        found = self._object_ids_only(level)
-        if found is None:
-            return None, np.empty(0, np.int64)
-        rows = np.flatnonzero(np.isin(found.ids, ids))
-        if isinstance(found, ObjectIndex):
-            return found, rows
-        if rows.size * PARTIAL_INDEX_SHARE > found.ids.size:
-            index = self.object_index(level, strict=strict)
-            return index, rows
-        if isinstance(found, ObjectRows):  # only the manifest chunks holding these rows
-            part = found.manifests(rows)
-        else:
-            part = ObjectTable(found.ids[rows], [found.manifests[r] for r in rows.tolist()])
-        where = {"store": self.path, "level": level}
-        index = decode_object_index(
-            part, self.level(level).key_ndim, where, strict, self._fragment_sharing(level)
-        )
-        return index, np.arange(rows.size, dtype=np.int64)
-
-    @staticmethod
-    def _manifest_chunks(
-        index: ObjectIndex | None,
-        rows: np.ndarray,
-        key_ndim: int,
-        among: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """The chunks named by the manifests of object rows ``rows``, in level order; with
-        ``among``, only those of these chunks (in their order) the manifests name."""
-        if index is None or rows.size == 0:
-            return np.empty((0, key_ndim), np.int64)
-        named = index.chunks[index.entries_of_rows(rows)]
-        if among is not None:  # a lookup in the given chunks: no sort of the entries
-            at = ChunkTable(among).index_of(named)
-            hit = np.bincount(at[at >= 0], minlength=len(among)) > 0
-            return among[hit]
-        return sort_chunks(unique_rows(named))
-
-    def _read_links(
-        self,
-        level: int,
-        loaded: LoadedChunks,
-        strict: bool,
-        check: bool = True,
-        whole: bool = False,
-    ) -> LinkSet | None:
-        """The level's links touching ``loaded``; with ``check``, records pointing at rows
-        the loaded chunks do not hold (``whole``, a read of the whole level: or at chunks the
-        level does not list) are left out as gaps. Every gap is reported."""
-        if self.geometry_type not in (*GRAPH_TYPES, GeometryType.MESH) or loaded.n_rows == 0:
-            return None
-        try:
-            if 0 not in self.layout.link_deltas(level):
-                return None
-            links = self.layout.read_links(level, 0, loaded.table.chunks)
-        except ZVFormatError as exc:
-            if strict:
-                raise
-            warnings.warn(f"links left out: {exc}", ZVChunkWarning, stacklevel=3)
-            return None
-        if check:
-            listed = self._own_chunks(level) if whole else None
-            links = _impossible_records(links, loaded, self.path, level, listed)
-        _report_gaps(links, strict)
-        return links
-
     def __repr__(self) -> str:
         return (
             f"<Store {self.path!r} {self.geometry_type} ZV {self.zv_version} "
@@ -885,69 +500,10 @@ class Store:
         )
 
 
-def _impossible_records(
-    links: LinkSet,
-    loaded: LoadedChunks,
-    store: str,
-    level: int,
-    whole: np.ndarray | None = None,
-) -> LinkSet:
-    """``links`` without the records that have an endpoint in a loaded chunk at a row that
-    chunk does not hold (a corrupt index: read as is it would drop an edge silently or, in
-    a skeleton, leave an implicit parent in place), or, when the read was of the whole level
-    (``whole``: its listed chunks), in a chunk the level does not list; each chunk owning
-    such records is reported as a gap."""
-    if not len(links):
-        return links
-    at = loaded.table.index_of(links.chunks)
-    bad_ep = (at >= 0) & (loaded.global_rows(links.chunks, links.rows) < 0)
-    if whole is not None:  # the read loaded the level: an endpoint must be in a listed chunk
-        bad_ep |= ChunkTable(whole).index_of(links.chunks) < 0
-    bad = np.flatnonzero(bad_ep.any(axis=1))
-    if bad.size == 0:
-        return links
-    owners = links.chunks[bad, 0]
-    sizes = np.diff(loaded.start)
-    for chunk in unique_rows(owners):
-        first = bad[np.flatnonzero(np.all(owners == chunk, axis=1))]
-        m, k = first[0], int(np.flatnonzero(bad_ep[first[0]])[0])
-        held = f"holds {int(sizes[at[m, k]])}" if at[m, k] >= 0 else "the level does not list"
-        error = ZVFormatError(
-            f"{first.size} link record(s) point at rows their chunks do not hold (row "
-            f"{int(links.rows[m, k])} of chunk {chunk_key(links.chunks[m, k])}, which {held})",
-            store=store,
-            level=level,
-            array="links/0",
-            chunk=chunk,
-        )
-        links.lose(error, chunk)
-    keep = np.ones(len(links), bool)
-    keep[bad] = False
-    return links.keep(keep)
-
-
-def _report_gaps(links: LinkSet, strict: bool) -> None:
-    """Warn about every gap of ``links`` (``strict``: raise the first)."""
-    for error in links.errors:
-        if strict:
-            raise error
-        warnings.warn(f"links left out: {error}", ZVChunkWarning, stacklevel=4)
-
-
-#: Largest object id for which per-id arrays are built for sparse id spaces.
-MAX_DENSE_ID = 50_000_000
-
-
-def _by_id(ids: np.ndarray, values: np.ndarray, fill: Any) -> np.ndarray:
-    """Scatter row-aligned ``values`` into an array indexed by object id."""
-    n = ids.size
-    if n == 0:
-        return values[:0]
-    if np.array_equal(ids, np.arange(n)):
-        return values
-    top = int(ids.max())
-    if ids.min() < 0 or top > MAX_DENSE_ID:
-        raise ZVError(f"object ids up to {top} are too sparse to index by id; use object_ids()")
-    out = np.full((top + 1, *values.shape[1:]), fill, dtype=values.dtype)
-    out[ids] = values
-    return out
+def _chunk_attribute(info: LevelInfo) -> tuple[str, tuple[Any, ...]] | None:
+    """The attribute a level is chunked by (``chunk_dims``: the first chunk key axis bins
+    it): its name and the value of each bin, for :func:`.assembly.assemble`; ``None`` for
+    a level chunked in space alone."""
+    if info.chunk_attribute_name and info.chunk_attribute_values is not None and info.chunk_dims:
+        return info.chunk_attribute_name, info.chunk_attribute_values
+    return None

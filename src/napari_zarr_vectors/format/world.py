@@ -2,8 +2,8 @@
 ``coordinate_offset`` (FORMAT-NEXT §7, §9.5), as one store -> world affine.
 
 Reads never transform positions: geometry, chunk keys, bboxes and bounds stay in the stored
-space. :attr:`.store.Store.placement` says how to place them (the napari side sets it as the
-layers' ``affine``).
+space. :attr:`.store_metadata.StoreMetadata.placement` says how to place them (the napari
+side sets it as the layers' ``affine``).
 
 Rules, in order:
 

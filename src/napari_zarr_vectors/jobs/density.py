@@ -1,8 +1,8 @@
 """Track (or point) density over a whole store, in the store's world placement.
 
 :func:`density_map` counts, on a voxel grid over the store's world box (its bounds placed by
-:attr:`Store.placement <napari_zarr_vectors.format.store.Store.placement>`: RAS mm for a
-TRK ingest), either
+:attr:`Store.placement <napari_zarr_vectors.format.store_metadata.StoreMetadata.placement>`:
+RAS mm for a TRK ingest), either
 
 * ``"objects"``: the objects with a vertex in each voxel (each object counted once per
   voxel: dipy's ``density_map`` of streamlines), or

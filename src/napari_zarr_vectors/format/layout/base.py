@@ -206,16 +206,16 @@ class Layout(ABC):
         self._warned_lock = threading.Lock()
 
     # -- node metadata (zarr.json), cached for the life of the layout ---------------------
-    def _doc(self, path: str) -> dict[str, Any] | None:
+    def doc(self, path: str) -> dict[str, Any] | None:
         """The parsed ``zarr.json`` of the node at ``path`` (cached; ``None`` when absent)."""
         with self._lock:
             if path in self._docs:
                 return self._docs[path]
-        self._prefetch([path])
+        self.prefetch_docs([path])
         with self._lock:
             return self._docs[path]
 
-    def _prefetch(self, paths: Sequence[str]) -> None:
+    def prefetch_docs(self, paths: Sequence[str]) -> None:
         """Fetch the ``zarr.json`` of every node path not cached yet, in one batch."""
         with self._lock:
             missing = [p for p in dict.fromkeys(paths) if p not in self._docs]
@@ -234,10 +234,10 @@ class Layout(ABC):
         if error is not None and len(missing) == 1:
             raise error
 
-    def _attrs(self, path: str) -> dict[str, Any] | None:
+    def attrs(self, path: str) -> dict[str, Any] | None:
         """The ``attributes`` of the node at ``path`` (``None`` when there is no node);
         raises :class:`ZVFormatError` naming the file when they are not a JSON object."""
-        doc = self._doc(path)
+        doc = self.doc(path)
         return (
             None if doc is None else as_mapping(doc.get("attributes"), "attributes", self.src(path))
         )
@@ -261,7 +261,7 @@ class Layout(ABC):
         """A :class:`ZVFormatError` located in this store."""
         return ZVFormatError(message, store=self.io.name, level=level, array=array, chunk=chunk)
 
-    def _warn_missing(self, level: int, path: str, what: str = "attribute") -> None:
+    def warn_missing(self, level: int, path: str, what: str = "attribute") -> None:
         """Warn that a listed folder holds no array or group (its data or ``zarr.json`` is
         gone): ``what`` it holds (an attribute, links) is left out."""
         error = self.error("the folder is listed but holds no array", level, path)
@@ -309,7 +309,7 @@ class Layout(ABC):
     def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
         """ZV attributes of a logical array (``dtype``, ``encoding``, ``row_shape`` ...): the
         attributes of ``<level>/<array>``'s ``zarr.json`` (``None`` without one)."""
-        return self._attrs(f"{level}/{array}")
+        return self.attrs(f"{level}/{array}")
 
     def attribute_dtype(
         self, level: int, kind: str, name: str, array: str, default: str = "float32"
@@ -376,7 +376,7 @@ class Layout(ABC):
         """Names of the ``kind`` attributes at a level: ``"vertex"``, ``"object"``,
         ``"group"``, ``"link"`` or ``"fragment"``."""
 
-    def _unlisted_attributes(self, kind: str) -> list[str]:
+    def unlisted_attributes(self, kind: str) -> list[str]:
         """No attribute names of ``kind`` to be had (the store cannot be listed): warn once
         per store, and read the geometry without them."""
         warn_unlisted(
@@ -425,7 +425,7 @@ class Layout(ABC):
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
         """Every group attribute, indexed by group id."""
 
-    def _gather_whole(
+    def gather_whole(
         self, level: int, named: Sequence[tuple[str, AsyncArray[Any] | None]]
     ) -> list[np.ndarray | None]:
         """Whole contents of opened arrays (``(name, AsyncArray or None)``; the caller has

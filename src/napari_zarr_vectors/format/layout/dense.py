@@ -35,43 +35,32 @@ an allocation on its own (zarr allocates one chunk, the size the array declares)
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from zarr.core.array import AsyncArray
-from zarr.core.sync import sync
-from zarr.storage import StorePath
 
-from ..codecs import check_compressed_frame
 from ..decode.fragments import decode_fragment_index, fragment_index_length
 from ..decode.links import decode_cross_chunk_records
 from ..decode.manifests import split_offset_manifests
 from ..errors import ZVFormatError
 from ..metadata import LevelInfo
-from ..validate import MAX_COORD, check_whole_read, check_zarr_array_doc, int_field, int_list
+from ..validate import int_field
 from .base import (
     GroupTable,
     Layout,
     LinkSet,
     ObjectAttribute,
     ObjectTable,
-    decoded_chunk_shape,
 )
+from .dense_arrays import VERTEX_ATTRIBUTE_DIRS, DenseArrays
 from .keys import delta_name, sort_chunks
-from .v07 import _touches
+from .v07_links import touches
 
 #: Largest number of grid cells a level may declare (a grid this big cannot be scanned).
 MAX_CELLS = 1 << 24
 
-#: Largest payload (bytes) one cell may decode to.
-MAX_CELL_BYTES = 1 << 30
-#: Most Zarr chunks the payload of one cell may span (the seed stores one per cell).
-MAX_CELL_CHUNKS = 1 << 8
-
-_VERTEX_ATTRIBUTE_DIRS = ("attributes", "vertex_attributes")
 _ATTRIBUTE_DIRS = {
     "object": ("object_attributes",),
     "group": ("group_attributes",),
@@ -106,171 +95,14 @@ class DenseLayout(Layout):
         ``chunk_grid_origin`` counts its cells from ``bounds_min`` (seed 000 §6.2), which
         its :attr:`LevelInfo.grid_origin` records for bbox reads."""
         super().__init__(io, root, levels)
-        self._arrays: dict[str, AsyncArray[Any] | None] = {}
-        self._origins: dict[str, np.ndarray] = {}
+        #: the level's arrays, grid-shaped and plain
+        self.arrays = DenseArrays(self)
         self._listings: dict[tuple[int, str], np.ndarray] = {}
         for i, lv in enumerate(levels):
-            attrs = self._attrs(f"{lv.path}/vertices") or {}
+            attrs = self.attrs(f"{lv.path}/vertices") or {}
             if attrs.get("chunk_grid_origin") is None:
                 levels[i] = replace(lv, grid_origin=np.asarray(root.bounds[0], np.float64))
         self.levels = {lv.index: lv for lv in levels}
-
-    # -- arrays ------------------------------------------------------------------------
-    def _physical(self, level: int, array: str) -> str:
-        """Level-relative path of a logical array (``vertex_attributes/x`` may live in the
-        seed's ``attributes/x``)."""
-        if array.startswith("vertex_attributes/"):
-            name = array.split("/", 1)[1]
-            for folder in _VERTEX_ATTRIBUTE_DIRS:
-                if self._doc(f"{level}/{folder}/{name}") is not None:
-                    return f"{folder}/{name}"
-        return array
-
-    def _array(self, level: int, array: str) -> AsyncArray[Any] | None:
-        path = f"{level}/{self._physical(level, array)}"
-        with self._lock:
-            if path in self._arrays:
-                return self._arrays[path]
-        doc = self._doc(path)
-        arr = None
-        if doc is not None:
-            if doc.get("node_type") != "array":
-                raise self.error(f"{path} is not a Zarr array", level, array)
-            check_zarr_array_doc(doc, self.src(path, level, array))
-            try:
-                # (zarr's stubs want its TypedDict; check_zarr_array_doc checked the doc)
-                arr = AsyncArray(metadata=doc, store_path=StorePath(self.io.store, path))  # type: ignore[call-overload]
-            except Exception as exc:  # zarr raises many types for malformed metadata
-                raise self.error(f"cannot open the Zarr array: {exc}", level, array) from None
-        with self._lock:
-            self._arrays[path] = arr
-        return arr
-
-    def _grid_origin(self, level: int, array: str, arr: AsyncArray[Any]) -> np.ndarray:
-        """Absolute chunk key of grid cell 0 of a grid array."""
-        path = f"{level}/{self._physical(level, array)}"
-        with self._lock:
-            if path in self._origins:
-                return self._origins[path]
-        knd = self.key_ndim(level)
-        src = self.src(path, level, array)
-        attrs = self._attrs(path) or {}
-        if attrs.get("chunk_grid_origin") is not None:
-            origin = np.asarray(
-                int_list(attrs["chunk_grid_origin"], "chunk_grid_origin", src, knd, -MAX_COORD),
-                np.int64,
-            )
-        else:  # seed 000 §6.2: cells count from bounds_min (see the level's grid_origin)
-            origin = np.zeros(knd, np.int64)
-        with self._lock:
-            self._origins[path] = origin
-        return origin
-
-    def _cells(
-        self, level: int, array: str, chunks: np.ndarray
-    ) -> tuple[AsyncArray[Any] | None, np.ndarray, np.ndarray]:
-        """``(array, cell indices, inside)`` of absolute chunk keys ``chunks``."""
-        arr = self._array(level, array)
-        knd = self.key_ndim(level)
-        if arr is None or len(chunks) == 0:
-            return arr, np.empty((0, knd), np.int64), np.zeros(len(chunks), bool)
-        if arr.ndim < knd:
-            raise self.error(f"array of rank {arr.ndim} on a {knd}-D chunk grid", level, array)
-        grid = np.asarray(arr.shape[:knd], np.int64)
-        cells = chunks - self._grid_origin(level, array, arr)
-        inside = np.all((cells >= 0) & (cells < grid), axis=1)
-        return arr, cells, inside
-
-    def _read_cell_arrays(
-        self, level: int, array: str, chunks: np.ndarray
-    ) -> list[np.ndarray | ZVFormatError | None]:
-        """The payload slice ``array[cell]`` of every chunk (``None`` outside the grid)."""
-        arr, cells, inside = self._cells(level, array, chunks)
-        out: list[np.ndarray | ZVFormatError | None] = [None] * len(chunks)
-        if arr is None or not inside.any():
-            return out
-        knd = cells.shape[1]
-        payload = int(np.prod(arr.shape[knd:], dtype=object)) * arr.dtype.itemsize
-        if payload > MAX_CELL_BYTES:
-            raise self.error(f"one cell would hold {payload} bytes", level, array)
-        inner = decoded_chunk_shape(arr)
-        if inner is not None and len(inner) == arr.ndim:
-            spans = np.prod([-(-n // c) for n, c in zip(arr.shape[knd:], inner[knd:], strict=True)])
-            if spans > MAX_CELL_CHUNKS:  # zarr would visit every one of them, cell by cell
-                raise self.error(f"one cell spans {int(spans)} chunks of the array", level, array)
-        pos = self._precheck_cells(level, array, arr, cells, np.flatnonzero(inside).tolist(), out)
-
-        async def one(cell: tuple[int, ...]) -> Any:
-            return await arr.getitem(cell)
-
-        async def run() -> list[Any]:
-            return await asyncio.gather(
-                *(one(tuple(int(c) for c in cells[p])) for p in pos), return_exceptions=True
-            )
-
-        for p, res in zip(pos, sync(run()), strict=True):
-            if isinstance(res, BaseException):
-                out[p] = self.error(
-                    f"cannot read the cell: {type(res).__name__}: {res}", level, array, chunks[p]
-                ).located(key=self._file_of(level, array, arr, cells[p]))
-            else:
-                out[p] = np.asarray(res)
-        return out
-
-    def _file_of(
-        self, level: int, array: str, arr: AsyncArray[Any], cell: np.ndarray
-    ) -> str | None:
-        """Store key of the Zarr chunk file holding ``cell`` (what an error about it names)."""
-        chunk_shape = getattr(arr.metadata.chunk_grid, "chunk_shape", None)
-        if chunk_shape is None:
-            return None
-        index = (*(int(x) for x in cell), *(0,) * (arr.ndim - len(cell)))
-        chunk = tuple(i // int(c) for i, c in zip(index, chunk_shape, strict=True))
-        path = f"{level}/{self._physical(level, array)}"
-        return f"{path}/{arr.metadata.encode_chunk_key(chunk)}"
-
-    def _precheck_cells(
-        self,
-        level: int,
-        array: str,
-        arr: AsyncArray[Any],
-        cells: np.ndarray,
-        pos: list[int],
-        out: list[np.ndarray | ZVFormatError | None],
-    ) -> list[int]:
-        """Fetch the Zarr chunks of cells ``pos`` and check their compressed frames before
-        zarr decodes them (c-blosc reads out of bounds on a corrupt frame, decompressors
-        allocate what a frame declares); failing cells get an error in ``out``. Returns the
-        positions left to read. Cells whose chunk is not one per cell are not checked."""
-        doc = self._doc(f"{level}/{self._physical(level, array)}") or {}
-        codecs = doc.get("codecs")
-        chunk_shape = getattr(arr.metadata.chunk_grid, "chunk_shape", None)
-        knd = cells.shape[1]
-        if not isinstance(codecs, list) or chunk_shape is None or not pos:
-            return pos
-        if any(int(c) != 1 for c in chunk_shape[:knd]) or any(
-            int(c) != int(n) for c, n in zip(chunk_shape[knd:], arr.shape[knd:], strict=True)
-        ):
-            return pos
-        tail = (0,) * (arr.ndim - knd)
-        encode = arr.metadata.encode_chunk_key
-        path = f"{level}/{self._physical(level, array)}"
-        keys = [f"{path}/{encode((*(int(x) for x in cells[p]), *tail))}" for p in pos]
-        max_bytes = int(np.prod(chunk_shape, dtype=object)) * arr.dtype.itemsize
-        keep = []
-        for p, raw, key in zip(pos, self.io.fetch_many(keys), keys, strict=True):
-            if raw is None:  # no chunk: all fill
-                out[p] = np.full(tuple(arr.shape[knd:]), arr.metadata.fill_value, arr.dtype)
-                continue
-            try:
-                if isinstance(raw, ZVFormatError):
-                    raise raw
-                check_compressed_frame(raw, codecs, max_bytes)
-            except ZVFormatError as exc:
-                out[p] = exc.located(store=self.io.name, level=level, array=array, key=key)
-                continue
-            keep.append(p)
-        return keep
 
     # -- grid arrays -------------------------------------------------------------------
     def list_chunks(self, level: int, array: str = "vertices") -> np.ndarray:
@@ -279,7 +111,7 @@ class DenseLayout(Layout):
             if key in self._listings:
                 return self._listings[key]
         knd = self.key_ndim(level)
-        arr = self._array(level, array)
+        arr = self.arrays.open(level, array)
         if arr is None:
             chunks = np.empty((0, knd), np.int64)
         else:
@@ -287,10 +119,10 @@ class DenseLayout(Layout):
             count = int(np.prod(grid, dtype=object))
             if count > MAX_CELLS:
                 raise self.error(f"a chunk grid of {count} cells", level, array)
-            origin = self._grid_origin(level, array, arr)
+            origin = self.arrays.grid_origin(level, array, arr)
             mesh = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in grid), indexing="ij")
             cand = np.stack([m.reshape(-1) for m in mesh], axis=1).reshape(-1, knd) + origin
-            stored = self._stored_cells(level, array, arr, knd)
+            stored = self.arrays.stored_cells(level, array, arr, knd)
             if stored is not None:  # a stored chunk that is all padding reads as empty later
                 inside = np.all((stored >= 0) & (stored < np.asarray(grid)), axis=1)
                 keep = np.isin(_rowkeys(cand - origin, grid), _rowkeys(stored[inside], grid))
@@ -326,46 +158,14 @@ class DenseLayout(Layout):
                 first,
             )
 
-    def _stored_cells(
-        self, level: int, array: str, arr: AsyncArray[Any], knd: int
-    ) -> np.ndarray | None:
-        """Grid cells that have a stored Zarr chunk (``None`` when the store cannot list):
-        zarr does not write chunks that are all fill value, so the others are empty."""
-        if not self.io.listable:
-            return None
-        meta = arr.metadata
-        chunk_shape = getattr(meta.chunk_grid, "chunk_shape", None)
-        if chunk_shape is None or any(int(c) != 1 for c in chunk_shape[:knd]):
-            return None
-        enc = meta.chunk_key_encoding
-        sep = getattr(enc, "separator", "/")
-        prefix = "c" + sep if getattr(enc, "name", "default") == "default" else ""
-        path = f"{level}/{self._physical(level, array)}/"
-
-        async def keys() -> list[str]:
-            return [k async for k in self.io.store.list_prefix(path)]
-
-        out = []
-        for k in sync(keys()):
-            rel = k[len(path) :]
-            if not rel.startswith(prefix) or rel.endswith("zarr.json"):
-                continue
-            try:
-                parts = [int(p) for p in rel[len(prefix) :].split(sep)]
-            except ValueError:
-                continue
-            if len(parts) == arr.ndim:
-                out.append(parts[:knd])
-        return np.asarray(out, np.int64).reshape(-1, knd)
-
     def knows_chunks(self, level: int) -> bool:
         return True
 
     def array_attributes(self, level: int, array: str) -> dict[str, Any] | None:
-        arr = self._array(level, array)
+        arr = self.arrays.open(level, array)
         if arr is None:
             return None
-        attrs = dict(self._attrs(f"{level}/{self._physical(level, array)}") or {})
+        attrs = dict(self.attrs(f"{level}/{self.arrays.physical(level, array)}") or {})
         knd = self.key_ndim(level)
         attrs["dtype"] = str(arr.dtype)
         attrs.setdefault("encoding", "raw")
@@ -383,7 +183,7 @@ class DenseLayout(Layout):
         raw: dict[str, list[np.ndarray | ZVFormatError | None]] = {}
         for a in need:
             try:
-                raw[a] = self._read_cell_arrays(level, a, chunks)
+                raw[a] = self.arrays.read(level, a, chunks)
             except ZVFormatError as exc:  # an attribute's metadata costs that attribute
                 if a in ("vertices", "vertex_fragments"):
                     raise
@@ -435,7 +235,7 @@ class DenseLayout(Layout):
                 if fi.explicit_rows.size:
                     ends.append(int(fi.explicit_rows.max()) + 1)
                 return max(ends) or None
-        vertices = self._array(level, "vertices")
+        vertices = self.arrays.open(level, "vertices")
         assert vertices is not None  # (its cell was read)
         fill = vertices.metadata.fill_value
         pad = np.all(_is_fill(verts, fill), axis=1)
@@ -449,7 +249,7 @@ class DenseLayout(Layout):
         return int(used[-1]) + 1 if used.size else None
 
     def list_attributes(self, level: int, kind: str) -> list[str]:
-        folders = _VERTEX_ATTRIBUTE_DIRS if kind == "vertex" else _ATTRIBUTE_DIRS[kind]
+        folders = VERTEX_ATTRIBUTE_DIRS if kind == "vertex" else _ATTRIBUTE_DIRS[kind]
         names: list[str] = []
         for folder in folders:
             listed = self.io.list_dir_known(f"{level}/{folder}", all_nodes=True) or []
@@ -457,10 +257,10 @@ class DenseLayout(Layout):
         out = []
         for name in sorted(names):
             folder = _folder(kind, name, self, level)
-            if self._doc(f"{level}/{folder}"):
+            if self.doc(f"{level}/{folder}"):
                 out.append(name)
             else:
-                self._warn_missing(level, folder)
+                self.warn_missing(level, folder)
         return out
 
     # -- links -------------------------------------------------------------------------
@@ -475,7 +275,7 @@ class DenseLayout(Layout):
         return sorted(deltas)
 
     def link_width(self, level: int, delta: int = 0) -> int | None:
-        arr = self._array(level, f"links/{delta_name(delta)}")
+        arr = self.arrays.open(level, f"links/{delta_name(delta)}")
         if arr is not None:
             if arr.ndim != self.key_ndim(level) + 2:
                 raise self.error(
@@ -483,7 +283,7 @@ class DenseLayout(Layout):
                 )
             return int(arr.shape[-1])
         prefix = f"{level}/cross_chunk_links/{delta_name(delta)}"
-        attrs = self._attrs(prefix)
+        attrs = self.attrs(prefix)
         if attrs is None:
             return None
         return int_field(attrs, "link_width", self.src(prefix, level), 2, 1, 64)
@@ -499,12 +299,10 @@ class DenseLayout(Layout):
         wanted = np.asarray(wanted, np.int64).reshape(-1, knd)
         parts_c, parts_r = [], []
         gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
-        arr = self._array(level, array)
+        arr = self.arrays.open(level, array)
         if arr is not None:
             fill = arr.metadata.fill_value
-            for chunk, cell in zip(
-                wanted, self._read_cell_arrays(level, array, wanted), strict=True
-            ):
+            for chunk, cell in zip(wanted, self.arrays.read(level, array, wanted), strict=True):
                 if isinstance(cell, ZVFormatError):
                     gaps.append((cell.located(chunk=chunk), chunk))
                     continue
@@ -537,12 +335,12 @@ class DenseLayout(Layout):
     ) -> tuple[np.ndarray, np.ndarray] | None:
         d = delta_name(delta)
         prefix = f"{level}/cross_chunk_links/{d}"
-        if self._attrs(prefix) is None and self._doc(f"{prefix}/data") is None:
+        if self.attrs(prefix) is None and self.doc(f"{prefix}/data") is None:
             return None
-        (blob,) = self._whole(level, [f"cross_chunk_links/{d}/data"])
+        (blob,) = self.arrays.whole(level, [f"cross_chunk_links/{d}/data"])
         if blob is None:
             return None
-        knd = int_field(self._attrs(prefix) or {}, "sid_ndim", self.src(prefix, level), None, 1, 16)
+        knd = int_field(self.attrs(prefix) or {}, "sid_ndim", self.src(prefix, level), None, 1, 16)
         try:
             cc, cr = decode_cross_chunk_records(
                 np.ascontiguousarray(blob).tobytes(), width, knd or self.key_ndim(level), delta
@@ -553,24 +351,15 @@ class DenseLayout(Layout):
             ) from None
         if chunks is None:
             return cc, cr
-        keep = _touches(cc, np.asarray(chunks, np.int64), delta)
+        keep = touches(cc, np.asarray(chunks, np.int64), delta)
         return cc[keep], cr[keep]
-
-    # -- plain arrays ------------------------------------------------------------------
-    def _whole(self, level: int, arrays: Sequence[str]) -> list[np.ndarray | None]:
-        """Whole contents of plain (non-grid) arrays, read concurrently."""
-        opened = [self._array(level, a) for a in arrays]
-        for a, arr in zip(arrays, opened, strict=True):
-            if arr is not None:
-                self._check_whole(level, a, arr)
-        return self._gather_whole(level, list(zip(arrays, opened, strict=True)))
 
     # -- objects and groups -------------------------------------------------------------
     def read_object_table(self, level: int) -> ObjectTable | None:
         where = f"{level}/object_index"
-        if self._doc(where) is None and self._doc(f"{where}/data") is None:
+        if self.doc(where) is None and self.doc(f"{where}/data") is None:
             return None
-        data, offsets = self._whole(level, ["object_index/data", "object_index/offsets"])
+        data, offsets = self.arrays.whole(level, ["object_index/data", "object_index/offsets"])
         if data is None or offsets is None:
             raise self.error("object_index needs data and offsets arrays", level, "object_index")
         if data.dtype != np.uint8 or data.ndim != 1 or offsets.ndim != 1:
@@ -580,7 +369,7 @@ class DenseLayout(Layout):
                 level,
                 "object_index",
             )
-        attrs = self._attrs(where) or {}
+        attrs = self.attrs(where) or {}
         n = int_field(attrs, "num_objects", self.src(where, level), offsets.size, 0, offsets.size)
         try:
             manifests = split_offset_manifests(data.tobytes(), offsets[:n].astype(np.int64))
@@ -593,7 +382,7 @@ class DenseLayout(Layout):
         n_objects = self._declared_objects(level)
         if n_objects is not None:  # rows no object owns are not read (an inflated shape)
             names = [n for n in names if self._rows_fit(level, n, n_objects)]
-        values = self._whole(level, [f"object_attributes/{n}" for n in names])
+        values = self.arrays.whole(level, [f"object_attributes/{n}" for n in names])
         out = {}
         for name, vals in zip(names, values, strict=True):
             if vals is None:
@@ -608,32 +397,27 @@ class DenseLayout(Layout):
     def _declared_objects(self, level: int) -> int | None:
         """How many objects the level's object index declares (from metadata alone)."""
         where = f"{level}/object_index"
-        offsets = self._array(level, "object_index/offsets")
+        offsets = self.arrays.open(level, "object_index/offsets")
         if offsets is None or offsets.ndim != 1:
             return None
-        attrs = self._attrs(where) or {}
+        attrs = self.attrs(where) or {}
         return int_field(attrs, "num_objects", self.src(where, level), offsets.shape[0], 0)
 
-    def _check_whole(self, level: int, array: str, arr: AsyncArray[Any]) -> None:
-        """Refuse a whole read of ``arr`` whose declared size is beyond what may be read."""
-        src = self.src(f"{level}/{self._physical(level, array)}", level, array)
-        check_whole_read(arr.shape, arr.dtype.itemsize, src, decoded_chunk_shape(arr))
-
     def _rows_fit(self, level: int, name: str, n_objects: int) -> bool:
-        arr = self._array(level, f"object_attributes/{name}")
+        arr = self.arrays.open(level, f"object_attributes/{name}")
         if arr is None or arr.ndim == 0 or arr.shape[0] == n_objects:
             return True
-        self._check_whole(level, f"object_attributes/{name}", arr)
+        self.arrays.check_whole(level, f"object_attributes/{name}", arr)
         self.warn_misaligned(level, name, arr.shape[0], n_objects)
         return False
 
     def read_groups(self, level: int) -> GroupTable | None:
-        (table,) = self._whole(level, ["groupings"])
+        (table,) = self.arrays.whole(level, ["groupings"])
         if table is None:
             return None
         if table.ndim != 2 or table.dtype.kind not in "iu":
             raise self.error(f"groupings of {table.dtype} {list(table.shape)}", level, "groupings")
-        groupings = self._array(level, "groupings")
+        groupings = self.arrays.open(level, "groupings")
         assert groupings is not None  # (it was read)
         fill = groupings.metadata.fill_value
         members = {}
@@ -643,13 +427,13 @@ class DenseLayout(Layout):
 
     def read_group_attributes(self, level: int) -> dict[str, np.ndarray]:
         names = self.list_attributes(level, "group")
-        values = self._whole(level, [f"group_attributes/{n}" for n in names])
+        values = self.arrays.whole(level, [f"group_attributes/{n}" for n in names])
         return {n: v for n, v in zip(names, values, strict=True) if v is not None}
 
 
 def _folder(kind: str, name: str, layout: DenseLayout, level: int) -> str:
     if kind == "vertex":
-        return layout._physical(level, f"vertex_attributes/{name}")
+        return layout.arrays.physical(level, f"vertex_attributes/{name}")
     return f"{_ATTRIBUTE_DIRS[kind][0]}/{name}"
 
 

@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import warnings
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
 import zarr
 
-from ..codecs import decode_blob
-from ..decode.arrays import decode_attribute, parse_attribute_dtype, text_values
+from ..decode.arrays import parse_attribute_dtype, text_values
 from ..decode.groups import decode_csr_groups, repeated_members
-from ..decode.links import decode_cross_chunk_records, decode_flat_links, decode_ragged_links
 from ..decode.manifests import split_flat_manifests, split_offset_manifests
-from ..discovery import candidate_deltas, level_chunk_grid
+from ..discovery import level_chunk_grid
 from ..errors import ZVChunkWarning, ZVError, ZVFetchError, ZVFormatError, chunk_key
 from ..metadata import MAX_NDIM
 from ..validate import Source, check_zarr_array_doc, int_field, int_list, str_field
 from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
-from .keys import delta_name, parse_chunk_keys, sort_chunks
+from .keys import parse_chunk_keys, sort_chunks
+from .v07_blobs import V07Blobs
+from .v07_links import V07Links
 
 _ATTRIBUTE_DIRS = {
     "vertex": "vertex_attributes",
@@ -30,12 +29,6 @@ _ATTRIBUTE_DIRS = {
     "fragment": "fragment_attributes",
 }
 
-#: Blob ``zarr.json`` documents kept from probing an unlistable level, so that reading the
-#: chunks found does not fetch them again.
-MAX_PROBED_META = 1 << 16
-#: Most endpoints a link record may have.
-MAX_LINK_WIDTH = 64
-
 
 class V07Layout(Layout):
     """Reads stores written in the 0.7 layout."""
@@ -44,10 +37,11 @@ class V07Layout(Layout):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._probed: OrderedDict[str, bytes] = OrderedDict()  # blob prefix -> zarr.json
+        self.blobs = V07Blobs(self.io)
+        self.links = V07Links(self, self.blobs)
         self._known: dict[tuple[int, str], set[tuple[int, ...]]] = {}
 
-    # -- low-level blob access ----------------------------------------------------------
+    # -- metadata ----------------------------------------------------------------------
     def prefetch_metadata(self, level: int) -> None:
         names = [
             n
@@ -55,66 +49,7 @@ class V07Layout(Layout):
             if n != "zarr.json"
         ]
         nodes = [*self.LEVEL_NODES, *(f"vertex_attributes/{n}" for n in names)]
-        self._prefetch([f"{level}/{n}" for n in nodes])
-
-    def _decode_blob(
-        self, meta_raw: bytes | None, data_raw: bytes | None, where: str, fill_ok: bool = True
-    ) -> bytes | None:
-        """Payload of one blob array from its ``zarr.json`` and ``c/0`` bytes. Without
-        ``fill_ok``, a missing ``c/0`` (zarr's elision of an all-zero chunk) is an error: the
-        zeros would be data no writer stores there."""
-        if meta_raw is None:
-            return None
-        meta = self.io.parse_json(meta_raw, where)
-        payload = decode_blob(meta, data_raw, Source(None, where))
-        if data_raw is None and payload and not fill_ok:
-            raise ZVFormatError(
-                f"the chunk file is missing: {where}/zarr.json declares {len(payload)} bytes, "
-                "and all-zero bytes (what a missing file stands for) cannot be this array's "
-                "data here",
-                key=f"{where}/c/0",
-            )
-        return payload
-
-    def _blobs(
-        self, prefixes: Sequence[str], fill_ok: Sequence[bool] | None = None
-    ) -> list[bytes | ZVFormatError | None]:
-        """Payloads of several blob arrays, fetched concurrently (``zarr.json`` + ``c/0``
-        each; a ``zarr.json`` kept from probing is not fetched again). ``fill_ok[i]``:
-        whether a missing ``c/0`` may stand for zeros (default: always)."""
-        with self._lock:
-            metas = [self._probed.get(p) for p in prefixes]
-        keys: list[str] = []
-        for p, meta in zip(prefixes, metas, strict=True):
-            if meta is None:
-                keys.append(f"{p}/zarr.json")
-            keys.append(f"{p}/c/0")
-        raw = iter(self.io.fetch_many(keys))
-        out: list[bytes | ZVFormatError | None] = []
-        fills = [True] * len(prefixes) if fill_ok is None else fill_ok
-        for p, meta, ok in zip(prefixes, metas, fills, strict=True):
-            meta_raw = meta if meta is not None else next(raw)
-            data_raw = next(raw)
-            if isinstance(meta_raw, ZVFetchError):
-                out.append(meta_raw)
-            elif isinstance(data_raw, ZVFetchError) and meta_raw is not None:
-                out.append(data_raw)
-            elif meta_raw is None and data_raw is not None:  # bytes of an array that is gone
-                out.append(ZVFormatError(f"{p}/zarr.json is missing beside its chunk file"))
-            else:
-                try:
-                    out.append(self._decode_blob(meta_raw, data_raw, p, ok))  # type: ignore[arg-type]
-                except ZVFormatError as exc:
-                    out.append(exc)
-        return out
-
-    def _blob(
-        self, prefix: str, level: int | None = None, array: str | None = None, fill_ok: bool = True
-    ) -> bytes | None:
-        res = self._blobs([prefix], [fill_ok])[0]
-        if isinstance(res, ZVFormatError):
-            raise res.located(store=self.io.name, level=level, array=array or prefix)
-        return res
+        self.prefetch_docs([f"{level}/{n}" for n in nodes])
 
     # -- grid arrays -------------------------------------------------------------------
     def list_chunks(self, level: int, array: str = "vertices") -> np.ndarray:
@@ -149,10 +84,7 @@ class V07Layout(Layout):
                 failed.append(chunk_key(candidates[i]))
             else:
                 probed[p] = raw
-        with self._lock:
-            self._probed.update(probed)
-            while len(self._probed) > MAX_PROBED_META:
-                self._probed.popitem(last=False)
+        self.blobs.remember(probed)
         if failed:
             warnings.warn(
                 f"{self.io.name} level {level}: could not probe {len(failed)} candidate "
@@ -180,7 +112,7 @@ class V07Layout(Layout):
                 not a.startswith("links/") and (a != "vertices" or bool(at_origin[i]))
                 for a, i in cells
             ]
-            return self._blobs([f"{level}/{a}/{keys[i]}" for a, i in cells], fill_ok)
+            return self.blobs.read_many([f"{level}/{a}/{keys[i]}" for a, i in cells], fill_ok)
 
         found = dict(zip(wanted, blobs(wanted), strict=True))
         if len(wanted) < len(arrays) * len(keys):  # second round: the rest of the found chunks
@@ -221,182 +153,35 @@ class V07Layout(Layout):
         folder = _ATTRIBUTE_DIRS[kind]
         names = self.io.list_dir_known(f"{level}/{folder}")
         if names is None:
-            return self._unlisted_attributes(kind)
+            return self.unlisted_attributes(kind)
         return [n for n in names if n != "zarr.json"]
 
     # -- links -------------------------------------------------------------------------
     def link_deltas(self, level: int) -> list[int]:
-        deltas = set()
-        if self.io.listable:
-            for folder in ("links", "cross_chunk_links"):
-                for name in self.io.list_dir(f"{level}/{folder}"):
-                    try:
-                        deltas.add(int(name))
-                    except ValueError:
-                        continue
-            return sorted(deltas)
-        # no listing: probe the family metadata of every delta the levels allow
-        candidates = candidate_deltas(level, list(self.levels))
-        folders = ("links", "cross_chunk_links")
-        self._prefetch([f"{level}/{f}/{delta_name(d)}" for f in folders for d in candidates])
-        return [
-            d for d in candidates if any(self._doc(f"{level}/{f}/{delta_name(d)}") for f in folders)
-        ]
+        return self.links.deltas(level)
 
     def link_width(self, level: int, delta: int = 0) -> int | None:
-        d = delta_name(delta)
-        for prefix in (f"{level}/links/{d}", f"{level}/cross_chunk_links/{d}"):
-            attrs = self._attrs(prefix)
-            if attrs and "link_width" in attrs:
-                return int_field(attrs, "link_width", self.src(prefix), lo=1, hi=MAX_LINK_WIDTH)
-        return None
+        return self.links.width(level, delta)
 
     def read_links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
-        knd = self.key_ndim(level)
-        width = self.link_width(level, delta)
-        d = delta_name(delta)
-        if width is None:
-            stored = [
-                f for f in ("links", "cross_chunk_links") if self.io.list_dir(f"{level}/{f}/{d}")
-            ]
-            if stored:
-                raise self.error(
-                    "link records are stored but no zarr.json gives their link_width",
-                    level,
-                    f"{stored[0]}/{d}",
-                )
-            return LinkSet.empty(2, knd)
-        array = f"links/{d}"
-        everything = chunks is None
-        if chunks is None:
-            chunks = self.list_chunks(level, array)
-        chunks = np.asarray(chunks, dtype=np.int64).reshape(-1, knd)
-        attr_names = [
-            n
-            for n in (self.list_attributes(level, "link") if delta == 0 else [])
-            if self.attribute_dtype(level, "edge", n, f"link_attributes/{n}/{d}") is not None
-        ]
-        attr_arrays = [f"link_attributes/{n}/{d}" for n in attr_names]
-        cells = self.read_cells(level, [array, *attr_arrays], chunks)
-        parts_c, parts_r = [], []
-        attr_parts: dict[str, list[np.ndarray]] = {n: [] for n in attr_names}
-        gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
-        for i, blob in enumerate(cells[array]):
-            if blob is None:
-                continue
-            try:
-                if isinstance(blob, ZVFormatError):
-                    raise blob
-                rows = (
-                    decode_flat_links(blob, width) if delta == 0 else decode_ragged_links(blob, 2)
-                )
-            except ZVFormatError as exc:
-                error = exc.located(store=self.io.name, level=level, array=array, chunk=chunks[i])
-                gaps.append((error, chunks[i]))
-                continue
-            parts_r.append(rows)
-            parts_c.append(np.broadcast_to(chunks[i], (rows.shape[0], rows.shape[1], knd)))
-            for n, a in zip(attr_names, attr_arrays, strict=True):
-                try:
-                    values = self._link_attr(level, a, cells[a][i], rows.shape[0], chunks[i])
-                except ZVFormatError as exc:  # the records stand, without this value
-                    gaps.append((exc, chunks[i][:0]))
-                    values = _missing(rows.shape[0])
-                attr_parts[n].append(values)
-        try:
-            cross = self._cross_chunk(level, delta, None if everything else chunks)
-        except ZVFormatError as exc:  # one blob for the level: its records may own any chunk
-            gaps.append((exc.located(store=self.io.name, level=level), None))
-            cross = None
-        if cross is not None:
-            cc, cr = cross[0], cross[1]
-            parts_c.append(cc)
-            parts_r.append(cr)
-            for n in attr_names:
-                attr_parts[n].append(cross[2].get(n, _missing(len(cr))))
-        attrs = {n: _concat_attr(p) for n, p in attr_parts.items() if p}
-        return LinkSet.of(parts_c, parts_r, attrs, width, knd, gaps)
-
-    def _link_attr(
-        self, level: int, array: str, blob: Any, n: int, chunk: np.ndarray
-    ) -> np.ndarray:
-        if blob is None:
-            return _missing(n)
-        if isinstance(blob, ZVFormatError):
-            raise blob
-        meta = self.array_attributes(level, array) or {}
-        try:
-            dtype = parse_attribute_dtype(str(meta.get("dtype", "float32")))
-            return decode_attribute(blob, dtype, n, None)
-        except ZVFormatError as exc:
-            raise exc.located(store=self.io.name, level=level, array=array, chunk=chunk) from None
-
-    def _cross_chunk(
-        self, level: int, delta: int, chunks: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
-        """The level's cross-chunk records of ``delta`` (only those touching ``chunks``
-        when given)."""
-        d = delta_name(delta)
-        prefix = f"{level}/cross_chunk_links/{d}"
-        attrs = self._attrs(prefix)
-        if not attrs:
-            if self._doc(f"{prefix}/data") is not None:
-                raise self.error(
-                    "the records are stored but their zarr.json is gone",
-                    level,
-                    f"cross_chunk_links/{d}",
-                )
-            return None
-        src = self.src(prefix, level, f"cross_chunk_links/{d}")
-        width = int_field(attrs, "link_width", src, 2, 1, MAX_LINK_WIDTH)
-        knd = int_field(attrs, "sid_ndim", src, self.key_ndim(level), 1, MAX_NDIM)
-        # zeros where c/0 is missing would be records of chunk 0's row 0 to itself
-        blob = self._blob(f"{prefix}/data", level, f"cross_chunk_links/{d}/data", fill_ok=False)
-        if blob is None:
-            return None
-        try:
-            cc, cr = decode_cross_chunk_records(blob, width, knd, delta)
-        except ZVFormatError as exc:
-            raise exc.located(
-                store=self.io.name, level=level, array=f"cross_chunk_links/{d}"
-            ) from None
-        n_declared = int_field(attrs, "num_links", src, None)
-        if n_declared is not None and n_declared != len(cr):
-            raise self.error(
-                f"cross-chunk links hold {len(cr)} records, metadata says {n_declared}",
-                level,
-                f"cross_chunk_links/{d}",
-            )
-        attrs_out: dict[str, np.ndarray] = {}
-        for name in self.io.list_dir(f"{level}/cross_chunk_link_attributes"):
-            apath = f"{level}/cross_chunk_link_attributes/{name}/{d}"
-            dtype = self.attribute_dtype(
-                level, "edge", name, f"cross_chunk_link_attributes/{name}/{d}"
-            )
-            raw = self._blob(f"{apath}/data", level) if dtype is not None else None
-            if raw is not None and dtype is not None:
-                attrs_out[name] = decode_attribute(raw, dtype, len(cr), None)
-        if chunks is None:
-            return cc, cr, attrs_out
-        keep = _touches(cc, chunks, delta)
-        return cc[keep], cr[keep], {k: v[keep] for k, v in attrs_out.items()}
+        return self.links.read(level, delta, chunks)
 
     # -- objects and groups -------------------------------------------------------------
     def read_object_table(self, level: int) -> ObjectTable | None:
-        attrs = self._attrs(f"{level}/object_index")
+        attrs = self.attrs(f"{level}/object_index")
         if attrs is None:
             if "object_index" in (self.io.list_dir_known(f"{level}", all_nodes=True) or ()):
-                self._warn_missing(level, "object_index", "object index")
+                self.warn_missing(level, "object_index", "object index")
             return None
         where = f"{level}/object_index"
         src = self.src(where, level, "object_index")
         n = int_field(attrs, "num_objects", src)
         knd = int_field(attrs, "sid_ndim", src, self.key_ndim(level), 1, MAX_NDIM)
-        if attrs.get("layout") == "vlen_manifests_v1" or self._doc(f"{where}/manifests"):
+        if attrs.get("layout") == "vlen_manifests_v1" or self.doc(f"{where}/manifests"):
             manifests = self._vlen_items(f"{where}/manifests", n, level)
         else:
-            data = self._blob(f"{where}/data", level, "object_index/data") or b""
-            offsets = self._blob(f"{where}/offsets", level, "object_index/offsets")
+            data = self.blobs.read(f"{where}/data", level, "object_index/data") or b""
+            offsets = self.blobs.read(f"{where}/offsets", level, "object_index/offsets")
             try:
                 if offsets is not None:
                     offs = np.frombuffer(offsets, "<i8") if len(offsets) % 8 == 0 else None
@@ -412,7 +197,7 @@ class V07Layout(Layout):
         return ObjectTable(np.arange(n, dtype=np.int64), manifests)
 
     def _vlen_items(self, path: str, n: int, level: int) -> list[bytes]:
-        doc = self._doc(path)
+        doc = self.doc(path)
         if doc is None:
             raise self.error("the vlen-bytes array has no zarr.json", level, path)
         check_zarr_array_doc(doc, self.src(path, level))
@@ -432,11 +217,11 @@ class V07Layout(Layout):
         out: dict[str, ObjectAttribute] = {}
         names = self.list_attributes(level, "object")
         # the level's object count, for attributes whose zarr.json lost its shape
-        rows = (self._attrs(f"{level}/object_index") or {}).get("num_objects") if names else None
+        rows = (self.attrs(f"{level}/object_index") or {}).get("num_objects") if names else None
         for name in names:
             prefix = f"{level}/object_attributes/{name}"
-            meta = self._attrs(prefix) or {}
-            data, mask = self._blobs([f"{prefix}/data", f"{prefix}/present_mask"])
+            meta = self.attrs(prefix) or {}
+            data, mask = self.blobs.read_many([f"{prefix}/data", f"{prefix}/present_mask"])
             if isinstance(data, ZVFormatError):
                 raise data.located(
                     store=self.io.name, level=level, array=f"object_attributes/{name}"
@@ -447,7 +232,7 @@ class V07Layout(Layout):
                 )
             array = f"object_attributes/{name}"
             if data is None:
-                self._warn_missing(level, array)
+                self.warn_missing(level, array)
                 continue
             if not self._declares_dtype(meta, level, "object", name, array):
                 continue
@@ -526,11 +311,11 @@ class V07Layout(Layout):
         return values
 
     def read_groups(self, level: int) -> GroupTable | None:
-        attrs = self._attrs(f"{level}/groups")
+        attrs = self.attrs(f"{level}/groups")
         if attrs is None:
             return None
         n_groups = int_field(attrs, "num_groups", self.src(f"{level}/groups", level), 0)
-        data, offsets = self._blobs([f"{level}/groups/data", f"{level}/groups/offsets"])
+        data, offsets = self.blobs.read_many([f"{level}/groups/data", f"{level}/groups/offsets"])
         if isinstance(data, ZVFormatError):
             raise data.located(store=self.io.name, level=level, array="groups")
         if isinstance(offsets, ZVFormatError):
@@ -556,51 +341,15 @@ class V07Layout(Layout):
         for name in self.list_attributes(level, "group"):
             prefix = f"{level}/group_attributes/{name}"
             array = f"group_attributes/{name}"
-            meta = self._attrs(prefix) or {}
+            meta = self.attrs(prefix) or {}
             if not self._declares_dtype(meta, level, "group", name, array):
                 continue
             if self.attribute_dtype(level, "group", name, array, "float64") is None:
                 continue
-            raw = self._blob(f"{prefix}/data", level, array)
+            raw = self.blobs.read(f"{prefix}/data", level, array)
             if raw is None:
-                self._warn_missing(level, array)
+                self.warn_missing(level, array)
             else:
-                rows = (self._attrs(f"{level}/groups") or {}).get("num_groups")
+                rows = (self.attrs(f"{level}/groups") or {}).get("num_groups")
                 out[name] = self._shaped(raw, meta, level, array, rows)
         return out
-
-
-def _missing(n: int) -> np.ndarray:
-    return np.full(n, np.nan)
-
-
-def _concat_attr(parts: list[np.ndarray]) -> np.ndarray:
-    """Attribute parts joined; missing parts (NaN) next to text make an ``object`` array with
-    ``None`` there, next to integers or booleans a float array."""
-    if any(p.dtype.kind in "USO" for p in parts) and any(p.dtype.kind == "f" for p in parts):
-        parts = [
-            np.full(p.shape, None, object) if p.dtype.kind == "f" else p.astype(object)
-            for p in parts
-        ]
-        return np.concatenate(parts)
-    if any(p.dtype.kind == "f" and np.isnan(p).any() for p in parts) and any(
-        p.dtype.kind != "f" for p in parts
-    ):
-        parts = [p.astype(np.float64) for p in parts]
-    widths = {p.shape[1:] for p in parts if p.size}
-    if len(widths) > 1:  # a missing (scalar NaN) part next to multi-channel parts
-        shape = max(widths, key=len)
-        parts = [p if p.shape[1:] == shape else np.full((len(p), *shape), np.nan) for p in parts]
-    return np.concatenate(parts)
-
-
-def _touches(cc: np.ndarray, chunks: np.ndarray, delta: int) -> np.ndarray:
-    """Records with an owning-level endpoint in ``chunks``."""
-    if len(cc) == 0:
-        return np.zeros(0, dtype=bool)
-    wanted = {tuple(c) for c in chunks.tolist()}
-    cols = range(cc.shape[1]) if delta == 0 else range(1)
-    keep = np.zeros(len(cc), dtype=bool)
-    for k in cols:
-        keep |= np.fromiter((tuple(c) in wanted for c in cc[:, k].tolist()), bool, len(cc))
-    return keep

@@ -1,9 +1,9 @@
 """Streamline files: ``.trk`` and ``.tck`` (nibabel), ``.trx`` (trx-python).
 
 The streamlines are written in RAS mm: where the store's ``crs`` places them
-(:attr:`~...format.store.Store.placement`, applied by :func:`..export.export_spec`), in
-millimetres (a store without a ``crs`` in another length unit is scaled; its x, y, z axes
-are taken as R, A, S). The voxel grid of the file's header (``.trk``, ``.trx``) is, in
+(:attr:`~...format.store_metadata.StoreMetadata.placement`, applied by
+:func:`..export.export_spec`), in millimetres (a store without a ``crs`` in another length
+unit is scaled; its x, y, z axes are taken as R, A, S). The voxel grid of the file's header (``.trk``, ``.trx``) is, in
 order: the ``reference`` image given (a NIfTI path or nibabel image), the TrackVis header
 of a TRK ingest (so a TRK ingest exported to ``.trk`` holds its source file's voxmm
 coordinates again), or a 1 mm grid around the streamlines.
