@@ -44,7 +44,8 @@ from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
 if TYPE_CHECKING:
     from napari.layers import Layer
 
-    from napari_zarr_vectors.napari.types import LayerData, ZVStore
+    from napari_zarr_vectors.format.api import GeometryStore
+    from napari_zarr_vectors.napari.types import LayerData
 
 
 def new_layer(
@@ -152,7 +153,7 @@ def batched(layer: Layer) -> Iterator[None]:
         drawing.sync_rows()
 
 
-def swap_empty(layer: Layer, store: ZVStore) -> None:
+def swap_empty(layer: Layer, store: GeometryStore) -> None:
     """No data in view: an empty layer (Tracks cannot be empty: one invisible vertex)."""
     kind = _kind(layer)
     ndim = int(layer.ndim)

@@ -97,7 +97,7 @@ if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
     from napari_zarr_vectors.jobs import DensityMap
     from napari_zarr_vectors.napari.browse.targets import StaticTarget
     from napari_zarr_vectors.napari.lod.controller import ZVLayerController
@@ -265,7 +265,7 @@ class PyramidQA:
         return self._target()
 
     @property
-    def store(self) -> Store | None:
+    def store(self) -> GeometryStore | None:
         target = self.target
         return None if target is None else target.store
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
 
 
 class OverlayOwner(Protocol):
@@ -43,7 +43,7 @@ class OverlayOwner(Protocol):
     viewer: Viewer
 
     @property
-    def store(self) -> Store | None: ...
+    def store(self) -> GeometryStore | None: ...
 
     def layer_budget(self) -> int: ...
 
@@ -194,7 +194,7 @@ class BoxOverlay:
         self.lo = self.hi = None
 
 
-def _same_overlay(meta: dict | None, role: str, store: Store | None) -> bool:
+def _same_overlay(meta: dict | None, role: str, store: GeometryStore | None) -> bool:
     """Whether layer metadata ``meta`` is of an overlay of ``role`` over ``store``."""
     if meta is None or meta.get("role") != role or store is None:
         return False

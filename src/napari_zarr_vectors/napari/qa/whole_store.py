@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from napari.layers import Image, Layer
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
     from napari_zarr_vectors.jobs import DensityMap
 
 #: voxels along the longest side of the store's world box in the default density grid
@@ -37,7 +37,7 @@ def _relayed(progress: Callable[[QAProgress], None]) -> Callable[[int, int, str]
 
 
 def report_job(
-    store: Store,
+    store: GeometryStore,
     target: str,
     cancel: threading.Event,
     progress: Callable[[QAProgress], None],
@@ -55,7 +55,7 @@ def report_job(
     return path, result.verdict
 
 
-def default_voxel(store: Store) -> float:
+def default_voxel(store: GeometryStore) -> float:
     """A voxel edge giving :data:`DENSITY_VOXELS` voxels along the longest side of the
     store's world box (world units, rounded to two significant digits)."""
     from napari_zarr_vectors.format.world import affine_box
@@ -69,7 +69,7 @@ def default_voxel(store: Store) -> float:
 
 
 def density_job(
-    store: Store,
+    store: GeometryStore,
     voxel: float,
     level: int,
     cancel: threading.Event,
@@ -81,7 +81,7 @@ def density_job(
     return density_map(store, voxel, level=level, progress=_relayed(progress), cancel=cancel)
 
 
-def density_layer_kwargs(store: Store, density: DensityMap) -> dict[str, Any]:
+def density_layer_kwargs(store: GeometryStore, density: DensityMap) -> dict[str, Any]:
     """``add_image`` arguments that put the density image where the store's layers show its
     world: the image's axes in napari's world order, its voxel -> world affine (taken back
     to the stored space when the store is shown there, the Store panel's toggle)."""
