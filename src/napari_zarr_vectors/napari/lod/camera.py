@@ -108,7 +108,7 @@ def fitting_zoom(
     lo: np.ndarray,
     hi: np.ndarray,
     margin: float,
-    canvas_size: tuple[int, int] | None = None,
+    canvas_size: tuple[int, ...] | None = None,
 ) -> float | None:
     """The zoom (screen pixels per world unit) at which the world box ``lo``-``hi`` fills
     the canvas (``canvas_size``, default the viewer's) but a ``margin`` (a fraction of the
@@ -125,7 +125,7 @@ def shows_box(
     viewer: Viewer,
     lo: np.ndarray,
     hi: np.ndarray,
-    canvas_size: tuple[int, int] | None = None,
+    canvas_size: tuple[int, ...] | None = None,
     *,
     slack: float = 1e-6,
 ) -> bool:

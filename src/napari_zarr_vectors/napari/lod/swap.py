@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -93,10 +93,11 @@ def swap(layer: Layer, data: LayerData, kwargs: dict, memory: ColourMemory) -> N
     features = kwargs.get("features", {})
     release_colour(layer, features)
     if kind == "points":
-        with uniform_symbols_fast():
-            set_points_data_quietly(layer, data)  # batched() emits the data event
+        with uniform_symbols_fast():  # batched() emits the data event
+            set_points_data_quietly(layer, cast("np.ndarray", data))  # one array (LayerData)
     elif kind == "tracks":
-        if get_settings().draw_path == "fast" and set_tracks_data_quietly(layer, data, features):
+        rows = cast("np.ndarray", data)  # one array (LayerData)
+        if get_settings().draw_path == "fast" and set_tracks_data_quietly(layer, rows, features):
             recolour(layer, kwargs, memory)
             ensure_tracks_coloured(layer)
             line_draw.follow(layer)  # its rows are drawn when batched() ends
@@ -105,7 +106,8 @@ def swap(layer: Layer, data: LayerData, kwargs: dict, memory: ColourMemory) -> N
         with vectorised_track_validation(), lazy_track_index():
             layer.data = data
     elif kind == "surface":
-        layer.data = surface_values(data, kwargs, memory)
+        # (vertices, faces[, values]) (LayerData)
+        layer.data = surface_values(cast("tuple", data), kwargs, memory)
     else:
         layer.data = data
     if hasattr(layer, "features"):

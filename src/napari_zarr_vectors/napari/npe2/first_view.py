@@ -105,7 +105,7 @@ def keep_data_in_view(viewer: Viewer) -> None:
     viewer.canvas.events.size.connect(on_size)
 
 
-def _showed_all(viewer: Viewer, old_size: tuple[int, int]) -> bool:
+def _showed_all(viewer: Viewer, old_size: tuple[int, ...]) -> bool:
     """Whether the camera showed every layer on a canvas of ``old_size`` and should refit
     on the current one: fitted to them there, or showing them whole there and not here."""
     if not len(viewer.layers):

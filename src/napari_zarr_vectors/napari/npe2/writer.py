@@ -74,7 +74,7 @@ def save_layers(
     from and never replaces an existing folder (see :func:`~napari_zarr_vectors.write.
     write_store`). With ``show_progress``, napari's activity panel shows the steps.
     """
-    objects = list(layer_data)
+    objects: list[Any] = list(layer_data)  # napari layers or layer data tuples
     tuples = [x.as_layer_data_tuple() if hasattr(x, "as_layer_data_tuple") else x for x in objects]
     target = with_suffix(path)
     selection = store_selection(tuples, [x for x in objects if hasattr(x, "metadata")])
@@ -88,7 +88,7 @@ def save_layers(
                 _notify_loaded(tuples, reason)
     activity = _Activity(f"Saving {target.name}") if show_progress else None
     try:
-        if store is not None:
+        if store is not None and selection is not None:  # a store only with a selection
             out = export_objects(
                 store,
                 target,
