@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from napari.viewer import Viewer
 
     from napari_zarr_vectors.format.api import GeometryStore
-    from napari_zarr_vectors.napari.browse.selection import BrowseTarget, ObjectSelection
+    from napari_zarr_vectors.napari.browse.selection import ObjectSelection
+    from napari_zarr_vectors.napari.browse.targets import BrowseTarget
 
 #: the region kinds of the dock
 KINDS = ("box", "sphere", "plane")

@@ -42,11 +42,7 @@ if TYPE_CHECKING:
 
     from napari_zarr_vectors.format.api import GeometryStore
     from napari_zarr_vectors.napari.browse.filters import FilterState
-    from napari_zarr_vectors.napari.browse.targets import StaticTarget
-    from napari_zarr_vectors.napari.lod.controller import ZVLayerController
-
-    #: What the browse widgets act on (:func:`.targets.target_for`).
-    BrowseTarget = ZVLayerController | StaticTarget
+    from napari_zarr_vectors.napari.browse.targets import BrowseTarget
 
 #: Colour of the selection highlight.
 HIGHLIGHT = (1.0, 0.25, 1.0, 1.0)

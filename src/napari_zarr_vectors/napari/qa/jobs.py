@@ -58,7 +58,7 @@ class QATask:
         self,
         owner: TaskOwner,
         kind: str,
-        job: Callable[..., Job],
+        job: Callable[..., Job] | Callable[..., object],
         args: tuple,
         apply: Callable[[Any], Any],
         report_progress: bool = False,
@@ -125,12 +125,12 @@ class QATask:
 # --------------------------------------------------------------------------------------------
 
 
-def call_job(text: str, fn: Callable[..., object], *args: object) -> Job:
+def call_job(text: str, fn: Callable[..., object], *args: Any) -> Job:
     """``fn(*args)`` as a one-step job reporting ``text`` (the trailing cancel event is not
     handed to ``fn``: the job stops before the read when the task is cancelled)."""
-    *args, cancel = args
+    *fn_args, cancel = args
     yield QAProgress(0, 1, text)
-    return None if cancel.is_set() else fn(*args)
+    return None if cancel.is_set() else fn(*fn_args)
 
 
 def store_facts(store: GeometryStore, cancel: threading.Event) -> Job:
@@ -160,7 +160,7 @@ def bins_job(
 ) -> Job:
     """The bins of one chunk (occupied ones only: reads the chunk)."""
     yield QAProgress(0, 1, f"bins of chunk {chunk}")
-    return core.bin_boxes(store, level, chunk, occupied=occupied, cache=shared_cache())
+    return core.bin_boxes(store, level, chunk, occupied=occupied, cache=shared_cache())  # type: ignore[arg-type]  # occupied bins read a Store's own rows
 
 
 def nearest_object_job(
@@ -197,7 +197,9 @@ def dropped_job(store: GeometryStore, fine: int, coarse: int, cancel: threading.
     return DroppedObjects(np.asarray(ids, np.int64), fine, coarse, True, n_fine)
 
 
-def levels_holding_job(store: GeometryStore, ids: Sequence[int], cancel: threading.Event) -> Job:
+def levels_holding_job(
+    store: GeometryStore, ids: Sequence[int] | np.ndarray, cancel: threading.Event
+) -> Job:
     """The levels at which at least one of ``ids`` has a non-empty manifest (where
     *Filter shown layer* can show them)."""
     ids = np.asarray(ids, np.int64)

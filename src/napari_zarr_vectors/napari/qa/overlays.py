@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -405,7 +405,12 @@ def links_job(
         yield QAProgress(i, len(boxes) + 1, f"reading link records ({i + 1}/{len(boxes)})")
         parts.append(
             core.cross_level_segments(
-                store, level, delta, object_ids=object_ids, bbox=box, cache=shared_cache()
+                store,  # type: ignore[arg-type]  # links: a Store's own arrays
+                level,
+                delta,
+                object_ids=object_ids,
+                bbox=box,
+                cache=shared_cache(),
             )
         )
     seg = _concat_segments(parts, store, level, delta)
@@ -526,11 +531,12 @@ def _concat_segments(
         z = np.empty((0, store.ndim), np.float64)
         ids = None if store.object_index(fine_level) is None else np.empty(0, np.int64)
         return core.CrossLevelSegments(z, z.copy(), ids, 0, fine_level, coarse_level)
-    ids = [p.fine_object_ids for p in parts]
+    part_ids = [p.fine_object_ids for p in parts]
     return core.CrossLevelSegments(
         np.concatenate([p.fine for p in parts]),
         np.concatenate([p.coarse for p in parts]),
-        None if ids[0] is None else np.concatenate(ids),
+        # the parts share a level: every one or none of them carries ids
+        None if part_ids[0] is None else np.concatenate(cast("list[np.ndarray]", part_ids)),
         sum(p.n_missing for p in parts),
         fine_level,
         coarse_level,

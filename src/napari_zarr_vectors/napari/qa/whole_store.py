@@ -60,7 +60,7 @@ def default_voxel(store: GeometryStore) -> float:
     store's world box (world units, rounded to two significant digits)."""
     from napari_zarr_vectors.format.world import affine_box
 
-    lo, hi = affine_box(store.placement.affine, *store.bounds)
+    lo, hi = affine_box(store.placement.affine, *store.bounds)  # type: ignore[attr-defined]  # a Store's placement
     side = float(np.max(np.asarray(hi, float) - np.asarray(lo, float)))
     if not np.isfinite(side) or side <= 0:
         return 1.0
@@ -89,7 +89,8 @@ def density_layer_kwargs(store: GeometryStore, density: DensityMap) -> dict[str,
     order = shown.world_order
     affine = np.asarray(density.affine, np.float64)
     if shown.stored_space:  # the layers show the stored space
-        affine = np.linalg.inv(np.asarray(store.placement.affine, np.float64)) @ affine
+        placed = np.asarray(store.placement.affine, np.float64)  # type: ignore[attr-defined]  # a Store's placement
+        affine = np.linalg.inv(placed) @ affine
     data = np.transpose(density.image, order)
     return {
         "data": data,
