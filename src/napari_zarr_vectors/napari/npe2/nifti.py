@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
 from napari_zarr_vectors.napari.coords import placed_order
-
-if TYPE_CHECKING:
-    from nibabel.spatialimages import SpatialImage
 
 #: the suffixes this reader opens
 SUFFIXES = (".nii", ".nii.gz")
@@ -50,7 +47,7 @@ def read_nifti(path: Any) -> list[tuple[Any, dict[str, Any], str]]:
             'opening NIfTI images needs nibabel: pip install "napari-zarr-vectors[export]"'
         ) from e
     # a NIfTI-1 or -2 image: nibabel types load() as the base of every format it reads
-    image = cast("SpatialImage", nib.load(os.fspath(path)))
+    image = cast("nib.spatialimages.SpatialImage", nib.load(os.fspath(path)))
     data = np.asanyarray(image.dataobj)
     if data.ndim not in (3, 4):
         raise ValueError(f"{path}: a NIfTI image of {data.ndim} axes (3 or 4 are read)")
