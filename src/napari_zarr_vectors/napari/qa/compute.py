@@ -300,7 +300,7 @@ def grid_plan(layers: Sequence[Layer], side: Sequence[Layer]) -> tuple[list[Laye
 
 
 def slice_of(
-    viewer: Viewer, order: np.ndarray, store: GeometryStore | None = None
+    viewer: Viewer, order: np.ndarray | None, store: GeometryStore | None = None
 ) -> tuple[list[int], np.ndarray]:
     """Displayed store columns and the dims point in store order, for a layer whose napari
     axis ``k`` is store column ``order[k]``, aligned with the viewer's trailing axes. With
