@@ -24,7 +24,9 @@ import numpy as np
 if TYPE_CHECKING:
     from .cache import ChunkCache
     from .geometry import Geometry
+    from .layout import Layout
     from .metadata import LevelInfo
+    from .objects import ObjectIndex
 
 
 @runtime_checkable
@@ -68,6 +70,7 @@ class GeometryStore(Protocol):
     # -- levels, chunks, objects ---------------------------------------------------------
     def level(self, level: int) -> LevelInfo: ...
     def chunks(self, level: int = 0) -> np.ndarray: ...
+    def object_index(self, level: int = 0, strict: bool = False) -> ObjectIndex | None: ...
     def object_ids(self, level: int = 0) -> np.ndarray: ...
     def object_presence(self, level: int = 0) -> np.ndarray: ...
     def object_attributes(self, level: int = 0) -> dict[str, np.ndarray]: ...
@@ -119,3 +122,12 @@ class GeometryStore(Protocol):
         cache: ChunkCache | None = None,
         cancel: Event | None = None,
     ) -> Geometry: ...
+
+
+def store_layout(store: GeometryStore) -> Layout | None:
+    """The layout ``store`` reads its arrays with (:class:`~.store.Store` has one); ``None``
+    for an added geometry of a composite store (:class:`~.composite.CompositeGeometryStore`),
+    whose arrays are read whole: it has no per-level array documents, stored-size listing,
+    attribute listings or cross-level links."""
+    layout: Layout | None = getattr(store, "layout", None)
+    return layout

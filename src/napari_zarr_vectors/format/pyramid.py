@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from .api import GeometryStore, store_layout
 from .chunks import LoadedChunks, unique_rows
 from .decode.arrays import parse_dtype
 from .errors import ZVChunkWarning, ZVError, ZVFormatError
@@ -60,7 +61,9 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-def level_statistics(store: Store, *, stored_bytes: bool | None = None) -> list[dict[str, Any]]:
+def level_statistics(
+    store: GeometryStore, *, stored_bytes: bool | None = None
+) -> list[dict[str, Any]]:
     """One dict per level, finest first.
 
     Keys
@@ -126,16 +129,9 @@ def level_statistics(store: Store, *, stored_bytes: bool | None = None) -> list[
     return rows
 
 
-def _layout(store: Store) -> Any:
-    """The store's layout; ``None`` for an added geometry of a composite store
-    (:class:`.composite.CompositeGeometryStore`), whose arrays are read whole: it has no
-    per-level vertex documents, stored-size listing or cross-level links."""
-    return getattr(store, "layout", None)
-
-
-def _vertex_itemsize(store: Store, level: int) -> int:
+def _vertex_itemsize(store: GeometryStore, level: int) -> int:
     """Bytes per decoded vertex coordinate (Draco decodes to float32)."""
-    layout = _layout(store)
+    layout = store_layout(store)
     meta = (layout.array_attributes(level, "vertices") if layout is not None else None) or {}
     if meta.get("encoding") == "draco":
         return 4
@@ -145,16 +141,17 @@ def _vertex_itemsize(store: Store, level: int) -> int:
         return 4
 
 
-def stored_level_bytes(store: Store, level: int) -> int | None:
+def stored_level_bytes(store: GeometryStore, level: int) -> int | None:
     """Bytes stored under ``<level>/`` (file sizes; no blob is read), ``None`` when the
     storage cannot say cheaply (see :func:`level_statistics`)."""
     path = store.level(level).path
     root = _local_root(store)
     if root is not None:
         return _du_local(os.path.join(root, path))
-    if _layout(store) is None:
+    layout = store_layout(store)
+    if layout is None:
         return None
-    zstore = store.layout.io.store
+    zstore = layout.io.store
     fs = getattr(zstore, "fs", None)
     base = getattr(zstore, "path", None)
     if fs is None or base is None:
@@ -166,12 +163,13 @@ def stored_level_bytes(store: Store, level: int) -> int | None:
     return int(total) if isinstance(total, (int, np.integer)) else None
 
 
-def _local_root(store: Store) -> str | None:
+def _local_root(store: GeometryStore) -> str | None:
     from zarr.storage import LocalStore
 
-    if _layout(store) is None:
+    layout = store_layout(store)
+    if layout is None:
         return None
-    zstore = store.layout.io.store
+    zstore = layout.io.store
     return os.fspath(zstore.root) if isinstance(zstore, LocalStore) else None
 
 
@@ -196,7 +194,7 @@ def _du_local(folder: str) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def present_objects(store: Store, level: int) -> np.ndarray:
+def present_objects(store: GeometryStore, level: int) -> np.ndarray:
     """Ids of the objects with a non-empty manifest at ``level`` (sorted; empty without
     objects)."""
     index = store.object_index(level)
@@ -205,7 +203,7 @@ def present_objects(store: Store, level: int) -> np.ndarray:
     return np.unique(index.ids[index.present])
 
 
-def dropped_objects(store: Store, fine: int, coarse: int) -> np.ndarray:
+def dropped_objects(store: GeometryStore, fine: int, coarse: int) -> np.ndarray:
     """Ids present at level ``fine`` and absent at level ``coarse`` (sorted int64).
 
     Absent = not in the coarse object index, or with an empty manifest there (what sparsity
@@ -219,7 +217,7 @@ def dropped_objects(store: Store, fine: int, coarse: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def chunk_boxes(store: Store, level: int) -> tuple[np.ndarray, np.ndarray]:
+def chunk_boxes(store: GeometryStore, level: int) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)``, each ``(K, ndim)``: world boxes of the non-empty chunks of ``level``, in
     level order (``lo = chunk * chunk_shape``, ``hi = lo + chunk_shape``).
 
@@ -288,7 +286,7 @@ def bin_boxes(
     return lo, hi
 
 
-def _chunk_keys_of(store: Store, level: int, key: np.ndarray) -> np.ndarray:
+def _chunk_keys_of(store: GeometryStore, level: int, key: np.ndarray) -> np.ndarray:
     """Every key of ``level`` with the spatial part of ``key`` (all attribute bins of a
     chunk-by-attribute store when ``key`` is spatial only)."""
     info = store.level(level)
@@ -334,12 +332,13 @@ class CrossLevelSegments(NamedTuple):
         return int(self.fine.shape[0])
 
 
-def cross_level_deltas(store: Store, level: int) -> list[int]:
+def cross_level_deltas(store: GeometryStore, level: int) -> list[int]:
     """The non-zero link deltas stored at ``level`` (e.g. ``[-1, 1]``)."""
     store.level(level)
-    if _layout(store) is None:
+    layout = store_layout(store)
+    if layout is None:
         return []
-    return [d for d in store.layout.link_deltas(level) if d != 0]
+    return [d for d in layout.link_deltas(level) if d != 0]
 
 
 def cross_level_segments(

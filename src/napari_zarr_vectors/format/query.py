@@ -12,7 +12,7 @@ from .validate import MAX_COORD
 
 
 def normalise_bbox(
-    bbox: Sequence[Sequence[float]], ndim: int, store: str | None = None
+    bbox: Sequence[Sequence[float] | np.ndarray], ndim: int, store: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)`` as float arrays of length ``ndim``; raises :class:`ZVArgumentError` (a
     ``ValueError``) naming ``store`` when malformed: not a pair, the wrong number of

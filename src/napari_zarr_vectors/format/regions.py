@@ -114,7 +114,12 @@ def _rows(points: np.ndarray, ndim: int) -> np.ndarray:
 class Box(Region):
     """The closed axis-aligned box ``[lo, hi]``."""
 
-    def __init__(self, lo: Sequence[float], hi: Sequence[float], space: str = "store") -> None:
+    def __init__(
+        self,
+        lo: Sequence[float] | np.ndarray,
+        hi: Sequence[float] | np.ndarray,
+        space: str = "store",
+    ) -> None:
         low, high = _vector(lo, "Box lo"), _vector(hi, "Box hi")
         if low.size != high.size:
             raise ValueError(f"Box lo {low.tolist()} and hi {high.tolist()} differ in length")
@@ -164,7 +169,9 @@ class Box(Region):
 class Sphere(Region):
     """The closed ball of ``radius`` around ``center``."""
 
-    def __init__(self, center: Sequence[float], radius: float, space: str = "store") -> None:
+    def __init__(
+        self, center: Sequence[float] | np.ndarray, radius: float, space: str = "store"
+    ) -> None:
         c = _vector(center, "Sphere center")
         super().__init__(space, c.size)
         self.center = c
@@ -207,8 +214,8 @@ class Plane(Region):
 
     def __init__(
         self,
-        point: Sequence[float],
-        normal: Sequence[float],
+        point: Sequence[float] | np.ndarray,
+        normal: Sequence[float] | np.ndarray,
         thickness: float = 0.0,
         space: str = "store",
     ) -> None:

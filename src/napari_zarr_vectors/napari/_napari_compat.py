@@ -165,7 +165,7 @@ def vectorised_track_validation() -> Iterator[None]:
     except ImportError:  # pragma: no cover
         yield
         return
-    manager = getattr(_track_utils, "TrackManager", None)
+    manager: Any = getattr(_track_utils, "TrackManager", None)
     original = getattr(manager, "_validate_track_data", None)
     if original is None:  # pragma: no cover - napari changed: nothing to speed up
         yield

@@ -77,7 +77,7 @@ class LayerMeta:
     #: world units per data unit (store order)
     scale: tuple[float, ...] | None = None
     #: ``(lo, hi)`` store bounds (store order)
-    bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    bounds: tuple[tuple[float, ...], ...] | None = None
     vertex_count: int | None = None
     #: chunk grid indices the layer holds
     chunks: list[list[int]] | None = None
@@ -98,7 +98,7 @@ class LayerMeta:
     @classmethod
     def from_dict(cls, block: Mapping[str, object]) -> LayerMeta:
         """The view of a ``metadata["zarr_vectors"]`` dict."""
-        known = {k: v for k, v in block.items() if k in META_FIELDS}
+        known: dict[str, Any] = {k: v for k, v in block.items() if k in META_FIELDS}
         for key in _TUPLES:
             if known.get(key) is not None:
                 known[key] = tuple(known[key])

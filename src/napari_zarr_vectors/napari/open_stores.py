@@ -68,7 +68,7 @@ def register(layer: Layer, entry: OpenStore) -> None:
 def open_store_for(layer: object) -> OpenStore | None:
     """The open store ``layer`` shows (``None``: not a layer of an open store)."""
     try:
-        return _OPEN.get(layer)  # type: ignore[call-overload]
+        return _OPEN.get(layer)
     except TypeError:  # unhashable / not weak-referenceable
         return None
 

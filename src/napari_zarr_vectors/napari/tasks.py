@@ -117,7 +117,7 @@ def _end(job: LoadJob) -> None:
         owner._on_finished(job)
 
 
-def _start(work: Callable[[], None]) -> None:
+def _start(work: Callable[[], object]) -> None:
     from qtpy.QtCore import QRunnable
 
     class _Runnable(QRunnable):  # deleted by the pool once run (autoDelete)
@@ -179,7 +179,7 @@ class LoadJob:
         finally:
             self._emit(relay, "finished", self)
 
-    def _drive(self, gen: Generator[object, None, object], relay: QObject) -> object:
+    def _drive(self, gen: Generator[object, Any, object], relay: QObject) -> object:
         while True:
             if self.cancelled:
                 gen.close()

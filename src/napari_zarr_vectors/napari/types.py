@@ -1,19 +1,12 @@
-"""Types the napari side shares: the stores it reads, napari layer data tuples and their
-attributes. Annotations only: napari and the stores are imported for type checkers alone."""
+"""Types the napari side shares: napari layer data tuples and their attributes. Annotations
+only. The stores it reads are typed as :class:`~napari_zarr_vectors.format.api.GeometryStore`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
+from typing import Any, TypeAlias, TypedDict
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from napari_zarr_vectors.format.composite import CompositeGeometryStore
-    from napari_zarr_vectors.format.store import Store
-
-#: A store the napari side reads: a store's own geometry, or one added geometry of it.
-ZVStore: TypeAlias = "Store | CompositeGeometryStore"
 
 #: A napari layer's data: an array (Points, Tracks, Vectors), a list of arrays (Shapes), or a
 #: Surface's ``(vertices, faces[, values])``.

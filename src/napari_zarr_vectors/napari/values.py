@@ -4,6 +4,8 @@ categorical) and compact text (missing values are the core's markers,
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 #: Attribute kinds: a range slider for "numeric", a multi-select for "categorical".
@@ -30,7 +32,7 @@ def attribute_kind(values: np.ndarray, n_unique: int | None = None) -> str:
     return NUMERIC
 
 
-def dtype_word(dtype: object) -> str:
+def dtype_word(dtype: Any) -> str:
     """A column's type in words for the UI: ``"text"``, ``"integer"``, ``"number"``,
     ``"yes/no"`` (a numpy dtype or its name; anything else is ``"value"``)."""
     try:

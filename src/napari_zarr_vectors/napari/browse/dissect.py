@@ -42,8 +42,9 @@ from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 if TYPE_CHECKING:
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
-    from napari_zarr_vectors.napari.browse.selection import BrowseTarget, ObjectSelection
+    from napari_zarr_vectors.format.api import GeometryStore
+    from napari_zarr_vectors.napari.browse.selection import ObjectSelection
+    from napari_zarr_vectors.napari.browse.targets import BrowseTarget
 
 #: the region kinds of the dock
 KINDS = ("box", "sphere", "plane")
@@ -104,15 +105,18 @@ class RegionSpec:
             return Box(self.center - half, self.center + half)
         if self.kind == "sphere":
             return Sphere(self.center, self.radius)
+        assert self.normal is not None  # a plane has one (__post_init__)
         return Plane(self.center, self.normal, self.thickness)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "role": self.role}
         if self.kind == "box":
+            assert self.size is not None  # a box has one (__post_init__)
             out.update(center=self.center.tolist(), size=self.size.tolist())
         elif self.kind == "sphere":
             out.update(center=self.center.tolist(), radius=float(self.radius))
         else:
+            assert self.normal is not None  # a plane has one (__post_init__)
             out.update(
                 point=self.center.tolist(),
                 normal=self.normal.tolist(),
@@ -122,7 +126,7 @@ class RegionSpec:
 
     @classmethod
     def from_json(cls, item: dict[str, Any]) -> RegionSpec:
-        kind = item.get("kind")
+        kind: Any = item.get("kind")  # checked by __post_init__
         center = item.get("point") if kind == "plane" else item.get("center")
         if center is None:
             raise ValueError(f"region {item!r} has no {'point' if kind == 'plane' else 'center'}")
@@ -147,7 +151,7 @@ class Bundle:
     and test that selected them."""
 
     name: str
-    colour: tuple[float, float, float, float]
+    colour: tuple[float, ...]
     object_ids: np.ndarray
     regions: list[RegionSpec] = field(default_factory=list)
     test: str = "crosses"
@@ -184,7 +188,7 @@ _BUNDLE_HUES = [
 ]
 
 
-def bundle_colour(index: int) -> tuple[float, float, float, float]:
+def bundle_colour(index: int) -> tuple[float, ...]:
     """The colour of the ``index``-th bundle (0-based; distinct and stable: the plugin's id
     hues, less those near a role's outline colour)."""
     return _BUNDLE_HUES[index % len(_BUNDLE_HUES)]
@@ -200,7 +204,7 @@ def regions_by_role(
     return tuple(out["include"]), tuple(out["any_of"]), tuple(out["exclude"])
 
 
-def view_centre(viewer: Viewer, store: Store) -> np.ndarray:
+def view_centre(viewer: Viewer, store: GeometryStore) -> np.ndarray:
     """The point at the centre of the view (the camera's centre on the displayed axes, the
     slice on the others) in ``store``'s coordinates (store order, the world placement
     undone: :meth:`~..layerdata.placement.Placement.to_store_box`)."""
@@ -216,7 +220,7 @@ def view_centre(viewer: Viewer, store: Store) -> np.ndarray:
     return Placement.of(store).to_store_box(world, world)[0]
 
 
-def new_region(kind: str, store: Store, centre: np.ndarray, number: int) -> RegionSpec:
+def new_region(kind: str, store: GeometryStore, centre: np.ndarray, number: int) -> RegionSpec:
     """A region of ``kind`` at ``centre`` (store coordinates), sized by the store's extent
     (:data:`NEW_REGION_SHARE`); a plane's normal is the store's first axis."""
     lo, hi = (np.asarray(b, np.float64) for b in store.bounds)
@@ -239,7 +243,9 @@ class Dissection:
     result: ``value`` the ids, ``None`` while counting), ``bundles`` (kept, removed,
     renamed, loaded), ``status`` (``value``: a sentence for the dock)."""
 
-    def __init__(self, store: Store, selection: ObjectSelection | None = None, level: int = 0):
+    def __init__(
+        self, store: GeometryStore, selection: ObjectSelection | None = None, level: int = 0
+    ):
         self.store = store
         self.selection = selection
         self.level = int(level)
@@ -448,7 +454,9 @@ def _plain(value: Any) -> Any:
     )
 
 
-def _select(store: Store, include, any_of, exclude, test: str, level: int, cancel) -> np.ndarray:
+def _select(
+    store: GeometryStore, include, any_of, exclude, test: str, level: int, cancel
+) -> np.ndarray:
     """The worker's side of :meth:`Dissection.recount`."""
     return select_objects(
         store,
@@ -461,7 +469,7 @@ def _select(store: Store, include, any_of, exclude, test: str, level: int, cance
     )
 
 
-def inside_store(path: str | os.PathLike, store: Store) -> bool:
+def inside_store(path: str | os.PathLike, store: GeometryStore) -> bool:
     """Whether ``path`` lies in the store's directory (a dissection is never written there)."""
     target = Path(os.fspath(path)).resolve()
     root = Path(str(store.path)).resolve()

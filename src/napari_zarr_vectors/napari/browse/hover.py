@@ -51,6 +51,7 @@ from napari_zarr_vectors.napari.coords import to_store_order
 from napari_zarr_vectors.napari.values import format_value
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
     from napari.layers import Layer
     from napari.viewer import Viewer
 
@@ -67,7 +68,7 @@ def install(layer: Layer) -> bool:
 
 
 def hover_status(
-    layer: Layer, status: dict, position: Sequence[float], query: Mapping[str, object]
+    layer: Layer, status: dict, position: npt.ArrayLike | None, query: Mapping[str, Any]
 ) -> dict:
     """``status`` (napari's dict for ``layer`` at ``position``) with the cursor in store
     coordinates and the object under it in ``coordinates``, and the level line after the
@@ -93,7 +94,7 @@ def hover_status(
     return status
 
 
-def store_position_text(layer: Layer, world: Sequence[float] | None) -> str | None:
+def store_position_text(layer: Layer, world: Sequence[float] | np.ndarray | None) -> str | None:
     """``x 76.50, y 116.60, z 89.69 mm``: a world position of ``layer`` (napari axis order;
     its last axes are the layer's) in the store's axis order, with the store's axis names
     and the layer's units as napari's dims sliders write them (``mm``). Axes the store lacks
@@ -143,7 +144,7 @@ def level_line(layer: Layer) -> str:
 
 
 def pick_under_cursor(
-    layer: Layer, position: Sequence[float], query: Mapping[str, object]
+    layer: Layer, position: Sequence[float] | np.ndarray, query: Mapping[str, Any]
 ) -> Pick | None:
     """The row of ``layer`` nearest the cursor (world ``position``, viewer axis order), with
     the tolerance and 2-D slab the Pick widget uses; ``None`` when nothing is near."""
@@ -218,7 +219,7 @@ def pick_fields(
         groups = [labels[g] for g in table.group_of(pick.object_id)]
     else:
         attrs = [(k, v) for k, v in values.items() if k in object_columns and k not in hidden]
-        gid = values.get(GROUP_ID)
+        gid: Any = values.get(GROUP_ID)  # a feature value: a number or NaN
         known = gid is not None and np.isfinite(gid) and int(gid) >= 0
         groups = [f"group {int(gid)}"] if known else []
     if groups:

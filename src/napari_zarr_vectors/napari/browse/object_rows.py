@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from napari_zarr_vectors.format.api import store_layout
 from napari_zarr_vectors.napari.browse.groups import group_labels
 from napari_zarr_vectors.napari.browse.table import ObjectTable
 
 if TYPE_CHECKING:
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
 
 #: Column kinds.
 ID, INTEGER, FLOAT, TEXT = "id", "integer", "float", "text"
@@ -180,13 +181,13 @@ class ObjectRows:
 _rows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def cached_rows(store: Store, table: ObjectTable) -> ObjectRows | None:
+def cached_rows(store: GeometryStore, table: ObjectTable) -> ObjectRows | None:
     """The rows :func:`store_rows` made for ``store`` and ``table`` (``None``: not yet)."""
     cached = _rows.get(store)
     return cached[1] if cached is not None and cached[0] is table else None
 
 
-def store_rows(store: Store, table: ObjectTable) -> ObjectRows:
+def store_rows(store: GeometryStore, table: ObjectTable) -> ObjectRows:
     """The rows of ``store``'s object table ``table`` with its units (cached per store)."""
     rows = cached_rows(store, table)
     if rows is not None:
@@ -225,12 +226,14 @@ def _write(fh: io.TextIOBase, header: list[str], cells: list[np.ndarray]) -> Non
     out.writerows(zip(*(c.tolist() for c in cells), strict=True))
 
 
-def attribute_units(store: Store, level: int = 0) -> dict[str, str]:
+def attribute_units(store: GeometryStore, level: int = 0) -> dict[str, str]:
     """``{object attribute: unit}`` for the attributes whose array declares a ``unit``
     (zarr-vectors copies a schema's declared unit there), as a short symbol (``mm``)."""
     out: dict[str, str] = {}
+    layout = store_layout(store)
+    if layout is None:  # an added geometry of a composite store: no attribute arrays
+        return out
     try:
-        layout = store.layout
         names = layout.list_attributes(level, "object")
     except Exception:  # noqa: BLE001 - a store without a readable attribute list
         return out

@@ -9,12 +9,12 @@ import numpy as np
 
 def nearest_row(
     positions: np.ndarray,
-    position: Sequence[float],
+    position: Sequence[float] | np.ndarray,
     displayed: Sequence[int],
     tolerance: float,
     *,
-    view_direction: Sequence[float] | None = None,
-    slab: Sequence[float] | None = None,
+    view_direction: Sequence[float] | np.ndarray | None = None,
+    slab: Sequence[float] | np.ndarray | None = None,
 ) -> int | None:
     """Row of ``positions`` (``(N, D)`` world coordinates) nearest the cursor, or ``None``.
 

@@ -40,13 +40,9 @@ if TYPE_CHECKING:
     from napari.layers import Layer, Points
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
     from napari_zarr_vectors.napari.browse.filters import FilterState
-    from napari_zarr_vectors.napari.browse.targets import StaticTarget
-    from napari_zarr_vectors.napari.lod.controller import ZVLayerController
-
-    #: What the browse widgets act on (:func:`.targets.target_for`).
-    BrowseTarget = ZVLayerController | StaticTarget
+    from napari_zarr_vectors.napari.browse.targets import BrowseTarget
 
 #: Colour of the selection highlight.
 HIGHLIGHT = (1.0, 0.25, 1.0, 1.0)
@@ -234,14 +230,14 @@ def _units(layers: Sequence[Layer], ndim: int) -> tuple | None:
     return None
 
 
-def _point_size(store: Store) -> float:
+def _point_size(store: GeometryStore) -> float:
     lo, hi = store.bounds
     extent = float(np.max(np.asarray(hi, np.float64) - np.asarray(lo, np.float64)))
     return max(extent * POINT_FRACTION, 1e-9)
 
 
 def objects_world_box(
-    store: Store, object_ids: Sequence[int] | np.ndarray, level: int = 0
+    store: GeometryStore, object_ids: Sequence[int] | np.ndarray, level: int = 0
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The world box (napari axis order) of the vertices of ``object_ids`` at ``level``,
     read through the store's read by object ids; ``None`` when they have none there."""

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from napari_zarr_vectors.format.api import GeometryStore, store_layout
 from napari_zarr_vectors.napari.browse.groups import group_labels
 from napari_zarr_vectors.napari.browse.table import ObjectTable, safe_read
-from napari_zarr_vectors.napari.types import ZVStore
 from napari_zarr_vectors.napari.values import dtype_word
+
+if TYPE_CHECKING:
+    from napari_zarr_vectors.format.layout import Layout
+    from napari_zarr_vectors.format.world import WorldPlacement
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class StoreSummary:
     placement: str = ""
 
 
-def store_summary(store: ZVStore, counts: bool = True) -> StoreSummary:
+def store_summary(store: GeometryStore, counts: bool = True) -> StoreSummary:
     """Metadata of ``store`` for the store panel. ``counts`` also reads each level's object
     index to count its objects (the panel does that off the UI thread)."""
     levels = []
@@ -62,21 +68,7 @@ def store_summary(store: ZVStore, counts: bool = True) -> StoreSummary:
                 coarsening=str(getattr(lv, "coarsening_method", "") or ""),
             )
         )
-    vattrs = []
-    try:
-        from napari_zarr_vectors.format.loading import attribute_specs
-
-        specs = {spec.name: spec for spec in attribute_specs(store.layout, 0)}
-        for name in store.vertex_attribute_names(0):
-            spec = specs.get(name)
-            if spec is None:  # left out by the core (it warned why)
-                vattrs.append((name, "unreadable, left out"))
-                continue
-            text = spec.categories is not None or spec.dtype.kind in "US"
-            dtype = "text" if text else dtype_word(spec.dtype)
-            vattrs.append((spec.name, dtype if not spec.width else f"{dtype} × {spec.width}"))
-    except Exception:  # noqa: BLE001 - metadata we cannot read is left out
-        vattrs = [(n, "?") for n in safe_read(store.vertex_attribute_names, 0, [])]
+    vattrs = _vertex_attribute_types(store)
     oattrs = [
         (name, _dtype_text(np.asarray(v)))
         for name, v in safe_read(store.object_attributes, 0, {}).items()
@@ -116,9 +108,38 @@ _PLACEMENT_SOURCES = {
 }
 
 
-def _placement(store: ZVStore) -> str:
+def _vertex_attribute_types(store: GeometryStore) -> list[tuple[str, str]]:
+    """``(name, type)`` of each vertex attribute of level 0; every type ``"?"`` when their
+    array metadata cannot be read (an added geometry of a composite store has none)."""
+    layout = store_layout(store)
+    if layout is not None:
+        with contextlib.suppress(Exception):  # metadata we cannot read is left out
+            return _typed_vertex_attributes(store, layout)
+    return [(n, "?") for n in safe_read(store.vertex_attribute_names, 0, [])]
+
+
+def _typed_vertex_attributes(store: GeometryStore, layout: Layout) -> list[tuple[str, str]]:
+    from napari_zarr_vectors.format.loading import attribute_specs
+
+    specs = {spec.name: spec for spec in attribute_specs(layout, 0)}
+    vattrs = []
+    for name in store.vertex_attribute_names(0):
+        spec = specs.get(name)
+        if spec is None:  # left out by the core (it warned why)
+            vattrs.append((name, "unreadable, left out"))
+            continue
+        text = spec.categories is not None or spec.dtype.kind in "US"
+        dtype = "text" if text else dtype_word(spec.dtype)
+        vattrs.append((spec.name, dtype if not spec.width else f"{dtype} × {spec.width}"))
+    return vattrs
+
+
+def _placement(store: GeometryStore) -> str:
     """What ``store.placement`` does, in words ("" when positions are shown as stored)."""
-    placement = safe_read(lambda _: store.placement, 0, None)
+    # an added geometry of a composite store has none
+    placement: WorldPlacement | None = safe_read(
+        lambda _: getattr(store, "placement", None), 0, None
+    )
     if placement is None or placement.source == "identity":
         return ""
     space = placement.space or "world"

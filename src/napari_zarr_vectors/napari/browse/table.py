@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from napari_zarr_vectors.format.api import GeometryStore
 from napari_zarr_vectors.format.missing import missing_mask, take_by_id
 from napari_zarr_vectors.napari.conventions import split_channels
-from napari_zarr_vectors.napari.types import ZVStore
 from napari_zarr_vectors.napari.values import (
     CATEGORICAL,
     MAX_CATEGORIES,
@@ -37,6 +37,7 @@ HISTOGRAM_BINS = 24
 
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class ObjectTable:
     group_attributes: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
-    def from_store(cls, store: ZVStore, level: int = 0) -> ObjectTable:
+    def from_store(cls, store: GeometryStore, level: int = 0) -> ObjectTable:
         """The object table of ``store`` at ``level`` (default: level 0, every object).
 
         Tables the store cannot read are left empty (the widgets then say so) rather than
@@ -191,7 +192,7 @@ def summarise(name: str, values: np.ndarray, present: np.ndarray | None = None) 
     if values.dtype.kind in "iu":
         n_unique = len(np.unique(kept))
     kind = attribute_kind(kept, n_unique)
-    common = dict(
+    common: dict[str, Any] = dict(
         name=name,
         dtype=str(values.dtype),
         kind=kind,
@@ -219,7 +220,7 @@ def summarise(name: str, values: np.ndarray, present: np.ndarray | None = None) 
     return AttributeSummary(**common, lo=lo, hi=hi, histogram=hist, edges=edges)
 
 
-def safe_read(getter: Callable[[int], T | None], level: int, default: T) -> T:
+def safe_read(getter: Callable[[int], T | None], level: int, default: D) -> T | D:
     """``getter(level)``, or ``default`` when the store cannot answer (no table, bad table)."""
     try:
         out = getter(level)

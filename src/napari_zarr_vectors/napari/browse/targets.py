@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from napari import Viewer
     from napari_zarr_vectors.format.api import GeometryStore
     from napari_zarr_vectors.format.geometry import Geometry
+    from napari_zarr_vectors.napari.types import LayerData
 
 #: Layer roles that are not store data (the bounds box, isolated or selected objects drawn
 #: whole, a region being drawn or the Dissect regions' outlines, a Dissect bundle).
@@ -87,7 +88,7 @@ def is_data_layer(layer: Layer) -> bool:
     return is_data_meta(meta_of(layer))
 
 
-def is_data_meta(meta: dict | None) -> bool:
+def is_data_meta(meta: dict | None) -> TypeGuard[dict]:
     """:func:`is_data_layer` of the layer whose ``metadata["zarr_vectors"]`` is ``meta``."""
     return (
         meta is not None
@@ -96,12 +97,12 @@ def is_data_meta(meta: dict | None) -> bool:
     )
 
 
-def store_layers(viewer: Viewer, path: str) -> list[Layer]:
+def store_layers(viewer: Viewer, path: str | None) -> list[Layer]:
     """The viewer's data layers of the store at ``path``, in layer-list order."""
     return [
         layer
         for layer in viewer.layers
-        if is_data_layer(layer) and meta_of(layer).get("path") == path
+        if is_data_meta(meta := meta_of(layer)) and meta.get("path") == path
     ]
 
 
@@ -180,6 +181,7 @@ def _adopt(layers: list[Layer]) -> OpenStore | None:
     import napari_zarr_vectors as nzv
 
     meta = meta_of(layers[0])
+    assert meta is not None  # a data layer (store_layers)
     path, kind = meta["path"], meta.get("geometry_type")
 
     def open_geometry() -> GeometryStore:
@@ -234,7 +236,11 @@ class StaticTarget:
     @property
     def level(self) -> int:
         layers = self.layers
-        return int(meta_of(layers[0]).get("level", 0)) if layers else 0
+        if not layers:
+            return 0
+        meta = meta_of(layers[0])
+        assert meta is not None  # its store's data layers
+        return int(meta.get("level", 0))
 
     @property
     def object_filter(self) -> np.ndarray | None:
@@ -295,6 +301,7 @@ def _filter_layer(layer: Layer, allowed: np.ndarray | None, full: dict[int, _Lay
 def _snapshot(layer: Layer, kind: str) -> _LayerData:
     features = layer.features.copy()
     extra: dict[str, Any] = {}
+    data: LayerData
     if kind == "tracks":
         extra = {"color_by": layer.color_by, "colormaps_dict": dict(layer.colormaps_dict)}
         data = np.asarray(layer.data).copy()
@@ -395,12 +402,12 @@ def pick_slab(viewer: Viewer, layers: list[Layer]) -> np.ndarray:
 
 def pick_at(
     layers: Sequence[Layer],
-    position: Sequence[float],
+    position: Sequence[float] | np.ndarray,
     *,
     displayed: Sequence[int],
     zoom: float,
-    view_direction: Sequence[float] | None = None,
-    slab: Sequence[float] | None = None,
+    view_direction: Sequence[float] | np.ndarray | None = None,
+    slab: Sequence[float] | np.ndarray | None = None,
     pixels: float = PICK_PIXELS,
 ) -> Pick | None:
     """The object nearest ``position`` (world coordinates, viewer axis order) among the
@@ -463,7 +470,9 @@ def only_objects(geometry: Geometry, object_ids: int | Sequence[int] | np.ndarra
     new_index[keep] = np.arange(int(keep.sum()))
     edges = np.asarray(geometry.edges, np.int64).reshape(-1, 2)
     edge_ok = keep[edges].all(1) if len(edges) else np.zeros(0, bool)
-    paths = [new_index[np.asarray(geometry.paths[i], np.int64)] for i in np.flatnonzero(path_kept)]
+    paths = [
+        new_index[np.asarray(geometry.paths[int(i)], np.int64)] for i in np.flatnonzero(path_kept)
+    ]
     path_ids = path_ids[path_kept]
     faces = np.asarray(geometry.faces, np.int64).reshape(-1, 3)
     face_ok = keep[faces].all(1) if len(faces) else np.zeros(0, bool)
@@ -488,7 +497,7 @@ def isolate_layer_data(
     level: int = 0,
     *,
     role: str = "isolated",
-    colour: Sequence[float] | None = None,
+    colour: Sequence[float] | np.ndarray | None = None,
 ) -> list[tuple]:
     """Layer data tuples of whole objects at ``level`` (default full resolution), read
     through their manifests (every chunk they name, whatever the view), with ``role`` in
@@ -546,7 +555,7 @@ def add_object_layers(viewer: Viewer, layer_data: Sequence[tuple]) -> list[Layer
             (
                 lay
                 for lay in store_layers(viewer, meta.get("path"))
-                if meta_of(lay).get("role") == meta.get("source_role")
+                if (meta_of(lay) or {}).get("role") == meta.get("source_role")
             ),
             None,
         )
@@ -610,7 +619,9 @@ def _object_name(store: GeometryStore, object_id: int, level: int, info: StoreIn
     if names is None or names.dtype.kind not in "UO" or names.ndim != 1:
         return None
     all_ids = np.asarray(store.object_ids(level), np.int64)
-    row = np.flatnonzero(all_ids == object_id) if len(all_ids) == len(names) else []
+    row: np.ndarray | list[int] = (
+        np.flatnonzero(all_ids == object_id) if len(all_ids) == len(names) else []
+    )
     if not len(row):
         return None
     name = str(names[row[0]]).strip()
@@ -634,7 +645,7 @@ def emphasis_kwargs(kind: str, kwargs: dict) -> dict:
     return out
 
 
-def highlight_kwargs(kind: str, kwargs: dict, colour: Sequence[float]) -> dict:
+def highlight_kwargs(kind: str, kwargs: dict, colour: Sequence[float] | np.ndarray) -> dict:
     """Layer keyword arguments drawing a layer of ``kind`` in one ``colour`` (a Dissect
     bundle; translucent: additive blending turned overlapping paths white). The features of
     a Tracks layer gain the colour column it is coloured by."""

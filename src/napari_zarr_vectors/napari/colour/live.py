@@ -395,7 +395,7 @@ class ChannelColour:
     mode: str  # "direct", "cycle", "colormap"
     feature: str | None
     colormap: str | None
-    contrast_limits: tuple[float, float] | None
+    contrast_limits: tuple[float, ...] | None
     uniform: tuple[float, ...] | None  # the one direct colour, when all rows share it
     fingerprint: int | None  # direct per-row colours: hash of the array
 
@@ -527,6 +527,7 @@ def recolour(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:
     spec = colour_spec_of(layer)
     if spec is not None:
         meta = meta_of(layer)
+        assert meta is not None  # it holds the spec
         if "categories" in new_meta:
             meta["categories"] = new_meta["categories"]
         reapply_colour(layer)
@@ -561,7 +562,9 @@ def recolour(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:
             limits = memory.limits.setdefault(name, kwargs.get("contrast_limits"))
             if limits is not None:
                 layer.contrast_limits = limits
-        meta_of(layer)["colour_by"] = new_meta["colour_by"] = name
+        meta = meta_of(layer)
+        assert meta is not None  # a layer of the plugin's (the swap's)
+        meta["colour_by"] = new_meta["colour_by"] = name
 
 
 def _keep_point_size(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:

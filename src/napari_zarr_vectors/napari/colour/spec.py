@@ -138,8 +138,8 @@ def categorical_colours(
     (sorted), at most :data:`MAX_CATEGORIES` (more distinct values share colours cyclically)."""
     values = np.asarray(values)
     kept = values[~missing_mask(values)]
-    cats, _ = unique_counts(kept)
-    cats = [py_scalar(c) for c in cats]
+    distinct, _ = unique_counts(kept)
+    cats = [py_scalar(c) for c in distinct]
     cols = palette(min(len(cats), MAX_CATEGORIES))
     colours = tuple(tuple(map(float, cols[i % len(cols)])) for i in range(len(cats)))
     labs = tuple((labels or {}).get(c, format_value(c)) for c in cats)
@@ -193,7 +193,7 @@ def category_index(spec: ColourSpec, values: np.ndarray) -> np.ndarray:
     return np.where(found, order[pos], -1)
 
 
-def step_boundaries(categories: Sequence[float]) -> np.ndarray:
+def step_boundaries(categories: Sequence[float] | np.ndarray) -> np.ndarray:
     """Bin edges putting each sorted numeric category alone in its bin (midpoints between
     neighbours, half a gap beyond the ends): the controls of a step colormap."""
     u = np.asarray(sorted(categories), dtype=np.float64)

@@ -11,7 +11,7 @@ describes (``docs/coordinates.md``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,7 +216,7 @@ def layers_from_geometry(
     store bounds even when the data does not touch them, or when only part of the store is
     loaded.
     """
-    builders = {
+    builders: dict[str, Callable[[Geometry, StoreInfo], list[LayerData]]] = {
         GeometryType.POINT_CLOUD: point_cloud_layers,
         GeometryType.LINE: line_layers,
         GeometryType.POLYLINE: path_layers,

@@ -129,7 +129,8 @@ def tracks_spec(data: LayerData, attributes: LayerAttributes) -> WriteSpec:
     track_ids, lengths = np.unique(table[:, 0].astype(np.int64), return_counts=True)
     row_ids = features.pop(OBJECT_ID, None)
     starts = np.cumsum(lengths) - lengths
-    ids = _int_column(row_ids)[starts] if row_ids is not None else track_ids
+    id_column = _int_column(row_ids)
+    ids = id_column[starts] if id_column is not None else track_ids
     positions = to_store_order(space, napari_axis_order(("space",) * nd))
     axis_types: tuple[str, ...] = ("space",) * nd
     bounds = _meta_bounds(attributes, nd)
@@ -341,8 +342,8 @@ def _store_axes(
         names = tuple(labels[c] for c in columns)
     else:
         names = tuple(("x", "y", "z")[i] if i < 3 else f"axis{i}" for i in range(nd))
-    units = _unit_names(attributes, nd)
-    return names, tuple(units[c] for c in columns)
+    unit_names = _unit_names(attributes, nd)
+    return names, tuple(unit_names[c] for c in columns)
 
 
 def _axis_types(attributes: LayerAttributes, nd: int) -> tuple[str, ...]:
@@ -377,7 +378,7 @@ def _meta_bounds(attributes: LayerAttributes, nd: int) -> tuple[np.ndarray, np.n
 
 def _features(attributes: LayerAttributes) -> dict[str, np.ndarray]:
     """The layer's features as ``{name: numpy array}`` (categoricals as ``str`` objects)."""
-    table = attributes.get("features")
+    table: Any = attributes.get("features")  # a DataFrame or {name: column}
     if table is None:
         return {}
     if hasattr(table, "columns"):

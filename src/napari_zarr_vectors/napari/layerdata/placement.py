@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.api import GeometryStore
 from napari_zarr_vectors.format.world import affine_box
 from napari_zarr_vectors.napari.conventions import LayerMeta
 from napari_zarr_vectors.napari.coords import (
@@ -41,7 +42,7 @@ from napari_zarr_vectors.napari.coords import (
     store_to_layer,
     to_store_order,
 )
-from napari_zarr_vectors.napari.types import LayerAttributes, ZVStore
+from napari_zarr_vectors.napari.types import LayerAttributes
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -76,7 +77,7 @@ class Placement:
     stored_space: bool = False
 
     @classmethod
-    def of(cls, store: ZVStore, *, stored_space: bool | None = None) -> Placement:
+    def of(cls, store: GeometryStore, *, stored_space: bool | None = None) -> Placement:
         """The placement of ``store`` as its layers show it (``stored_space`` overrides the
         Store panel's toggle, :func:`show_stored_space`)."""
         if stored_space is None:
@@ -167,7 +168,7 @@ class Placement:
         return store_to_layer(positions, self.scale, self.order)
 
 
-def store_axis_types(store: ZVStore) -> tuple[str, ...]:
+def store_axis_types(store: GeometryStore) -> tuple[str, ...]:
     """The store's axis types (every axis a space axis for stores that do not say)."""
     types = getattr(store, "axis_types", None)
     if types is None or len(types) != int(store.ndim):
@@ -175,7 +176,7 @@ def store_axis_types(store: ZVStore) -> tuple[str, ...]:
     return tuple(str(t) for t in types)
 
 
-def _level0_scale(store: ZVStore, axis_types: Sequence[str]) -> np.ndarray:
+def _level0_scale(store: GeometryStore, axis_types: Sequence[str]) -> np.ndarray:
     """World units per layer data unit, store order: for space axes the level-0 bin shape,
     else the chunk shape, else 1; 1 for non-space axes (a time slider steps one store
     time unit, a channel slider one channel)."""
@@ -195,7 +196,7 @@ def _level0_scale(store: ZVStore, axis_types: Sequence[str]) -> np.ndarray:
     return scale
 
 
-def _store_affine(store: ZVStore) -> np.ndarray | None:
+def _store_affine(store: GeometryStore) -> np.ndarray | None:
     """The core's ``Store.placement`` affine (store order), or ``None`` when it is the
     identity or the store's ``crs`` is malformed (a warning; the geometry still opens,
     unplaced)."""

@@ -12,13 +12,15 @@ from collections.abc import Callable
 import numpy as np
 
 import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.api import GeometryStore
 from napari_zarr_vectors.format.geometry import PATH_TYPES
 from napari_zarr_vectors.napari.layerdata.build import StoreInfo
 from napari_zarr_vectors.napari.layerdata.placement import Placement
-from napari_zarr_vectors.napari.types import ZVStore
 
 
-def store_info(store: ZVStore, level: int, *, lod: bool = False, objects: bool = True) -> StoreInfo:
+def store_info(
+    store: GeometryStore, level: int, *, lod: bool = False, objects: bool = True
+) -> StoreInfo:
     """The store facts the layer builders need (metadata, object attributes, groups).
 
     ``lod``: for level-of-detail layers, whose level changes with the view: names without
@@ -58,7 +60,7 @@ def store_info(store: ZVStore, level: int, *, lod: bool = False, objects: bool =
     )
 
 
-def _shared_vertex_attributes(store: ZVStore) -> tuple[str, ...]:
+def _shared_vertex_attributes(store: GeometryStore) -> tuple[str, ...]:
     """Vertex attribute names every level stores (in level 0's order)."""
     try:
         per_level = [list(store.vertex_attribute_names(lv.index)) for lv in store.levels]
@@ -69,7 +71,7 @@ def _shared_vertex_attributes(store: ZVStore) -> tuple[str, ...]:
     return tuple(n for n in per_level[0] if all(n in names for names in per_level[1:]))
 
 
-def _level_vertex_count(store: ZVStore, level: int) -> int | None:
+def _level_vertex_count(store: GeometryStore, level: int) -> int | None:
     try:
         count = store.level(level).vertex_count
     except (KeyError, AttributeError):
@@ -77,14 +79,14 @@ def _level_vertex_count(store: ZVStore, level: int) -> int | None:
     return int(count) if count else None
 
 
-def _keeps_object_ids(store: ZVStore, level: int) -> bool:
+def _keeps_object_ids(store: GeometryStore, level: int) -> bool:
     try:
         return bool(store.level(level).preserves_object_ids)
     except (KeyError, AttributeError):
         return False
 
 
-def _shapes_hint(store: ZVStore) -> int | None:
+def _shapes_hint(store: GeometryStore) -> int | None:
     """The most shapes a view of the store can hold: level-0 objects for paths and lines,
     level-0 vertices for graph and skeleton edges (2-D stores only; else ``None``)."""
     if int(store.ndim) != 2:
@@ -100,7 +102,7 @@ def _shapes_hint(store: ZVStore) -> int | None:
     return int(lv0.vertex_count) if lv0.vertex_count is not None else None
 
 
-def _object_count(store: ZVStore, level: int) -> int:
+def _object_count(store: GeometryStore, level: int) -> int:
     """How many objects the level's object index holds (0 when it cannot be read: the
     warning is :func:`_optional`'s, for the object attributes)."""
     try:

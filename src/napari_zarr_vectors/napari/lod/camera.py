@@ -20,10 +20,10 @@ from napari_zarr_vectors.napari.lod.plan import ViewState, visible_box
 if TYPE_CHECKING:
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
 
 
-def view_state(viewer: Viewer, store: Store) -> ViewState | None:
+def view_state(viewer: Viewer, store: GeometryStore) -> ViewState | None:
     """The current view in the store's napari axis order (``None``: the viewer has fewer
     axes than the store, or displays an axis the store does not have). The slab of a 2-D
     view is at least one layer data unit thick (what a slice of the layers shows)."""
@@ -65,7 +65,9 @@ def visible_world_box(
     return visible_box(view, *placement.to_world_box(*bounds))
 
 
-def visible_store_box(view: ViewState | None, store: Store) -> tuple[np.ndarray, np.ndarray]:
+def visible_store_box(
+    view: ViewState | None, store: GeometryStore
+) -> tuple[np.ndarray, np.ndarray]:
     """The box ``view`` shows (:func:`visible_world_box`, as the loader plans it), in the
     stored space and store order, clipped to the store bounds (``view=None``: the whole
     store)."""
@@ -106,7 +108,7 @@ def fitting_zoom(
     lo: np.ndarray,
     hi: np.ndarray,
     margin: float,
-    canvas_size: tuple[int, int] | None = None,
+    canvas_size: tuple[int, ...] | None = None,
 ) -> float | None:
     """The zoom (screen pixels per world unit) at which the world box ``lo``-``hi`` fills
     the canvas (``canvas_size``, default the viewer's) but a ``margin`` (a fraction of the
@@ -123,7 +125,7 @@ def shows_box(
     viewer: Viewer,
     lo: np.ndarray,
     hi: np.ndarray,
-    canvas_size: tuple[int, int] | None = None,
+    canvas_size: tuple[int, ...] | None = None,
     *,
     slack: float = 1e-6,
 ) -> bool:

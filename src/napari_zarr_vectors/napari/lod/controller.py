@@ -524,7 +524,7 @@ class ZVLayerController:
         """Put a finished load on screen (UI thread): swap data into the layers, restore
         their colouring, update metadata and status, emit signals."""
         old_level = self._held.level
-        new = {meta_of(kw)["role"]: (data, kw, kind) for data, kw, kind in result.layer_data}
+        new = {meta_of(kw)["role"]: (data, kw, kind) for data, kw, kind in result.layer_data}  # type: ignore[index]  # the loader's layer data carry their block
         viewer = self.viewer
         present = {id(layer) for layer in viewer.layers} if viewer is not None else set()
         for role in list(self._layer_refs):

@@ -127,8 +127,10 @@ def thaw_on_close(viewer: Viewer) -> None:
     if _CLOSE_FILTER is None:
 
         class _ThawOnClose(QObject):
-            def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
-                if event.type() == QEvent.Type.Close:
+            def eventFilter(  # noqa: N802 - Qt's name
+                self, obj: QObject | None, event: QEvent | None
+            ) -> bool:
+                if event is not None and event.type() == QEvent.Type.Close:
                     thaw()
                 return False
 

@@ -330,7 +330,9 @@ class Loader:
         of the controller then reads the slider's whole slab)."""
         info = self._axes
         lo, hi = lo.copy(), hi.copy()
-        sliders = [] if self._tracks_in_time() else info.order[: info.n_lead]
+        sliders: list[int] | np.ndarray = (
+            [] if self._tracks_in_time() else info.order[: info.n_lead]
+        )
         for axis in sliders:
             mid = lo[axis] + np.floor((hi[axis] - lo[axis]) / 2.0)
             lo[axis] = hi[axis] = mid
@@ -640,9 +642,9 @@ class Loader:
             plan.level,
             chunks,
             fraction=fraction,
-            bbox=crop,
+            bbox=crop,  # type: ignore[arg-type]  # (lo, hi) arrays: the core takes array-likes
             max_vertices=request.budget,
-            cache=self.cache,
+            cache=self.cache,  # type: ignore[arg-type]  # duck-types the core's ChunkCache
         )
         geometry = view_geometry.pieces_to_budget(self._drawable(pieces), crop, request.budget)
         shown = view_geometry.resident_vertices(geometry)
@@ -688,7 +690,7 @@ class Loader:
             if ranks is not None and fraction < 1.0:
                 wanted = ids[ranks < fraction]
             geometry = self._drawable(
-                self.store.read(plan.level, chunks=chunks, object_ids=wanted, cache=self.cache)
+                self.store.read(plan.level, chunks=chunks, object_ids=wanted, cache=self.cache)  # type: ignore[arg-type]  # the cache view duck-types the core's ChunkCache
             )
             self._learn(plan.level, geometry, fraction)
             if request.allowed_ids is not None and ranks is None:
@@ -790,13 +792,13 @@ class Loader:
                 return None
             batch = chunks[order[start:end]]
             try:
-                self.store.prefetch(plan.level, batch, self.cache)
+                self.store.prefetch(plan.level, batch, self.cache)  # type: ignore[arg-type]
             except _FATAL:
                 raise
             except Exception:  # noqa: BLE001 - isolate the failing chunk(s)
                 for c in batch:
                     try:
-                        self.store.prefetch(plan.level, c[None, :], self.cache)
+                        self.store.prefetch(plan.level, c[None, :], self.cache)  # type: ignore[arg-type]
                     except _FATAL:
                         raise
                     except Exception as exc:  # noqa: BLE001

@@ -129,7 +129,7 @@ class OverviewFill:
         self.node = node
         self.picture = create_visual_node(_PictureVisual)(parent=node)
         self._fbo: Any = None
-        self._size: tuple[int, int] = (0, 0)
+        self._size: tuple[int, ...] = (0, 0)
         self._batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._fill_lines = _LinePool(node)
         self._made = 0  # fill batches whose line holds them (in the layer's colours now)

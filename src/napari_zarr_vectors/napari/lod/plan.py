@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from napari_zarr_vectors.format.geometry import GRAPH_TYPES
 from napari_zarr_vectors.napari.coords import napari_axis_order, to_store_order
 from napari_zarr_vectors.napari.lod.settings import DEFAULT_VERTEX_BUDGET
 from napari_zarr_vectors.napari.lod.view_geometry import ladder_floor
+
+if TYPE_CHECKING:
+    from napari_zarr_vectors.format.metadata import LevelInfo
 
 #: A level is "fine enough" when its bin edge spans at most this many screen pixels.
 MAX_BIN_PIXELS = 4.0
@@ -56,6 +60,13 @@ READ_CAP_VERTICES = 20_000_000
 OVERVIEW_PIXELS = 1000.0
 
 
+class ChunkLists(Protocol):
+    """``level_chunks[i]``: the non-empty chunks of the ``i``-th level (a list, or a view
+    that lists them on access)."""
+
+    def __getitem__(self, i: int, /) -> np.ndarray: ...
+
+
 @dataclass(frozen=True)
 class ViewState:
     """What the camera shows, in world units and the store's napari axis order.
@@ -71,12 +82,12 @@ class ViewState:
     ndisplay: int
     center: tuple[float, ...]
     zoom: float
-    canvas_size: tuple[int, int]
+    canvas_size: tuple[int, ...]
     point: tuple[float, ...]
     displayed: tuple[int, ...]
     thickness: tuple[float, ...]
-    view_direction: tuple[float, float, float] | None = None
-    up_direction: tuple[float, float, float] | None = None
+    view_direction: tuple[float, ...] | None = None
+    up_direction: tuple[float, ...] | None = None
     perspective: float = 0.0
 
     @property
@@ -334,7 +345,7 @@ def layer_rows(geometry_type: str, vertex_count: int | None) -> int | None:
     return int(vertex_count) * (3 if geometry_type in GRAPH_TYPES else 1)
 
 
-def whole_plan(level: object, chunks: np.ndarray) -> LevelPlan:
+def whole_plan(level: LevelInfo, chunks: np.ndarray) -> LevelPlan:
     """Every non-empty chunk of ``level``, uncropped and without a subset: the plan of a
     store small enough to show whole in every view."""
     chunks = np.asarray(chunks, dtype=np.int64)
@@ -344,10 +355,10 @@ def whole_plan(level: object, chunks: np.ndarray) -> LevelPlan:
 
 
 def chunk_estimates(
-    level: object,
+    level: LevelInfo,
     chunks: np.ndarray,
     n_level_chunks: int,
-    counts: Mapping[tuple[int, ...], int] | None = None,
+    counts: Mapping[tuple[int, ...], float] | None = None,
     crop: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Estimated vertices each of ``chunks`` contributes: its known row count (``counts``:
@@ -407,7 +418,7 @@ def resolution_level(
 
 def plan_level(
     levels: Sequence,
-    level_chunks: Sequence[np.ndarray],
+    level_chunks: ChunkLists,
     box: tuple[np.ndarray, np.ndarray],
     pixel_size: float,
     budget: int = DEFAULT_VERTEX_BUDGET,
@@ -415,7 +426,7 @@ def plan_level(
     max_bin_pixels: float = MAX_BIN_PIXELS,
     locked: int | None = None,
     *,
-    counts: Mapping[tuple[int, tuple[int, ...]], int] | None = None,
+    counts: Mapping[tuple[int, tuple[int, ...]], float] | None = None,
     crop: tuple[np.ndarray, np.ndarray] | None = None,
     center: np.ndarray | None = None,
     prism: Prism | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -44,7 +44,8 @@ from napari_zarr_vectors.napari.lod.viewer_layers import make_layer
 if TYPE_CHECKING:
     from napari.layers import Layer
 
-    from napari_zarr_vectors.napari.types import LayerData, ZVStore
+    from napari_zarr_vectors.format.api import GeometryStore
+    from napari_zarr_vectors.napari.types import LayerData
 
 
 def new_layer(
@@ -92,10 +93,11 @@ def swap(layer: Layer, data: LayerData, kwargs: dict, memory: ColourMemory) -> N
     features = kwargs.get("features", {})
     release_colour(layer, features)
     if kind == "points":
-        with uniform_symbols_fast():
-            set_points_data_quietly(layer, data)  # batched() emits the data event
+        with uniform_symbols_fast():  # batched() emits the data event
+            set_points_data_quietly(layer, cast("np.ndarray", data))  # one array (LayerData)
     elif kind == "tracks":
-        if get_settings().draw_path == "fast" and set_tracks_data_quietly(layer, data, features):
+        rows = cast("np.ndarray", data)  # one array (LayerData)
+        if get_settings().draw_path == "fast" and set_tracks_data_quietly(layer, rows, features):
             recolour(layer, kwargs, memory)
             ensure_tracks_coloured(layer)
             line_draw.follow(layer)  # its rows are drawn when batched() ends
@@ -104,7 +106,8 @@ def swap(layer: Layer, data: LayerData, kwargs: dict, memory: ColourMemory) -> N
         with vectorised_track_validation(), lazy_track_index():
             layer.data = data
     elif kind == "surface":
-        layer.data = surface_values(data, kwargs, memory)
+        # (vertices, faces[, values]) (LayerData)
+        layer.data = surface_values(cast("tuple", data), kwargs, memory)
     else:
         layer.data = data
     if hasattr(layer, "features"):
@@ -152,7 +155,7 @@ def batched(layer: Layer) -> Iterator[None]:
         drawing.sync_rows()
 
 
-def swap_empty(layer: Layer, store: ZVStore) -> None:
+def swap_empty(layer: Layer, store: GeometryStore) -> None:
     """No data in view: an empty layer (Tracks cannot be empty: one invisible vertex)."""
     kind = _kind(layer)
     ndim = int(layer.ndim)

@@ -23,6 +23,7 @@ is shown at every larger ``f``. Stores without object ids rank their vertices by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -180,7 +181,7 @@ def _compact(
     keep: np.ndarray,
     edge_keep: np.ndarray | None,
     face_keep: np.ndarray | None,
-    paths: list[np.ndarray] | None,
+    paths: Sequence[np.ndarray] | None,
     path_ids: np.ndarray | None,
 ) -> Geometry:
     """``geometry`` restricted to the rows ``keep`` (and the given edges, faces or paths),
@@ -203,9 +204,9 @@ def _compact(
         new_faces = np.empty((0, 3), np.int64)
     else:
         if edge_keep is None:
-            edge_keep = keep[edges].all(axis=1) if len(edges) else np.zeros(0, bool)
+            edge_keep = np.all(keep[edges], axis=1) if len(edges) else np.zeros(0, bool)
         if face_keep is None:
-            face_keep = keep[faces].all(axis=1) if len(faces) else np.zeros(0, bool)
+            face_keep = np.all(keep[faces], axis=1) if len(faces) else np.zeros(0, bool)
         new_edges = remap[edges[edge_keep]]
         edge_attrs = {k: np.asarray(v)[edge_keep] for k, v in geometry.edge_attributes.items()}
         new_faces = remap[faces[face_keep]]

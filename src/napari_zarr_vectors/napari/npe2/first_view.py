@@ -35,10 +35,10 @@ if TYPE_CHECKING:
     from napari.utils.events import Event
 
     from napari import Viewer
-    from napari_zarr_vectors.napari.types import ZVStore
+    from napari_zarr_vectors.format.api import GeometryStore
 
 
-def space_axes(viewer: Viewer, store: ZVStore) -> list[int]:
+def space_axes(viewer: Viewer, store: GeometryStore) -> list[int]:
     """The viewer's dims axes that show ``store``'s space axes (its layers take the last
     ``store.ndim`` dims axes; non-space axes come first)."""
     types = getattr(store, "axis_types", None) or ("space",) * int(store.ndim)
@@ -68,7 +68,7 @@ def slab_thickness(viewer: Viewer, axes: list[int]) -> float:
     return float(thick[axes].max()) if axes else 0.0
 
 
-def show_whole_store(viewer: Viewer, store: ZVStore) -> None:
+def show_whole_store(viewer: Viewer, store: GeometryStore) -> None:
     """Put ``store`` in view whole: 3-D for three space axes, a slab of the whole depth for
     2-D views, the camera fitted to the data."""
     axes = space_axes(viewer, store)
@@ -105,7 +105,7 @@ def keep_data_in_view(viewer: Viewer) -> None:
     viewer.canvas.events.size.connect(on_size)
 
 
-def _showed_all(viewer: Viewer, old_size: tuple[int, int]) -> bool:
+def _showed_all(viewer: Viewer, old_size: tuple[int, ...]) -> bool:
     """Whether the camera showed every layer on a canvas of ``old_size`` and should refit
     on the current one: fitted to them there, or showing them whole there and not here."""
     if not len(viewer.layers):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -46,7 +46,8 @@ def read_nifti(path: Any) -> list[tuple[Any, dict[str, Any], str]]:
         raise MissingDependencyError(
             'opening NIfTI images needs nibabel: pip install "napari-zarr-vectors[export]"'
         ) from e
-    image = nib.load(os.fspath(path))
+    # a NIfTI-1 or -2 image: nibabel types load() as the base of every format it reads
+    image = cast("nib.spatialimages.SpatialImage", nib.load(os.fspath(path)))
     data = np.asanyarray(image.dataobj)
     if data.ndim not in (3, 4):
         raise ValueError(f"{path}: a NIfTI image of {data.ndim} axes (3 or 4 are read)")

@@ -33,7 +33,8 @@ def open_in_viewer(viewer: Viewer, path: Any, **options: Any) -> ZVLayerControll
     layer_data = read_zarr_vectors(path, vertex_budget=budget)
     if not first_view:
         for token in {(meta_of(t[1]) or {}).get("session") for t in layer_data if len(t) == 3}:
-            keep_view(token)
+            if token is not None:  # (no session is kept under None)
+                keep_view(token)
     added = []
     for data, kwargs, kind in (t for t in layer_data if len(t) == 3):
         layer = make_layer(data, kwargs, kind)

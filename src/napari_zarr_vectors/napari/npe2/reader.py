@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.api import GeometryStore
 from napari_zarr_vectors.napari.layerdata.build import (
     LayerData,
     bounds_box_layer,
@@ -60,9 +61,14 @@ STORE_SUFFIXES = (".zarrvectors", ".zv")
 BACKGROUND_READ_VERTICES = 2_000_000
 
 PathLike = str | os.PathLike
+#: What napari passes a reader: one path, or a list of them.
+Paths = PathLike | list[PathLike] | tuple[PathLike, ...]
+#: npe2's "read, but no layers" sentinel, and what a reader returns.
+NoLayers = tuple[None]
+ReadLayers = list[LayerData | NoLayers]
 
 
-def napari_get_reader(path: PathLike | Sequence[PathLike]) -> Callable | None:
+def napari_get_reader(path: Paths) -> Callable | None:
     """npe2 ``get_reader`` hook: a reader function for one ZV store path, else ``None``.
 
     The function returned is :func:`read_for_napari`: a store claimed here that cannot be
@@ -111,7 +117,7 @@ def is_zarr_vectors_path(path: PathLike) -> bool:
     return isinstance(attrs, dict) and isinstance(attrs.get("zarr_vectors"), dict)
 
 
-def read_for_napari(path: PathLike | Sequence[PathLike], stack: bool = False) -> list[LayerData]:
+def read_for_napari(path: Paths, stack: bool = False) -> ReadLayers:
     """What napari calls to read a path :func:`napari_get_reader` claimed:
     :func:`read_zarr_vectors`, with a store that cannot be opened or read (any
     :class:`~napari_zarr_vectors.ZVError`) shown as a napari error notification carrying the
@@ -128,12 +134,12 @@ def read_for_napari(path: PathLike | Sequence[PathLike], stack: bool = False) ->
 
 
 def read_zarr_vectors(
-    path: PathLike | Sequence[PathLike],
+    path: Paths,
     stack: bool = False,
     *,
     level: int | None = None,
     vertex_budget: int | None = None,
-) -> list[LayerData]:
+) -> ReadLayers:
     """Open a ZV store as layer data tuples (the store bounds box first, then the data).
 
     Without ``level`` (what napari calls), the layers are **level-of-detail** layers: the
@@ -163,7 +169,7 @@ def read_zarr_vectors(
     store = nzv.open_store(path)
     if level is not None:
         install_viewer_hooks()  # the open viewers give the static layers their hover status
-    out: list[LayerData] = []
+    out: ReadLayers = []
     for kind in store.geometry_types:
         try:
             part = store.geometry(kind)
@@ -178,7 +184,9 @@ def read_zarr_vectors(
     return out
 
 
-def _read_static(store: Any, level: int, with_bounds: bool = True) -> list[LayerData]:
+def _read_static(
+    store: GeometryStore, level: int, with_bounds: bool = True
+) -> Sequence[LayerData | NoLayers]:
     info = store_info(store, level)
     try:
         geometry, dropped = view_geometry.finite_geometry(store.read(level=level))
@@ -195,7 +203,9 @@ def _read_static(store: Any, level: int, with_bounds: bool = True) -> list[Layer
     return out
 
 
-def _read_lod(store: Any, vertex_budget: int | None, with_bounds: bool = True) -> list[LayerData]:
+def _read_lod(
+    store: GeometryStore, vertex_budget: int | None, with_bounds: bool = True
+) -> Sequence[LayerData | NoLayers]:
     """Level-of-detail layers of one geometry of a store (``with_bounds``: with the bounds
     box, which a composite store's first geometry brings)."""
     loader = Loader(store, shared_cache())
@@ -246,7 +256,7 @@ def _read_lod(store: Any, vertex_budget: int | None, with_bounds: bool = True) -
     return out
 
 
-def _missing_dependency(store: Any, e: Exception) -> list[LayerData]:
+def _missing_dependency(store: GeometryStore, e: Exception) -> ReadLayers:
     hint = "" if "pip install" in str(e) else " (pip install 'napari-zarr-vectors[draco]')"
     _notify_error(f"Cannot open {store.name}: {e}{hint}")
     return [(None,)]  # npe2's "read, but no layers" sentinel

@@ -15,8 +15,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from napari_zarr_vectors.napari.layerdata.build import LayerData
-from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
+from napari_zarr_vectors.napari.npe2.reader import ReadLayers, read_zarr_vectors
 
 #: Sample name -> geometry type of the store in ``sample_data/<name>.zarrvectors.tar.gz``.
 SAMPLES = {
@@ -62,42 +61,42 @@ def sample_store_path(name: str, cache_dir: str | os.PathLike | None = None) -> 
     return store
 
 
-def open_sample(name: str) -> list[LayerData]:
+def open_sample(name: str) -> ReadLayers:
     """Layer data of sample ``name``, read exactly as a dropped folder would be."""
     return read_zarr_vectors(str(sample_store_path(name)))
 
 
-def points() -> list[LayerData]:
+def points() -> ReadLayers:
     """A point cloud: 240 points in 15 objects, colour, intensity and label attributes."""
     return open_sample("points")
 
 
-def lines() -> list[LayerData]:
+def lines() -> ReadLayers:
     """40 straight line segments with per-line length and kind."""
     return open_sample("lines")
 
 
-def polylines() -> list[LayerData]:
+def polylines() -> ReadLayers:
     """12 polylines with per-vertex radius and a 2-channel attribute."""
     return open_sample("polylines")
 
 
-def streamlines() -> list[LayerData]:
+def streamlines() -> ReadLayers:
     """10 streamlines, coloured by direction."""
     return open_sample("streamlines")
 
 
-def graph() -> list[LayerData]:
+def graph() -> ReadLayers:
     """A graph of 60 nodes and 73 edges in 3 connected objects."""
     return open_sample("graph")
 
 
-def skeleton() -> list[LayerData]:
+def skeleton() -> ReadLayers:
     """A branching skeleton of 48 nodes with per-node radius."""
     return open_sample("skeleton")
 
 
-def mesh() -> list[LayerData]:
+def mesh() -> ReadLayers:
     """Two meshes (an icosphere and a cube) with per-vertex curvature."""
     return open_sample("mesh")
 

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_zarr_vectors.format.api import GeometryStore
 from napari_zarr_vectors.napari._napari_compat import open_viewers
 from napari_zarr_vectors.napari.browse.targets import is_data_meta, object_filter_of
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.inverse import spec_from_layers
-from napari_zarr_vectors.napari.types import FullLayerData, ZVStore
+from napari_zarr_vectors.napari.types import FullLayerData
 from napari_zarr_vectors.write.engine import WriteError, write_store
 from napari_zarr_vectors.write.export import export_objects
 
@@ -73,7 +74,7 @@ def save_layers(
     from and never replaces an existing folder (see :func:`~napari_zarr_vectors.write.
     write_store`). With ``show_progress``, napari's activity panel shows the steps.
     """
-    objects = list(layer_data)
+    objects: list[Any] = list(layer_data)  # napari layers or layer data tuples
     tuples = [x.as_layer_data_tuple() if hasattr(x, "as_layer_data_tuple") else x for x in objects]
     target = with_suffix(path)
     selection = store_selection(tuples, [x for x in objects if hasattr(x, "metadata")])
@@ -87,7 +88,7 @@ def save_layers(
                 _notify_loaded(tuples, reason)
     activity = _Activity(f"Saving {target.name}") if show_progress else None
     try:
-        if store is not None:
+        if store is not None and selection is not None:  # a store only with a selection
             out = export_objects(
                 store,
                 target,
@@ -123,7 +124,7 @@ class StoreSelection:
     geometry_type: str | None
     object_ids: np.ndarray | None
 
-    def open(self) -> tuple[ZVStore | None, str]:
+    def open(self) -> tuple[GeometryStore | None, str]:
         """``(store, "")``, or ``(None, why)`` when the store cannot be read any more."""
         from napari_zarr_vectors.format.errors import ZVError
         from napari_zarr_vectors.format.store import open_store

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
 
 #: Role names stored in ``metadata["zarr_vectors"]["role"]`` of QA overlay layers.
 QA_ROLES = ("qa_chunks", "qa_bins", "qa_links", "qa_dropped")
@@ -249,12 +249,14 @@ def chunk_batches(
 # --------------------------------------------------------------------------------------------
 
 
-def store_vertices(store: Store) -> int:
+def store_vertices(store: GeometryStore) -> int:
     """Stored vertices over every level (levels without a count count 0)."""
     return int(sum(int(lv.vertex_count or 0) for lv in store.levels))
 
 
-def estimate_read(store: Store, level: int, bbox: tuple | None = None, share: float = 1.0) -> int:
+def estimate_read(
+    store: GeometryStore, level: int, bbox: tuple | None = None, share: float = 1.0
+) -> int:
     """Vertices a read of ``level`` would decode: its vertex count, times the share of its
     chunks inside ``bbox`` (when given), times ``share`` (e.g. the share of its objects)."""
     info = store.level(int(level))
@@ -267,7 +269,7 @@ def estimate_read(store: Store, level: int, bbox: tuple | None = None, share: fl
     return int(round(total * float(share)))
 
 
-def reads_most(to_read: int, store: Store, budget: int) -> bool:
+def reads_most(to_read: int, store: GeometryStore, budget: int) -> bool:
     """Whether reading ``to_read`` vertices is reading most of ``store``: more than
     :data:`MOST_OF_A_STORE` of its stored vertices and more than the vertex budget."""
     return to_read > budget and to_read > MOST_OF_A_STORE * store_vertices(store)
@@ -298,7 +300,7 @@ def grid_plan(layers: Sequence[Layer], side: Sequence[Layer]) -> tuple[list[Laye
 
 
 def slice_of(
-    viewer: Viewer, order: np.ndarray, store: Store = None
+    viewer: Viewer, order: np.ndarray | None, store: GeometryStore | None = None
 ) -> tuple[list[int], np.ndarray]:
     """Displayed store columns and the dims point in store order, for a layer whose napari
     axis ``k`` is store column ``order[k]``, aligned with the viewer's trailing axes. With

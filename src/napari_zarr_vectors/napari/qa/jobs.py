@@ -26,7 +26,7 @@ from napari_zarr_vectors.napari.qa.compute import DroppedObjects, QAProgress
 from napari_zarr_vectors.napari.tasks import LoadJob
 
 if TYPE_CHECKING:
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
 
 #: What a task's ``apply`` returns when it finishes later (layers added over several
 #: event-loop turns).
@@ -58,7 +58,7 @@ class QATask:
         self,
         owner: TaskOwner,
         kind: str,
-        job: Callable[..., Job],
+        job: Callable[..., Job] | Callable[..., object],
         args: tuple,
         apply: Callable[[Any], Any],
         report_progress: bool = False,
@@ -125,15 +125,15 @@ class QATask:
 # --------------------------------------------------------------------------------------------
 
 
-def call_job(text: str, fn: Callable[..., object], *args: object) -> Job:
+def call_job(text: str, fn: Callable[..., object], *args: Any) -> Job:
     """``fn(*args)`` as a one-step job reporting ``text`` (the trailing cancel event is not
     handed to ``fn``: the job stops before the read when the task is cancelled)."""
-    *args, cancel = args
+    *fn_args, cancel = args
     yield QAProgress(0, 1, text)
-    return None if cancel.is_set() else fn(*args)
+    return None if cancel.is_set() else fn(*fn_args)
 
 
-def store_facts(store: Store, cancel: threading.Event) -> Job:
+def store_facts(store: GeometryStore, cancel: threading.Event) -> Job:
     """Level statistics, the ``(fine level, delta)`` of each adjacent pair with stored links
     (``+1`` at the fine level preferred, else ``-1`` at the coarse level), and whether the
     store has objects (:data:`StoreFacts`)."""
@@ -156,15 +156,15 @@ def store_facts(store: Store, cancel: threading.Event) -> Job:
 
 
 def bins_job(
-    store: Store, level: int, chunk: list[int], occupied: bool, cancel: threading.Event
+    store: GeometryStore, level: int, chunk: list[int], occupied: bool, cancel: threading.Event
 ) -> Job:
     """The bins of one chunk (occupied ones only: reads the chunk)."""
     yield QAProgress(0, 1, f"bins of chunk {chunk}")
-    return core.bin_boxes(store, level, chunk, occupied=occupied, cache=shared_cache())
+    return core.bin_boxes(store, level, chunk, occupied=occupied, cache=shared_cache())  # type: ignore[arg-type]  # occupied bins read a Store's own rows
 
 
 def nearest_object_job(
-    store: Store,
+    store: GeometryStore,
     level: int,
     p: np.ndarray,
     reach: np.ndarray,
@@ -185,7 +185,7 @@ def nearest_object_job(
     return oid if oid >= 0 else None
 
 
-def dropped_job(store: Store, fine: int, coarse: int, cancel: threading.Event) -> Job:
+def dropped_job(store: GeometryStore, fine: int, coarse: int, cancel: threading.Event) -> Job:
     """The objects present at ``fine`` and absent at ``coarse`` (ordered finer first)."""
     fine, coarse = sorted((int(fine), int(coarse)))
     yield QAProgress(0, 2, f"comparing levels {fine} and {coarse}")
@@ -197,7 +197,9 @@ def dropped_job(store: Store, fine: int, coarse: int, cancel: threading.Event) -
     return DroppedObjects(np.asarray(ids, np.int64), fine, coarse, True, n_fine)
 
 
-def levels_holding_job(store: Store, ids: Sequence[int], cancel: threading.Event) -> Job:
+def levels_holding_job(
+    store: GeometryStore, ids: Sequence[int] | np.ndarray, cancel: threading.Event
+) -> Job:
     """The levels at which at least one of ``ids`` has a non-empty manifest (where
     *Filter shown layer* can show them)."""
     ids = np.asarray(ids, np.int64)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import weakref
 import webbrowser
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,12 +98,10 @@ if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
     from napari_zarr_vectors.jobs import DensityMap
-    from napari_zarr_vectors.napari.browse.targets import StaticTarget
+    from napari_zarr_vectors.napari.browse.targets import BrowseTarget as Target
     from napari_zarr_vectors.napari.lod.controller import ZVLayerController
-
-    Target = ZVLayerController | StaticTarget
 
 #: Share of the vertex budget one added layer may hold (see :meth:`PyramidQA.layer_budget`).
 BUDGET_SHARE = 0.25
@@ -214,7 +213,7 @@ class PyramidQA:
         v.layers.events.removed.connect(self._on_layer_removed)
         for emitter in (v.dims.events.point, v.dims.events.ndisplay, v.dims.events.order):
             emitter.connect(self._on_dims)
-        target = self.target
+        target = self._live_target
         target.events.level_changed.connect(self._on_level_changed)
         target.events.refreshed.connect(self._on_refreshed)
 
@@ -265,9 +264,21 @@ class PyramidQA:
         return self._target()
 
     @property
-    def store(self) -> Store | None:
+    def store(self) -> GeometryStore | None:
         target = self.target
         return None if target is None else target.store
+
+    @property
+    def _live_target(self) -> Target:
+        """:attr:`target`, where the model acts on it (and needs it alive)."""
+        target = self.target
+        assert target is not None
+        return target
+
+    @property
+    def _live_store(self) -> GeometryStore:
+        """:attr:`store` where the model reads it (its target is alive)."""
+        return self._live_target.store
 
     @property
     def session(self) -> BrowseState | None:
@@ -288,7 +299,7 @@ class PyramidQA:
     @property
     def level(self) -> int:
         """The level the store's layers show."""
-        return int(self.target.level)
+        return int(self._live_target.level)
 
     @property
     def locked_level(self) -> int | None:
@@ -312,7 +323,7 @@ class PyramidQA:
     def visible_box(self) -> Box:
         """The box the camera shows, in the stored space and store order, clipped to the
         store bounds: the box the loader plans for this view (:mod:`..lod.camera`)."""
-        store = self.store
+        store = self._live_store
         return camera.visible_store_box(camera.view_state(self.viewer, store), store)
 
     def drawn_text(self) -> str:
@@ -320,15 +331,18 @@ class PyramidQA:
         level = self.level
         drawn = getattr(self.target, "vertex_count", None)
         if drawn is None:  # a fixed-level layer: what its layers hold
-            drawn = sum(int(meta_of(lyr).get("vertex_count", 0) or 0) for lyr in self.target.layers)
-        stored = self.store.level(level).vertex_count
+            drawn = sum(
+                int((meta_of(lyr) or {}).get("vertex_count", 0) or 0)
+                for lyr in self._live_target.layers
+            )
+        stored = self._live_store.level(level).vertex_count
         return drawn_text(level, int(drawn), stored, self.locked_level is not None)
 
     # ------------------------------------------------------------------ tasks
     def _run(
         self,
         kind: str,
-        job: Callable[..., Job],
+        job: Callable[..., Job] | Callable[..., object],
         args: tuple,
         apply: Callable[[Any], Any],
         *,
@@ -393,7 +407,7 @@ class PyramidQA:
 
     def _confirm_read(self, to_read: int, what: str) -> bool:
         """Ask before reading most of the store (see :func:`.compute.reads_most`)."""
-        store = self.store
+        store = self._live_store
         if not reads_most(to_read, store, self.budget()):
             return True
         ok = self.confirm(
@@ -413,7 +427,9 @@ class PyramidQA:
             self.say("Locking needs a layer opened with the level-of-detail engine.")
             return
         if level is not None and level not in self.levels:
-            raise ValueError(f"{self.store.name} has no level {level} (levels: {self.levels})")
+            raise ValueError(
+                f"{self._live_store.name} has no level {level} (levels: {self.levels})"
+            )
         controller.lock_level(level)
         self.events.level()
         self.say(
@@ -641,7 +657,7 @@ class PyramidQA:
                 # level topmost (the first cell)
                 levels: dict[Any, list[Layer]] = {}
                 for layer in side:
-                    levels.setdefault(meta_of(layer).get("level"), []).append(layer)
+                    levels.setdefault((meta_of(layer) or {}).get("level"), []).append(layer)
                 order = [lyr for group in reversed(list(levels.values())) for lyr in group]
                 layers = self.viewer.layers
                 layers.move_multiple([layers.index(lyr) for lyr in order], len(layers))
@@ -696,7 +712,7 @@ class PyramidQA:
             "chunks",
             call_job,
             (f"listing the chunks of level {level}", self._boxes_of, level),
-            lambda boxes, lv=level: self._draw_chunks(lv, boxes),
+            partial(self._draw_chunks, level),
         )
         self.events.outlines()
         return task
@@ -705,11 +721,11 @@ class PyramidQA:
         """The boxes of the non-empty chunks of ``level`` (read once; worker thread)."""
         boxes = self._chunk_boxes.get(level)
         if boxes is None:
-            boxes = self._chunk_boxes[level] = core.chunk_boxes(self.store, level)
+            boxes = self._chunk_boxes[level] = core.chunk_boxes(self._live_store, level)
         return boxes
 
     def _draw_chunks(self, level: int, boxes: Box) -> Layer | None:
-        store = self.store
+        store = self._live_store
         lo, hi = boxes
         chunk_shape = np.asarray(store.level(level).chunk_shape, float).tolist()
         layer = self.chunk_overlay.set_boxes(
@@ -757,7 +773,7 @@ class PyramidQA:
 
     def _draw_bins(self, level: int, chunk: list[int], occupied: bool, boxes: Box) -> object:
         lo, hi = boxes
-        info = overlay_info(self.store, level)
+        info = overlay_info(self._live_store, level)
         displayed, point = slice_of(self.viewer, info.order, self.store)
         if len(lo) and not len(boxes_in_slab(lo, hi, displayed, point, info.world_scale)):
             # the slice change re-slices every layer in this turn; the outline comes in the
@@ -781,7 +797,7 @@ class PyramidQA:
         layer = self.bin_overlay.set_boxes(
             lo,
             hi,
-            overlay_info(self.store, level),
+            overlay_info(self._live_store, level),
             f"bins of chunk {key}",
             {"qa_level": level, "chunk": chunk, "occupied": occupied},
         )
@@ -795,7 +811,7 @@ class PyramidQA:
 
     def _move_slice_into(self, lo: np.ndarray, hi: np.ndarray) -> str:
         """Move the dims point to the middle of the boxes on the axes not displayed."""
-        store = self.store
+        store = self._live_store
         placement = Placement.of(store)
         order = placement.order
         displayed, _ = slice_of(self.viewer, order, store)
@@ -942,7 +958,9 @@ class PyramidQA:
             old, self.density_layer = self.density_layer, None
             remove_layers(self.viewer, [old])
             kwargs = density_layer_kwargs(store, density)
-            self.density_layer = add_density_layer(self.viewer, list(self.target.layers), kwargs)
+            self.density_layer = add_density_layer(
+                self.viewer, list(self._live_target.layers), kwargs
+            )
             top = int(density.image.max(initial=0))
             self.say(
                 f"density map of level {density.level}: {density.count} per voxel of "

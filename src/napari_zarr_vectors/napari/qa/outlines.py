@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
 
 
 class OverlayOwner(Protocol):
@@ -43,7 +43,7 @@ class OverlayOwner(Protocol):
     viewer: Viewer
 
     @property
-    def store(self) -> Store | None: ...
+    def store(self) -> GeometryStore | None: ...
 
     def layer_budget(self) -> int: ...
 
@@ -94,11 +94,12 @@ class BoxOverlay:
         return self.refresh()
 
     def _slice(self) -> tuple[list[int], np.ndarray]:
+        assert self.info is not None  # drawn: refresh() checked
         return slice_of(self.viewer, self.info.order, self.owner.store)
 
     def _slice_key(self) -> tuple:
         displayed, point = self._slice()
-        others = [a for a in range(self.info.ndim) if a not in displayed]
+        others = [a for a in range(self.info.ndim) if a not in displayed]  # type: ignore[union-attr]  # _slice() asserts it
         return tuple(displayed), tuple(point[others].tolist())
 
     def refresh(self) -> Layer | None:
@@ -134,12 +135,14 @@ class BoxOverlay:
     def cut(self) -> np.ndarray:
         """Rows of the boxes the current slab cuts (all of them in a 3-D view)."""
         displayed, point = self._slice()
+        assert self.info is not None and self.lo is not None and self.hi is not None
         return boxes_in_slab(self.lo, self.hi, displayed, point, self.info.world_scale)
 
     def _draw(self) -> None:
         viewer = self.viewer
         self._drawn_for = self._slice_key()
         displayed, point = self._slice()
+        assert self.info is not None and self.lo is not None and self.hi is not None  # refresh()
         thickness = self.info.world_scale
         rows = boxes_in_slab(self.lo, self.hi, displayed, point, thickness)
         # two ends a segment, len(a) segments a box, within the vertex budget; boxes are
@@ -179,7 +182,7 @@ class BoxOverlay:
 
     def drawn(self) -> int:
         """Boxes the layer outlines now."""
-        return 0 if self.layer is None else int(meta_of(self.layer)["boxes_drawn"])
+        return 0 if self.layer is None else int(meta_of(self.layer)["boxes_drawn"])  # type: ignore[index]  # the overlay's layer has its block
 
     def remove(self) -> None:
         """No layer of this overlay's role and store stays in the viewer."""
@@ -194,7 +197,7 @@ class BoxOverlay:
         self.lo = self.hi = None
 
 
-def _same_overlay(meta: dict | None, role: str, store: Store | None) -> bool:
+def _same_overlay(meta: dict | None, role: str, store: GeometryStore | None) -> bool:
     """Whether layer metadata ``meta`` is of an overlay of ``role`` over ``store``."""
     if meta is None or meta.get("role") != role or store is None:
         return False

@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -66,7 +66,7 @@ LINK_WIDTH = 0.5
 HIGHLIGHT_COLOUR = (1.0, 0.0, 1.0, 1.0)
 
 if TYPE_CHECKING:
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
 
 
 def link_colour(fine_level: int) -> np.ndarray:
@@ -143,7 +143,7 @@ def boxes_in_slab(
     return np.flatnonzero(np.all((lo[:, other] <= p + t / 2) & (hi[:, other] > p - t / 2), axis=1))
 
 
-def overlay_info(store: Store, level: int) -> StoreInfo:
+def overlay_info(store: GeometryStore, level: int) -> StoreInfo:
     """The :class:`StoreInfo` of an overlay (store metadata only: no object attributes or
     groups are read)."""
     lo, hi = store.bounds
@@ -291,7 +291,7 @@ def _objects_noun(geometry_type: str) -> str:
 
 
 def _capped_read(
-    store: Store,
+    store: GeometryStore,
     level: int,
     budget: int,
     cancel: threading.Event,
@@ -315,7 +315,7 @@ def _cap_note(sub: Any, noun: str) -> str:
 
 
 def side_by_side_job(
-    store: Store,
+    store: GeometryStore,
     levels: Sequence[int],
     bboxes: dict[int, Box],
     budget: int,
@@ -352,7 +352,7 @@ def side_by_side_job(
 
 
 def isolate_job(
-    store: Store,
+    store: GeometryStore,
     ids: np.ndarray,
     pair: tuple[int, int],
     budget: int,
@@ -376,7 +376,7 @@ def isolate_job(
 
 
 def links_job(
-    store: Store,
+    store: GeometryStore,
     level: int,
     delta: int,
     object_ids: Sequence[int] | None,
@@ -405,7 +405,12 @@ def links_job(
         yield QAProgress(i, len(boxes) + 1, f"reading link records ({i + 1}/{len(boxes)})")
         parts.append(
             core.cross_level_segments(
-                store, level, delta, object_ids=object_ids, bbox=box, cache=shared_cache()
+                store,  # type: ignore[arg-type]  # links: a Store's own arrays
+                level,
+                delta,
+                object_ids=object_ids,
+                bbox=box,
+                cache=shared_cache(),
             )
         )
     seg = _concat_segments(parts, store, level, delta)
@@ -457,7 +462,9 @@ LINK_READ_CAP = 100_000
 _KEY_MIX = np.array([73856093, 19349663, 83492791, 2654435761], np.int64)
 
 
-def _sampled_link_boxes(store: Store, level: int, bbox: Box | None) -> tuple[list[Any], int] | None:
+def _sampled_link_boxes(
+    store: GeometryStore, level: int, bbox: Box | None
+) -> tuple[list[Any], int] | None:
     """World boxes of a spread sample of the chunks of ``level`` (within ``bbox``) holding
     about :data:`LINK_READ_CAP` links, and the number of chunks sampled from; ``None`` when
     reading them all stays under the cap (or the chunk keys are not spatial only). A chunk's
@@ -488,7 +495,7 @@ def _sampled_link_boxes(store: Store, level: int, bbox: Box | None) -> tuple[lis
 LINK_BATCH_CHUNKS = 16
 
 
-def _link_boxes(store: Store, level: int, bbox: Box | None) -> list[Any]:
+def _link_boxes(store: GeometryStore, level: int, bbox: Box | None) -> list[Any]:
     """World boxes of whole chunks of ``level`` (within ``bbox`` when given), a few chunks
     each: one :func:`~napari_zarr_vectors.format.pyramid.cross_level_segments` call per box.
     Each box ends just below its last chunk's upper face (chunks are half-open), so a vertex
@@ -514,7 +521,7 @@ def _link_boxes(store: Store, level: int, bbox: Box | None) -> list[Any]:
 
 
 def _concat_segments(
-    parts: list[core.CrossLevelSegments], store: Store, level: int, delta: int
+    parts: list[core.CrossLevelSegments], store: GeometryStore, level: int, delta: int
 ) -> core.CrossLevelSegments:
     """One :class:`~napari_zarr_vectors.format.pyramid.CrossLevelSegments` of the parts."""
     if len(parts) == 1:
@@ -524,11 +531,12 @@ def _concat_segments(
         z = np.empty((0, store.ndim), np.float64)
         ids = None if store.object_index(fine_level) is None else np.empty(0, np.int64)
         return core.CrossLevelSegments(z, z.copy(), ids, 0, fine_level, coarse_level)
-    ids = [p.fine_object_ids for p in parts]
+    part_ids = [p.fine_object_ids for p in parts]
     return core.CrossLevelSegments(
         np.concatenate([p.fine for p in parts]),
         np.concatenate([p.coarse for p in parts]),
-        None if ids[0] is None else np.concatenate(ids),
+        # the parts share a level: every one or none of them carries ids
+        None if part_ids[0] is None else np.concatenate(cast("list[np.ndarray]", part_ids)),
         sum(p.n_missing for p in parts),
         fine_level,
         coarse_level,

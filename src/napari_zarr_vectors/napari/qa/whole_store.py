@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from napari.layers import Image, Layer
     from napari.viewer import Viewer
 
-    from napari_zarr_vectors.format.store import Store
+    from napari_zarr_vectors.format.api import GeometryStore
     from napari_zarr_vectors.jobs import DensityMap
 
 #: voxels along the longest side of the store's world box in the default density grid
@@ -37,7 +37,7 @@ def _relayed(progress: Callable[[QAProgress], None]) -> Callable[[int, int, str]
 
 
 def report_job(
-    store: Store,
+    store: GeometryStore,
     target: str,
     cancel: threading.Event,
     progress: Callable[[QAProgress], None],
@@ -55,12 +55,12 @@ def report_job(
     return path, result.verdict
 
 
-def default_voxel(store: Store) -> float:
+def default_voxel(store: GeometryStore) -> float:
     """A voxel edge giving :data:`DENSITY_VOXELS` voxels along the longest side of the
     store's world box (world units, rounded to two significant digits)."""
     from napari_zarr_vectors.format.world import affine_box
 
-    lo, hi = affine_box(store.placement.affine, *store.bounds)
+    lo, hi = affine_box(store.placement.affine, *store.bounds)  # type: ignore[attr-defined]  # a Store's placement
     side = float(np.max(np.asarray(hi, float) - np.asarray(lo, float)))
     if not np.isfinite(side) or side <= 0:
         return 1.0
@@ -69,7 +69,7 @@ def default_voxel(store: Store) -> float:
 
 
 def density_job(
-    store: Store,
+    store: GeometryStore,
     voxel: float,
     level: int,
     cancel: threading.Event,
@@ -81,7 +81,7 @@ def density_job(
     return density_map(store, voxel, level=level, progress=_relayed(progress), cancel=cancel)
 
 
-def density_layer_kwargs(store: Store, density: DensityMap) -> dict[str, Any]:
+def density_layer_kwargs(store: GeometryStore, density: DensityMap) -> dict[str, Any]:
     """``add_image`` arguments that put the density image where the store's layers show its
     world: the image's axes in napari's world order, its voxel -> world affine (taken back
     to the stored space when the store is shown there, the Store panel's toggle)."""
@@ -89,7 +89,8 @@ def density_layer_kwargs(store: Store, density: DensityMap) -> dict[str, Any]:
     order = shown.world_order
     affine = np.asarray(density.affine, np.float64)
     if shown.stored_space:  # the layers show the stored space
-        affine = np.linalg.inv(np.asarray(store.placement.affine, np.float64)) @ affine
+        placed = np.asarray(store.placement.affine, np.float64)  # type: ignore[attr-defined]  # a Store's placement
+        affine = np.linalg.inv(placed) @ affine
     data = np.transpose(density.image, order)
     return {
         "data": data,

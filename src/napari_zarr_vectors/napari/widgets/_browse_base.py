@@ -74,6 +74,12 @@ class ZVBrowseWidget(QWidget):
         napari_viewer.layers.selection.events.active.connect(self._on_active)
         napari_viewer.layers.events.removed.connect(self._on_removed)
 
+    def layout(self) -> QVBoxLayout:
+        """The column of controls ``__init__`` sets (Qt types it as any layout, or none)."""
+        column = super().layout()
+        assert isinstance(column, QVBoxLayout)
+        return column
+
     def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
         fit_dock_title(self)
@@ -168,10 +174,10 @@ def fit_dock_title(widget: QWidget) -> int:
     if dock is None:
         return 0
     bar = dock.titleBarWidget()
-    laid_out = bar is not None and bar.layout() is not None
+    bar_layout = None if bar is None else bar.layout()
     need = (
-        bar.layout().sizeHint().width()  # a custom title bar: its buttons, title and margins
-        if laid_out
+        bar_layout.sizeHint().width()  # a custom title bar: its buttons, title and margins
+        if bar_layout is not None
         else dock.fontMetrics().horizontalAdvance(dock.windowTitle()) + TITLE_BAR_BUTTONS
     )
     if dock.minimumWidth() < need:

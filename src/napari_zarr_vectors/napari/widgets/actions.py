@@ -55,6 +55,7 @@ def open_pyramid_qa(layer: Layer | None = None, viewer: Viewer | None = None) ->
     """Dock the *Pyramid QA* widget on this layer."""
     if model_for(layer, viewer) is None:
         return
+    assert viewer is not None  # a model: found in this viewer
     _, widget = viewer.window.add_plugin_dock_widget(PLUGIN, WIDGET)
     unwrap(widget).retarget(unwrap(layer))
 

@@ -441,7 +441,7 @@ def default_legend_html(layer: Layer | None) -> str:
     """The legend of a default colouring by object id (:func:`categorical_rgba`): one
     swatch per loaded object, labelled by its id; empty for other default colourings."""
     meta = meta_of(layer) or {}
-    if meta.get("colour_by") != OBJECT_ID or OBJECT_ID not in layer.features:
+    if layer is None or meta.get("colour_by") != OBJECT_ID or OBJECT_ID not in layer.features:
         return ""
     ids = np.unique(layer.features[OBJECT_ID].to_numpy())
     head = (

@@ -13,11 +13,11 @@ bundles and shows each in its colour, and saves / loads the dissection file.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from qtpy.QtCore import Qt
-from qtpy.QtGui import QColor, QIcon, QPixmap
+from qtpy.QtGui import QCloseEvent, QColor, QIcon, QPixmap
 from qtpy.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -38,6 +38,7 @@ from napari_zarr_vectors.napari.browse import selection as sel
 from napari_zarr_vectors.napari.browse.dissect import (
     KINDS,
     ROLES,
+    Bundle,
     Dissection,
     RegionSpec,
     dissection_for,
@@ -113,7 +114,7 @@ class DissectWidget(ZVBrowseWidget):
 
         self.editor = QWidget()
         self.editor.setLayout(QGridLayout())
-        self.editor.layout().setContentsMargins(0, 0, 0, 0)
+        self.editor.layout().setContentsMargins(0, 0, 0, 0)  # type: ignore[union-attr]  # the grid just set
         self.layout().addWidget(self.editor)
 
         region_buttons = QHBoxLayout()
@@ -199,7 +200,9 @@ class DissectWidget(ZVBrowseWidget):
         controls += [self.to_centre_button, self.remove_button, self.show_only, self.bundle_name]
         for w in (*controls, self.keep_button, self.save_button, self.load_button):
             w.setEnabled(enabled)
-        self.keep_button.setEnabled(enabled and self.dissection.result is not None)
+        self.keep_button.setEnabled(
+            self.dissection is not None and self.dissection.result is not None
+        )
         if self.dissection is None:
             self.region_list.clear()
             self.bundle_list.clear()
@@ -223,16 +226,17 @@ class DissectWidget(ZVBrowseWidget):
     # -- regions ---------------------------------------------------------------------------
     def add_region(self, kind: str) -> RegionSpec | None:
         """Add a ``kind`` region at the centre of the view."""
-        if self.dissection is None:
+        store = self.store
+        if self.dissection is None or store is None:  # (a dissection comes with its store)
             return None
-        spec = self.dissection.add_at(kind, view_centre(self.viewer, self.store))
+        spec = self.dissection.add_at(kind, view_centre(self.viewer, store))
         self.region_list.setCurrentRow(len(self.dissection.regions) - 1)
         return spec
 
     def move_to_view_centre(self) -> None:
-        row = self.region_list.currentRow()
-        if self.dissection is not None and row >= 0:
-            self.dissection.update(row, center=view_centre(self.viewer, self.store))
+        row, store = self.region_list.currentRow(), self.store
+        if self.dissection is not None and store is not None and row >= 0:
+            self.dissection.update(row, center=view_centre(self.viewer, store))
 
     def remove_region(self) -> None:
         row = self.region_list.currentRow()
@@ -274,10 +278,11 @@ class DissectWidget(ZVBrowseWidget):
         self._fill_editor(spec)
 
     def _build_editor(self, row: int, spec: RegionSpec) -> None:
-        grid: QGridLayout = self.editor.layout()
+        grid: QGridLayout = self.editor.layout()  # type: ignore[assignment]  # set in __init__
         clear_layout(grid)
         self._editing, self._editing_kind = row, spec.kind
         store = self.store
+        assert store is not None  # a region being edited: a dissection of the store
         axes = [str(a) for a in store.axes]
         units = list(store.units) if store.units is not None else [None] * len(axes)
         lo, hi = (np.asarray(b, np.float64) for b in store.bounds)
@@ -330,7 +335,7 @@ class DissectWidget(ZVBrowseWidget):
             self.fields[scalar] = [box]
 
     def _fill_editor(self, spec: RegionSpec) -> None:
-        values = {
+        values: dict[str, Any] = {
             "center": spec.center,
             "size": spec.size,
             "normal": spec.normal,
@@ -418,7 +423,7 @@ class DissectWidget(ZVBrowseWidget):
         else:
             self._bundles_changed()
 
-    def _bundle(self) -> tuple[int, object] | tuple[None, None]:
+    def _bundle(self) -> tuple[int, Bundle] | tuple[None, None]:
         d, row = self.dissection, self.bundle_list.currentRow()
         if d is None or row < 0 or row >= len(d.bundles):
             return None, None
@@ -426,19 +431,19 @@ class DissectWidget(ZVBrowseWidget):
 
     def select_bundle(self) -> None:
         row, bundle = self._bundle()
-        if bundle is not None:
+        if bundle is not None and self.target is not None:  # (a bundle: the target's)
             sel.selection_for(self.target).set(bundle.object_ids, self)
             self.status.setText(f"{bundle.name}: {len(bundle.object_ids):,} objects selected")
 
     def restore_bundle(self) -> None:
         row, _ = self._bundle()
-        if row is not None:
+        if row is not None and self.dissection is not None:  # (a bundle: the dissection's)
             self._editing = None
             self.dissection.restore(row)
 
     def remove_bundle(self) -> None:
         row, bundle = self._bundle()
-        if row is not None:
+        if row is not None and bundle is not None and self.dissection is not None:
             remove_layers(self.viewer, self.bundle_layers.pop(bundle.name, []))
             self.dissection.remove_bundle(row)
 
@@ -466,11 +471,13 @@ class DissectWidget(ZVBrowseWidget):
             return None
         self.status.setText(f"loading {bundle.name} …")
         name = bundle.name
+        store = self.store
+        assert store is not None  # a bundle: a dissection of the store
 
         def loaded(layer_data: list[tuple]) -> None:
             layers = []
             for data, kwargs, kind in layer_data:
-                kwargs["name"] = f"{self.store.name} {name}"
+                kwargs["name"] = f"{store.name} {name}"
                 kwargs["blending"] = "translucent"  # its own colour, not summed to white
                 layers.append(new_layer(data, kwargs, kind, add=partial(add_layer, self.viewer)))
             self.bundle_layers[name] = layers
@@ -480,7 +487,7 @@ class DissectWidget(ZVBrowseWidget):
 
         job = run_task(
             partial(isolate_layer_data, role="bundle", colour=bundle.colour),
-            self.store,
+            store,
             bundle.object_ids,
             0,
             on_result=loaded,
@@ -493,13 +500,14 @@ class DissectWidget(ZVBrowseWidget):
     def save(self, path: str | None = None) -> object:
         """Save the regions and bundles to a JSON file (asked for when ``path`` is not
         given)."""
-        if self.dissection is None:
+        store = self.store
+        if self.dissection is None or store is None:  # (a dissection comes with its store)
             return None
         if not path:
             path, _ = QFileDialog.getSaveFileName(
                 self,
                 "Save the dissection (regions and bundles)",
-                f"{self.store.name}-dissection.json",
+                f"{store.name}-dissection.json",
                 "JSON (*.json)",
             )
         if not path:
@@ -530,7 +538,7 @@ class DissectWidget(ZVBrowseWidget):
         self.status.setText(f"loaded {path}")
         return True
 
-    def closeEvent(self, event: object) -> None:  # noqa: N802 - Qt's name
+    def closeEvent(self, event: QCloseEvent | None) -> None:  # noqa: N802 - Qt's name
         if self.outlines is not None:
             self.outlines.close()
         super().closeEvent(event)

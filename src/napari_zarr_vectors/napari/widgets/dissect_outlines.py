@@ -98,6 +98,7 @@ def _plane(
     """A plane: in 3-D a square patch of side ``span / 2`` around its point nearest the
     store's middle, with a tick along the normal; in 2-D the line where it meets the slice
     (the patch's rectangle when it lies in the slice)."""
+    assert spec.normal is not None  # a plane has one (RegionSpec)
     n = spec.normal / np.linalg.norm(spec.normal)
     ndim = len(n)
     base = middle - ((middle - spec.center) @ n) * n  # the plane's point nearest the middle
@@ -297,6 +298,7 @@ class RegionOutlines:
         centre follows, in store coordinates (the world placement undone)."""
         if self._busy or not str(getattr(event, "action", "")).lower().endswith("changed"):
             return
+        assert self.handles is not None  # its data event called
         moved = np.asarray(self.handles.data, np.float64)
         before = self.handle_positions()
         if moved.shape != before.shape:  # a handle added or deleted: put them back

@@ -180,7 +180,7 @@ class GroupFilterWidget(ZVBrowseWidget):
             self._updating = False
 
     def _items(self) -> list[QListWidgetItem]:
-        return [self.groups.item(i) for i in range(self.groups.count())]
+        return [self.groups.item(i) for i in range(self.groups.count())]  # type: ignore[misc]  # Qt: every row has an item
 
     def checked_groups(self) -> list[int]:
         """Ticked group ids (:data:`UNGROUPED` for "in no group")."""
@@ -376,7 +376,9 @@ class _FilterRow(QGroupBox):
             self.values.native.setMaximumHeight(min(160, 22 * (len(summary.categories) + 1)))
             self.values.changed.connect(lambda *_: self.emit())
             layout.addWidget(self.values.native)
-        elif summary.lo is not None:
+        elif summary.lo is not None and summary.hi is not None:  # (set together)
+            lo: float
+            hi: float
             if summary.integer:
                 lo, hi = int(summary.lo), int(summary.hi)
                 self.slider = RangeSlider(min=lo, max=hi, value=(lo, hi))
@@ -449,6 +451,7 @@ class _FilterRow(QGroupBox):
         if self.slider is None:
             return None
         lo, hi = (float(v) for v in self.slider.value)
+        assert s.lo is not None and s.hi is not None  # a slider: a numeric summary
         if lo <= s.lo and hi >= s.hi:
             return None
         return RangeFilter(s.name, lo, hi)

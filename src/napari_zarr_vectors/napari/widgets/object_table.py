@@ -17,6 +17,7 @@ selection…* writes them as a new store, *Save as CSV…* the rows and columns 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -198,11 +199,11 @@ class ObjectTableWidget(ZVBrowseWidget):
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.view.setWordWrap(False)
-        rows = self.view.verticalHeader()
+        rows: QHeaderView = self.view.verticalHeader()  # type: ignore[assignment]  # Qt: it has one
         rows.setVisible(False)
         rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         rows.setDefaultSectionSize(self.fontMetrics().height() + 6)
-        header = self.view.horizontalHeader()
+        header: QHeaderView = self.view.horizontalHeader()  # type: ignore[assignment]  # Qt: it has one
         header.setSortIndicator(0, Qt.SortOrder.AscendingOrder)
         header.setStretchLastSection(True)
         self.view.setSortingEnabled(True)
@@ -239,7 +240,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         self.layout().addWidget(self.controls, 1)
         # the table takes the dock's height: napari adds no stretch below an expanding widget
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
-        row = self.view.verticalHeader().defaultSectionSize()
+        row = self.view.verticalHeader().defaultSectionSize()  # type: ignore[union-attr]  # Qt: a table view has its headers
         self.view.setMinimumHeight((MIN_ROWS + 1) * row + 2 * self.view.frameWidth())
 
         self.selection: ObjectSelection | None = None
@@ -250,7 +251,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         self._search_later = qdebounced(self.apply_search, timeout=SEARCH_DELAY_MS)
         self.search.textChanged.connect(lambda *_: self._search_later())
         self.search.returnPressed.connect(self.apply_search)
-        self.view.selectionModel().selectionChanged.connect(self._rows_selected)
+        self.view.selectionModel().selectionChanged.connect(self._rows_selected)  # type: ignore[union-attr]  # Qt: a table view has its selection model
         self.model.modelReset.connect(self._show_selection)
         self.zoom_button.clicked.connect(self.zoom_to)
         self.view.doubleClicked.connect(lambda *_: self.zoom_to())
@@ -278,6 +279,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         if not has_rows:
             self.model.set_rows(None)
             return
+        assert table is not None and self.target is not None and self.store is not None  # rows
         self.selection = selection_for(self.target)
         self.highlight = highlight_for(self.viewer, self.target)
         self.selection.connect(self._selection_changed)
@@ -292,7 +294,7 @@ class ObjectTableWidget(ZVBrowseWidget):
             store_rows,
             self.store,
             table,
-            on_result=lambda rows, t=self.target: self._rows_built(rows, t),
+            on_result=partial(self._rows_built, target=self.target),
             on_error=lambda e: self.count.setText(f"object table: {e}"),
         )
 
@@ -313,7 +315,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         if rows is None:
             return
         cells = self.view.fontMetrics()
-        heads = self.view.horizontalHeader().fontMetrics()
+        heads = self.view.horizontalHeader().fontMetrics()  # type: ignore[union-attr]  # Qt: a table view has its headers
         sample = self.model.visible[:WIDTH_SAMPLE_ROWS]
         total = 0
         for c, column in enumerate(rows.columns):
@@ -324,7 +326,7 @@ class ObjectTableWidget(ZVBrowseWidget):
             self.view.setColumnWidth(c, width + 12)
             total += width + 12
         # ask the dock for room to show every column (within reason)
-        scroll = self.view.verticalScrollBar().sizeHint().width()
+        scroll = self.view.verticalScrollBar().sizeHint().width()  # type: ignore[union-attr]  # Qt: a table view has its scroll bars
         self.view.setMinimumWidth(min(total + scroll + 2 * self.view.frameWidth(), MAX_TABLE_WIDTH))
 
     # -- search and count ----------------------------------------------------------------
@@ -347,8 +349,8 @@ class ObjectTableWidget(ZVBrowseWidget):
     # -- selection -----------------------------------------------------------------------
     def selected_ids(self) -> np.ndarray:
         """Object ids of the selected rows."""
-        ranges = self.view.selectionModel().selection()
-        runs = [np.arange(r.top(), r.bottom() + 1) for r in ranges]
+        ranges = self.view.selectionModel().selection()  # type: ignore[union-attr]  # Qt: a table view has its selection model
+        runs = [np.arange(r.top(), r.bottom() + 1) for r in ranges]  # type: ignore[union-attr]  # a QItemSelection is a list of ranges
         rows = np.unique(np.concatenate(runs)) if runs else np.empty(0, np.int64)
         return self.model.object_ids(rows)
 
@@ -388,7 +390,7 @@ class ObjectTableWidget(ZVBrowseWidget):
         )
         self._showing = True
         try:
-            self.view.selectionModel().select(chosen, flags)
+            self.view.selectionModel().select(chosen, flags)  # type: ignore[union-attr]  # Qt: a table view has its selection model
         finally:
             self._showing = False
         if scroll and rows.size:
@@ -451,7 +453,7 @@ class ObjectTableWidget(ZVBrowseWidget):
             store,
             ids,
             level,
-            on_result=lambda box, n=ids.size: self._zoomed(box, n),
+            on_result=partial(self._zoomed, n=ids.size),
             on_error=lambda e: self.status.setText(f"zoom to: {e}"),
         )
         return self._job

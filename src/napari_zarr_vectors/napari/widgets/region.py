@@ -118,7 +118,7 @@ class SelectionWidget(ZVBrowseWidget):
         if self._selection is not None:
             self._selection.disconnect(self._selection_changed)
         self._selection = self.selection
-        if self._selection is not None:
+        if self._selection is not None and self.target is not None:  # (one with the other)
             self._selection.connect(self._selection_changed)
             highlight_for(self.viewer, self.target)
         enabled = self.target is not None
@@ -160,7 +160,9 @@ class SelectionWidget(ZVBrowseWidget):
             viewer.dims.ndisplay = 2
             self.status.setText("Switched to 2-D: regions are drawn on the 2-D view.")
         self._end_drawing()
-        path = str(self.store.path)
+        store = self.store
+        assert store is not None  # a target: its store
+        path = str(store.path)
         layer = Shapes(
             ndim=viewer.dims.ndim,
             name=f"draw a {tool} (selection)",
@@ -169,7 +171,7 @@ class SelectionWidget(ZVBrowseWidget):
             edge_width=0,
             # the store's units, so napari keeps drawing its layers in them
             units=_viewer_units(viewer, self.layer),
-            metadata={META: {"role": "region", "path": path, "name": self.store.name}},
+            metadata={META: {"role": "region", "path": path, "name": store.name}},
         )
         add_layer(viewer, layer, select=True)
         layer.mode = MODES[tool]
@@ -191,6 +193,7 @@ class SelectionWidget(ZVBrowseWidget):
         column per viewer axis, as napari's Shapes layer holds them) in the slice shown."""
         viewer = self.viewer
         displayed = list(viewer.dims.displayed)
+        assert self.target is not None and self.selection is not None  # a followed store
         layers = list(self.target.layers)
         ids = objects_in_region(
             layers,
@@ -217,6 +220,7 @@ class SelectionWidget(ZVBrowseWidget):
     def _show_only(self, on: bool) -> None:
         if self.session is None:
             return
+        assert self.selection is not None  # a session: a target
         sel.show_only(self.session.filters, self.selection.ids, on)
         self.session.apply()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QCheckBox, QLabel, QScrollArea
@@ -73,6 +73,7 @@ class StorePanel(ZVBrowseWidget):
             self.body.setText("")
             return
         store = self.store if self.target is not None else open_store_of(self.layer)
+        assert store is not None  # a target: its store
         placed = Placement.of(store, stored_space=False).affine is not None
         self.stored_space.blockSignals(True)
         self.stored_space.setChecked(placed and Placement.of(store).stored_space)
@@ -88,7 +89,7 @@ class StorePanel(ZVBrowseWidget):
             self._worker.quit()
         self._worker = run_task(
             partial(store_summary, store, counts=True),
-            on_result=lambda s, lay=layer: self._counted(s, lay),
+            on_result=partial(self._counted, layer=layer),
         )
 
     def _counted(self, summary: StoreSummary, layer: Layer) -> None:
@@ -109,7 +110,7 @@ class StorePanel(ZVBrowseWidget):
         meta = meta_of(self.layer)
         if meta is None:
             return
-        path = meta.get("path")
+        path: Any = meta.get("path")  # its store's
         show_stored_space(path, on)
         for layer in list(self.viewer.layers):
             if (meta_of(layer) or {}).get("path") == path:

@@ -155,12 +155,13 @@ class ViewControls(QWidget):
         whole = self._whole(axes)
         for w, value in ((self.slab, slab_thickness(self.viewer, axes)), (self.whole_depth, whole)):
             w.blockSignals(True)
-            if w is self.slab:
+            if isinstance(w, QDoubleSpinBox):  # the slab
                 w.setValue(value)
             else:
-                w.setChecked(value)
+                w.setChecked(bool(value))
             w.blockSignals(False)
         self.slab.setEnabled(not whole)
+        assert self.target is not None  # sliced axes: a followed store (_axes)
         self.slice.setText(slice_text(self.viewer, self.target.store, axes))
 
     def _slab_chosen(self, value: float) -> None:
@@ -178,7 +179,7 @@ class ViewControls(QWidget):
 def shown_text(target: BrowseTarget | None) -> str:
     """ "all 5 skeletons", "1 of 5 skeletons in view (...)" -- what the layers hold."""
     share = getattr(target, "view_share", None)
-    if share is None:
+    if share is None or target is None:
         return ""
 
     label = item_label(target.store.geometry_type)

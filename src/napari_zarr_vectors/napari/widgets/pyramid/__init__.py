@@ -138,7 +138,7 @@ class PyramidQAWidget(ZVBrowseWidget):
             policy.setRetainSizeWhenHidden(True)
             w.setSizePolicy(policy)
             w.setVisible(False)
-        self.cancel_btn.clicked.connect(lambda: self.model and self.model.cancel_tasks())
+        self.cancel_btn.clicked.connect(lambda: self.model and self.model.cancel_tasks())  # type: ignore[func-returns-value]  # a callback
         row.addWidget(self.progress_bar, 1)
         row.addWidget(self.cancel_btn)
         return row
@@ -155,7 +155,7 @@ class PyramidQAWidget(ZVBrowseWidget):
                 bind("Alt-Up", lambda _v: self._step(+1), overwrite=True)
                 bind("Alt-Down", lambda _v: self._step(-1), overwrite=True)
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+    def closeEvent(self, event: QCloseEvent | None) -> None:  # noqa: N802 - Qt API
         self.disconnect_viewer()
         super().closeEvent(event)
 
@@ -266,7 +266,7 @@ class PyramidQAWidget(ZVBrowseWidget):
         super()._update_header()
         model = self.model
         store = None if model is None else model.store
-        if store is None:
+        if model is None or store is None:
             self.info_label.setText("")
             return
         n = len(store.levels)

@@ -56,11 +56,11 @@ class DroppedSection(Section):
         grid.addWidget(self.filter_btn, 3, 2, 1, 2)
         grid.addWidget(self.clear_filter_btn, 3, 4)
         self.list_btn.clicked.connect(self._list)
-        self.isolate_btn.clicked.connect(lambda: self.model.isolate_dropped(self.selected()))
-        self.filter_btn.clicked.connect(lambda: self.model.filter_to_dropped(self.selected()))
-        self.clear_filter_btn.clicked.connect(lambda: self.model.clear_filter())
+        self.isolate_btn.clicked.connect(lambda: self.bound.isolate_dropped(self.selected()))
+        self.filter_btn.clicked.connect(lambda: self.bound.filter_to_dropped(self.selected()))
+        self.clear_filter_btn.clicked.connect(lambda: self.bound.clear_filter())
 
-    def render(self) -> None:
+    def render(self) -> None:  # type: ignore[override]  # not QWidget.render: shows the model
         for combo in (self.fine_combo, self.coarse_combo):
             combo.clear()
         levels = [] if self.model is None else self.model.levels
@@ -83,7 +83,7 @@ class DroppedSection(Section):
         )
         set_combo(self.fine_combo, str(fine))
         set_combo(self.coarse_combo, str(coarse))
-        self.model.list_dropped(fine, coarse)
+        self.bound.list_dropped(fine, coarse)
 
     def show_dropped(self) -> None:
         self.dropped_list.clear()

@@ -49,10 +49,10 @@ class LevelSection(Section):
         grid.addWidget(self.level_slider, 2, 0, 1, 3)
         self.level_combo.currentIndexChanged.connect(self._on_combo)
         self.level_slider.valueChanged.connect(self._on_slider)
-        self.finer_btn.clicked.connect(lambda: self.model and self.model.step_level(-1))
-        self.coarser_btn.clicked.connect(lambda: self.model and self.model.step_level(+1))
+        self.finer_btn.clicked.connect(lambda: self.model and self.model.step_level(-1))  # type: ignore[func-returns-value]  # a callback
+        self.coarser_btn.clicked.connect(lambda: self.model and self.model.step_level(+1))  # type: ignore[func-returns-value]  # a callback
 
-    def render(self) -> None:
+    def render(self) -> None:  # type: ignore[override]  # not QWidget.render: shows the model
         model = self.model
         self.level_combo.clear()
         if model is None or model.store is None:
@@ -114,8 +114,8 @@ class StatisticsSection(Section):
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        table.horizontalHeader().setStretchLastSection(True)
+        table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # type: ignore[union-attr]  # Qt: a table view has its header
+        table.horizontalHeader().setStretchLastSection(True)  # type: ignore[union-attr]  # Qt: a table view has its header
         table.setToolTip(STAT_TOOLTIP)
         self.drawn_label = fixed_lines(QLabel(""), 2)
         self.stats_btn = QPushButton("Refresh statistics")
@@ -124,7 +124,7 @@ class StatisticsSection(Section):
         grid.addWidget(self.drawn_label, 1, 0)
         grid.addWidget(self.stats_btn, 2, 0)
 
-    def render(self) -> None:
+    def render(self) -> None:  # type: ignore[override]  # not QWidget.render: shows the model
         model = self.model
         self.stats_btn.setEnabled(model is not None and model.store is not None)
         rows = [] if model is None else model.statistics
@@ -140,7 +140,7 @@ class StatisticsSection(Section):
                     )
                 table.setItem(r, c, item)
         table.resizeRowsToContents()
-        height = table.horizontalHeader().height() + 2 * table.frameWidth()
+        height = table.horizontalHeader().height() + 2 * table.frameWidth()  # type: ignore[union-attr]  # Qt: a table view has its header
         height += sum(table.rowHeight(r) for r in range(table.rowCount()))
         table.setFixedHeight(height)
         self.show_drawn()
@@ -148,4 +148,4 @@ class StatisticsSection(Section):
     def show_drawn(self) -> None:
         model = self.model
         ok = model is not None and model.target is not None and model.store is not None
-        self.drawn_label.setText(model.drawn_text() if ok else "")
+        self.drawn_label.setText(model.drawn_text() if ok and model is not None else "")

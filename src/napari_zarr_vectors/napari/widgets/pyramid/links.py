@@ -41,7 +41,7 @@ class LinksSection(Section):
         grid.addWidget(self.links_label, 2, 0, 1, 2)
         self.links_btn.clicked.connect(self._draw)
 
-    def render(self) -> None:
+    def render(self) -> None:  # type: ignore[override]  # not QWidget.render: shows the model
         self.link_combo.clear()
         families = [] if self.model is None else self.model.families
         for fine, delta in families:
@@ -65,4 +65,4 @@ class LinksSection(Section):
         data = self.link_combo.currentData()
         scope = SCOPES[max(self.scope_combo.currentIndex(), 0)]
         ids = parse_ids(self.object_edit.text()) if scope == "objects" else None
-        self.model.show_links(data[0] if data else None, scope, ids)
+        self.bound.show_links(data[0] if data else None, scope, ids)

@@ -36,7 +36,7 @@ class OutlineSection(Section):
         self.chunks_check.toggled.connect(self._on_chunks)
         self.bins_btn.clicked.connect(self._show_bins)
 
-    def render(self) -> None:
+    def render(self) -> None:  # type: ignore[override]  # not QWidget.render: shows the model
         enabled = self.model is not None and self.model.store is not None
         for w in (self.chunks_check, self.bins_btn, self.pick_btn):
             w.setEnabled(enabled)
@@ -65,4 +65,4 @@ class OutlineSection(Section):
 
     def _show_bins(self) -> None:
         occupied = self.occupied_check.isChecked()
-        self.model.show_bins(parse_ids(self.chunk_edit.text()), occupied=occupied)
+        self.bound.show_bins(parse_ids(self.chunk_edit.text()), occupied=occupied)

@@ -43,8 +43,14 @@ class Section(QGroupBox):
         finally:
             self._updating = False
 
-    def render(self) -> None:
+    def render(self) -> None:  # type: ignore[override]  # not QWidget.render: shows the model
         """Show everything of the bound model (subclasses)."""
+
+    @property
+    def bound(self) -> PyramidQA:
+        """The bound model, for the controls that act on it (enabled with one bound)."""
+        assert self.model is not None
+        return self.model
 
     @property
     def multi_level(self) -> bool:

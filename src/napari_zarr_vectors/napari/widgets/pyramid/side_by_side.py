@@ -43,13 +43,13 @@ class SideBySideSection(Section):
         grid.addWidget(self.grid_check, 2, 0)
         grid.addWidget(self.toggle_btn, 2, 1)
         grid.addWidget(self.blend_slider, 2, 2)
-        self.add_levels_btn.clicked.connect(lambda: self.model.add_levels(self.checked()))
-        self.remove_levels_btn.clicked.connect(lambda: self.model.remove_levels())
+        self.add_levels_btn.clicked.connect(lambda: self.bound.add_levels(self.checked()))
+        self.remove_levels_btn.clicked.connect(lambda: self.bound.remove_levels())
         self.grid_check.toggled.connect(self._on_grid)
-        self.toggle_btn.clicked.connect(lambda: self.model.toggle_side_by_side())
+        self.toggle_btn.clicked.connect(lambda: self.bound.toggle_side_by_side())
         self.blend_slider.valueChanged.connect(self._on_blend)
 
-    def render(self) -> None:
+    def render(self) -> None:  # type: ignore[override]  # not QWidget.render: shows the model
         self.side_list.clear()
         for i in [] if self.model is None else self.model.levels:
             item = QListWidgetItem(f"level {i}")
@@ -73,7 +73,10 @@ class SideBySideSection(Section):
 
     def checked(self) -> list[int]:
         """The ticked levels."""
-        items = [self.side_list.item(i) for i in range(self.side_list.count())]
+        items: list[QListWidgetItem] = [
+            self.side_list.item(i)  # type: ignore[misc]  # Qt: every row has an item
+            for i in range(self.side_list.count())
+        ]
         return [
             int(item.data(Qt.ItemDataRole.UserRole))
             for item in items

@@ -53,7 +53,7 @@ class WholeStoreSection(Section):
         self.report_btn.clicked.connect(self._report)
         self.density_btn.clicked.connect(self._density)
 
-    def render(self) -> None:
+    def render(self) -> None:  # type: ignore[override]  # not QWidget.render: shows the model
         store = None if self.model is None else self.model.store
         self.setEnabled(store is not None)
         if store is not None:
@@ -78,7 +78,7 @@ class WholeStoreSection(Section):
         suggested = str(Path.home() / f"{Path(str(store.path)).stem}-qa.html")
         path = self.ask_path(self, suggested)
         if path:
-            self.model.whole_store_report(path)
+            self.bound.whole_store_report(path)
 
     def _density(self) -> None:
         if self.model is not None:
