@@ -20,7 +20,14 @@ Measurements (ratios against plain napari Tracks measured in the same process)
 * **overview states**: the 3-D and 2-D whole view and 2-D zoom x4 of the 10M store, at the
   adaptive budget, with paths simplified to the screen and without
   (``--no-simplify`` in the child): streamlines shown / in view, the layer's metadata.
-* **stall**: the longest gap of a 10 ms timer through those view changes (shown window).
+* **overview fill** (the fast path): per state, the seconds from the view settling to the
+  fill's picture holding every batch (``fill_s``), the streamlines it draws, and the paint
+  time of the canvas's frames (median and longest) through the whole run.
+* **rotation**: the frame time of a 3-D rotation of the overview (30 steps of 3 degrees,
+  each step waiting for its frame): what the layer's own line costs a frame while the view
+  moves.
+* **stall**: the longest gap of a 10 ms timer through those view changes (shown window),
+  and how many gaps were over 150 ms.
 
 The machine is shared (2 cores, other sessions running): absolute times are noisy, the
 ratios are taken within one process and one run.
@@ -224,13 +231,14 @@ def child_states(path: str, simplify: bool, draw_path: str = "fast") -> dict:
     from bench_lod import _process_events, _settle
     from bench_scale import _look
     from napari_zarr_vectors.napari import open_in_viewer
-    from napari_zarr_vectors.napari.lod import loader
+    from napari_zarr_vectors.napari.lod import loader, overview_fill
     from napari_zarr_vectors.napari.lod.settings import configure, get_settings
 
     configure(draw_path=draw_path)
     if not simplify:
         loader.Loader.simplify_tolerance = lambda self, request: 0.0
     viewer = _shown_viewer(3)
+    paints = _PaintTimes(viewer)
     ticks: list[float] = []
     timer = QTimer()
     timer.setTimerType(Qt.TimerType.PreciseTimer)
@@ -245,6 +253,11 @@ def child_states(path: str, simplify: bool, draw_path: str = "fast") -> dict:
     for name, nd, zoom in STATES:
         _look(viewer, c, nd, zoom, z0)
         _settle(c, timeout=600)
+        settled = time.perf_counter()
+        fill = overview_fill.fill_of(c.layers[0])
+        while fill is not None and not fill.complete and time.perf_counter() - settled < 60:
+            _process_events(0.02)
+        fill_s = time.perf_counter() - settled if fill is not None else None
         _process_events(0.3)
         meta = c.layers[0].metadata["zarr_vectors"]
         rows.append(
@@ -259,10 +272,14 @@ def child_states(path: str, simplify: bool, draw_path: str = "fast") -> dict:
                 "simplified_keep": meta.get("simplified_keep"),
                 "simplify_tolerance": meta.get("simplify_tolerance"),
                 "status": viewer.status if isinstance(viewer.status, str) else "",
+                "items_filled": int(meta.get("items_filled") or 0),
+                "fill_s": None if fill_s is None else round(fill_s, 2),
             }
         )
+    rotation = _rotation_frames(viewer, c)
     timer.stop()
     gaps = np.diff(ticks) if len(ticks) > 1 else np.zeros(1)
+    painted = np.asarray(paints.seconds) if paints.seconds else np.zeros(1)
     viewer.close()
     cost = get_settings().swap_cost
     return {
@@ -271,8 +288,50 @@ def child_states(path: str, simplify: bool, draw_path: str = "fast") -> dict:
         "fixed_ms": round(1e3 * (cost.fixed_seconds or 0.0), 1),
         "open_call_s": round(t_open, 3),
         "max_stall_after_open_ms": round(1000 * float(gaps.max()), 1),
+        "stalls_over_150ms": int((gaps > 0.15).sum()),
+        "paint_ms_median": round(1000 * float(np.median(painted)), 1),
+        "paint_ms_max": round(1000 * float(painted.max()), 1),
+        "rotation_frame_ms_median": round(1000 * float(np.median(rotation)), 1),
+        "rotation_frame_ms_max": round(1000 * float(rotation.max()), 1),
         "states": rows,
     }
+
+
+class _PaintTimes:
+    """The time of each paint of napari's canvas (its vispy ``on_draw``; private: benchmark
+    only)."""
+
+    def __init__(self, viewer) -> None:
+        canvas = viewer.window._qt_viewer.canvas._scene_canvas
+        self.seconds: list[float] = []
+        draw = canvas.on_draw
+
+        def timed(event):
+            start = time.perf_counter()
+            try:
+                return draw(event)
+            finally:
+                self.seconds.append(time.perf_counter() - start)
+
+        canvas.on_draw = timed
+
+
+def _rotation_frames(viewer, controller, steps: int = 30) -> np.ndarray:
+    """Seconds from each 3-degree turn of the 3-D camera to its frame drawn."""
+    from bench_lod import _settle
+    from bench_scale import _look
+
+    _look(viewer, controller, 3, 1.0, {})
+    _settle(controller, timeout=600)
+    frames = _Frames(viewer)
+    seconds = []
+    for _ in range(steps):
+        azimuth, elevation, roll = viewer.scene.camera.angles
+        start = time.perf_counter()
+        viewer.scene.camera.angles = (azimuth, elevation + 3.0, roll)
+        frames.wait()
+        seconds.append(time.perf_counter() - start)
+    return np.asarray(seconds)
 
 
 def run_child(args: list[str]) -> dict:
@@ -298,18 +357,31 @@ def tables(results: dict) -> str:
             )
     lines += [
         "",
-        "| view | draw path, paths | level | streamlines shown | vertices | budget "
-        "| swap µs/vertex (fixed ms) | max stall |",
-        "|---|---|---|---|---|---|---|---|",
+        "| view | draw path, paths | level | streamlines shown | of them filled | fill (s) "
+        "| vertices | budget | swap µs/vertex (fixed ms) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for label, res in results["states"].items():
         for s in res["states"]:
             lines.append(
                 f"| {s['view']} | {label} | {s['level']} | {s['shown_pct']:.2f}% "
-                f"({s['items_shown']:,} of {s['items_in_view']:,}) | {s['vertices_shown']:,} "
-                f"| {s['budget']:,} | {res['us_per_vertex']:.2f} ({res['fixed_ms']:.0f}) "
-                f"| {res['max_stall_after_open_ms']:.0f} ms |"
+                f"({s['items_shown']:,} of {s['items_in_view']:,}) | {s['items_filled']:,} "
+                f"| {s['fill_s'] if s['fill_s'] is not None else '-'} | {s['vertices_shown']:,} "
+                f"| {s['budget']:,} | {res['us_per_vertex']:.2f} ({res['fixed_ms']:.0f}) |"
             )
+    lines += [
+        "",
+        "| draw path, paths | open call (s) | longest stall | stalls > 150 ms "
+        "| paint median / max (ms) | 3-D rotation frame median / max (ms) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, res in results["states"].items():
+        lines.append(
+            f"| {label} | {res['open_call_s']:.2f} | {res['max_stall_after_open_ms']:.0f} ms "
+            f"| {res['stalls_over_150ms']} | {res['paint_ms_median']:.0f} / "
+            f"{res['paint_ms_max']:.0f} | {res['rotation_frame_ms_median']:.0f} / "
+            f"{res['rotation_frame_ms_max']:.0f} |"
+        )
     return "\n".join(lines)
 
 

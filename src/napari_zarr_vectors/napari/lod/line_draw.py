@@ -143,7 +143,7 @@ def _coverable_line() -> type:
     """vispy's scene ``Line``, skipped in a frame for which its ``covered()`` is true."""
     from vispy.scene.visuals import Line
 
-    class CoverableLine(Line):  # type: ignore[misc, valid-type]
+    class CoverableLine(Line):
         covered: Callable[[], bool] | None = None
 
         def draw(self) -> None:

@@ -288,12 +288,10 @@ class OverviewFill:
             return
         drawing.cover(self.fresh)
         line = drawing.line
-        for k, (a, b) in enumerate(_own_cuts(line)):
-            part = self._own_lines.line(k, **_part_of(line, a, b))
-            part.antialias = line.antialias
-            copy_gl_state(line, part)
-            part.update_gl_state(blend=True, blend_func=_OVER)
-            self._own.append(part)
+        self._own = [
+            self._own_lines.line(k, line, _part_of(line, a, b))
+            for k, (a, b) in enumerate(_own_cuts(line))
+        ]
 
     def _draw_batches(self, canvas: Any, layer: Tracks, start: float) -> None:
         gloo = self._gloo
@@ -313,10 +311,7 @@ class OverviewFill:
                 gloo.set_state(depth_mask=True)
                 gloo.clear(color=True, depth=True)
             while self._drawn < len(self._own) + len(self._batches):
-                line = self._batch(self._drawn, layer)
-                line.visible = True
-                line.draw()
-                line.visible = False
+                _LinePool.draw(self._batch(self._drawn, layer))
                 self._drawn += 1
                 # the drawing itself, not only its commands, within the turn: software
                 # OpenGL rasterises at the next finish, which would be the frame's
@@ -341,8 +336,7 @@ class OverviewFill:
         pos = np.asarray(tracks_rows_view_positions(layer, rows), np.float32)
         values = {name: np.asarray(v)[index] for name, v in self._features.items()}
         colours = tracks_colours(layer, values, len(rows))
-        line = self._fill_lines.line(i, pos=pos, connect=connect, color=colours, width=1.0)
-        line.set_gl_state(blend=True, depth_test=False, blend_func=_OVER)
+        line = self._fill_lines.line(i, None, {"pos": pos, "connect": connect, "color": colours})
         self._made = i + 1
         return line
 
@@ -400,28 +394,31 @@ def _own_cuts(line: Any) -> list[tuple[int, int]]:
 
 
 def _part_of(line: Any, a: int, b: int) -> dict:
-    """The ``set_data`` of rows ``[a, b)`` of vispy ``line`` (positions, breaks, colours,
-    width)."""
+    """The ``set_data`` of rows ``[a, b)`` of vispy ``line`` (positions, breaks, colours)."""
     colour = line.color
     if isinstance(colour, np.ndarray) and colour.ndim == 2:
         colour = colour[a:b]
     connect = line.connect
     joins = connect[a:b] if isinstance(connect, np.ndarray) and connect.ndim == 1 else "strip"
-    return {"pos": line.pos[a:b], "connect": joins, "color": colour, "width": line.width}
+    return {"pos": line.pos[a:b], "connect": joins, "color": colour}
 
 
 class _LinePool:
     """Hidden vispy lines under one node, each made once and given new rows when a
     picture is drawn again, until the fill ends. Not deleted and made again: a batch line
     deleted while the layer's own line is covered takes software OpenGL down (a
-    segmentation fault in the picture's next draw; seen with Mesa's llvmpipe)."""
+    segmentation fault in the picture's next draw; seen with Mesa's llvmpipe). Their
+    changes and draws ask the canvas for no frame: a frame while the picture is not on
+    screen draws the layer's own line, the cost the picture is there to save."""
 
     def __init__(self, node: Any) -> None:
         self._node = node
         self.lines: list[Any] = []
 
-    def line(self, i: int, **data: Any) -> Any:
-        """Line ``i`` (the next one made when ``i`` is the count) holding ``data``."""
+    def line(self, i: int, like: Any | None, data: dict) -> Any:
+        """Line ``i`` (the next one made when ``i`` is the count) holding ``data``, drawn
+        as vispy line ``like`` draws (width, smoothing, depth test) or, without one, as a
+        1-pixel line over what is drawn; alpha accumulates in the picture."""
         if i == len(self.lines):
             from vispy.scene.visuals import Line
 
@@ -429,8 +426,25 @@ class _LinePool:
             made.visible = False
             self.lines.append(made)
         line = self.lines[i]
-        line.set_data(**data)
+        with line.events.update.blocker():
+            line.set_data(**data, width=1.0 if like is None else like.width)
+            line.antialias = False if like is None else like.antialias
+            if like is None:
+                line.set_gl_state(blend=True, depth_test=False, blend_func=_OVER)
+            else:
+                copy_gl_state(like, line)
+                line.update_gl_state(blend=True, blend_func=_OVER)
         return line
+
+    @staticmethod
+    def draw(line: Any) -> None:
+        """Draw hidden ``line`` into the framebuffer in use, without asking for a frame
+        (vispy internal: ``Node._visible``; the ``visible`` setter requests a frame)."""
+        line._visible = True
+        try:
+            line.draw()
+        finally:
+            line._visible = False
 
     def close(self) -> None:
         for line in self.lines:
