@@ -39,7 +39,11 @@ from napari_zarr_vectors.napari.browse.targets import (
 )
 from napari_zarr_vectors.napari.colour.bar import bar_label, display_name, object_noun
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba, direction_colormap
-from napari_zarr_vectors.napari.colour.live import colourable_features, feature_values
+from napari_zarr_vectors.napari.colour.live import (
+    colour_spec_of,
+    colourable_features,
+    feature_values,
+)
 from napari_zarr_vectors.napari.layerdata.export import export_selection
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.npe2.first_view import set_slab, space_axes
@@ -244,6 +248,8 @@ class Opened:
     path: Path
     truth: Truth
     docks: dict = field(default_factory=dict)
+    #: the browsed layer's colours and the Colour by legend before any colour was chosen
+    opened_colours: tuple[np.ndarray, str] | None = None
 
     @property
     def layer(self):
@@ -626,6 +632,29 @@ def cell_colour_default(o: Opened, qtbot, ndisplay: int) -> None:
         assert not bars.titles.visible or layer not in bars.shown
 
 
+def cell_colour_restore(o: Opened, qtbot, ndisplay: int) -> None:
+    """An attribute chosen, then "(default)": the layer draws the colours it opened with
+    again, and the legend says so."""
+    widget = o.dock("Colour by")
+    layer = o.layer
+    if o.opened_colours is None:  # before any cell chose a colour: the opening colours
+        o.opened_colours = (layer_colours(layer).copy(), widget.legend.text())
+    colours, legend = o.opened_colours
+    np.testing.assert_allclose(layer_colours(layer), colours, atol=1e-6)
+    default = (layer.metadata.get("zarr_vectors") or {}).get("colour_by")
+    offered = [c for c in widget.feature.choices if c is not None]
+    feature = next((c for c in offered if c != default), offered[0])
+    mode = "categorical" if feature == default else "auto"  # a choice the default is not
+    spec = widget.colour_by(feature, mode=mode)
+    assert spec is not None and widget.legend.text() != legend
+    widget.feature.value = None
+    settle(qtbot, o.target)
+    qtbot.waitUntil(lambda: widget.legend.text() == legend, timeout=TIMEOUT)
+    np.testing.assert_allclose(layer_colours(layer), colours, atol=1e-6)
+    assert (layer.metadata.get("zarr_vectors") or {}).get("colour_by") == default
+    assert all(colour_spec_of(lay) is None for lay in o.target.layers)
+
+
 def cell_colour_by(o: Opened, qtbot, ndisplay: int) -> None:
     """Every attribute the dock offers, each in its automatic mode."""
     widget = o.dock("Colour by")
@@ -873,6 +902,7 @@ CELLS: dict[str, Callable] = {
     "region_box": cell_region_box,
     "region_lasso": cell_region_lasso,
     "colour_default": cell_colour_default,
+    "colour_restore": cell_colour_restore,
     "colour_by": cell_colour_by,
     "colour_bar": cell_colour_bar_on_canvas,
     "pick_hover": cell_pick_hover,
