@@ -222,12 +222,16 @@ def view_centre(viewer: Viewer, store: GeometryStore) -> np.ndarray:
 
 def new_region(kind: str, store: GeometryStore, centre: np.ndarray, number: int) -> RegionSpec:
     """A region of ``kind`` at ``centre`` (store coordinates), sized by the store's extent
-    (:data:`NEW_REGION_SHARE`); a plane's normal is the store's first axis."""
+    (:data:`NEW_REGION_SHARE`); a box spans the whole store on its non-space axes (time: a
+    place at every time point); a plane's normal is the store's first axis."""
     lo, hi = (np.asarray(b, np.float64) for b in store.bounds)
     extent = np.where(hi > lo, hi - lo, 1.0)
     name = f"{kind} {number}"
     if kind == "box":
-        return RegionSpec("box", centre, name=name, size=extent * NEW_REGION_SHARE)
+        whole = np.asarray(store.axis_types) != "space"
+        centre = np.where(whole, (lo + hi) / 2, np.asarray(centre, np.float64))
+        size = np.where(whole, extent, extent * NEW_REGION_SHARE)
+        return RegionSpec("box", centre, name=name, size=size)
     if kind == "sphere":
         radius = float(np.min(extent)) * NEW_REGION_SHARE / 2
         return RegionSpec("sphere", centre, name=name, radius=radius)
@@ -266,6 +270,9 @@ class Dissection:
 
     # -- regions -----------------------------------------------------------------------------
     def add(self, spec: RegionSpec) -> RegionSpec:
+        """Append ``spec``; raises ``ValueError`` when it has not one coordinate per store
+        axis."""
+        self._check_ndim([spec])
         self.regions.append(spec)
         self._changed()
         return spec
@@ -281,8 +288,20 @@ class Dissection:
         values = spec.to_json() | {k: _plain(v) for k, v in changes.items()}
         if spec.kind == "plane" and "center" in values:
             values["point"] = values.pop("center")
-        self.regions[index] = RegionSpec.from_json(values)
+        changed = RegionSpec.from_json(values)
+        self._check_ndim([changed])
+        self.regions[index] = changed
         self._changed()
+
+    def _check_ndim(self, specs: Sequence[RegionSpec]) -> None:
+        """Raise ``ValueError`` for a region without one coordinate per store axis."""
+        ndim = int(self.store.ndim)
+        for spec in specs:
+            if spec.center.size != ndim:
+                raise ValueError(
+                    f"region {spec.name!r} has {spec.center.size} coordinates, "
+                    f"{self.store.name} has {ndim} axes ({', '.join(map(str, self.store.axes))})"
+                )
 
     def remove(self, index: int) -> None:
         del self.regions[index]
@@ -430,13 +449,7 @@ class Dissection:
             )
         regions = [RegionSpec.from_json(r) for r in data.get("regions", [])]
         bundles = [Bundle.from_json(b) for b in data.get("bundles", [])]
-        ndim = int(self.store.ndim)
-        for spec in [*regions, *(r for b in bundles for r in b.regions)]:
-            if spec.center.size != ndim:
-                raise ValueError(
-                    f"region {spec.name!r} has {spec.center.size} coordinates, "
-                    f"{self.store.name} has {ndim} axes"
-                )
+        self._check_ndim([*regions, *(r for b in bundles for r in b.regions)])
         test = str(data.get("test", "crosses"))
         if test not in TESTS:
             raise ValueError(f"test must be one of {TESTS}, not {test!r}")

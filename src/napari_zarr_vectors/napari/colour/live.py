@@ -371,6 +371,16 @@ def colour_matches(layer: Layer, spec: ColourSpec) -> bool:
     return True
 
 
+def forget_colour(layer: Layer) -> None:
+    """Remove the colour-by spec :func:`apply_colour` recorded on ``layer`` and the feature
+    it drew (its colours stay until the layer's next swap, :func:`recolour`, draws the
+    builder's, and the builder's ``colour_by`` comes back with them)."""
+    meta = meta_of(layer)
+    if meta is not None:
+        meta.pop("colour", None)
+        meta.pop("colour_by", None)
+
+
 def reapply_colour(layer: Layer) -> bool:
     """Re-apply the layer's recorded colour spec if a data swap lost it (the fallback colour
     where the level lacks its attribute); returns whether it did."""
@@ -549,13 +559,22 @@ def recolour(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:
         if colour_by not in layer.properties_to_color_by:
             colour_by = "track_id"
         layer.color_by = colour_by
-        if intent is not None and intent.colormap and layer.colormap != intent.colormap:
-            layer.colormap = intent.colormap
+        cmap = intent.colormap if intent is not None else _name_of(kwargs.get("colormap"))
+        if cmap and layer.colormap != cmap:
+            layer.colormap = cmap
     elif kind == "surface":
         name = intent.feature if intent is not None else new_meta.get("colour_by")
-        cmap = chosen.colormap if chosen is not None else None  # a colormap suits any feature
+        # a colormap suits any feature; none chosen: the builder's
+        cmap = chosen.colormap if chosen is not None else None
+        builder_cmap = kwargs.get("colormap")
         if cmap and getattr(layer.colormap, "name", None) != cmap:
             layer.colormap = cmap
+        elif (
+            not cmap
+            and builder_cmap is not None
+            and getattr(layer.colormap, "name", None) != _name_of(builder_cmap)
+        ):
+            layer.colormap = builder_cmap
         if intent is not None and intent.contrast_limits is not None:
             layer.contrast_limits = intent.contrast_limits
         elif name is not None:
@@ -565,6 +584,11 @@ def recolour(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:
         meta = meta_of(layer)
         assert meta is not None  # a layer of the plugin's (the swap's)
         meta["colour_by"] = new_meta["colour_by"] = name
+
+
+def _name_of(colormap: Any) -> str | None:
+    """A colormap's name (napari ``Colormap`` objects and names alike)."""
+    return None if colormap is None else str(getattr(colormap, "name", colormap))
 
 
 def _keep_point_size(layer: Layer, kwargs: dict, memory: ColourMemory) -> None:

@@ -36,7 +36,7 @@ import numpy as np
 from psygnal import Signal, SignalGroup
 
 from napari_zarr_vectors.napari._napari_compat import canvas_widget
-from napari_zarr_vectors.napari.colour.live import ColourMemory, capture
+from napari_zarr_vectors.napari.colour.live import ColourMemory, capture, forget_colour
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.build import META, LayerData
 from napari_zarr_vectors.napari.lod import camera, gc_pauses, line_draw, overview_fill
@@ -331,6 +331,17 @@ class ZVLayerController:
         self._colour[role] = ColourMemory(applied=capture(layer))
         self.vertex_count = max(self.vertex_count, int(meta.get("vertex_count", 0) or 0))
         self._write_metadata(layer)
+
+    def default_colours(self) -> None:
+        """Forget every colour choice on the store's layers (the Colour by dock's, and what
+        was chosen through napari's layer controls) and reload them: the swap draws the
+        builders' default colours again."""
+        for role, ref in self._layer_refs.items():
+            layer = ref()
+            if layer is not None:
+                forget_colour(layer)
+                self._colour[role] = ColourMemory(applied=capture(layer))
+        self.refresh(force=True)
 
     def _append_layer(self, viewer: Viewer, layer: Layer) -> None:
         """Manage ``layer`` and put it in ``viewer``."""

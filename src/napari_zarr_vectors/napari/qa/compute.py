@@ -195,7 +195,14 @@ def shown_of(shown: int, total: int, noun: str) -> str:
 
 
 def side_by_side_note(
-    shown: int, in_view: int, noun: str, rows: int, stored: int | None, *, boxed: bool
+    shown: int,
+    in_view: int,
+    noun: str,
+    rows: int,
+    stored: int | None,
+    *,
+    boxed: bool,
+    collapsed: int = 0,
 ) -> str:
     """What a side-by-side level shows, each number named: the objects (or points) drawn of
     those read (the whole level, or the visible box), then the vertices drawn (the layer's
@@ -203,12 +210,15 @@ def side_by_side_note(
     vertices the level stores (the statistics table's *stored vertices*; a Tracks layer
     repeats a coarse metavertex in every path through it, so rows can exceed it).
     ``"3 of 5 objects in the visible box (capped by the vertex budget) · 20 vertices drawn
-    (6 stored vertices in the level)"``."""
+    (6 stored vertices in the level)"``. ``collapsed`` lines of those shown were coarsened
+    to one vertex: stored, but with no segment to draw (the note says so)."""
     where = " in the visible box" if boxed else ""
     if shown < in_view:
         what = f"{shown:,} of {in_view:,} {noun}{where} (capped by the vertex budget)"
     else:
         what = f"{in_view:,} {noun}{where}"
+    if collapsed:
+        what += f" ({collapsed:,} coarsened to one vertex: no segment drawn)"
     stored_text = "?" if stored is None else f"{int(stored):,}"
     return f"{what} · {rows:,} vertices drawn ({stored_text} stored vertices in the level)"
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from napari_zarr_vectors.format import pyramid as core
+from napari_zarr_vectors.format.geometry import Geometry, GeometryType, flat_paths
 from napari_zarr_vectors.format.query import chunks_in_bbox, normalise_bbox
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba, flat_colormap
 from napari_zarr_vectors.napari.layerdata.build import (
@@ -345,10 +346,25 @@ def side_by_side_job(
         rows = sum(len(layer.data) for layer in layers)
         stored = store.level(int(level)).vertex_count
         note = side_by_side_note(
-            sub.items_shown, sub.items_in_view, noun, rows, stored, boxed=boxed
+            sub.items_shown,
+            sub.items_in_view,
+            noun,
+            rows,
+            stored,
+            boxed=boxed,
+            collapsed=single_vertex_lines(geometry),
         )
         out.append(Built(layers, note, int(level), sub.items_shown, sub.items_in_view))
     return out
+
+
+def single_vertex_lines(geometry: Geometry) -> int:
+    """How many of a line geometry's lines have one vertex (a coarse level merged both
+    ends): objects of the level that a Vectors layer draws no segment for."""
+    if geometry.geometry_type != GeometryType.LINE or not geometry.paths:
+        return 0
+    _, lengths = flat_paths(geometry.paths)
+    return int(np.count_nonzero(lengths < 2))
 
 
 def isolate_job(

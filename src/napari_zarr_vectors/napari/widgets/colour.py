@@ -159,6 +159,20 @@ class ColourByWidget(ZVBrowseWidget):
         finally:
             self._updating = False
 
+    def _restore_default(self) -> None:
+        """ "(default)" chosen: forget the colour choice of the store's layers and draw them
+        in their default colours again (the controller reloads them; the legend follows)."""
+        target = self.target
+        layers = [self.layer] if target is None else target.layers
+        chosen = [lay for lay in layers if colour_spec_of(lay) is not None]
+        self.spec = None
+        if self.session is not None:
+            self.session.choose_colour(None)
+        controller = None if target is None else target.controller
+        if chosen and controller is not None:
+            controller.default_colours()
+        self._show_default()
+
     def _show_default(self) -> None:
         """The layer's default colouring (stored colours, direction, one colour per object)
         has no colormap or range to set: only the choice of attribute is shown, and for one
@@ -266,7 +280,7 @@ class ColourByWidget(ZVBrowseWidget):
             return None
         feature = self.spec_feature()
         if feature is None:
-            self._show_default()
+            self._restore_default()
             return None
         if feature.endswith(DIRECTION):
             # the computed direction is a code into the direction palette (x red, y green,
@@ -388,6 +402,8 @@ class ColourByWidget(ZVBrowseWidget):
             self._updating = False
         if self.spec is not None:
             self._show_legend()
+        else:  # e.g. "(default)" reloaded the layers: their default colour_by is back
+            self.legend.setText(default_legend_html(self.layer))
 
     def _show_legend(self) -> None:
         spec, layer = self.spec, self.layer
