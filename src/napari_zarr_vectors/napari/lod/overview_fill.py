@@ -26,7 +26,8 @@ The layer's own line goes into the picture as it draws on screen (its colours, w
 smoothing).
 
 vispy and napari internals only: the layer's scene node (:func:`.._napari_compat.layer_canvas_node`),
-``SceneCanvas.push_fbo`` / ``pop_fbo`` and a visual's ``draw``.
+``SceneCanvas.push_fbo`` / ``pop_fbo``, a visual's ``draw`` and ``Node._visible`` (a batch
+is drawn without the frame the ``visible`` setter asks for).
 """
 
 from __future__ import annotations
