@@ -47,6 +47,11 @@ def v07_expected(name: str) -> dict:
         return json.load(fh)
 
 
+def expected(version: str, name: str) -> dict:
+    with open(DATA / version / "expected" / f"{name}.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
 def f32(values) -> np.ndarray:
     """Ground-truth floats are exact float32 values: compare after casting."""
     return np.asarray(values, dtype=np.float32)

@@ -2,7 +2,7 @@
 the report of the command line's ``qa`` job written and opened, the density map added as an
 Image layer under the store's layers, where the store's vertices are.
 
-Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/test_pyramid_whole_store.py``.
+Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/qa/test_whole_store.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The *Pyramid QA* dock widget (napari/widgets/pyramid/) in a real viewer.
 
-Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/test_pyramid_widget.py``. With
+Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/widgets/test_pyramid_widget.py``. With
 ``NZV_DOCS_IMAGES=1`` the screenshot test writes ``docs/images/pyramid_qa.png``.
 """
 

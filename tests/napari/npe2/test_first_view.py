@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _zv_napari import V07_STORES, v07_store
+from _zv_viewer import dropped
 
-from napari_zarr_vectors.napari import controller_for
 from napari_zarr_vectors.napari.lod import settings
 from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
 
@@ -24,16 +24,6 @@ def adaptive_budget(monkeypatch):
     """The default: an adaptive budget that has measured nothing yet."""
     monkeypatch.setattr(settings.get_settings(), "vertex_budget", None)
     monkeypatch.setattr(settings.get_settings(), "swap_cost", settings.SwapCost())
-
-
-def dropped(viewer, qtbot, path):
-    """Open ``path`` as a drop does and wait for the first picture to settle."""
-    layers = viewer.open(str(path), plugin=PLUGIN_NAME)
-    c = controller_for(layers[-1])
-    assert c is not None
-    qtbot.wait(20)  # the first view is set up in the next event-loop turn
-    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
-    return c
 
 
 def data_layer(c, role):

@@ -2,7 +2,7 @@
 the layers it should; actions mean what they say; one filter state with the browse widgets;
 questions before reading most of a store; cancelling.
 
-Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/test_pyramid_actions.py``.
+Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/widgets/test_pyramid_actions.py``.
 """
 
 from __future__ import annotations
