@@ -12,11 +12,21 @@ from napari_zarr_vectors.napari import controller_for, open_in_viewer
 from napari_zarr_vectors.napari.browse.targets import StaticTarget, pick_at
 from napari_zarr_vectors.napari.colour.live import feature_values
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
+from napari_zarr_vectors.napari.lod.viewer_layers import next_turn
 from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
 
 # --------------------------------------------------------------------------------------------
 # opening and waiting
 # --------------------------------------------------------------------------------------------
+
+
+def a_turn(qtbot, timeout: int = 5_000) -> None:
+    """Wait for a later turn of the event loop: the plugin's work posted for the next turn
+    before this call (:func:`next_turn`: a store's first view, a released frame, the QA
+    overlays' redraw) has run, and Qt's posted events (layouts, paints) with it."""
+    ran: list[bool] = []
+    next_turn(lambda: ran.append(True))
+    qtbot.waitUntil(lambda: bool(ran), timeout=timeout)
 
 
 def open_zv(viewer, qtbot, version: str, name: str, **options):
@@ -43,7 +53,7 @@ def dropped(viewer, qtbot, path, timeout: int = 30_000):
     layers = viewer.open(str(path), plugin=PLUGIN_NAME)
     c = controller_for(layers[-1])
     assert c is not None
-    qtbot.wait(20)  # the first view is set up in the next event-loop turn
+    a_turn(qtbot)  # the first view is set up in the next event-loop turn
     qtbot.waitUntil(lambda: not c.is_loading, timeout=timeout)
     return c
 

@@ -252,7 +252,7 @@ def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, trac
     widget.colour_by("length_mm")
     bars = install_colour_bars(viewer)
     qtbot.waitUntil(lambda: bool(bars.shown), timeout=TIMEOUT)
-    qtbot.wait(200)
+    qtbot.waitUntil(lambda: any(drawn_on_canvas(viewer, x) for x in c.layers), timeout=TIMEOUT)
     ends = ensure_colormap("viridis (lifted)").map(np.array([0.0, 1.0]))
     canvas = viewer.screenshot(canvas_only=True, flash=False)
     assert all(_corner_has(canvas, rgb) for rgb in ends)
@@ -261,7 +261,7 @@ def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, trac
         save_docs_image(window, "colour_bar.png", max_bytes=600_000)
     widget.colour_by("hemisphere")
     qtbot.waitUntil(lambda: not bars.shown, timeout=TIMEOUT)
-    qtbot.wait(200)
+    qtbot.waitUntil(lambda: not any(drawn_on_canvas(viewer, x) for x in c.layers), timeout=TIMEOUT)
     canvas = viewer.screenshot(canvas_only=True, flash=False)
     assert not any(_corner_has(canvas, rgb) for rgb in ends)
 

@@ -274,5 +274,6 @@ def test_cancel_sets_the_event_the_running_read_holds(opened, qtbot):
     model.cancel_tasks()
     assert task.done and task.cancelled and task.cancel_event.is_set()
     assert model.status == "side by side: cancelled" and not model.busy
-    qtbot.wait(500)  # whatever the worker still delivers is dropped
+    # the worker's end reached the UI thread: whatever it still delivered was dropped
+    qtbot.waitUntil(lambda: task._job.done, timeout=30_000)
     assert list(viewer.layers) == before and model.side_layers == []

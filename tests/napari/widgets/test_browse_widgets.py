@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _zv_napari import DATA, expected, f32, layer_colours, save_docs_image
-from _zv_viewer import assert_one_colour_per_category, dock, open_zv, settle
+from _zv_viewer import a_turn, assert_one_colour_per_category, dock, open_zv, settle
 
 from napari_zarr_vectors.napari.browse.filters import RangeFilter
 from napari_zarr_vectors.napari.browse.targets import (
@@ -543,8 +543,7 @@ def test_isolate_loads_the_whole_object_at_full_resolution_even_outside_the_view
         camera = viewer.scene.camera
         lo = np.asarray(target.store.bounds[0])[::-1]
         camera.center = tuple(lo[-2:] + 5.0)
-        camera.zoom = camera.zoom * 8
-        qtbot.wait(400)
+        camera.zoom = camera.zoom * 8  # the controller schedules its refresh at once
         settle(qtbot, target)
         ids = layer_object_ids(target.layers[0])
         loaded = 0 if ids is None else int((ids == k).sum())
@@ -620,7 +619,8 @@ def test_browsing_screenshot(make_napari_viewer, qtbot):
     viewer.reset_view(reset_camera_angle=False)
     viewer.layers.selection.active = pick.isolated_layers()[0]  # widgets stay on the store
     assert groups.target is target and attrs.filter_rows
-    qtbot.wait(300)
+    settle(qtbot, target)
+    a_turn(qtbot)  # the frame of the last swap is drawn in a turn of its own
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] > 100
     save_docs_image(image, "browsing.png", max_bytes=400_000, thumbnail=(960, 720))

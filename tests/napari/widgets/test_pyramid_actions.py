@@ -296,7 +296,8 @@ def test_cancel_drops_the_result(qa, qtbot):
     assert not widget.progress_bar.isHidden() and not widget.cancel_btn.isHidden()
     widget.cancel_btn.click()
     assert task.done and task.cancelled
-    qtbot.wait(500)  # the worker's result arrives and is dropped
+    # the worker's end reached the UI thread: its result arrived and was dropped
+    qtbot.waitUntil(lambda: task._job.done, timeout=30_000)
     assert list(viewer.layers) == before
     assert widget.progress_bar.isHidden()
     assert "cancelled" in widget.status.text()
