@@ -156,9 +156,7 @@ def test_missing_values_fail_an_active_filter():
     assert evaluate_filters(table, [ValueFilter("s", ("a",))]).tolist() == [0, 3]
 
 
-def test_filters_on_a_million_objects_are_vectorised_and_fast():
-    import time
-
+def test_filters_on_a_million_objects_keep_exactly_the_passing_objects():
     rng = np.random.default_rng(0)
     n = 1_000_000
     ids = np.arange(n)
@@ -168,7 +166,6 @@ def test_filters_on_a_million_objects_are_vectorised_and_fast():
         {"length": np.ones(n, bool), "label": np.ones(n, bool)},
         groups={g: ids[g::7] for g in range(7)},
     )
-    t0 = time.perf_counter()
     allowed = evaluate_filters(
         table,
         [
@@ -177,8 +174,6 @@ def test_filters_on_a_million_objects_are_vectorised_and_fast():
             ValueFilter("label", (2, 3, 4)),
         ],
     )
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 1.0, elapsed
     mask = (
         np.isin(ids % 7, [1, 3])
         & (table.attributes["length"] >= 50)
