@@ -436,15 +436,6 @@ def test_preference_is_saved_to_the_settings_file(fresh_napari_settings):
     assert "zarrvectors" in text and PLUGIN_NAME in text
 
 
-@pytest.fixture
-def viewer_model():
-    from napari.components import ViewerModel
-    from napari.plugins import _initialize_plugins
-
-    _initialize_plugins()
-    return ViewerModel()
-
-
 @pytest.mark.parametrize("suffix", ["", "/"])
 def test_a_zv_store_opens_with_this_plugin_once_registered(
     tmp_path, viewer_model, fresh_napari_settings, suffix
@@ -465,13 +456,14 @@ def test_a_zv_store_opens_with_this_plugin_once_registered(
         np.testing.assert_array_equal(np.asarray(got[role].data), np.asarray(data))
 
 
-def test_which_names_napari_offers_this_reader_for(tmp_path):
+def test_which_names_napari_offers_this_reader_for(tmp_path, mock_app_model):
     """The manifest's filename_patterns, as napari uses them: folders of any name are offered
     (``accepts_directories``); URLs and the Preferences dialog's pattern filter match the
     patterns (the dialog strips the trailing ``/``); other suffixes are not offered."""
     from napari.plugins import _initialize_plugins
     from napari.plugins._npe2 import get_readers
 
+    _initialize_plugins.cache_clear()  # register into the test app (see viewer_model)
     _initialize_plugins()
     folder = tmp_path / "any-name"
     folder.mkdir()
