@@ -32,9 +32,10 @@ import numpy as np
 import pytest
 
 import napari_zarr_vectors as nzv
+from data_paths import data_root
 from napari_zarr_vectors.write import export_objects
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = data_root()
 zvtools_cli = pytest.importorskip("zarr_vectors_tools.cli")
 nib = pytest.importorskip("nibabel")
 
