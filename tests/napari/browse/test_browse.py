@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _zv_napari import DATA, f32, layer_colours, map_categories
+from _zv_napari import DATA, expected, f32, layer_colours, map_categories
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari.browse.filters import (
@@ -41,13 +41,6 @@ from napari_zarr_vectors.napari.values import CATEGORICAL, NUMERIC
 
 def store(version: str, name: str):
     return nzv.open_store(DATA / version / f"{name}.zarrvectors")
-
-
-def expected(version: str, name: str) -> dict:
-    import json
-
-    with open(DATA / version / "expected" / f"{name}.json", encoding="utf-8") as fh:
-        return json.load(fh)
 
 
 # --------------------------------------------------------------------------------------------
