@@ -438,3 +438,63 @@ def test_the_docs_name_code_that_exists():
             found |= {f"{module}.{name.strip()}" for name in taken.split(",") if name.strip()}
         broken += [f"{page.name}: {n}" for n in sorted(found) if n not in names]
     assert broken == []
+
+
+# --------------------------------------------------------------------------------------------
+# the test tree (docs/dev/architecture.md, "The tests")
+# --------------------------------------------------------------------------------------------
+
+TESTS = ROOT / "tests"
+
+
+def _test_sources() -> list[Path]:
+    """The Python files of the test tree (not the fixture stores under ``tests/data``)."""
+    return sorted(p for p in TESTS.rglob("*.py") if TESTS / "data" not in p.parents)
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Every module name ``path`` imports (function-local imports included)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_napari_tests_mirror_the_subpackages():
+    napari_tests = TESTS / "napari"
+    folders = {p.name for p in napari_tests.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    subpackages = {p.parent.name for p in (SRC / "napari").glob("*/__init__.py")}
+    assert folders <= subpackages, sorted(folders - subpackages)
+
+
+def test_test_files_import_test_files_of_their_own_folder_only():
+    """Shared helpers are modules (``tests/*.py``, ``tests/napari/_zv_*.py``), not test files:
+    a test file found on ``sys.path`` only because another folder's test ran first breaks
+    when its importer runs alone."""
+    where = {p.stem: p.parent for p in _test_sources() if p.name.startswith("test_")}
+    wrong = [
+        f"{path.relative_to(ROOT)} -> {name}"
+        for path in _test_sources()
+        for name in sorted(_imported_names(path))
+        if name in where and where[name] != path.parent
+    ]
+    assert wrong == []
+
+
+def test_the_tests_import_nothing_from_the_benchmarks():
+    benchmarks = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
+    wrong = [
+        f"{path.relative_to(ROOT)} -> {name}"
+        for path in _test_sources()
+        for name in sorted(_imported_names(path))
+        if name.split(".")[0] in benchmarks | {"benchmarks"}
+    ]
+    loaded = [
+        str(path.relative_to(ROOT))
+        for path in _test_sources()
+        if re.search(r"""["']benchmarks["']\s*/|["']benchmarks/\w+\.py["']""", path.read_text())
+    ]
+    assert wrong == [] and loaded == []

@@ -1,36 +1,18 @@
-"""A short, deterministic run of the mutation fuzz campaign (``benchmarks/fuzz_stores.py``).
-
-The campaign's own mutation and reading code is imported, not copied. Every case must end in
-data or in one of the project's errors: no other exception escapes.
+"""A short, deterministic run of the mutation fuzz campaign (``tests/fuzz_campaign.py``, the
+code ``benchmarks/fuzz_stores.py`` runs from the command line). Every case must end in data or
+in one of the project's errors: no other exception escapes.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+import fuzz_campaign as fz
 from data_paths import data_root
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_campaign():
-    spec = importlib.util.spec_from_file_location(
-        "fuzz_stores", ROOT / "benchmarks" / "fuzz_stores.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_stores"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fz = _load_campaign()
 
 CASES = 240
 SEED = 20261124

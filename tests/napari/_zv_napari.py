@@ -42,8 +42,8 @@ def copy_fixture(name: str, tmp_path: Path, version: str = "v07") -> Path:
     return dst
 
 
-def v07_expected(name: str) -> dict:
-    with open(DATA / "v07" / "expected" / f"{name}.json", encoding="utf-8") as fh:
+def expected(version: str, name: str) -> dict:
+    with open(DATA / version / "expected" / f"{name}.json", encoding="utf-8") as fh:
         return json.load(fh)
 
 

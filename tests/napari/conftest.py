@@ -42,3 +42,17 @@ def zv_reader_preference(fresh_napari_settings):
 
     register_reader_preference()
     return fresh_napari_settings
+
+
+@pytest.fixture
+def viewer_model(mock_app_model):
+    """A napari ``ViewerModel`` (no Qt) with the plugins registered into a fresh test app
+    model (napari's ``mock_app_model``), never into napari's own: registering them there a
+    second time, once a ``make_napari_viewer`` test cleared napari's registration cache, fails
+    with "already registered"."""
+    from napari.components import ViewerModel
+    from napari.plugins import _initialize_plugins
+
+    _initialize_plugins.cache_clear()
+    _initialize_plugins()
+    return ViewerModel()

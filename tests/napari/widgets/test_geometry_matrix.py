@@ -26,8 +26,7 @@ from unittest.mock import patch
 import numpy as np
 import pytest
 from _zv_napari import DATA, layer_colours, map_categories
-from test_colour_bar import drawn_on_canvas
-from test_hover import cursor_at_row, hover
+from _zv_viewer import cursor_at_row, drawn_on_canvas, hover
 from test_object_table import assert_fitted, object_box
 
 import napari_zarr_vectors as nzv

@@ -14,7 +14,7 @@ whose vertices all lie within it is closed. Rounds are as many as the deepest sp
 for real streamlines), each a handful of array operations over the open vertices: no
 Python loop per path or per vertex.
 
-Guarantees (``tests/napari/test_simplify.py``): a path's first and last vertices are kept,
+Guarantees (``tests/napari/lod/test_simplify.py``): a path's first and last vertices are kept,
 its kept vertices keep their order, every original vertex (and so, by convexity, every
 point of the original polyline) lies within the tolerance of the simplified polyline, and
 paths keep their object ids. A path is never split or dropped.

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _zv_napari import V07_STORES, v07_store
+from _zv_viewer import a_turn, dropped
 
-from napari_zarr_vectors.napari import controller_for
 from napari_zarr_vectors.napari.lod import settings
 from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME
 
@@ -24,16 +24,6 @@ def adaptive_budget(monkeypatch):
     """The default: an adaptive budget that has measured nothing yet."""
     monkeypatch.setattr(settings.get_settings(), "vertex_budget", None)
     monkeypatch.setattr(settings.get_settings(), "swap_cost", settings.SwapCost())
-
-
-def dropped(viewer, qtbot, path):
-    """Open ``path`` as a drop does and wait for the first picture to settle."""
-    layers = viewer.open(str(path), plugin=PLUGIN_NAME)
-    c = controller_for(layers[-1])
-    assert c is not None
-    qtbot.wait(20)  # the first view is set up in the next event-loop turn
-    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
-    return c
 
 
 def data_layer(c, role):
@@ -53,8 +43,7 @@ def move_camera(viewer, qtbot, c):
         lambda: setattr(cam, "zoom", cam.zoom / 4),
         lambda: setattr(cam, "angles", (-30.0, -20.0, 60.0)),
     ):
-        step()
-        qtbot.wait(5)
+        step()  # the controller schedules its refresh at once: is_loading
         qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
         yield
 
@@ -92,7 +81,6 @@ def test_2d_shows_the_whole_depth_and_the_slab_can_be_thinned(
     z = [a for a in space_axes(viewer, c.store) if a not in viewer.dims.displayed]
     assert len(z) == 1
     set_slab(viewer, z, 2.0)  # a 2 mm slab around the slice
-    qtbot.wait(5)
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
     assert viewer.dims.thickness[z[0]] == pytest.approx(2.0)
     kept = len(lines.data)
@@ -171,7 +159,7 @@ def test_open_in_viewer_shows_the_whole_store_on_an_empty_viewer(
         if first_view
         else open_in_viewer(viewer, path, first_view=False)
     )
-    qtbot.wait(20)  # the first view is set up in the next event-loop turn
+    a_turn(qtbot)  # the first view is set up in the next event-loop turn
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
     if first_view:
         assert viewer.dims.ndisplay == 3
@@ -236,8 +224,9 @@ def test_a_dock_narrowing_the_canvas_keeps_the_data_in_the_picture(
 
     path, _ = neurons_store
     viewer = make_napari_viewer(show=True)
-    viewer.window._qt_window.resize(1280, 1000)
-    qtbot.wait(50)
+    window = viewer.window._qt_window
+    window.resize(1280, 1000)
+    qtbot.waitUntil(lambda: (window.width(), window.height()) == (1280, 1000), timeout=TIMEOUT)
     c = dropped(viewer, qtbot, path)
     lo, hi = viewer.layers.extent.world
     assert shows_box(viewer, lo, hi)

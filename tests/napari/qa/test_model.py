@@ -2,7 +2,7 @@
 layer, the events a widget listens to, the layer menu's actions (with and without a store),
 the visible box QA reads in (the loader's), and Cancel reaching the reads.
 
-Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/test_pyramid_model.py``.
+Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/qa/test_model.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 from _zv_napari import v07_store
-from test_pyramid_qa import run_job
+from test_compute import run_job
 
 from napari_zarr_vectors.format import pyramid as core
 from napari_zarr_vectors.napari.qa import jobs
@@ -274,5 +274,6 @@ def test_cancel_sets_the_event_the_running_read_holds(opened, qtbot):
     model.cancel_tasks()
     assert task.done and task.cancelled and task.cancel_event.is_set()
     assert model.status == "side by side: cancelled" and not model.busy
-    qtbot.wait(500)  # whatever the worker still delivers is dropped
+    # the worker's end reached the UI thread: whatever it still delivered was dropped
+    qtbot.waitUntil(lambda: task._job.done, timeout=30_000)
     assert list(viewer.layers) == before and model.side_layers == []

@@ -10,6 +10,8 @@ import weakref
 import numpy as np
 import pytest
 from _zv_napari import v07_store
+from qtpy.QtCore import QEvent
+from qtpy.QtWidgets import QApplication
 
 from napari_zarr_vectors.napari import open_in_viewer
 from napari_zarr_vectors.napari.lod import gc_pauses
@@ -46,7 +48,7 @@ def test_frozen_once_settled_and_thawed_when_a_frozen_layer_leaves(make_napari_v
     remove_layers(viewer, [layer, c.bounds_layer])
     del layer
     assert not gc_pauses.frozen() and gc.get_freeze_count() == 0
-    qtbot.wait(50)  # Qt deletes the layer controls on the event loop
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # the layer controls
     assert gc_pauses.freeze_long_lived() is True  # its full collection comes first
     assert gone() is None  # the layer frozen at the settle is freed, not frozen again
     assert gc_pauses.freeze_long_lived() is False  # frozen already
@@ -63,7 +65,7 @@ def test_a_layer_added_after_the_freeze_is_freed_without_a_thaw(make_napari_view
     remove_layers(viewer, [overlay])
     del overlay
     assert gc_pauses.frozen() and gc.get_freeze_count() > 1000  # no thaw
-    qtbot.wait(50)
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # the layer controls
     gc.collect()  # a full collection, the frozen objects skipped
     assert gone() is None
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _zv_napari import copy_fixture
+from _zv_viewer import a_turn
 from napari.layers import Layer
 from napari.utils.notifications import notification_manager
 
@@ -83,7 +84,7 @@ def open_and_wait(viewer, qtbot, path) -> tuple[list, object]:
     data = [la for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds"]
     controller = controller_for(data[0])
     assert controller is not None
-    qtbot.wait(300)
+    a_turn(qtbot)  # the first view is set up in the next event-loop turn
     qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
     return layers, controller
 
@@ -137,8 +138,7 @@ def test_saving_tracks300_at_the_default_view_saves_every_streamline_whole(
     viewer.dims.ndisplay = 2
     camera = viewer.scene.camera
     camera.center = tuple(np.asarray(controller.store.bounds[0], float)[::-1][-2:] + 10.0)
-    camera.zoom = camera.zoom * 8
-    qtbot.wait(400)
+    camera.zoom = camera.zoom * 8  # the controller schedules its refresh at once
     qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
     data = [la for la in layers if la.metadata["zarr_vectors"]["role"] != "bounds"]
     held = sum(len(la.data) for la in data)

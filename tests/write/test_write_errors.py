@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,6 @@ import warnings
 
 import numpy as np
 import pytest
-from _zv_napari import copy_fixture
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.write import (
@@ -46,8 +44,8 @@ def entries(folder) -> list[str]:
 
 
 # -- 5. never into the store being read, whatever its spelling -------------------------------
-def test_a_store_opened_as_a_file_url_is_never_written_into(tmp_path):
-    src = copy_fixture("points", tmp_path)
+def test_a_store_opened_as_a_file_url_is_never_written_into(data_copy):
+    src = data_copy("v07/points")
     url = "file://" + str(src)
     before = sorted(p.relative_to(src) for p in src.rglob("*"))
     with pytest.raises(SameStoreError):
@@ -112,9 +110,9 @@ def test_an_unwritable_folder_is_refused_before_any_work(tmp_path, monkeypatch):
 
 
 # -- 8. leftovers of killed writes ----------------------------------------------------------
-def test_a_leftover_warns_on_open_and_the_next_write_removes_it(tmp_path):
+def test_a_leftover_warns_on_open_and_the_next_write_removes_it(tmp_path, data_copy):
     dead = tmp_path / ".old.zarrvectors.partial-0123abcd"
-    shutil.copytree(copy_fixture("points", tmp_path / "elsewhere"), dead)
+    data_copy("v07/points").rename(dead)
     (tmp_path / ".older.zarrvectors.partial-89abcdef.lock").write_text("")  # lock of a dead write
     with pytest.warns(nzv.ZVLeftoverWarning, match="did not finish"):
         nzv.open_store(dead)
@@ -125,8 +123,6 @@ def test_a_leftover_warns_on_open_and_the_next_write_removes_it(tmp_path):
     try:
         with pytest.warns(UserWarning, match="removed leftovers.*old.zarrvectors.partial"):
             write_store(tmp_path / "new.zarrvectors", spec(), pyramid=False)
-        assert entries(tmp_path) == sorted(
-            ["elsewhere", live.name, f"{live.name}.lock", "new.zarrvectors"]
-        )
+        assert entries(tmp_path) == sorted([live.name, f"{live.name}.lock", "new.zarrvectors"])
     finally:
         release()

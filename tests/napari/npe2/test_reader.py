@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _zv_napari import DATA, V07_STORES, f32, v07_expected, v07_store
+from _zv_napari import DATA, V07_STORES, expected, f32, v07_store
 from napari.layers import Layer
 
 import napari_zarr_vectors as nzv
@@ -119,7 +119,7 @@ def test_metadata_name_axes_and_bounds_layer(name):
 
 
 def test_point_cloud():
-    truth = v07_expected("points")
+    truth = expected("v07", "points")
     (bounds, points) = read(v07_store("points"))
     data, kwargs, layer_type = points
     assert layer_type == "points"
@@ -153,7 +153,7 @@ def test_point_cloud_without_objects():
 
 
 def test_lines_as_vectors():
-    truth = v07_expected("lines")
+    truth = expected("v07", "lines")
     _, (data, kwargs, layer_type) = read(v07_store("lines"))
     assert layer_type == "vectors"
     assert data.shape == (40, 2, 3)
@@ -176,7 +176,7 @@ def test_lines_as_vectors():
 
 @pytest.mark.parametrize("name", ["polylines", "streamlines"])
 def test_polylines_and_streamlines_as_tracks(name):
-    truth = v07_expected(name)
+    truth = expected("v07", name)
     _, (data, kwargs, layer_type) = read(v07_store(name))
     assert layer_type == "tracks"
     n_vertices = sum(len(p) for p in truth["polylines"])
@@ -205,7 +205,7 @@ def test_polylines_and_streamlines_as_tracks(name):
 
 @pytest.mark.parametrize("name", ["graph", "skeleton"])
 def test_graph_and_skeleton_edges_and_nodes(name):
-    truth = v07_expected(name)
+    truth = expected("v07", name)
     layers = by_role(read(v07_store(name)))
     edges_data, edges_kw, edges_type = layers["edges"]
     nodes_data, nodes_kw, nodes_type = layers["nodes"]
@@ -237,7 +237,7 @@ def test_graph_and_skeleton_edges_and_nodes(name):
 
 
 def test_mesh_as_surface_with_outward_winding():
-    truth = v07_expected("mesh")
+    truth = expected("v07", "mesh")
     _, ((vertices, faces, values), kwargs, layer_type) = read(v07_store("mesh"))
     assert layer_type == "surface"
     assert vertices.shape == (50, 3) and faces.shape == (92, 3)
@@ -436,15 +436,6 @@ def test_preference_is_saved_to_the_settings_file(fresh_napari_settings):
     assert "zarrvectors" in text and PLUGIN_NAME in text
 
 
-@pytest.fixture
-def viewer_model():
-    from napari.components import ViewerModel
-    from napari.plugins import _initialize_plugins
-
-    _initialize_plugins()
-    return ViewerModel()
-
-
 @pytest.mark.parametrize("suffix", ["", "/"])
 def test_a_zv_store_opens_with_this_plugin_once_registered(
     tmp_path, viewer_model, fresh_napari_settings, suffix
@@ -465,13 +456,14 @@ def test_a_zv_store_opens_with_this_plugin_once_registered(
         np.testing.assert_array_equal(np.asarray(got[role].data), np.asarray(data))
 
 
-def test_which_names_napari_offers_this_reader_for(tmp_path):
+def test_which_names_napari_offers_this_reader_for(tmp_path, mock_app_model):
     """The manifest's filename_patterns, as napari uses them: folders of any name are offered
     (``accepts_directories``); URLs and the Preferences dialog's pattern filter match the
     patterns (the dialog strips the trailing ``/``); other suffixes are not offered."""
     from napari.plugins import _initialize_plugins
     from napari.plugins._npe2 import get_readers
 
+    _initialize_plugins.cache_clear()  # register into the test app (see viewer_model)
     _initialize_plugins()
     folder = tmp_path / "any-name"
     folder.mkdir()

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 from _zv_napari import save_docs_image
+from _zv_viewer import a_turn
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari.browse.object_rows import (
@@ -648,10 +649,9 @@ def test_object_table_screenshot(make_napari_viewer, qtbot, tracks300_store):
     target, widget = open_table(viewer, qtbot, path)
     widget.view.sortByColumn(column(widget, "length_mm"), Qt.SortOrder.DescendingOrder)
     select_rows(widget, range(5))
-    qtbot.wait(100)
     viewer.reset_view()  # the canvas is narrower with the dock
     qtbot.waitUntil(lambda: not target.is_loading, timeout=TIMEOUT)
-    qtbot.wait(300)
+    a_turn(qtbot)  # the frame of the last swap is drawn in a turn of its own
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] >= 900
     save_docs_image(image, "object_table.png", max_bytes=800_000)
@@ -672,7 +672,7 @@ def test_the_table_fills_its_dock(make_napari_viewer, qtbot, tracks300_store):
     _, widget = viewer.window.add_plugin_dock_widget("napari-zarr-vectors", "Object table")
     viewer.window.add_plugin_dock_widget("napari-zarr-vectors", "Colour by")
     qtbot.waitUntil(lambda: widget.model.rows is not None, timeout=TIMEOUT)
-    qtbot.wait(200)
+    a_turn(qtbot)  # Qt lays the docks out
     layout = widget.layout()
     stretches = [i for i in range(layout.count()) if layout.itemAt(i).spacerItem() is not None]
     assert stretches == []  # with a stretch the table can shrink to a few rows

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _zv_napari import save_docs_image
+from _zv_viewer import a_turn
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari import controller_for
@@ -162,8 +163,8 @@ def test_a_stale_count_is_cancelled_and_the_last_regions_win(dissect, qtbot):
     ids = counted(qtbot, widget)
     want = nzv.select_objects(nzv.open_store(c.store.path), include=[nzv.Sphere(centre, 8.0)])
     np.testing.assert_array_equal(ids, want)
-    qtbot.wait(200)  # the cancelled run never overwrites the result
-    np.testing.assert_array_equal(d.result, want)
+    qtbot.waitUntil(lambda: first.done, timeout=TIMEOUT)  # the cancelled run ended ...
+    np.testing.assert_array_equal(d.result, want)  # ... and did not overwrite the result
 
 
 def test_bundles_keep_their_ids_and_colours_and_show_in_them(dissect, qtbot):
@@ -290,7 +291,7 @@ def test_screenshot_of_the_dock(dissect, qtbot):
     widget.keep_bundle()
     job = widget.toggle_bundle()
     qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
-    qtbot.wait(300)
+    a_turn(qtbot)  # the bundle's layer is drawn
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] > 500 and len(ids) > 0
     save_docs_image(image, "dissect.png", max_bytes=400_000, thumbnail=(1100, 900))

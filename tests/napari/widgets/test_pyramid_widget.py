@@ -1,6 +1,6 @@
 """The *Pyramid QA* dock widget (napari/widgets/pyramid/) in a real viewer.
 
-Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/test_pyramid_widget.py``. With
+Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/widgets/test_pyramid_widget.py``. With
 ``NZV_DOCS_IMAGES=1`` the screenshot test writes ``docs/images/pyramid_qa.png``.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _zv_napari import save_docs_image, v07_store
+from _zv_viewer import a_turn
 
 import napari_zarr_vectors as nzv
 from data_paths import data_root
@@ -383,11 +384,12 @@ def test_ticking_the_outline_in_3d_adds_one_layer_and_a_removed_outline_stays_re
     removed outline was re-added on every dims event (a hang when the viewer closed)."""
     viewer, widget, store = qa(v07_store("streamlines"))
     viewer.dims.ndisplay = 3
-    qtbot.wait(50)
+    qtbot.waitUntil(lambda: not widget.model.controller.is_loading, timeout=10_000)
+    a_turn(qtbot)  # the outlines' redraw after the dims change
     before = len(viewer.layers)
     widget.outline_box.chunks_check.setChecked(True)  # what the user ticks
     qtbot.waitUntil(lambda: widget.model.tasks["chunks"].done, timeout=10_000)
-    qtbot.wait(50)
+    a_turn(qtbot)  # a redraw the insertion's dims events posted would have run
     chunk_layers = [
         lyr
         for lyr in viewer.layers
@@ -398,7 +400,7 @@ def test_ticking_the_outline_in_3d_adds_one_layer_and_a_removed_outline_stays_re
     viewer.layers.remove(chunk_layers[0])
     viewer.dims.ndisplay = 2  # dims events: the overlay must not come back
     viewer.dims.set_point(viewer.dims.ndim - 3, 5.0)
-    qtbot.wait(50)
+    a_turn(qtbot)  # the outlines' redraw after the dims events has run
     assert len(viewer.layers) == before
     assert all(
         lyr.metadata.get("zarr_vectors", {}).get("role") != "qa_chunks" for lyr in viewer.layers
@@ -534,12 +536,12 @@ def test_dock_fits_a_1280x1000_screen_next_to_the_other_docks(qa, qtbot):
     viewer, widget, store = qa(v07_store("streamlines"), show=True)
     viewer.window._qt_window.resize(1280, 1000)
     qtbot.waitUntil(lambda: widget.stats_box.stats_table.columnCount() == 3, timeout=10_000)
-    qtbot.wait(200)
+    a_turn(qtbot)  # Qt lays the window out
     assert widget.height() <= 1000
     assert viewer.window._qt_window.height() <= 1000
     for cls, name in ((StorePanel, "Store"), (ColourByWidget, "Colour by"), (PickWidget, "Pick")):
         viewer.window.add_dock_widget(cls(viewer), name=name)
-    qtbot.wait(300)
+    a_turn(qtbot)  # Qt lays the docks out
     assert widget.minimumSizeHint().height() <= 400
     assert widget.height() <= 1000
     table = widget.stats_box.stats_table
@@ -646,8 +648,8 @@ def test_docs_screenshot(qa, qtbot):
     run(qtbot, widget.model.show_links(0, "all"))
     run(qtbot, widget.model.list_dropped(0, 2))
     viewer.reset_view()
-    qtbot.wait(300)
     qtbot.waitUntil(lambda: not controller.is_loading, timeout=20_000)
+    a_turn(qtbot)  # the frame of the last swap is drawn in a turn of its own
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] > 200
     save_docs_image(image, "pyramid_qa.png", max_bytes=400_000, thumbnail=(1024, 720))

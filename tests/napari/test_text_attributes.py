@@ -13,11 +13,17 @@ import warnings
 
 import numpy as np
 import pytest
-from test_browse_widgets import assert_one_colour_per_category, dock, settle
-from test_hover import cursor_at_row, hover, pick_in_3d
+from _zv_viewer import (
+    assert_one_colour_per_category,
+    cursor_at_row,
+    dock,
+    hover,
+    opened_3d,
+    pick_in_3d,
+    settle,
+)
 
 import napari_zarr_vectors as nzv
-from napari_zarr_vectors.napari import open_in_viewer
 from napari_zarr_vectors.napari.colour.live import apply_colour, feature_values
 from napari_zarr_vectors.napari.colour.spec import categorical_colours
 from writer_dtypes import KINDS, WORDS, write_store
@@ -26,20 +32,6 @@ pytestmark = pytest.mark.gui
 
 #: "x 1.00, y 2.00, z 3.00 mm" -> the three numbers, the unit
 COORDS = re.compile(r"^x (-?[\d.]+), y (-?[\d.]+), z (-?[\d.]+) (\w+): ")
-
-
-def opened_3d(viewer, qtbot, path, kind: str | None):
-    """The whole store at level 0 in a 3-D view (every object loaded); returns the
-    controller and its ``kind`` layer (made the active layer; ``None``: no layer)."""
-    c = open_in_viewer(viewer, path, first_view=False, lock_level=0, vertex_budget=500_000)
-    viewer.dims.ndisplay = 3
-    viewer.reset_view()
-    settle(qtbot, c, timeout=30_000)
-    if kind is None:
-        return c, None
-    layer = next(lyr for lyr in c.layers if type(lyr).__name__ == kind)
-    viewer.layers.selection.active = layer
-    return c, layer
 
 
 def pick_and_hover(viewer, layer, row: int):

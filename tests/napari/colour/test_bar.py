@@ -11,8 +11,7 @@ import os
 import numpy as np
 import pytest
 from _zv_napari import save_docs_image
-from test_browse_widgets import dock, open_zv, settle
-from test_store_language import opened_3d
+from _zv_viewer import dock, drawn_on_canvas, dropped, open_zv, opened_3d, settle
 
 from napari_zarr_vectors.napari.colour.bar import (
     bar_label,
@@ -44,14 +43,6 @@ def bar_state(layer):
         return False, None, None
     source = getattr(layer, SOURCE_ATTRIBUTE)
     return overlay.visible, source.continuous_colormap.name, source.contrast_limits
-
-
-def drawn_on_canvas(viewer, layer) -> bool:
-    """Whether the canvas holds a visible colour-bar visual for ``layer``."""
-    visuals = viewer.window._qt_viewer.canvas._layer_overlay_to_visual.get(layer, {})
-    return any(
-        type(v).__name__ == "VispyColorBarOverlay" and v.node.visible for v in visuals.values()
-    )
 
 
 def test_unit_and_names():
@@ -249,7 +240,6 @@ def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, trac
     ends (Colour by's default colormap, viridis lifted) are in the canvas's top-right corner, gone there for categories. With
     ``NZV_DOCS_IMAGES=1`` the window is saved as docs/images/colour_bar.png."""
     from napari.utils.colormaps import ensure_colormap
-    from test_first_sight import dropped
 
     from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
 
@@ -262,7 +252,7 @@ def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, trac
     widget.colour_by("length_mm")
     bars = install_colour_bars(viewer)
     qtbot.waitUntil(lambda: bool(bars.shown), timeout=TIMEOUT)
-    qtbot.wait(200)
+    qtbot.waitUntil(lambda: any(drawn_on_canvas(viewer, x) for x in c.layers), timeout=TIMEOUT)
     ends = ensure_colormap("viridis (lifted)").map(np.array([0.0, 1.0]))
     canvas = viewer.screenshot(canvas_only=True, flash=False)
     assert all(_corner_has(canvas, rgb) for rgb in ends)
@@ -271,7 +261,7 @@ def test_screenshot_tracks300_coloured_by_length(make_napari_viewer, qtbot, trac
         save_docs_image(window, "colour_bar.png", max_bytes=600_000)
     widget.colour_by("hemisphere")
     qtbot.waitUntil(lambda: not bars.shown, timeout=TIMEOUT)
-    qtbot.wait(200)
+    qtbot.waitUntil(lambda: not any(drawn_on_canvas(viewer, x) for x in c.layers), timeout=TIMEOUT)
     canvas = viewer.screenshot(canvas_only=True, flash=False)
     assert not any(_corner_has(canvas, rgb) for rgb in ends)
 

@@ -83,9 +83,10 @@ def test_a_change_is_drawn_in_a_later_turn(make_napari_viewer, qtbot):
 
     viewer = make_napari_viewer(show=True)
     canvas = viewer.window._qt_viewer.canvas
-    qtbot.wait(100)
     draws: list[int] = []
     canvas._scene_canvas.events.draw.connect(lambda e: draws.append(1))
+    qtbot.waitUntil(lambda: bool(draws), timeout=5000)  # the shown window's first frame
+    draws.clear()
     add_layer(viewer, Points(np.ones((2, 3)), name="overlay"))
     assert not canvas.native.updatesEnabled()
     QApplication.sendPostedEvents()  # the paint requests of this turn

@@ -9,57 +9,25 @@ sets, colours. With ``NZV_DOCS_IMAGES=1`` the screenshot test writes docs/images
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-from _zv_napari import DATA, f32, layer_colours, save_docs_image
+from _zv_napari import DATA, expected, f32, layer_colours, save_docs_image
+from _zv_viewer import a_turn, assert_one_colour_per_category, dock, open_zv, settle
 
 from napari_zarr_vectors.napari.browse.filters import RangeFilter
 from napari_zarr_vectors.napari.browse.targets import (
     StaticTarget,
     browse_state_of,
     layer_object_ids,
-    target_for,
 )
 from napari_zarr_vectors.napari.values import NUMERIC
 
 pytestmark = pytest.mark.gui
 
 
-def expected(version: str, name: str) -> dict:
-    with open(DATA / version / "expected" / f"{name}.json", encoding="utf-8") as fh:
-        return json.load(fh)
-
-
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
-
-
-def open_zv(viewer, qtbot, version: str, name: str, **options):
-    """Open a fixture store with level of detail; returns its browse target once loaded."""
-    path = DATA / version / f"{name}.zarrvectors"
-    try:
-        from napari_zarr_vectors.napari import open_in_viewer
-    except ImportError:  # pragma: no cover - before the controller existed
-        viewer.open(str(path), plugin="napari-zarr-vectors")
-        target = target_for(viewer, viewer.layers[-1])
-    else:
-        target = open_in_viewer(viewer, path, first_view=False, **options)
-    # a 3-D view of the whole store: every chunk is in view (a 2-D view loads one slab)
-    viewer.dims.ndisplay = 3
-    viewer.reset_view()
-    settle(qtbot, target)
-    viewer.layers.selection.active = target.layers[0]
-    return target
-
-
-def settle(qtbot, target, timeout: int = 10_000) -> None:
-    """Wait until the target has no pending or running refresh."""
-    if isinstance(target, StaticTarget):
-        return
-    qtbot.waitUntil(lambda: not target.is_loading, timeout=timeout)
 
 
 def world_store_coords(layer) -> np.ndarray:
@@ -102,22 +70,6 @@ def truth_vertices(version: str, name: str, object_ids) -> np.ndarray:
         return np.concatenate(parts) if parts else np.empty((0, 3), np.float32)
     ids = np.asarray(src["vertex_object_ids"] if version == "v09" else src["object_ids"])
     return f32(src["positions"])[np.isin(ids, list(wanted))]
-
-
-DOCK_NAMES = {
-    "StorePanel": "Store panel",
-    "GroupFilterWidget": "Group filter",
-    "AttributeFilterWidget": "Object attribute filter",
-    "ColourByWidget": "Colour by",
-    "PickWidget": "Pick and isolate",
-}
-
-
-def dock(viewer, widget_class):
-    widget = widget_class(viewer)
-    name = DOCK_NAMES.get(widget_class.__name__, widget_class.__name__)
-    viewer.window.add_dock_widget(widget, area="right", name=name)
-    return widget
 
 
 # --------------------------------------------------------------------------------------------
@@ -366,24 +318,6 @@ def test_colour_by_a_categorical_attribute_gives_one_colour_per_category(
     assert widget.legend.text().count("■") == len(spec.categories)
 
 
-def assert_one_colour_per_category(layer, feature, spec):
-    from napari_zarr_vectors.napari.colour.live import feature_values
-
-    values = feature_values(layer, feature)
-    colours = np.round(layer_colours(layer), 5)
-    assert len(colours) == len(values)
-    seen = {}
-    for v in np.unique(values.astype(str) if values.dtype.kind == "O" else values):
-        mask = (values.astype(str) if values.dtype.kind == "O" else values) == v
-        unique = np.unique(colours[mask], axis=0)
-        assert len(unique) == 1, (feature, v, unique)
-        seen[v] = tuple(unique[0])
-    assert len(set(seen.values())) == len(seen), "two categories share a colour"
-    mapping = {str(k): tuple(np.round(c, 5)) for k, c in spec.mapping().items()}
-    for v, c in seen.items():
-        assert mapping[str(v)] == pytest.approx(c, abs=1e-4)
-
-
 def test_colour_by_continuous_attribute_with_colormap_and_contrast(make_napari_viewer, qtbot):
     from napari.utils.colormaps import ensure_colormap
 
@@ -609,8 +543,7 @@ def test_isolate_loads_the_whole_object_at_full_resolution_even_outside_the_view
         camera = viewer.scene.camera
         lo = np.asarray(target.store.bounds[0])[::-1]
         camera.center = tuple(lo[-2:] + 5.0)
-        camera.zoom = camera.zoom * 8
-        qtbot.wait(400)
+        camera.zoom = camera.zoom * 8  # the controller schedules its refresh at once
         settle(qtbot, target)
         ids = layer_object_ids(target.layers[0])
         loaded = 0 if ids is None else int((ids == k).sum())
@@ -686,7 +619,8 @@ def test_browsing_screenshot(make_napari_viewer, qtbot):
     viewer.reset_view(reset_camera_angle=False)
     viewer.layers.selection.active = pick.isolated_layers()[0]  # widgets stay on the store
     assert groups.target is target and attrs.filter_rows
-    qtbot.wait(300)
+    settle(qtbot, target)
+    a_turn(qtbot)  # the frame of the last swap is drawn in a turn of its own
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] > 100
     save_docs_image(image, "browsing.png", max_bytes=400_000, thumbnail=(960, 720))

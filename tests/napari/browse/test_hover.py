@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _zv_napari import DATA
+from _zv_viewer import cursor_at_row, hover, pick_in_3d
 from napari.layers import Layer
 
 import napari_zarr_vectors as nzv
@@ -13,7 +14,6 @@ from napari_zarr_vectors.format.geometry import Geometry
 from napari_zarr_vectors.napari import open_in_viewer
 from napari_zarr_vectors.napari.browse.targets import pick_at, pick_slab
 from napari_zarr_vectors.napari.layerdata.build import StoreInfo, layers_from_geometry
-from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.npe2.attach import hook_viewer
 from napari_zarr_vectors.napari.values import format_value
 
@@ -29,38 +29,6 @@ def opened(viewer, qtbot, name: str, version: str = "v09"):
     viewer.reset_view()
     qtbot.waitUntil(lambda: not c.is_loading, timeout=20_000)
     return c
-
-
-def hover(viewer, layer, world: np.ndarray) -> dict:
-    """napari's status for ``layer`` with the cursor at ``world`` (viewer axis order), asked
-    the way the viewer asks on a mouse move."""
-    return layer.get_status(
-        world,
-        view_direction=np.asarray(viewer.scene.camera.view_direction),
-        dims_displayed=list(viewer.dims.displayed),
-        world=True,
-    )
-
-
-def cursor_at_row(viewer, layer, row: int) -> np.ndarray:
-    """A world position (viewer axes) on the drawn vertex of feature row ``row``; the
-    non-spatial leading axes (Tracks' time) at the viewer's current point."""
-    pts, rows = layer_world_positions(layer)
-    vertex = pts[np.flatnonzero(rows == row)[0]]
-    position = np.asarray(viewer.dims.point, dtype=np.float64).copy()
-    position[-len(vertex) :] = vertex
-    return position
-
-
-def pick_in_3d(viewer, layer, position: np.ndarray):
-    """What Pick picks on ``layer`` at ``position`` in a 3-D view (along the camera ray)."""
-    return pick_at(
-        [layer],
-        position,
-        displayed=list(viewer.dims.displayed),
-        zoom=viewer.scene.camera.zoom,
-        view_direction=np.asarray(viewer.scene.camera.view_direction),
-    )
 
 
 def object_rows(layer, object_id: int) -> np.ndarray:

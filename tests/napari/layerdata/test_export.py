@@ -183,8 +183,7 @@ def test_widget_exports_filtered_then_isolated_objects(
     viewer.reset_view()
     camera = viewer.scene.camera
     camera.center = tuple(np.asarray(target.store.bounds[0])[::-1][-2:] + 5.0)
-    camera.zoom = camera.zoom * 8
-    qtbot.wait(400)
+    camera.zoom = camera.zoom * 8  # the controller schedules its refresh at once
     qtbot.waitUntil(lambda: not target.is_loading, timeout=10_000)
     store = nzv.open_store(src)
     whole = sum(len(p) for p in paths_by_id(store, ids).values())

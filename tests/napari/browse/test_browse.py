@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _zv_napari import DATA, f32, layer_colours, map_categories
+from _zv_napari import DATA, expected, f32, layer_colours, map_categories
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.napari.browse.filters import (
@@ -41,13 +41,6 @@ from napari_zarr_vectors.napari.values import CATEGORICAL, NUMERIC
 
 def store(version: str, name: str):
     return nzv.open_store(DATA / version / f"{name}.zarrvectors")
-
-
-def expected(version: str, name: str) -> dict:
-    import json
-
-    with open(DATA / version / "expected" / f"{name}.json", encoding="utf-8") as fh:
-        return json.load(fh)
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,9 +149,7 @@ def test_missing_values_fail_an_active_filter():
     assert evaluate_filters(table, [ValueFilter("s", ("a",))]).tolist() == [0, 3]
 
 
-def test_filters_on_a_million_objects_are_vectorised_and_fast():
-    import time
-
+def test_filters_on_a_million_objects_keep_exactly_the_passing_objects():
     rng = np.random.default_rng(0)
     n = 1_000_000
     ids = np.arange(n)
@@ -168,7 +159,6 @@ def test_filters_on_a_million_objects_are_vectorised_and_fast():
         {"length": np.ones(n, bool), "label": np.ones(n, bool)},
         groups={g: ids[g::7] for g in range(7)},
     )
-    t0 = time.perf_counter()
     allowed = evaluate_filters(
         table,
         [
@@ -177,8 +167,6 @@ def test_filters_on_a_million_objects_are_vectorised_and_fast():
             ValueFilter("label", (2, 3, 4)),
         ],
     )
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 1.0, elapsed
     mask = (
         np.isin(ids % 7, [1, 3])
         & (table.attributes["length"] >= 50)

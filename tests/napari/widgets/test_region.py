@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _zv_napari import save_docs_image
+from _zv_viewer import a_turn, dropped
 
 from napari_zarr_vectors.napari import controller_for
 from napari_zarr_vectors.napari.browse.region import inside_polygon
@@ -52,10 +53,7 @@ def tracks300_2d(make_napari_viewer, qtbot, tracks300_store):
 
     path, truth = tracks300_store
     viewer = make_napari_viewer()
-    layers = viewer.open(str(path), plugin=PLUGIN_NAME)
-    c = controller_for(layers[-1])
-    qtbot.wait(20)
-    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    c = dropped(viewer, qtbot, path, timeout=TIMEOUT)
     viewer.dims.ndisplay = 2
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
     widget = SelectionWidget(viewer)
@@ -241,7 +239,7 @@ def test_region_selection_screenshot(make_napari_viewer, qtbot, tracks300_store)
     assert len(over.data) == sum(len(truth.objects[index[int(i)]]) for i in ids)
     viewer.reset_view()  # the canvas is narrower with the dock
     qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
-    qtbot.wait(300)
+    a_turn(qtbot)  # the frame of the last swap is drawn in a turn of its own
     image = viewer.screenshot(canvas_only=False, flash=False)
     assert image.shape[0] >= 900
     save_docs_image(image, "region_selection.png", max_bytes=800_000)

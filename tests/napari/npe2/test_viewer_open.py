@@ -31,15 +31,6 @@ DOCS_STORES = {
 }
 
 
-@pytest.fixture
-def viewer_model():
-    from napari.components import ViewerModel
-    from napari.plugins import _initialize_plugins
-
-    _initialize_plugins()
-    return ViewerModel()
-
-
 def zv_layers(layers):
     return [layer for layer in layers if "zarr_vectors" in layer.metadata]
 

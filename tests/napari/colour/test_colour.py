@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _zv_napari import layer_colours
-from test_browse_widgets import dock, expected, open_zv, settle
+from _zv_napari import expected, layer_colours
+from _zv_viewer import dock, open_zv, opened_3d, settle
 
 from napari_zarr_vectors.napari.colour.live import (
     FALLBACK_COLOUR,
@@ -172,7 +172,6 @@ def test_moving_the_contrast_slider_recolours_once_it_rests(make_napari_viewer, 
 def test_skeletons_are_drawn_one_colour_per_neuron_and_the_legend_says_so(
     make_napari_viewer, qtbot, neurons_radius_store
 ):
-    from test_store_language import opened_3d
 
     from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
     from napari_zarr_vectors.napari.widgets.colour import ColourByWidget, _hex
@@ -199,7 +198,6 @@ def test_radius_on_skeletons_is_not_squeezed_to_the_dark_end_by_the_soma(
     third at the 10 nm floor. Over the full range most nodes took viridis' darkest purple,
     invisible on black: the contrast range is the 1st .. 99th percentile, and the default
     colormap viridis without its darkest fifth."""
-    from test_store_language import opened_3d
 
     from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
 
@@ -217,7 +215,6 @@ def test_radius_on_skeletons_is_not_squeezed_to_the_dark_end_by_the_soma(
 
 
 def test_meshes_default_to_bright_colours_per_object(make_napari_viewer, qtbot, meshes_store):
-    from test_store_language import opened_3d
 
     from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
 
@@ -236,7 +233,6 @@ def test_colour_by_a_text_attribute_with_one_value_draws_that_colour(
 ):
     """navis' five example meshes share one name: one category (vispy refuses a colormap
     of one colour)."""
-    from test_store_language import opened_3d
 
     from napari_zarr_vectors.napari.widgets.colour import ColourByWidget, _hex
 

@@ -2,7 +2,7 @@
 the layers it should; actions mean what they say; one filter state with the browse widgets;
 questions before reading most of a store; cancelling.
 
-Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/test_pyramid_actions.py``.
+Run under Xvfb: ``xvfb-run -a python -m pytest tests/napari/widgets/test_pyramid_actions.py``.
 """
 
 from __future__ import annotations
@@ -296,7 +296,8 @@ def test_cancel_drops_the_result(qa, qtbot):
     assert not widget.progress_bar.isHidden() and not widget.cancel_btn.isHidden()
     widget.cancel_btn.click()
     assert task.done and task.cancelled
-    qtbot.wait(500)  # the worker's result arrives and is dropped
+    # the worker's end reached the UI thread: its result arrived and was dropped
+    qtbot.waitUntil(lambda: task._job.done, timeout=30_000)
     assert list(viewer.layers) == before
     assert widget.progress_bar.isHidden()
     assert "cancelled" in widget.status.text()

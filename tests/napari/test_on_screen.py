@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from _zv_napari import DATA
+from _zv_viewer import dropped
 
 from napari_zarr_vectors.napari import controller_for
 from napari_zarr_vectors.napari.browse.store_summary import store_summary
@@ -28,10 +29,7 @@ TIMEOUT = 30_000
 
 
 def opened(viewer, qtbot, path):
-    layers = viewer.open(str(path), plugin=PLUGIN_NAME)
-    c = controller_for(layers[-1])
-    qtbot.wait(20)
-    qtbot.waitUntil(lambda: not c.is_loading, timeout=TIMEOUT)
+    c = dropped(viewer, qtbot, path, timeout=TIMEOUT)
     viewer.layers.selection.active = c.layers[0]
     return c
 
