@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _zv_viewer import a_turn
 from test_line_draw import _swapped
 from test_loader import view_3d, write_arcs
 
@@ -65,14 +66,12 @@ def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_
     rows, features = _track_rows(range(10, 18), [[0, y, 20] for y in range(0, 80, 10)], [10, 0, 0])
     viewer.reset_view()
     viewer.camera.angles = (0.0, 0.0, 90.0)  # z, y, x all spread over the canvas
-    qtbot.wait(50)
+    a_turn(qtbot)
     assert _blue_pixels(viewer) == 0  # the layer's tracks are red and green
     fill = overview_fill.show(layer, FillRows(rows, features))
     assert fill is not None and fill.tracks == 8 and fill.vertices == len(rows)
-    qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
-    qtbot.wait(50)
-    blue = _blue_pixels(viewer)
-    assert blue > 100  # the fill's tracks, in the layer's direction colours
+    # the fill's tracks, in the layer's direction colours (drawn again if the window resizes)
+    qtbot.waitUntil(lambda: fill.complete and _blue_pixels(viewer) > 100, timeout=10_000)
     # the layer's own line is in the picture and not drawn again while it is on screen
     drawing = line_draw.drawing_of(layer)
     assert drawing is not None and drawing.line.covered()
@@ -81,17 +80,14 @@ def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_
     assert sorted(set(layer.data[:, 0].tolist())) == [0, 1]
     # the view moves: the picture no longer matches it and is drawn again once still
     viewer.camera.angles = (0.0, 30.0, 90.0)
-    qtbot.wait(20)
     assert not fill.complete
     assert not drawing.line.covered()  # the view moved: the layer's line draws again
     qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
     # opacity and visibility follow the layer
     layer.opacity = 0.0
-    qtbot.wait(50)
     assert _blue_pixels(viewer) == 0
     layer.opacity = 1.0
     layer.visible = False
-    qtbot.wait(50)
     assert _blue_pixels(viewer) == 0
     layer.visible = True
     # no fill: nothing drawn beyond the layer, and the fill no longer follows its events
@@ -99,7 +95,6 @@ def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_
     assert overview_fill.show(layer, None) is None
     assert len(layer.events.color_by.callbacks) == listeners - 1
     assert overview_fill.fill_of(layer) is None
-    qtbot.wait(50)
     assert _blue_pixels(viewer) == 0
 
 
@@ -115,7 +110,6 @@ def test_a_fill_recolours_with_the_layer_s_colour_by(make_napari_viewer, qtbot):
     qtbot.waitUntil(lambda: fill.complete and _blue_pixels(viewer) > 100, timeout=10_000)
     layer.color_by = "object_id"  # napari's colormap over the layer's own ids: not blue
     qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
-    qtbot.wait(50)
     assert _blue_pixels(viewer) == 0
 
 
