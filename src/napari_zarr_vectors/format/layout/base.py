@@ -186,6 +186,31 @@ class GroupTable:
     names: dict[int, str] = field(default_factory=dict)
 
 
+class LinkReader(Protocol):
+    """A layout part that reads the link families (:class:`LinksFromPart`)."""
+
+    def deltas(self, level: int) -> list[int]: ...
+
+    def width(self, level: int, delta: int = 0) -> int | None: ...
+
+    def read(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet: ...
+
+
+class LinksFromPart:
+    """The link methods of a :class:`Layout` whose links one part reads (``self.links``)."""
+
+    links: LinkReader
+
+    def link_deltas(self, level: int) -> list[int]:
+        return self.links.deltas(level)
+
+    def link_width(self, level: int, delta: int = 0) -> int | None:
+        return self.links.width(level, delta)
+
+    def read_links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
+        return self.links.read(level, delta, chunks)
+
+
 class Layout(ABC):
     """Where the arrays of a ZV store live, and how to get their bytes.
 

@@ -16,7 +16,7 @@ from ..discovery import level_chunk_grid
 from ..errors import ZVChunkWarning, ZVError, ZVFetchError, ZVFormatError, chunk_key
 from ..metadata import MAX_NDIM
 from ..validate import Source, check_zarr_array_doc, int_field, int_list, str_field
-from .base import GroupTable, Layout, LinkSet, ObjectAttribute, ObjectTable
+from .base import GroupTable, Layout, LinksFromPart, ObjectAttribute, ObjectTable
 from .keys import parse_chunk_keys, sort_chunks
 from .v07_blobs import V07Blobs
 from .v07_links import V07Links
@@ -30,7 +30,7 @@ _ATTRIBUTE_DIRS = {
 }
 
 
-class V07Layout(Layout):
+class V07Layout(LinksFromPart, Layout):
     """Reads stores written in the 0.7 layout."""
 
     generation = "0.7"
@@ -155,16 +155,6 @@ class V07Layout(Layout):
         if names is None:
             return self.unlisted_attributes(kind)
         return [n for n in names if n != "zarr.json"]
-
-    # -- links -------------------------------------------------------------------------
-    def link_deltas(self, level: int) -> list[int]:
-        return self.links.deltas(level)
-
-    def link_width(self, level: int, delta: int = 0) -> int | None:
-        return self.links.width(level, delta)
-
-    def read_links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
-        return self.links.read(level, delta, chunks)
 
     # -- objects and groups -------------------------------------------------------------
     def read_object_table(self, level: int) -> ObjectTable | None:

@@ -28,7 +28,7 @@ from ...errors import ZVFormatError
 from ..base import (
     GroupTable,
     Layout,
-    LinkSet,
+    LinksFromPart,
     ObjectAttribute,
     ObjectRows,
     ObjectTable,
@@ -43,7 +43,7 @@ from .plain import PlainArrays
 __all__ = ["V09Layout"]
 
 
-class V09Layout(Layout):
+class V09Layout(LinksFromPart, Layout):
     """Reads stores written in the 0.9 layout (zarr-vectors 0.9.x)."""
 
     generation = "0.9"
@@ -116,16 +116,6 @@ class V09Layout(Layout):
         if not self.reads_in_place(level, array):
             return np.zeros(len(chunks), dtype=bool)
         return self.grids.read_payloads_into(level, array, chunks, sink)
-
-    # -- links -------------------------------------------------------------------------
-    def link_deltas(self, level: int) -> list[int]:
-        return self.links.deltas(level)
-
-    def link_width(self, level: int, delta: int = 0) -> int | None:
-        return self.links.width(level, delta)
-
-    def read_links(self, level: int, delta: int = 0, chunks: np.ndarray | None = None) -> LinkSet:
-        return self.links.read(level, delta, chunks)
 
     # -- plain (non-grid) arrays -------------------------------------------------------
     def read_whole(self, level: int, path: str) -> np.ndarray | None:
