@@ -8,7 +8,7 @@ from napari.utils.events import Event
 from qtpy.QtWidgets import QComboBox, QGridLayout, QLabel, QLineEdit, QPushButton
 
 from napari_zarr_vectors.napari.qa.compute import parse_ids
-from napari_zarr_vectors.napari.qa.model import SCOPES
+from napari_zarr_vectors.napari.qa.sections.links import SCOPES
 from napari_zarr_vectors.napari.widgets.pyramid.section import Section, fixed_lines
 
 NO_LINKS = "This store has no cross-level links."

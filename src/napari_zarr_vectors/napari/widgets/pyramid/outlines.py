@@ -13,7 +13,7 @@ from napari_zarr_vectors.napari.widgets.pyramid.section import Section
 class OutlineSection(Section):
     """The chunk outline of the shown level (a check box), the bins of the chunk typed or
     picked, and *Pick in canvas* (the widget turns a click into
-    :meth:`~napari_zarr_vectors.napari.qa.model.PyramidQA.pick` while it is down)."""
+    :meth:`~napari_zarr_vectors.napari.qa.sections.outlines.OutlinesQA.pick` while it is down)."""
 
     listens: ClassVar[dict[str, str]] = {"outlines": "show_state", "picked": "show_state"}
 
