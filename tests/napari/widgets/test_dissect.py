@@ -121,7 +121,7 @@ def test_exclude_takes_away_what_meets_its_region(dissect, qtbot):
     np.testing.assert_array_equal(left, np.setdiff1d(included, meets_box))
     # the role is a field of the dock: back to include, the box must be crossed too
     widget.region_list.setCurrentRow(1)
-    widget.role_combo.setCurrentIndex(0)
+    widget.editor.role_combo.setCurrentIndex(0)
     assert d.regions[1].role == "include"
     np.testing.assert_array_equal(counted(qtbot, widget), gone)
 
@@ -135,7 +135,7 @@ def test_a_new_region_sits_at_the_view_centre_and_its_fields_edit_it(dissect, qt
     np.testing.assert_allclose(spec.center, centre, atol=1e-9)
     first = counted(qtbot, widget)
     # the size fields (x, y, z) of the box: shrinking it selects fewer
-    widget.fields["size"][1].setValue(0.5)
+    widget.editor.fields["size"][1].setValue(0.5)
     assert widget.dissection.regions[0].size[1] == pytest.approx(0.5)
     fewer = counted(qtbot, widget)
     assert len(fewer) < len(first)
@@ -173,21 +173,21 @@ def test_bundles_keep_their_ids_and_colours_and_show_in_them(dissect, qtbot):
     centre = middle(truth)
     add(widget, "sphere", center=centre, radius=3.0)
     small = counted(qtbot, widget)
-    widget.bundle_name.setText("core")
-    first = widget.keep_bundle()
+    widget.bundles.bundle_name.setText("core")
+    first = widget.bundles.keep_bundle()
     d.update(0, radius=8.0)
     large = counted(qtbot, widget)
-    second = widget.keep_bundle()
+    second = widget.bundles.keep_bundle()
     assert [b.name for b in d.bundles] == ["core", "bundle 2"]
     np.testing.assert_array_equal(first.object_ids, small)
     np.testing.assert_array_equal(second.object_ids, large)
     assert first.colour != second.colour
-    assert widget.bundle_list.item(1).text() == f"bundle 2 · {len(large):,} objects"
+    assert widget.bundles.bundle_list.item(1).text() == f"bundle 2 · {len(large):,} objects"
     # show: the bundle's streamlines, whole, in the bundle's colour
-    widget.bundle_list.setCurrentRow(0)
-    job = widget.toggle_bundle()
+    widget.bundles.bundle_list.setCurrentRow(0)
+    job = widget.bundles.toggle_bundle()
     qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
-    (layer,) = widget.bundle_layers["core"]
+    (layer,) = widget.bundles.bundle_layers["core"]
     assert layer in viewer.layers and layer.name == "tracks300 core"
     assert set(np.unique(layer.features["object_id"]).tolist()) == set(small.tolist())
     index = {int(i): k for k, i in enumerate(np.asarray(c.store.object_ids(0)))}
@@ -196,9 +196,9 @@ def test_bundles_keep_their_ids_and_colours_and_show_in_them(dissect, qtbot):
     np.testing.assert_allclose(colour, first.colour, atol=1e-6)
     assert layer.blending == "translucent" and bar_spec(layer) is None  # one colour: no bar
     # select: the bundle becomes the shared selection
-    widget.select_bundle()
+    widget.bundles.select_bundle()
     np.testing.assert_array_equal(selection_for(c).ids, small)
-    widget.toggle_bundle()
+    widget.bundles.toggle_bundle()
     assert layer not in viewer.layers
 
 
@@ -236,7 +236,7 @@ def test_regions_and_bundles_round_trip_through_the_json_file(dissect, qtbot, tm
     # and through the dock: its regions are replaced by the file's
     d.remove(0)
     assert widget.load(str(path))
-    assert widget.region_list.count() == 3 and widget.bundle_list.count() == 1
+    assert widget.region_list.count() == 3 and widget.bundles.bundle_list.count() == 1
     np.testing.assert_array_equal(counted(qtbot, widget), ids)
 
 
@@ -287,9 +287,9 @@ def test_screenshot_of_the_dock(dissect, qtbot):
     add(widget, "sphere", center=centre, radius=5.0)
     add(widget, "box", center=centre + [12, 0, 0], size=[10, 50, 40], role="exclude")
     ids = counted(qtbot, widget)
-    widget.bundle_name.setText("stem, left")
-    widget.keep_bundle()
-    job = widget.toggle_bundle()
+    widget.bundles.bundle_name.setText("stem, left")
+    widget.bundles.keep_bundle()
+    job = widget.bundles.toggle_bundle()
     qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
     a_turn(qtbot)  # the bundle's layer is drawn
     image = viewer.screenshot(canvas_only=False, flash=False)
@@ -324,7 +324,7 @@ def test_export_offers_the_field_formats_and_a_bundle_goes_to_the_suffixs(
     ids = counted(qtbot, widget)
     assert 0 < len(ids) < 300
     d.keep("core")
-    widget.bundle_list.setCurrentRow(0)
+    widget.bundles.bundle_list.setCurrentRow(0)
     asked = {}
 
     def answer(parent, title, start, filters):
@@ -332,7 +332,7 @@ def test_export_offers_the_field_formats_and_a_bundle_goes_to_the_suffixs(
         return str(tmp_path / "core"), "TrackVis (*.trk)"
 
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(answer))
-    job = widget.export_bundle()
+    job = widget.bundles.export_bundle()
     assert asked["filters"] == export_filters("streamline")
     assert asked["title"] == f"Export {len(ids):,} selected objects (the suffix picks the format)"
     qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
@@ -383,7 +383,7 @@ def test_dragging_a_handle_moves_its_region_and_the_count_follows(dissect, qtbot
     np.testing.assert_allclose(handles.face_color[0], ROLE_COLOURS["include"])
     handles.data = centre[::-1][None]  # what napari's select mode sets when a drag ends
     np.testing.assert_allclose(d.regions[0].center, centre)
-    assert widget.fields["center"][2].value() == pytest.approx(centre[2], abs=1e-3)
+    assert widget.editor.fields["center"][2].value() == pytest.approx(centre[2], abs=1e-3)
     want = nzv.select_objects(nzv.open_store(c.store.path), include=[nzv.Sphere(centre, 4.0)])
     assert len(want)
     np.testing.assert_array_equal(counted(qtbot, widget), want)
