@@ -107,11 +107,11 @@ def main() -> None:
     near = np.asarray(d.regions[0].center) + 35.0
     timed("sphere radius 30 at the box's corner", lambda: d.update(1, center=near, radius=30.0))
     res["steps"], res["status"] = steps, d.status
-    widget.bundle_name.setText("through the centre, not the corner")
-    widget.keep_bundle()
+    widget.bundles.bundle_name.setText("through the centre, not the corner")
+    widget.bundles.keep_bundle()
     gaps.start()
     t = time.perf_counter()
-    job = widget.toggle_bundle()
+    job = widget.bundles.toggle_bundle()
     wait_until(app, lambda: job.done)
     res["bundle_show_s"] = round(time.perf_counter() - t, 3)
     res["bundle_show_longest_gap_ms"] = round(gaps.stop() * 1000, 1)
