@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ from napari_zarr_vectors.napari.lod.loader import (
 )
 from napari_zarr_vectors.napari.lod.overview_fill import FillRows
 from napari_zarr_vectors.napari.lod.settings import get_settings, store_budget
+from napari_zarr_vectors.napari.lod.shown import Shown
 from napari_zarr_vectors.napari.lod.store_layers import StoreLayers
 from napari_zarr_vectors.napari.lod.viewer_layers import hold_paint
 from napari_zarr_vectors.napari.open_stores import (
@@ -91,18 +92,6 @@ class ControllerEvents(SignalGroup):
     loading = Signal(int, int)
 
 
-@dataclass(frozen=True)
-class _Held:
-    """What the layers hold: the level, its chunks and the plan key they were loaded for."""
-
-    level: int
-    chunks: np.ndarray
-    key: tuple | None
-
-    def __post_init__(self) -> None:
-        self.chunks.setflags(write=False)  # handed out by ZVLayerController.chunks
-
-
 class ZVLayerController:
     """View-driven level of detail for the layers of one opened store.
 
@@ -124,6 +113,9 @@ class ZVLayerController:
         What the layers hold now (``level``, ``chunks``, plan ``key``).
     share
         What part of the view they show (:attr:`view_share`).
+
+    What the layers show (level, chunks, vertices, what was left out) is one
+    :class:`.shown.Shown`, replaced after every load; the attributes below read it.
     """
 
     def __init__(
@@ -159,19 +151,19 @@ class ZVLayerController:
         #: that want every refresh finished before the next line (the UI blocks meanwhile)
         self.synchronous = False
         self.last_update_seconds = 0.0
-        self.trimmed = 0
-        #: stored files of the shown chunks whose bytes do not decode, and keys of the chunks
-        #: whose fetch failed: what the layers lack (:attr:`left_out`)
-        self._unreadable: list[str] = []
-        self._not_fetched: list[str] = []
-        #: what part of the view the layers show (the object subset, what was left out)
-        self.view_share = share if share is not None else ViewShare()
-        #: what the layers hold, counted as the budget counts (the reader's first read)
-        self.vertex_count = int(self.view_share.vertices_shown)
+        share = share if share is not None else ViewShare()
         if held is None:
             level = lod.initial_level(store.levels, self.vertex_budget)
             held = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
-        self._held = _Held(int(held[0]), np.array(held[1], dtype=np.int64), held[2])
+        #: what the layers show; the vertices counted as the budget counts (the reader's
+        #: first read)
+        self._shown = Shown(
+            int(held[0]),
+            np.array(held[1], dtype=np.int64),
+            held[2],
+            vertex_count=int(share.vertices_shown),
+            share=share,
+        )
 
         from superqt.utils import qdebounced
 
@@ -204,12 +196,34 @@ class ZVLayerController:
     @property
     def level(self) -> int:
         """The level on screen."""
-        return self._held.level
+        return self._shown.level
 
     @property
     def chunks(self) -> np.ndarray:
         """``(K, key_ndim)`` chunk coordinates on screen (read-only)."""
-        return self._held.chunks
+        return self._shown.chunks
+
+    @property
+    def vertex_count(self) -> int:
+        """The vertices on screen, counted as the budget counts."""
+        return self._shown.vertex_count
+
+    @property
+    def trimmed(self) -> int:
+        """Chunks of the view not read (too many to read at once)."""
+        return self._shown.trimmed
+
+    @property
+    def view_share(self) -> ViewShare:
+        """What part of the view the layers show (the object subset, what was left out)."""
+        return self._shown.share
+
+    @property
+    def left_out(self) -> list[str]:
+        """What the shown chunks lack: the stored file (or chunk key) of each chunk that
+        could not be read, the undecodable ones first (counted in :meth:`summary` on every
+        load, also after the core's one warning)."""
+        return self._shown.left_out
 
     @property
     def controller(self) -> ZVLayerController:
@@ -293,7 +307,7 @@ class ZVLayerController:
         self._pending = True
         # nothing on screen yet (a store opened in the background): load on the next turn
         # of the event loop, once the viewer has placed the new layers
-        empty = self.vertex_count == 0 and self._held.key is None
+        empty = self.vertex_count == 0 and self._shown.key is None
         self._debounced.setTimeout(0 if empty else int(get_settings().debounce_ms))
         self._debounced()
 
@@ -315,8 +329,8 @@ class ZVLayerController:
         """Manage ``layer`` (its ``metadata["zarr_vectors"]["role"]`` names its part)."""
         if not self._layers.add(layer):  # the bounds box
             return
-        meta = layer.metadata[META]
-        self.vertex_count = max(self.vertex_count, int(meta.get("vertex_count", 0) or 0))
+        count = int(layer.metadata[META].get("vertex_count", 0) or 0)
+        self._shown = replace(self._shown, vertex_count=max(self.vertex_count, count))
         self._write_metadata(layer)
 
     def default_colours(self) -> None:
@@ -394,7 +408,7 @@ class ZVLayerController:
             budget=self.vertex_budget,
             locked=self._locked,
             allowed_ids=self._allowed,
-            current_key=self._held.key,
+            current_key=self._shown.key,
             force=force,
             progressive=self.vertex_count == 0,
             # an overview fill is drawn in a canvas: none to read for a viewer without one
@@ -469,9 +483,9 @@ class ZVLayerController:
         if result.unchanged:
             # nothing to load, but chunks found unreadable since (e.g. by the reader's first
             # read) are still left out
-            unreadable = [f for _, f in result.unreadable]
-            if unreadable != self._unreadable:
-                self._unreadable = unreadable
+            unreadable = tuple(f for _, f in result.unreadable)
+            if unreadable != self._shown.unreadable:
+                self._shown = replace(self._shown, unreadable=unreadable)
                 for layer in self.layers:
                     self._write_metadata(layer)
             self._status(self.summary())
@@ -509,15 +523,10 @@ class ZVLayerController:
     def apply(self, result: LoadResult) -> None:
         """Put a finished load on screen (UI thread): swap data into the layers, restore
         their colouring, update metadata and status, emit signals."""
-        old_level = self._held.level
+        old_level = self._shown.level
         viewer = self.viewer
         self._layers.swap_in(viewer, result.layer_data, partial(self._append_layer, viewer))
-        self._held = _Held(result.level, np.array(result.chunks, np.int64), result.key)
-        self.vertex_count = int(result.vertex_count)
-        self.trimmed = int(result.trimmed)
-        self._unreadable = [f for _, f in result.unreadable]
-        self._not_fetched = [".".join(map(str, c)) for c, _ in result.failed]
-        self.view_share = self._show_fill(result)
+        self._shown = Shown.of(result, self._show_fill(result))
         for layer in self.layers:
             self._write_metadata(layer)
         if result.failed:
@@ -546,28 +555,11 @@ class ZVLayerController:
         """The level line: store (when ``named``), level (locked?), chunks and vertices shown,
         what part of the view that is and what was left out. Shown in ``viewer.status`` after
         each load and after the layer name in the hover status (:mod:`.hover`)."""
-        text = (
-            f"{f'{self.store.name}: ' if named else ''}level {self.level}"
-            f"{' (locked)' if self._locked is not None else ''}, "
-            f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices drawn"
+        return self._shown.summary(
+            self.store.name if named else None,
+            item_label(self.store.geometry_type),
+            locked=self._locked is not None,
         )
-        part = self.view_share.describe(item_label(self.store.geometry_type))
-        for note in (part, self.view_share.simplified_note):
-            if note:
-                text += f"; {note}"
-        if self.trimmed:
-            text += f"; {self.trimmed:,} chunks of the view not read (too many to read at once)"
-        if self.left_out:
-            files = ", ".join(self.left_out[:3]) + (", …" if len(self.left_out) > 3 else "")
-            text += f"; {len(self.left_out):,} unreadable chunk(s) left out ({files})"
-        return text
-
-    @property
-    def left_out(self) -> list[str]:
-        """What the shown chunks lack: the stored file (or chunk key) of each chunk that
-        could not be read, the undecodable ones first (counted in :meth:`summary` on every
-        load, also after the core's one warning)."""
-        return [*self._unreadable, *self._not_fetched]
 
     def _status(self, text: str) -> None:
         viewer = self.viewer
@@ -575,16 +567,7 @@ class ZVLayerController:
             viewer.status = text
 
     def _write_metadata(self, layer: Layer) -> None:
-        meta = layer.metadata.setdefault(META, {})
-        meta["level"] = int(self._held.level)
-        meta["chunks"] = np.asarray(self._held.chunks, dtype=np.int64).tolist()
-        meta["locked_level"] = self._locked
-        meta["vertex_budget"] = int(self.vertex_budget)
-        meta["vertices_shown"] = int(self.vertex_count)
-        # incl. the budget what is on screen was cut to (an adaptive budget moves)
-        meta.update(self.view_share.as_metadata())
-        meta["chunks_not_read"] = int(self.trimmed)
-        meta["chunks_left_out"] = list(self.left_out)
+        self._shown.write_metadata(layer, locked_level=self._locked, budget=self.vertex_budget)
 
     def __repr__(self) -> str:
         return (
