@@ -59,10 +59,10 @@ def test_tracks300_opens_whole_in_3d_and_stays_whole(make_napari_viewer, qtbot, 
     assert track_ids(lines) == set(range(len(ids))) or len(track_ids(lines)) == 300
     # the camera is fitted to the data: every vertex is inside the visible box
     assert c.view_share.fraction == 1.0 and c.view_share.items_in_view == 300
-    key = c._held.key
+    key = c._shown.key
     for _ in move_camera(viewer, qtbot, c):
         assert len(lines.data) == 14_576  # never thinned, never cropped
-        assert c._held.key == key  # nothing reloaded while the camera moved
+        assert c._shown.key == key  # nothing reloaded while the camera moved
     assert "showing" not in viewer.status  # nothing left out to report
 
 

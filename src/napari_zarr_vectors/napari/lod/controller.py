@@ -25,10 +25,9 @@ reader get a controller automatically (:mod:`.session`); scripts use
 from __future__ import annotations
 
 import time
-import uuid
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -36,9 +35,7 @@ import numpy as np
 from psygnal import Signal, SignalGroup
 
 from napari_zarr_vectors.napari._napari_compat import canvas_widget
-from napari_zarr_vectors.napari.colour.live import ColourMemory, capture, forget_colour
-from napari_zarr_vectors.napari.conventions import meta_of
-from napari_zarr_vectors.napari.layerdata.build import META, LayerData
+from napari_zarr_vectors.napari.layerdata.build import META
 from napari_zarr_vectors.napari.lod import camera, gc_pauses, line_draw, overview_fill
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod.cache import shared_cache
@@ -51,13 +48,13 @@ from napari_zarr_vectors.napari.lod.loader import (
 )
 from napari_zarr_vectors.napari.lod.overview_fill import FillRows
 from napari_zarr_vectors.napari.lod.settings import get_settings, store_budget
-from napari_zarr_vectors.napari.lod.swap import batched, new_layer, swap, swap_empty
+from napari_zarr_vectors.napari.lod.shown import Shown
+from napari_zarr_vectors.napari.lod.store_layers import StoreLayers
 from napari_zarr_vectors.napari.lod.viewer_layers import hold_paint
 from napari_zarr_vectors.napari.open_stores import (
     OpenStore,
     open_entries,
     open_store_for,
-    register,
 )
 from napari_zarr_vectors.napari.tasks import LoadJob, report_error
 
@@ -95,18 +92,6 @@ class ControllerEvents(SignalGroup):
     loading = Signal(int, int)
 
 
-@dataclass(frozen=True)
-class _Held:
-    """What the layers hold: the level, its chunks and the plan key they were loaded for."""
-
-    level: int
-    chunks: np.ndarray
-    key: tuple | None
-
-    def __post_init__(self) -> None:
-        self.chunks.setflags(write=False)  # handed out by ZVLayerController.chunks
-
-
 class ZVLayerController:
     """View-driven level of detail for the layers of one opened store.
 
@@ -128,6 +113,9 @@ class ZVLayerController:
         What the layers hold now (``level``, ``chunks``, plan ``key``).
     share
         What part of the view they show (:attr:`view_share`).
+
+    What the layers show (level, chunks, vertices, what was left out) is one
+    :class:`.shown.Shown`, replaced after every load; the attributes below read it.
     """
 
     def __init__(
@@ -149,8 +137,8 @@ class ZVLayerController:
         self.open_store = OpenStore(store, controller=self)
         self.loader = loader if loader is not None else Loader(store, shared_cache())
         self._viewer_ref = weakref.ref(viewer)
-        self._layer_refs: dict[str, weakref.ref] = {}
-        self._bounds_ref: weakref.ref | None = None
+        #: the store's layers, their colouring and the seconds the last swap spent on them
+        self._layers = StoreLayers(store, self.open_store)
         self._vertex_budget = None if vertex_budget is None else int(vertex_budget)
         self._locked: int | None = None
         self._allowed: np.ndarray | None = None
@@ -159,26 +147,23 @@ class ZVLayerController:
         self._progress: Any = None
         self._started_at = 0.0
         self._closed = False
-        self._colour: dict[str, ColourMemory] = {}
         #: load on the calling (UI) thread instead of a worker: for benchmarks and scripts
         #: that want every refresh finished before the next line (the UI blocks meanwhile)
         self.synchronous = False
         self.last_update_seconds = 0.0
-        #: of the last swap, the seconds spent swapping the layers' data
-        self._layer_seconds = 0.0
-        self.trimmed = 0
-        #: stored files of the shown chunks whose bytes do not decode, and keys of the chunks
-        #: whose fetch failed: what the layers lack (:attr:`left_out`)
-        self._unreadable: list[str] = []
-        self._not_fetched: list[str] = []
-        #: what part of the view the layers show (the object subset, what was left out)
-        self.view_share = share if share is not None else ViewShare()
-        #: what the layers hold, counted as the budget counts (the reader's first read)
-        self.vertex_count = int(self.view_share.vertices_shown)
+        share = share if share is not None else ViewShare()
         if held is None:
             level = lod.initial_level(store.levels, self.vertex_budget)
             held = (level, np.empty((0, store.levels[0].key_ndim), np.int64), None)
-        self._held = _Held(int(held[0]), np.array(held[1], dtype=np.int64), held[2])
+        #: what the layers show; the vertices counted as the budget counts (the reader's
+        #: first read)
+        self._shown = Shown(
+            int(held[0]),
+            np.array(held[1], dtype=np.int64),
+            held[2],
+            vertex_count=int(share.vertices_shown),
+            share=share,
+        )
 
         from superqt.utils import qdebounced
 
@@ -187,7 +172,7 @@ class ZVLayerController:
         self._pending = False
 
         if bounds_layer is not None:
-            self._add_bounds(bounds_layer)
+            self._layers.add_bounds(bounds_layer)
         for layer in layers:
             self.add_layer(layer)
         self._connect(viewer)
@@ -202,22 +187,43 @@ class ZVLayerController:
     @property
     def layers(self) -> list[Layer]:
         """The store's data layers (not the bounds box), in the order they were added."""
-        out = [r() for r in self._layer_refs.values()]
-        return [layer for layer in out if layer is not None]
+        return self._layers.layers
 
     @property
     def bounds_layer(self) -> Any:
-        return None if self._bounds_ref is None else self._bounds_ref()
+        return self._layers.bounds_layer
 
     @property
     def level(self) -> int:
         """The level on screen."""
-        return self._held.level
+        return self._shown.level
 
     @property
     def chunks(self) -> np.ndarray:
         """``(K, key_ndim)`` chunk coordinates on screen (read-only)."""
-        return self._held.chunks
+        return self._shown.chunks
+
+    @property
+    def vertex_count(self) -> int:
+        """The vertices on screen, counted as the budget counts."""
+        return self._shown.vertex_count
+
+    @property
+    def trimmed(self) -> int:
+        """Chunks of the view not read (too many to read at once)."""
+        return self._shown.trimmed
+
+    @property
+    def view_share(self) -> ViewShare:
+        """What part of the view the layers show (the object subset, what was left out)."""
+        return self._shown.share
+
+    @property
+    def left_out(self) -> list[str]:
+        """What the shown chunks lack: the stored file (or chunk key) of each chunk that
+        could not be read, the undecodable ones first (counted in :meth:`summary` on every
+        load, also after the core's one warning)."""
+        return self._shown.left_out
 
     @property
     def controller(self) -> ZVLayerController:
@@ -301,7 +307,7 @@ class ZVLayerController:
         self._pending = True
         # nothing on screen yet (a store opened in the background): load on the next turn
         # of the event loop, once the viewer has placed the new layers
-        empty = self.vertex_count == 0 and self._held.key is None
+        empty = self.vertex_count == 0 and self._shown.key is None
         self._debounced.setTimeout(0 if empty else int(get_settings().debounce_ms))
         self._debounced()
 
@@ -321,40 +327,23 @@ class ZVLayerController:
     # -- layers --------------------------------------------------------------------------
     def add_layer(self, layer: Layer) -> None:
         """Manage ``layer`` (its ``metadata["zarr_vectors"]["role"]`` names its part)."""
-        meta = layer.metadata.setdefault(META, {})
-        role = meta.get("role", f"layer{len(self._layer_refs)}")
-        if role == "bounds":
-            self._add_bounds(layer)
+        if not self._layers.add(layer):  # the bounds box
             return
-        self._layer_refs[role] = weakref.ref(layer)
-        register(layer, self.open_store)
-        self._colour[role] = ColourMemory(applied=capture(layer))
-        self.vertex_count = max(self.vertex_count, int(meta.get("vertex_count", 0) or 0))
+        count = int(layer.metadata[META].get("vertex_count", 0) or 0)
+        self._shown = replace(self._shown, vertex_count=max(self.vertex_count, count))
         self._write_metadata(layer)
 
     def default_colours(self) -> None:
         """Forget every colour choice on the store's layers (the Colour by dock's, and what
         was chosen through napari's layer controls) and reload them: the swap draws the
         builders' default colours again."""
-        for role, ref in self._layer_refs.items():
-            layer = ref()
-            if layer is not None:
-                forget_colour(layer)
-                self._colour[role] = ColourMemory(applied=capture(layer))
+        self._layers.forget_colours()
         self.refresh(force=True)
 
     def _append_layer(self, viewer: Viewer, layer: Layer) -> None:
         """Manage ``layer`` and put it in ``viewer``."""
         self.add_layer(layer)
         viewer.layers.append(layer)
-
-    def _add_bounds(self, layer: Layer) -> None:
-        self._bounds_ref = weakref.ref(layer)
-        register(layer, self.open_store)
-
-    def _layer(self, role: str) -> Any:
-        ref = self._layer_refs.get(role)
-        return None if ref is None else ref()
 
     # -- viewer events -------------------------------------------------------------------
     def _connect(self, viewer: Viewer) -> None:
@@ -419,7 +408,7 @@ class ZVLayerController:
             budget=self.vertex_budget,
             locked=self._locked,
             allowed_ids=self._allowed,
-            current_key=self._held.key,
+            current_key=self._shown.key,
             force=force,
             progressive=self.vertex_count == 0,
             # an overview fill is drawn in a canvas: none to read for a viewer without one
@@ -494,9 +483,9 @@ class ZVLayerController:
         if result.unchanged:
             # nothing to load, but chunks found unreadable since (e.g. by the reader's first
             # read) are still left out
-            unreadable = [f for _, f in result.unreadable]
-            if unreadable != self._unreadable:
-                self._unreadable = unreadable
+            unreadable = tuple(f for _, f in result.unreadable)
+            if unreadable != self._shown.unreadable:
+                self._shown = replace(self._shown, unreadable=unreadable)
                 for layer in self.layers:
                     self._write_metadata(layer)
             self._status(self.summary())
@@ -508,11 +497,11 @@ class ZVLayerController:
         layers' data swaps (on the draw path in use) apart from the rest. The frame that
         draws it comes in a turn of its own (:func:`.viewer_layers.hold_paint`)."""
         hold_paint(self.viewer)
-        self._layer_seconds = 0.0
+        self._layers.seconds = 0.0
         t0 = time.perf_counter()
         self.apply(result)
         self.last_update_seconds = time.perf_counter() - t0
-        fixed = self.last_update_seconds - self._layer_seconds  # not the layers' data
+        fixed = self.last_update_seconds - self._layers.seconds  # not the layers' data
         get_settings().swap_cost.observe(self.last_update_seconds, self.vertex_count, fixed)
 
     def _open_progress(self, p: Progress) -> None:
@@ -534,40 +523,10 @@ class ZVLayerController:
     def apply(self, result: LoadResult) -> None:
         """Put a finished load on screen (UI thread): swap data into the layers, restore
         their colouring, update metadata and status, emit signals."""
-        old_level = self._held.level
-        new = {meta_of(kw)["role"]: (data, kw, kind) for data, kw, kind in result.layer_data}  # type: ignore[index]  # the loader's layer data carry their block
+        old_level = self._shown.level
         viewer = self.viewer
-        present = {id(layer) for layer in viewer.layers} if viewer is not None else set()
-        for role in list(self._layer_refs):
-            layer = self._layer(role)
-            if layer is None or id(layer) not in present:  # deleted by the user: leave it
-                new.pop(role, None)
-                continue
-            if role in new:
-                self._update_layer(role, layer, new.pop(role))
-            else:
-                self._empty_layer(role, layer)
-        for role, item in new.items():  # roles the view had no data for until now
-            if viewer is None:
-                break
-            data, kwargs, kind = item
-            meta = kwargs.setdefault("metadata", {}).setdefault(META, {})
-            meta["session"] = self._session_token()
-            t0 = time.perf_counter()
-            new_layer(
-                data,
-                kwargs,
-                kind,
-                add=partial(self._append_layer, viewer),
-                fill=partial(self._update_layer, role, item=item),
-            )
-            self._layer_seconds += time.perf_counter() - t0
-        self._held = _Held(result.level, np.array(result.chunks, np.int64), result.key)
-        self.vertex_count = int(result.vertex_count)
-        self.trimmed = int(result.trimmed)
-        self._unreadable = [f for _, f in result.unreadable]
-        self._not_fetched = [".".join(map(str, c)) for c, _ in result.failed]
-        self.view_share = self._show_fill(result)
+        self._layers.swap_in(viewer, result.layer_data, partial(self._append_layer, viewer))
+        self._shown = Shown.of(result, self._show_fill(result))
         for layer in self.layers:
             self._write_metadata(layer)
         if result.failed:
@@ -592,39 +551,15 @@ class ZVLayerController:
         drawn = overview_fill.show(layer, fill) if layer is not None else None
         return result.share if drawn is not None else result.share.without_fill()
 
-    def _session_token(self) -> str:
-        for layer in self.layers:
-            token = (meta_of(layer) or {}).get("session")
-            if token:
-                return token
-        return uuid.uuid4().hex
-
     def summary(self, *, named: bool = True) -> str:
         """The level line: store (when ``named``), level (locked?), chunks and vertices shown,
         what part of the view that is and what was left out. Shown in ``viewer.status`` after
         each load and after the layer name in the hover status (:mod:`.hover`)."""
-        text = (
-            f"{f'{self.store.name}: ' if named else ''}level {self.level}"
-            f"{' (locked)' if self._locked is not None else ''}, "
-            f"{len(self.chunks):,} chunks, {self.vertex_count:,} vertices drawn"
+        return self._shown.summary(
+            self.store.name if named else None,
+            item_label(self.store.geometry_type),
+            locked=self._locked is not None,
         )
-        part = self.view_share.describe(item_label(self.store.geometry_type))
-        for note in (part, self.view_share.simplified_note):
-            if note:
-                text += f"; {note}"
-        if self.trimmed:
-            text += f"; {self.trimmed:,} chunks of the view not read (too many to read at once)"
-        if self.left_out:
-            files = ", ".join(self.left_out[:3]) + (", …" if len(self.left_out) > 3 else "")
-            text += f"; {len(self.left_out):,} unreadable chunk(s) left out ({files})"
-        return text
-
-    @property
-    def left_out(self) -> list[str]:
-        """What the shown chunks lack: the stored file (or chunk key) of each chunk that
-        could not be read, the undecodable ones first (counted in :meth:`summary` on every
-        load, also after the core's one warning)."""
-        return [*self._unreadable, *self._not_fetched]
 
     def _status(self, text: str) -> None:
         viewer = self.viewer
@@ -632,39 +567,7 @@ class ZVLayerController:
             viewer.status = text
 
     def _write_metadata(self, layer: Layer) -> None:
-        meta = layer.metadata.setdefault(META, {})
-        meta["level"] = int(self._held.level)
-        meta["chunks"] = np.asarray(self._held.chunks, dtype=np.int64).tolist()
-        meta["locked_level"] = self._locked
-        meta["vertex_budget"] = int(self.vertex_budget)
-        meta["vertices_shown"] = int(self.vertex_count)
-        # incl. the budget what is on screen was cut to (an adaptive budget moves)
-        meta.update(self.view_share.as_metadata())
-        meta["chunks_not_read"] = int(self.trimmed)
-        meta["chunks_left_out"] = list(self.left_out)
-
-    def _update_layer(self, role: str, layer: Layer, item: LayerData) -> None:
-        data, kwargs, kind = item
-        memory = self._colour[role]
-        memory.observe(capture(layer))
-        t0 = time.perf_counter()
-        with batched(layer):
-            swap(layer, data, kwargs, memory)
-        self._layer_seconds += time.perf_counter() - t0
-        memory.applied = capture(layer)
-        meta = layer.metadata.setdefault(META, {})
-        new_meta = kwargs.get("metadata", {}).get(META, {})
-        for key in ("vertex_count", "colour_by", "categories", "object_columns"):
-            if key in new_meta:
-                meta[key] = new_meta[key]
-
-    def _empty_layer(self, role: str, layer: Layer) -> None:
-        memory = self._colour[role]
-        memory.observe(capture(layer))
-        with batched(layer):
-            swap_empty(layer, self.store)
-        memory.applied = capture(layer)
-        layer.metadata.setdefault(META, {})["vertex_count"] = 0
+        self._shown.write_metadata(layer, locked_level=self._locked, budget=self.vertex_budget)
 
     def __repr__(self) -> str:
         return (
