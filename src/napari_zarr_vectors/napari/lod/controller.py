@@ -36,9 +36,10 @@ from psygnal import Signal, SignalGroup
 
 from napari_zarr_vectors.napari._napari_compat import canvas_widget
 from napari_zarr_vectors.napari.layerdata.build import META
-from napari_zarr_vectors.napari.lod import camera, gc_pauses, line_draw, overview_fill
+from napari_zarr_vectors.napari.lod import camera, gc_pauses, overview_fill
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod.cache import shared_cache
+from napari_zarr_vectors.napari.lod.load_progress import LoadProgress
 from napari_zarr_vectors.napari.lod.loader import (
     Loader,
     LoadRequest,
@@ -46,10 +47,10 @@ from napari_zarr_vectors.napari.lod.loader import (
     Progress,
     ViewShare,
 )
-from napari_zarr_vectors.napari.lod.overview_fill import FillRows
 from napari_zarr_vectors.napari.lod.settings import get_settings, store_budget
 from napari_zarr_vectors.napari.lod.shown import Shown
 from napari_zarr_vectors.napari.lod.store_layers import StoreLayers
+from napari_zarr_vectors.napari.lod.view_watch import ViewWatch
 from napari_zarr_vectors.napari.lod.viewer_layers import hold_paint
 from napari_zarr_vectors.napari.open_stores import (
     OpenStore,
@@ -144,8 +145,7 @@ class ZVLayerController:
         self._allowed: np.ndarray | None = None
         self._generation = 0
         self._worker: Any = None
-        self._progress: Any = None
-        self._started_at = 0.0
+        self._progress = LoadProgress(store.name)
         self._closed = False
         #: load on the calling (UI) thread instead of a worker: for benchmarks and scripts
         #: that want every refresh finished before the next line (the UI blocks meanwhile)
@@ -175,7 +175,7 @@ class ZVLayerController:
             self._layers.add_bounds(bounds_layer)
         for layer in layers:
             self.add_layer(layer)
-        self._connect(viewer)
+        self._watch = ViewWatch(viewer, self._on_view_event, self._on_layer_removed)
         if autostart:
             self.schedule()
 
@@ -319,10 +319,10 @@ class ZVLayerController:
         gc_pauses.thaw()
         self._cancel_pending()
         self._cancel_worker()
-        self._close_progress()
+        self._progress.close()
         viewer = self.viewer
         if viewer is not None:
-            self._disconnect(viewer)
+            self._watch.stop(viewer)
 
     # -- layers --------------------------------------------------------------------------
     def add_layer(self, layer: Layer) -> None:
@@ -346,31 +346,6 @@ class ZVLayerController:
         viewer.layers.append(layer)
 
     # -- viewer events -------------------------------------------------------------------
-    def _connect(self, viewer: Viewer) -> None:
-        cam = viewer.scene.camera.events
-        dims = viewer.dims.events
-        self._sources = [
-            cam.center,
-            cam.zoom,
-            cam.angles,
-            cam.perspective,
-            dims.point,
-            dims.ndisplay,
-            dims.order,
-            dims.margin_left,
-            dims.margin_right,
-            viewer.canvas.events.size,
-        ]
-        for emitter in self._sources:
-            emitter.connect(self._on_view_event)
-        viewer.layers.events.removed.connect(self._on_layer_removed)
-        gc_pauses.thaw_on_close(viewer)
-
-    def _disconnect(self, viewer: Viewer) -> None:
-        for emitter in getattr(self, "_sources", []):
-            emitter.disconnect(self._on_view_event)
-        viewer.layers.events.removed.disconnect(self._on_layer_removed)
-
     def _on_view_event(self, event: Event | None = None) -> None:
         self.schedule()
 
@@ -423,7 +398,7 @@ class ZVLayerController:
         self._cancel_worker()
         req = self.request(force=force)
         generation = self._generation
-        self._started_at = time.perf_counter()
+        self._progress.start()
         if self.synchronous:
             try:
                 result = self.loader.load(req)
@@ -448,7 +423,7 @@ class ZVLayerController:
     def _on_finished(self, worker: Any) -> None:
         if self._worker is worker:
             self._worker = None
-            self._close_progress()
+            self._progress.close()
             viewer = None if self._closed or self.is_loading else self.viewer
             if viewer is not None and self.vertex_count:
                 gc_pauses.freeze_long_lived(viewer.layers)  # settled: see gc_pauses
@@ -456,7 +431,7 @@ class ZVLayerController:
     def _on_error(self, exc: Exception) -> None:
         """A load failed as a whole: the layers keep what they show, napari shows the error
         (:func:`.tasks.report_error`, as for every background job)."""
-        self._close_progress()
+        self._progress.close()
         self._status(f"{self.store.name}: loading failed ({type(exc).__name__}: {exc})")
         report_error(exc)
 
@@ -470,16 +445,12 @@ class ZVLayerController:
             self._status(
                 f"{self.store.name}: loading level {p.level}, {p.done:,}/{p.total:,} chunks"
             )
-            if self._progress is None and time.perf_counter() - self._started_at > 0.25:
-                self._open_progress(p)
-            if self._progress is not None:
-                self._progress.n = p.done
-                self._progress.update(0)
+            self._progress.update(p)
 
     def _on_result(self, result: LoadResult | None) -> None:
         if result is None or result.generation != self._generation or self._closed:
             return
-        self._close_progress()
+        self._progress.close()
         if result.unchanged:
             # nothing to load, but chunks found unreadable since (e.g. by the reader's first
             # read) are still left out
@@ -504,21 +475,6 @@ class ZVLayerController:
         fixed = self.last_update_seconds - self._layers.seconds  # not the layers' data
         get_settings().swap_cost.observe(self.last_update_seconds, self.vertex_count, fixed)
 
-    def _open_progress(self, p: Progress) -> None:
-        try:
-            from napari.utils import progress
-
-            self._progress = progress(
-                total=p.total, desc=f"{self.store.name}: level {p.level}", gui=True
-            )
-        except Exception:  # noqa: BLE001 - progress is a nicety
-            self._progress = None
-
-    def _close_progress(self) -> None:
-        pbar, self._progress = self._progress, None
-        if pbar is not None:
-            pbar.close()
-
     # -- applying a result (UI thread) ---------------------------------------------------
     def apply(self, result: LoadResult) -> None:
         """Put a finished load on screen (UI thread): swap data into the layers, restore
@@ -526,7 +482,7 @@ class ZVLayerController:
         old_level = self._shown.level
         viewer = self.viewer
         self._layers.swap_in(viewer, result.layer_data, partial(self._append_layer, viewer))
-        self._shown = Shown.of(result, self._show_fill(result))
+        self._shown = Shown.of(result, overview_fill.show_result(self.layers, result))
         for layer in self.layers:
             self._write_metadata(layer)
         if result.failed:
@@ -539,17 +495,6 @@ class ZVLayerController:
         if result.level != old_level:
             self.events.level_changed.emit(int(result.level))
         self.events.refreshed.emit()
-
-    def _show_fill(self, result: LoadResult) -> ViewShare:
-        """Draw ``result``'s overview fill behind the streamline layer (or none: the layer
-        is gone, napari's draw path is in use, no canvas); the share says what is drawn."""
-        layer = next((x for x in self.layers if getattr(x, "_type_string", "") == "tracks"), None)
-        fill = None
-        if layer is not None and result.fill is not None and line_draw.drawing_of(layer):
-            data, kwargs, _ = result.fill
-            fill = FillRows(np.asarray(data), dict(kwargs.get("features", {})))
-        drawn = overview_fill.show(layer, fill) if layer is not None else None
-        return result.share if drawn is not None else result.share.without_fill()
 
     def summary(self, *, named: bool = True) -> str:
         """The level line: store (when ``named``), level (locked?), chunks and vertices shown,

@@ -49,7 +49,11 @@ from napari_zarr_vectors.napari.lod import line_draw
 from napari_zarr_vectors.napari.lod.viewer_layers import later
 
 if TYPE_CHECKING:
-    from napari.layers import Tracks
+    from collections.abc import Sequence
+
+    from napari.layers import Layer, Tracks
+
+    from napari_zarr_vectors.napari.lod.load_values import LoadResult, ViewShare
 
 #: vertices drawn per batch (one batch at least per turn)
 BATCH_VERTICES = 15_000
@@ -480,3 +484,15 @@ def show(layer: Tracks, fill: FillRows | None) -> OverviewFill | None:
         _FILLS[layer] = current
     current.set_rows(fill)
     return current
+
+
+def show_result(layers: Sequence[Layer], result: LoadResult) -> ViewShare:
+    """Draw a load's overview fill behind its streamline layer (or none: the layer is
+    gone, napari's draw path is in use, no canvas); the share says what is drawn."""
+    layer = next((x for x in layers if getattr(x, "_type_string", "") == "tracks"), None)
+    fill = None
+    if layer is not None and result.fill is not None and line_draw.drawing_of(layer):
+        data, kwargs, _ = result.fill
+        fill = FillRows(np.asarray(data), dict(kwargs.get("features", {})))
+    drawn = show(layer, fill) if layer is not None else None
+    return result.share if drawn is not None else result.share.without_fill()
