@@ -6,6 +6,7 @@ GUI tests: run under Xvfb (``xvfb-run -a python -m pytest tests/napari -m gui``)
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -212,12 +213,16 @@ def test_resident_vertices_never_exceed_the_budget(make_napari_viewer, qtbot):
 # --------------------------------------------------------------------------------------------
 
 
-def slow_prefetch(monkeypatch, store, seconds: float, calls: list | None = None):
+def slow_prefetch(
+    monkeypatch, store, seconds: float, calls: list | None = None, threads: list | None = None
+):
     real = store.prefetch
 
     def prefetch(level, chunks, cache, **kw):
         if calls is not None:
             calls.append(len(chunks))
+        if threads is not None:
+            threads.append(threading.current_thread())
         time.sleep(seconds)
         return real(level, chunks, cache, **kw)
 
@@ -227,25 +232,19 @@ def slow_prefetch(monkeypatch, store, seconds: float, calls: list | None = None)
 def test_loading_runs_off_the_ui_thread_and_reports_progress(
     make_napari_viewer, qtbot, monkeypatch
 ):
-    from qtpy.QtCore import QTimer
-
     viewer = make_napari_viewer()
     c = opened(viewer, qtbot, v07_store("points"), vertex_budget=1_000, lock_level=0)
     c.loader.batch_chunks = 16
-    slow_prefetch(monkeypatch, c.store, 0.5)  # a batch fetched on the UI thread: a 0.5 s gap
+    threads: list = []
+    slow_prefetch(monkeypatch, c.store, 0.1, threads=threads)
     progress = []
     c.events.loading.connect(lambda done, total: progress.append((done, total)))
-    ticks = []
-    timer = QTimer()
-    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
-    timer.start(10)
-    to_3d(viewer, qtbot, c)  # all 63 chunks: 4 slow batches
-    timer.stop()
+    to_3d(viewer, qtbot, c)  # all 63 chunks: 4 batches
     total = len(c.store.chunks(0))
     assert progress == [(0, total), *((d, total) for d in range(16, total, 16)), (total, total)]
     assert c.level == 0 and len(c.chunks) == total
-    gaps = np.diff(ticks)
-    assert len(ticks) > 100 and gaps.max() < 0.3, f"UI thread stalled {gaps.max():.3f} s"
+    # every batch was fetched on a worker, none on the UI thread
+    assert len(threads) >= 4 and threading.main_thread() not in threads
 
 
 def test_a_newer_view_cancels_the_running_load(make_napari_viewer, qtbot, monkeypatch):
