@@ -85,6 +85,7 @@ def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_
     qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
     # opacity and visibility follow the layer
     layer.opacity = 0.0
+    assert fill.complete  # opacity is applied over the picture: it is not drawn again
     assert _blue_pixels(viewer) == 0
     layer.opacity = 1.0
     layer.visible = False

@@ -58,8 +58,9 @@ class LineDrawing:
         self._layer_ref = weakref.ref(layer)
         self._napari_line = tracks_line_node(node)
         self.line = _coverable_line()(method="gl", antialias=ANTIALIAS, parent=node)
-        #: bumped whenever what the line draws changes (rows, colours, look)
+        #: bumped whenever what the line draws changes (rows, colours, width, blending)
         self.version = 0
+        self._look: tuple[float, str] | None = None
         self._handlers: list[tuple[Any, Any]] = []
         for names, handler in (
             (_LOOK_EVENTS, self.sync_look),
@@ -113,7 +114,10 @@ class LineDrawing:
         if self._napari_line is not None:
             copy_gl_state(self._napari_line, self.line)
         self.line.set_data(width=float(layer.tail_width))
-        self.version += 1
+        look = (float(layer.tail_width), str(layer.blending))
+        if look != self._look:  # what a picture of the line holds (opacity is applied over it)
+            self._look = look
+            self.version += 1
 
     def cover(self, covered: Callable[[], bool] | None) -> None:
         """Skip the line in frames for which ``covered()`` is true (a picture on screen
