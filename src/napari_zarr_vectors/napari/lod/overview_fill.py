@@ -293,9 +293,10 @@ class OverviewFill:
             return
         drawing.cover(self.fresh)
         line = drawing.line
+        joins = _joins(line)
         self._own = [
-            self._own_lines.line(k, line, _part_of(line, a, b))
-            for k, (a, b) in enumerate(_own_cuts(line))
+            self._own_lines.line(k, line, _part_of(line, joins, a, b))
+            for k, (a, b) in enumerate(_cuts(joins, OWN_BATCH_VERTICES))
         ]
 
     def _draw_batches(self, canvas: Any, layer: Tracks, start: float) -> None:
@@ -384,28 +385,22 @@ def _batches(rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]
     return [(rows[a:b], joins[a:b], np.arange(a, b)) for a, b in _cuts(joins, BATCH_VERTICES)]
 
 
-def _own_cuts(line: Any) -> list[tuple[int, int]]:
-    """Batches of :data:`OWN_BATCH_VERTICES` of a line drawing's vispy line."""
-    pos = line.pos
-    if pos is None or not len(pos):
-        return []
+def _joins(line: Any) -> np.ndarray:
+    """Per vertex of vispy ``line``: whether it joins the next one (its ``connect`` mask,
+    or one strip)."""
+    n = 0 if line.pos is None else len(line.pos)
     connect = line.connect
-    joins = (
-        np.asarray(connect, bool)
-        if isinstance(connect, np.ndarray) and connect.ndim == 1
-        else np.ones(len(pos), bool)
-    )
-    return _cuts(joins[: len(pos)], OWN_BATCH_VERTICES)
+    if isinstance(connect, np.ndarray) and connect.ndim == 1:
+        return np.asarray(connect, bool)[:n]
+    return np.arange(n) < n - 1
 
 
-def _part_of(line: Any, a: int, b: int) -> dict:
+def _part_of(line: Any, joins: np.ndarray, a: int, b: int) -> dict:
     """The ``set_data`` of rows ``[a, b)`` of vispy ``line`` (positions, breaks, colours)."""
     colour = line.color
     if isinstance(colour, np.ndarray) and colour.ndim == 2:
         colour = colour[a:b]
-    connect = line.connect
-    joins = connect[a:b] if isinstance(connect, np.ndarray) and connect.ndim == 1 else "strip"
-    return {"pos": line.pos[a:b], "connect": joins, "color": colour}
+    return {"pos": line.pos[a:b], "connect": joins[a:b], "color": colour}
 
 
 class _LinePool:
