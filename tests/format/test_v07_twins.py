@@ -48,17 +48,9 @@ from _truth import (
 )
 
 import napari_zarr_vectors as nzv
+from data_paths import V09_STORES
 
-TWINS = [
-    "points",
-    "points_binned",
-    "lines",
-    "polylines",
-    "streamlines",
-    "graph",
-    "skeleton",
-    "mesh",
-]
+TWINS = list(V09_STORES)  # the 0.7 twins of the stores 0.9.2 writes in the run
 NUM_LEVELS = 3
 STORE_LEVELS = [pytest.param(s, L, id=f"{s}-L{L}") for s in TWINS for L in range(NUM_LEVELS)]
 OBJECT_TWINS = [s for s in TWINS if s != "points_binned"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from data_paths import data_root, recorded_digests, tree_digest
+from data_paths import V09_STORES, data_root, recorded_digests, tree_digest
 from napari_zarr_vectors.format import (
     UnsupportedVersionError,
     ZVChunkWarning,
@@ -34,16 +34,7 @@ from napari_zarr_vectors.format.loading import READ_BATCH, load_chunks
 DATA = data_root() / "v09"
 EDGE = DATA / "edge-cases"
 TWINS = DATA / "v07-twins"
-STORES = [
-    "points",
-    "points_binned",
-    "lines",
-    "polylines",
-    "streamlines",
-    "graph",
-    "skeleton",
-    "mesh",
-]
+STORES = list(V09_STORES)  # the stores zarr-vectors 0.9.2 writes in the run
 LEVELS = [0, 1, 2]
 PATH_TYPES = ("line", "polyline", "streamline")
 INT32_MIN = -(2**31)
