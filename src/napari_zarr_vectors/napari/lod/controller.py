@@ -3,8 +3,8 @@
 :class:`ZVLayerController` watches the camera and dims of the viewer its layers live in.
 Every pan, zoom, rotation, slice move, ``ndisplay`` switch or canvas resize restarts a
 debounce timer (:func:`.settings.get_settings` ``debounce_ms``); when it fires, the
-controller snapshots the view (:class:`.plan.ViewState`) on the UI thread and hands it to a
-worker thread (a :class:`~napari_zarr_vectors.napari.tasks.LoadJob`) running :meth:`.loader.Loader.run`:
+controller snapshots the view (:class:`.plan.ViewState`) on the UI thread and its
+:class:`.loads.Loads` hand it to a worker thread running :meth:`.loader.Loader.run`:
 plan a level and chunk set, fetch chunk batches into the shared cache (progress after each
 batch, cancellation between batches), assemble and build the layer data. Only the final
 swap of arrays into the existing layers runs on the UI thread, with the layers' events held
@@ -39,7 +39,6 @@ from napari_zarr_vectors.napari.layerdata.build import META
 from napari_zarr_vectors.napari.lod import camera, gc_pauses, overview_fill
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod.cache import shared_cache
-from napari_zarr_vectors.napari.lod.load_progress import LoadProgress
 from napari_zarr_vectors.napari.lod.loader import (
     Loader,
     LoadRequest,
@@ -47,6 +46,7 @@ from napari_zarr_vectors.napari.lod.loader import (
     Progress,
     ViewShare,
 )
+from napari_zarr_vectors.napari.lod.loads import Loads
 from napari_zarr_vectors.napari.lod.settings import get_settings, store_budget
 from napari_zarr_vectors.napari.lod.shown import Shown
 from napari_zarr_vectors.napari.lod.store_layers import StoreLayers
@@ -57,7 +57,6 @@ from napari_zarr_vectors.napari.open_stores import (
     open_entries,
     open_store_for,
 )
-from napari_zarr_vectors.napari.tasks import LoadJob, report_error
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -143,9 +142,7 @@ class ZVLayerController:
         self._vertex_budget = None if vertex_budget is None else int(vertex_budget)
         self._locked: int | None = None
         self._allowed: np.ndarray | None = None
-        self._generation = 0
-        self._worker: Any = None
-        self._progress = LoadProgress(store.name)
+        self._loads = Loads(self, store.name)
         self._closed = False
         #: load on the calling (UI) thread instead of a worker: for benchmarks and scripts
         #: that want every refresh finished before the next line (the UI blocks meanwhile)
@@ -285,7 +282,7 @@ class ZVLayerController:
     @property
     def is_loading(self) -> bool:
         """Whether a refresh is pending (debounce timer) or running (worker)."""
-        return bool(self._pending or self._worker is not None)
+        return bool(self._pending or self._loads.running)
 
     @property
     def closed(self) -> bool:
@@ -298,7 +295,7 @@ class ZVLayerController:
         if self._closed:
             return
         self._cancel_pending()
-        self._start(force=force)
+        self._loads.start(force=force)
 
     def schedule(self) -> None:
         """Re-plan after the debounce delay (what camera and dims events call)."""
@@ -318,8 +315,7 @@ class ZVLayerController:
         self._closed = True
         gc_pauses.thaw()
         self._cancel_pending()
-        self._cancel_worker()
-        self._progress.close()
+        self._loads.close()
         viewer = self.viewer
         if viewer is not None:
             self._watch.stop(viewer)
@@ -366,7 +362,7 @@ class ZVLayerController:
 
     def _on_timer(self) -> None:
         self._pending = False
-        self._start(force=False)
+        self._loads.start(force=False)
 
     # -- the view ------------------------------------------------------------------------
     def view_state(self) -> lod.ViewState | None:
@@ -378,7 +374,7 @@ class ZVLayerController:
     def request(self, force: bool = False) -> LoadRequest:
         """The load request for the current view and settings."""
         return LoadRequest(
-            generation=self._generation,
+            generation=self._loads.generation,
             view=self.view_state(),
             budget=self.vertex_budget,
             locked=self._locked,
@@ -390,80 +386,8 @@ class ZVLayerController:
             fill_budget=get_settings().fill_budget if canvas_widget(self.viewer) else 0,
         )
 
-    # -- loading -------------------------------------------------------------------------
-    def _start(self, force: bool) -> None:
-        if self._closed or self.viewer is None:
-            return
-        self._generation += 1
-        self._cancel_worker()
-        req = self.request(force=force)
-        generation = self._generation
-        self._progress.start()
-        if self.synchronous:
-            try:
-                result = self.loader.load(req)
-            except Exception as exc:  # noqa: BLE001 - shown like a worker's error
-                self._on_error(exc)
-                return
-            self._on_result(result)
-            return
-
-        def stale() -> bool:
-            return generation != self._generation or self._closed
-
-        job = LoadJob(self, self.loader.run, req, stale)
-        self._worker = job
-        job.start()
-
-    def _cancel_worker(self) -> None:
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.quit()
-
-    def _on_finished(self, worker: Any) -> None:
-        if self._worker is worker:
-            self._worker = None
-            self._progress.close()
-            viewer = None if self._closed or self.is_loading else self.viewer
-            if viewer is not None and self.vertex_count:
-                gc_pauses.freeze_long_lived(viewer.layers)  # settled: see gc_pauses
-
-    def _on_error(self, exc: Exception) -> None:
-        """A load failed as a whole: the layers keep what they show, napari shows the error
-        (:func:`.tasks.report_error`, as for every background job)."""
-        self._progress.close()
-        self._status(f"{self.store.name}: loading failed ({type(exc).__name__}: {exc})")
-        report_error(exc)
-
-    def _on_progress(self, p: Progress) -> None:
-        if p.generation != self._generation or self._closed:
-            return
-        if p.preview is not None:  # a first picture while the rest loads
-            self._swap(p.preview)
-        self.events.loading.emit(int(p.done), int(p.total))
-        if p.total and p.done < p.total:
-            self._status(
-                f"{self.store.name}: loading level {p.level}, {p.done:,}/{p.total:,} chunks"
-            )
-            self._progress.update(p)
-
-    def _on_result(self, result: LoadResult | None) -> None:
-        if result is None or result.generation != self._generation or self._closed:
-            return
-        self._progress.close()
-        if result.unchanged:
-            # nothing to load, but chunks found unreadable since (e.g. by the reader's first
-            # read) are still left out
-            unreadable = tuple(f for _, f in result.unreadable)
-            if unreadable != self._shown.unreadable:
-                self._shown = replace(self._shown, unreadable=unreadable)
-                for layer in self.layers:
-                    self._write_metadata(layer)
-            self._status(self.summary())
-            return
-        self._swap(result)
-
-    def _swap(self, result: LoadResult) -> None:
+    # -- loading (lod/loads.py runs the loads; LoadsOwner) -------------------------------
+    def show_load(self, result: LoadResult) -> None:
         """:meth:`apply`, timed: the adaptive budget learns what a swap costs here, the
         layers' data swaps (on the draw path in use) apart from the rest. The frame that
         draws it comes in a turn of its own (:func:`.viewer_layers.hold_paint`)."""
@@ -474,6 +398,28 @@ class ZVLayerController:
         self.last_update_seconds = time.perf_counter() - t0
         fixed = self.last_update_seconds - self._layers.seconds  # not the layers' data
         get_settings().swap_cost.observe(self.last_update_seconds, self.vertex_count, fixed)
+
+    def keep_shown(self, result: LoadResult) -> None:
+        """Nothing new to load, but chunks found unreadable since (e.g. by the reader's first
+        read) are still left out."""
+        unreadable = tuple(f for _, f in result.unreadable)
+        if unreadable != self._shown.unreadable:
+            self._shown = replace(self._shown, unreadable=unreadable)
+            for layer in self.layers:
+                self._write_metadata(layer)
+        self.show_status(self.summary())
+
+    def load_progress(self, p: Progress) -> None:
+        self.events.loading.emit(int(p.done), int(p.total))
+        if p.total and p.done < p.total:
+            self.show_status(
+                f"{self.store.name}: loading level {p.level}, {p.done:,}/{p.total:,} chunks"
+            )
+
+    def loads_settled(self) -> None:
+        viewer = None if self.is_loading else self.viewer
+        if viewer is not None and self.vertex_count:
+            gc_pauses.freeze_long_lived(viewer.layers)  # settled: see gc_pauses
 
     # -- applying a result (UI thread) ---------------------------------------------------
     def apply(self, result: LoadResult) -> None:
@@ -491,7 +437,7 @@ class ZVLayerController:
                 f"{len(result.failed)} chunk(s) could not be loaded and are left out: "
                 + "; ".join(f"{'.'.join(map(str, c))} ({msg})" for c, msg in result.failed[:5])
             )
-        self._status(self.summary())
+        self.show_status(self.summary())
         if result.level != old_level:
             self.events.level_changed.emit(int(result.level))
         self.events.refreshed.emit()
@@ -506,7 +452,7 @@ class ZVLayerController:
             locked=self._locked is not None,
         )
 
-    def _status(self, text: str) -> None:
+    def show_status(self, text: str) -> None:
         viewer = self.viewer
         if viewer is not None:
             viewer.status = text
