@@ -1026,11 +1026,16 @@ def test_a_coarse_v07_chunk_swapped_with_its_neighbour_is_reported(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "rel", ["v09/edge-cases/sparse_ids.zarrvectors", "v09/edge-cases/explicit_demo.zarrvectors"]
+    "rel",
+    [
+        "v09/edge-cases/sparse_ids.zarrvectors",
+        "v09/edge-cases/explicit_demo.zarrvectors",
+        "v07/skeleton.zarrvectors",
+    ],
 )
 def test_a_groups_folder_without_its_document_is_reported(tmp_path, rel):
-    """Fuzz seed 31, cases 224, 520, 613: ``0/groups/zarr.json`` deleted read as a store
-    without groups, silently."""
+    """Fuzz seed 31, cases 224, 520, 613 (0.9) and seed 41, case 1719 (0.7):
+    ``0/groups/zarr.json`` deleted read as a store without groups, silently."""
     path = copy_store(rel, tmp_path)
     assert nzv.open_store(path).groups()  # the clean store has groups
     (path / "0" / "groups" / "zarr.json").unlink()

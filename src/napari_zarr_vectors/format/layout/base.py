@@ -292,6 +292,12 @@ class Layout(ABC):
         error = self.error("the folder is listed but holds no array", level, path)
         warnings.warn(f"{what} left out: {error}", ZVChunkWarning, stacklevel=3)
 
+    def warn_if_listed(self, level: int, name: str, what: str) -> None:
+        """:meth:`warn_missing` when the level's folder lists ``name`` (a folder whose
+        ``zarr.json`` is gone), found absent by the caller; a store without it says nothing."""
+        if name in (self.io.list_dir_known(f"{level}", all_nodes=True) or ()):
+            self.warn_missing(level, name, what)
+
     def warn_misaligned(self, level: int, name: str, rows: int, n_objects: int) -> None:
         """Warn that object attribute ``name`` holds ``rows`` rows for ``n_objects`` objects
         (e.g. an inflated ``shape``): its rows cannot be matched to objects, it is left out."""

@@ -160,8 +160,7 @@ class V07Layout(LinksFromPart, Layout):
     def read_object_table(self, level: int) -> ObjectTable | None:
         attrs = self.attrs(f"{level}/object_index")
         if attrs is None:
-            if "object_index" in (self.io.list_dir_known(f"{level}", all_nodes=True) or ()):
-                self.warn_missing(level, "object_index", "object index")
+            self.warn_if_listed(level, "object_index", "object index")
             return None
         where = f"{level}/object_index"
         src = self.src(where, level, "object_index")
@@ -303,6 +302,7 @@ class V07Layout(LinksFromPart, Layout):
     def read_groups(self, level: int) -> GroupTable | None:
         attrs = self.attrs(f"{level}/groups")
         if attrs is None:
+            self.warn_if_listed(level, "groups", "groups")
             return None
         n_groups = int_field(attrs, "num_groups", self.src(f"{level}/groups", level), 0)
         data, offsets = self.blobs.read_many([f"{level}/groups/data", f"{level}/groups/offsets"])

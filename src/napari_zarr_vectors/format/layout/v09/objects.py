@@ -34,8 +34,7 @@ class ObjectsAndGroups:
     def table(self, level: int) -> ObjectTable | None:
         attrs = self.layout.attrs(f"{level}/object_index")
         if attrs is None:
-            if "object_index" in (self.layout.io.list_dir_known(f"{level}", all_nodes=True) or ()):
-                self.layout.warn_missing(level, "object_index", "object index")
+            self.layout.warn_if_listed(level, "object_index", "object index")
             return None
         if self._dense_index(level, attrs):
             return self._dense_table(level, attrs)
@@ -253,8 +252,7 @@ class ObjectsAndGroups:
     def groups(self, level: int) -> GroupTable | None:
         doc = self.layout.doc(f"{level}/groups")
         if doc is None:
-            if "groups" in (self.layout.io.list_dir_known(f"{level}", all_nodes=True) or ()):
-                self.layout.warn_missing(level, "groups", "groups")
+            self.layout.warn_if_listed(level, "groups", "groups")
             return None
         if doc.get("node_type") != "array":
             raise self.layout.error("groups is not a Zarr array", level, "groups")
