@@ -229,7 +229,45 @@ def test_a_shown_store_counts_the_fill_only_where_it_is_drawn(
         fill = overview_fill.fill_of(c.layers[0])
         assert fill is not None and meta["items_filled"] == fill.tracks > 0
         assert meta["items_shown"] == held + fill.tracks
-        assert f"{held:,} of them pickable" in viewer.status
+        assert f"{held:,} of them held by the layer" in viewer.status
     else:
         assert overview_fill.fill_of(c.layers[0]) is None
         assert meta["items_filled"] == 0 and meta["items_shown"] == held
+
+
+def test_a_streamline_in_the_picture_on_screen_is_picked_as_the_layer_s_own_are(
+    make_napari_viewer, qtbot
+):
+    from napari_zarr_vectors.napari.browse.targets import pick_at
+
+    viewer = make_napari_viewer(show=True)
+    viewer.dims.ndisplay = 3
+    layer, _, _ = _swapped(viewer)
+    rows, features = _track_rows(range(10, 18), [[0, y, 20] for y in range(0, 80, 10)], [10, 0, 0])
+    viewer.reset_view()
+    viewer.camera.angles = (0.0, 0.0, 90.0)
+    fill = overview_fill.show(layer, FillRows(rows, features))
+    qtbot.waitUntil(lambda: fill.complete and _blue_pixels(viewer) > 100, timeout=10_000)
+
+    def pick(row: int):
+        world = layer.data_to_world(rows[row, 1:])
+        return pick_at(
+            [layer],
+            world,
+            displayed=list(viewer.dims.displayed),
+            zoom=float(viewer.camera.zoom),
+            view_direction=(0.0, 0.0, 1.0),  # a ray along x: it meets one of the tracks
+        )
+
+    # the third vertex of track 13 (z=20, y=30, x=20): not a row of the layer
+    hit = pick(3 * 5 + 2)
+    assert hit is not None and hit.in_fill and hit.object_id == 13
+    assert hit.features["object_id"] == 13 and hit.row == 3 * 5 + 2
+    np.testing.assert_allclose(hit.position, [20, 30, 20])
+    # the picture is not on screen while the view moves: only the layer's rows are picked
+    viewer.camera.angles = (0.0, 30.0, 90.0)
+    assert overview_fill.rows_on_screen(layer) is None
+    assert pick(3 * 5 + 2) is None or not pick(3 * 5 + 2).in_fill
+    qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
+    on_screen = overview_fill.rows_on_screen(layer)
+    assert on_screen is not None and len(on_screen.rows) == len(rows)

@@ -123,7 +123,7 @@ def test_the_store_panel_steers_detail_and_the_slab(make_napari_viewer, qtbot, t
     held = len(set(c.layers[0].data[:, 0].tolist()))
     assert 0 < held < 300
     assert controls.shown.text() == (
-        f"showing all 300 streamlines in view ({held:,} of them pickable, "
+        f"showing all 300 streamlines in view ({held:,} of them held by the layer, "
         "the rest drawn once the view is still)"
     )
     controls.detail.setCurrentIndex(index)

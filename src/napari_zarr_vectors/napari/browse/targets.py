@@ -48,13 +48,14 @@ from napari_zarr_vectors.napari.layerdata.build import (
     StoreInfo,
     layers_from_geometry,
 )
-from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
+from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions, tracks_rows_world
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.controller import (
     ControllerEvents,
     ZVLayerController,
     controller_for,
 )
+from napari_zarr_vectors.napari.lod.overview_fill import rows_on_screen
 from napari_zarr_vectors.napari.lod.swap import new_layer
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer
 from napari_zarr_vectors.napari.open_stores import OpenStore, open_store_for, register
@@ -380,12 +381,15 @@ class Pick:
     """What is under the cursor: a layer, the feature row, and the object id (if any)."""
 
     layer: Layer
+    #: the row of the layer's features (of its overview fill's rows when ``in_fill``)
     row: int
     object_id: int | None
     #: the row's feature values, each of its column's own type
     features: dict
     #: world position of the picked vertex (the layer's axes, napari order)
     position: np.ndarray | None = None
+    #: a streamline of the layer's overview fill (drawn in its picture, not held by the layer)
+    in_fill: bool = False
 
 
 def pick_slab(viewer: Viewer, layers: list[Layer]) -> np.ndarray:
@@ -400,6 +404,33 @@ def pick_slab(viewer: Viewer, layers: list[Layer]) -> np.ndarray:
     return np.maximum(thickness / 2.0, half)
 
 
+#: what :func:`pick_at` searches in a layer (see :func:`_pickable`)
+_Pickable = tuple[np.ndarray, np.ndarray, Callable[[int], dict], bool]
+
+
+def _pickable(layer: Layer) -> list[_Pickable]:
+    """What can be picked in ``layer``: ``(world positions, feature row of each, the
+    features of a row, in the fill?)`` for its own vertices and, for a Tracks layer whose
+    overview picture is on screen, the fill's streamlines in it."""
+
+    def own(row: int) -> dict:
+        # column by column: a row of a mixed table (``iloc``) would turn codes into floats
+        table = layer.features
+        return {str(c): table[c].iat[row] for c in table.columns} if len(table) else {}
+
+    pts, rows = layer_world_positions(layer)
+    out: list[_Pickable] = [(pts, rows, own, False)]
+    fill = rows_on_screen(layer)
+    if fill is not None:
+
+        def filled(row: int) -> dict:
+            return {str(k): np.asarray(v)[row].item() for k, v in fill.features.items()}
+
+        world = tracks_rows_world(layer, fill.rows)
+        out.append((world, np.arange(len(world)), filled, True))
+    return out
+
+
 def pick_at(
     layers: Sequence[Layer],
     position: Sequence[float] | np.ndarray,
@@ -411,39 +442,39 @@ def pick_at(
     pixels: float = PICK_PIXELS,
 ) -> Pick | None:
     """The object nearest ``position`` (world coordinates, viewer axis order) among the
-    vertices of ``layers`` within ``pixels`` screen pixels (``zoom`` = pixels per world unit)."""
+    vertices of ``layers`` within ``pixels`` screen pixels (``zoom`` = pixels per world unit),
+    the streamlines of an overview picture on screen included."""
     tolerance = pixels / max(float(zoom), 1e-12)
     best: tuple[float, Pick] | None = None
     for layer in layers:
         if not getattr(layer, "visible", True):
             continue
-        pts, rows = layer_world_positions(layer)
-        if not len(pts):
-            continue
-        d = pts.shape[1]
-        layer_slab = None if layer_kind(layer) == "tracks" else slab
-        hit = nearest_row(
-            pts,
-            position,
-            displayed,
-            tolerance,
-            view_direction=view_direction,
-            slab=None if layer_slab is None else np.asarray(layer_slab)[-d:],
-        )
-        if hit is None:
-            continue
-        pos = np.asarray(position, dtype=np.float64)[-d:]
-        dist = float(np.linalg.norm(pts[hit] - pos))
-        row = int(rows[hit])
-        # column by column: a row of a mixed table (``iloc``) would turn codes into floats
-        table = layer.features
-        features = {str(c): table[c].iat[row] for c in table.columns} if len(table) else {}
-        oid = features.get(OBJECT_ID)
-        # a negative id: an object not known yet (a preview's path pieces)
-        oid = None if oid is None or int(oid) < 0 else int(oid)
-        pick = Pick(layer, row, oid, features, np.asarray(pts[hit], dtype=np.float64))
-        if best is None or dist < best[0]:
-            best = (dist, pick)
+        for pts, rows, features_of, in_fill in _pickable(layer):
+            if not len(pts):
+                continue
+            d = pts.shape[1]
+            layer_slab = None if layer_kind(layer) == "tracks" else slab
+            hit = nearest_row(
+                pts,
+                position,
+                displayed,
+                tolerance,
+                view_direction=view_direction,
+                slab=None if layer_slab is None else np.asarray(layer_slab)[-d:],
+            )
+            if hit is None:
+                continue
+            pos = np.asarray(position, dtype=np.float64)[-d:]
+            dist = float(np.linalg.norm(pts[hit] - pos))
+            row = int(rows[hit])
+            features = features_of(row)
+            oid = features.get(OBJECT_ID)
+            # a negative id: an object not known yet (a preview's path pieces)
+            oid = None if oid is None or int(oid) < 0 else int(oid)
+            point = np.asarray(pts[hit], dtype=np.float64)
+            pick = Pick(layer, row, oid, features, point, in_fill)
+            if best is None or dist < best[0]:
+                best = (dist, pick)
     return None if best is None else best[1]
 
 

@@ -255,8 +255,19 @@ def layer_world_positions(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     Surface vertices. Hidden Points (``shown`` False) are left out. A layer ``affine`` (a
     store's world placement) is applied after the scale."""
     data, rows = _drawn_vertices(layer)
+    return _layer_data_to_world(layer, data), rows
+
+
+def tracks_rows_world(layer: Layer, rows: np.ndarray) -> np.ndarray:
+    """World coordinates (as :func:`layer_world_positions`) of Tracks ``rows``
+    (``track_id, t, axes...`` in ``layer``'s data order) that the layer does not hold: an
+    overview fill's."""
+    return _layer_data_to_world(layer, np.asarray(rows, dtype=np.float64)[:, 2:])
+
+
+def _layer_data_to_world(layer: Layer, data: np.ndarray) -> np.ndarray:
     matrix = getattr(getattr(layer, "affine", None), "affine_matrix", None)
-    return layer_to_world(data, layer.scale, layer.translate, affine=matrix), rows
+    return layer_to_world(data, layer.scale, layer.translate, affine=matrix)
 
 
 def _drawn_vertices(layer: Layer) -> tuple[np.ndarray, np.ndarray]:

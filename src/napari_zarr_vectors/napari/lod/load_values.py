@@ -108,13 +108,15 @@ class ViewShare:
         objects. (The vertices left out are in :meth:`as_metadata`.)"""
         if self.item_kind == "pieces":
             return f"a first look: pieces of the {label} in the chunks read so far"
-        pickable = ""
+        held_part = ""
         if self.items_filled:
             held = self.items_shown - self.items_filled
-            pickable = f"{held:,} of them pickable, the rest drawn once the view is still"
+            held_part = f"{held:,} of them held by the layer, the rest drawn once the view is still"
         if self.fraction >= 1.0:
             return (
-                f"showing all {self.items_shown:,} {label} in view ({pickable})" if pickable else ""
+                f"showing all {self.items_shown:,} {label} in view ({held_part})"
+                if held_part
+                else ""
             )
         noun = "points" if self.item_kind == "vertices" else label
         about = "" if self.exact else "~"
@@ -122,8 +124,8 @@ class ViewShare:
         share = f"{pct:.2g}%; " if pct < 10 else f"{pct:.0f}%; "
         if self.items_in_view < 1000:
             share = ""
-        if pickable:
-            share += f"{pickable}; "
+        if held_part:
+            share += f"{held_part}; "
         return (
             f"showing {self.items_shown:,} of {about}{self.items_in_view:,} {noun} in view "
             f"({share}zoom in, or raise Detail in the Store panel, for more)"

@@ -18,8 +18,9 @@ layer's line changes (rows, colours, width), the picture no longer matches and i
 shown: the layer's line draws every frame, so the view follows the mouse; when it stops,
 the picture is drawn again from its first batch.
 
-The fill's streamlines are drawn, not held: they are not picked or hovered, and the
-layer's features do not list them. They take the layer's colours (its colour-by, through
+The fill's streamlines are drawn, not held in the layer: the layer's features and the Object
+table do not list them, but while the picture is on screen picking and hover find those in
+it (:func:`rows_on_screen`). They take the layer's colours (its colour-by, through
 napari's colour rule, :func:`.._napari_compat.tracks_colours`), its visibility, opacity
 and displayed axes; a 1-pixel line without smoothing (what the overview's density hides).
 The layer's own line goes into the picture as it draws on screen (its colours, width,
@@ -147,6 +148,7 @@ class OverviewFill:
         self._scheduled = False
         self._closed = False
         self._features: dict = {}
+        self._rows = np.empty((0, 0))
         self.tracks = 0
         self.vertices = 0
         self.sync_look()
@@ -180,6 +182,7 @@ class OverviewFill:
         self.tracks = fill.tracks
         self.vertices = int(len(fill.rows))
         self._features = fill.features
+        self._rows = fill.rows
         self._restart()
 
     def recolour(self, event: object = None) -> None:
@@ -241,12 +244,7 @@ class OverviewFill:
         picture drawn again once it settles)."""
         key = self._view_key()
         version = self._line_version()
-        if (
-            key is not None
-            and key == self._key
-            and version == self._own_version
-            and self._drawn >= max(len(self._own), 1)
-        ):
+        if self._shows(key, version):
             return True
         if version != self._own_version:
             self._schedule(0.0)
@@ -255,6 +253,28 @@ class OverviewFill:
             self._moved_at = time.perf_counter()
         self._schedule(SETTLE_SECONDS)
         return False
+
+    def _shows(self, key: tuple | None, version: int | None) -> bool:
+        """Whether the picture is drawn for view ``key`` and line ``version`` (and holds the
+        layer's own line at least)."""
+        return (
+            key is not None
+            and key == self._key
+            and version == self._own_version
+            and self._drawn >= max(len(self._own), 1)
+        )
+
+    def rows_on_screen(self) -> FillRows | None:
+        """The fill's rows in the picture on screen (the batches drawn so far) and their
+        features: what picking and hover see beside the layer's own rows; ``None`` while the
+        picture is not shown (the view moved, the layer's line changed)."""
+        drawn = self._drawn - len(self._own)
+        if drawn <= 0 or not self._shows(self._view_key(), self._line_version()):
+            return None
+        end = int(self._batches[drawn - 1][2][-1]) + 1
+        return FillRows(
+            self._rows[:end], {k: np.asarray(v)[:end] for k, v in self._features.items()}
+        )
 
     def _turn(self) -> None:
         """One event-loop turn of drawing: a few batches into the picture (a new picture
@@ -359,6 +379,7 @@ class OverviewFill:
         self._own_lines.close()
         self.picture.parent = None
         self._batches = []
+        self._rows = np.empty((0, 0))
 
 
 def _cuts(joins: np.ndarray, size: int) -> list[tuple[int, int]]:
@@ -461,6 +482,12 @@ def fill_of(layer: object) -> OverviewFill | None:
         return _FILLS.get(layer)
     except TypeError:
         return None
+
+
+def rows_on_screen(layer: object) -> FillRows | None:
+    """:meth:`OverviewFill.rows_on_screen` of ``layer``'s fill (``None``: no fill shown)."""
+    fill = fill_of(layer)
+    return None if fill is None else fill.rows_on_screen()
 
 
 def show(layer: Tracks, fill: FillRows | None) -> OverviewFill | None:

@@ -226,11 +226,13 @@ class PickWidget(ZVBrowseWidget):
         table = self.session.table if self.session is not None else None
         object_fields, own = pick_fields(hit, table)
         rows = []
+        # a streamline of the overview picture: drawn, not held by the layer
+        drawn_in = esc(hit.layer.name) + (", overview picture" if hit.in_fill else "")
         if hit.object_id is not None:
-            rows.append(f"<b>Object {hit.object_id}</b> <small>({esc(hit.layer.name)})</small>")
+            rows.append(f"<b>Object {hit.object_id}</b> <small>({drawn_in})</small>")
             rows += [f"{esc(k)}: {esc(format_value(v))}" for k, v in object_fields]
         else:
-            rows.append(f"<b>Vertex</b> <small>({esc(hit.layer.name)})</small>")
+            rows.append(f"<b>Vertex</b> <small>({drawn_in})</small>")
         where = store_position_text(hit.layer, hit.position)
         what = "vertex" if layer_kind(hit.layer) != "vectors" else "segment"
         line = f"<i>this {what}</i>" + (f" at {esc(where)}" if where else "")
