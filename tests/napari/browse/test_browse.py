@@ -518,3 +518,28 @@ def test_static_target_filters_2d_shapes():
     np.testing.assert_allclose(layer.data[1], pos[20:25][:, ::-1] * 1.0 / layer.scale)
     target.set_object_filter(None)
     assert layer_object_ids(layer).tolist() == list(range(6))
+
+
+def test_a_point_grid_finds_what_nearest_row_finds_among_every_point():
+    from napari_zarr_vectors.napari.browse.pick import PointGrid
+
+    rng = np.random.default_rng(7)
+    pts = rng.normal(50, 20, size=(20_000, 3))
+    pts[:100] = pts[100:200] + 0.01  # near-duplicates: ties resolved alike
+    grid = PointGrid(pts)
+    found = 0
+    for _ in range(200):
+        position = np.r_[0.0, rng.uniform(0, 100, 3)]  # a leading time axis, as a viewer has
+        ray = rng.normal(size=3)
+        for kwargs, displayed in (
+            ({"view_direction": ray}, (1, 2, 3)),
+            ({"slab": (0.0, 1.5, 0.0, 0.0)}, (2, 3)),
+            ({"slab": None}, (1, 3)),
+        ):
+            want = nearest_row(pts, position, displayed, 2.0, **kwargs)
+            assert grid.nearest(position, displayed, 2.0, **kwargs) == want
+            found += want is not None
+            below = 10_000
+            first = nearest_row(pts[:below], position, displayed, 2.0, **kwargs)
+            assert grid.nearest(position, displayed, 2.0, below=below, **kwargs) == first
+    assert found > 100  # the queries do find points

@@ -259,9 +259,12 @@ def test_a_streamline_in_the_picture_on_screen_is_picked_as_the_layer_s_own_are(
             view_direction=(0.0, 0.0, 1.0),  # a ray along x: it meets one of the tracks
         )
 
-    # the third vertex of track 13 (z=20, y=30, x=20): not a row of the layer
+    # the third vertex of track 13 (z=20, y=30, x=20): not a row of the layer; the fill's
+    # rows are placed in a grid on a worker the first time they are picked at
+    assert pick(3 * 5 + 2) is None
+    qtbot.waitUntil(lambda: pick(3 * 5 + 2) is not None, timeout=10_000)
     hit = pick(3 * 5 + 2)
-    assert hit is not None and hit.in_fill and hit.object_id == 13
+    assert hit.in_fill and hit.object_id == 13
     assert hit.features["object_id"] == 13 and hit.row == 3 * 5 + 2
     np.testing.assert_allclose(hit.position, [20, 30, 20])
     # the picture is not on screen while the view moves: only the layer's rows are picked

@@ -32,7 +32,7 @@ import numpy as np
 
 from napari_zarr_vectors.format.geometry import GeometryType
 from napari_zarr_vectors.napari.browse.filters import FilterState
-from napari_zarr_vectors.napari.browse.pick import nearest_row
+from napari_zarr_vectors.napari.browse.pick import PointGrid, nearest_row
 from napari_zarr_vectors.napari.browse.table import ObjectTable
 from napari_zarr_vectors.napari.colour.live import (
     apply_colour,
@@ -48,14 +48,18 @@ from napari_zarr_vectors.napari.layerdata.build import (
     StoreInfo,
     layers_from_geometry,
 )
-from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions, tracks_rows_world
+from napari_zarr_vectors.napari.layerdata.placement import (
+    layer_world_positions,
+    tracks_placement,
+    tracks_rows_world,
+)
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.controller import (
     ControllerEvents,
     ZVLayerController,
     controller_for,
 )
-from napari_zarr_vectors.napari.lod.overview_fill import rows_on_screen
+from napari_zarr_vectors.napari.lod.overview_fill import fill_of
 from napari_zarr_vectors.napari.lod.swap import new_layer
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer
 from napari_zarr_vectors.napari.open_stores import OpenStore, open_store_for, register
@@ -404,14 +408,24 @@ def pick_slab(viewer: Viewer, layers: list[Layer]) -> np.ndarray:
     return np.maximum(thickness / 2.0, half)
 
 
-#: what :func:`pick_at` searches in a layer (see :func:`_pickable`)
-_Pickable = tuple[np.ndarray, np.ndarray, Callable[[int], dict], bool]
+@dataclass(frozen=True)
+class _Pickable:
+    """What :func:`pick_at` searches in a layer: world positions (napari order, spatial
+    axes), a finder of the nearest (:func:`.pick.nearest_row`'s signature without the
+    positions), the feature row of each position, the features of a row, and whether they
+    are an overview fill's."""
+
+    points: np.ndarray
+    find: Callable[..., int | None]
+    rows: np.ndarray
+    features_of: Callable[[int], dict]
+    in_fill: bool
 
 
 def _pickable(layer: Layer) -> list[_Pickable]:
-    """What can be picked in ``layer``: ``(world positions, feature row of each, the
-    features of a row, in the fill?)`` for its own vertices and, for a Tracks layer whose
-    overview picture is on screen, the fill's streamlines in it."""
+    """The layer's own vertices and, for a Tracks layer whose overview picture is on screen,
+    the fill's streamlines in it (their world positions in a :class:`.pick.PointGrid`, made
+    once for the fill's rows and the layer's placement)."""
 
     def own(row: int) -> dict:
         # column by column: a row of a mixed table (``iloc``) would turn codes into floats
@@ -419,16 +433,27 @@ def _pickable(layer: Layer) -> list[_Pickable]:
         return {str(c): table[c].iat[row] for c in table.columns} if len(table) else {}
 
     pts, rows = layer_world_positions(layer)
-    out: list[_Pickable] = [(pts, rows, own, False)]
-    fill = rows_on_screen(layer)
-    if fill is not None:
+    out = [_Pickable(pts, partial(nearest_row, pts), rows, own, False)]
+    fill = fill_of(layer)
+    on_screen = None if fill is None else fill.rows_on_screen()
+    if fill is not None and on_screen is not None:
+        features = on_screen.features
 
         def filled(row: int) -> dict:
-            return {str(k): np.asarray(v)[row].item() for k, v in fill.features.items()}
+            return {str(k): np.asarray(v)[row].item() for k, v in features.items()}
 
-        world = tracks_rows_world(layer, fill.rows)
-        out.append((world, np.arange(len(world)), filled, True))
+        placement = tracks_placement(layer)
+        grid = fill.derived(("pick grid", placement), partial(_placed_grid, placement))
+        if grid is not None:  # (else made on a worker: picked once it is)
+            n = len(on_screen.rows)
+            find = partial(grid.nearest, below=n)
+            out.append(_Pickable(grid.points, find, np.arange(n), filled, True))
     return out
+
+
+def _placed_grid(placement: tuple, rows: np.ndarray) -> PointGrid:
+    """The world positions of Tracks ``rows`` placed by ``placement``, in a grid."""
+    return PointGrid(tracks_rows_world(placement, rows))
 
 
 def pick_at(
@@ -449,13 +474,13 @@ def pick_at(
     for layer in layers:
         if not getattr(layer, "visible", True):
             continue
-        for pts, rows, features_of, in_fill in _pickable(layer):
+        for source in _pickable(layer):
+            pts = source.points
             if not len(pts):
                 continue
             d = pts.shape[1]
             layer_slab = None if layer_kind(layer) == "tracks" else slab
-            hit = nearest_row(
-                pts,
+            hit = source.find(
                 position,
                 displayed,
                 tolerance,
@@ -466,13 +491,13 @@ def pick_at(
                 continue
             pos = np.asarray(position, dtype=np.float64)[-d:]
             dist = float(np.linalg.norm(pts[hit] - pos))
-            row = int(rows[hit])
-            features = features_of(row)
+            row = int(source.rows[hit])
+            features = source.features_of(row)
             oid = features.get(OBJECT_ID)
             # a negative id: an object not known yet (a preview's path pieces)
             oid = None if oid is None or int(oid) < 0 else int(oid)
             point = np.asarray(pts[hit], dtype=np.float64)
-            pick = Pick(layer, row, oid, features, point, in_fill)
+            pick = Pick(layer, row, oid, features, point, source.in_fill)
             if best is None or dist < best[0]:
                 best = (dist, pick)
     return None if best is None else best[1]

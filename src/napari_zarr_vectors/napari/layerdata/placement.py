@@ -258,11 +258,23 @@ def layer_world_positions(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     return _layer_data_to_world(layer, data), rows
 
 
-def tracks_rows_world(layer: Layer, rows: np.ndarray) -> np.ndarray:
+def tracks_placement(layer: Layer) -> tuple:
+    """``(scale, translate, affine)`` of ``layer``, as tuples (a hashable value, read on the
+    UI thread, for :func:`tracks_rows_world` on a worker)."""
+    matrix = getattr(getattr(layer, "affine", None), "affine_matrix", None)
+    affine = None if matrix is None else tuple(map(tuple, np.asarray(matrix, float).tolist()))
+    scale = tuple(np.asarray(layer.scale, float).tolist())
+    return scale, tuple(np.asarray(layer.translate, float).tolist()), affine
+
+
+def tracks_rows_world(placement: tuple, rows: np.ndarray) -> np.ndarray:
     """World coordinates (as :func:`layer_world_positions`) of Tracks ``rows``
-    (``track_id, t, axes...`` in ``layer``'s data order) that the layer does not hold: an
-    overview fill's."""
-    return _layer_data_to_world(layer, np.asarray(rows, dtype=np.float64)[:, 2:])
+    (``track_id, t, axes...`` in a layer's data order) that the layer does not hold, an
+    overview fill's, by the layer's :func:`tracks_placement`."""
+    scale, translate, affine = placement
+    data = np.asarray(rows, dtype=np.float64)[:, 2:]
+    matrix = None if affine is None else np.asarray(affine)
+    return layer_to_world(data, np.asarray(scale), np.asarray(translate), affine=matrix)
 
 
 def _layer_data_to_world(layer: Layer, data: np.ndarray) -> np.ndarray:

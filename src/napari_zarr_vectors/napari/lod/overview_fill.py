@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -48,6 +49,7 @@ from napari_zarr_vectors.napari._napari_compat import (
 )
 from napari_zarr_vectors.napari.lod import line_draw
 from napari_zarr_vectors.napari.lod.viewer_layers import later
+from napari_zarr_vectors.napari.tasks import run_task
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -55,6 +57,8 @@ if TYPE_CHECKING:
     from napari.layers import Layer, Tracks
 
     from napari_zarr_vectors.napari.lod.load_values import LoadResult, ViewShare
+
+T = TypeVar("T")
 
 #: vertices drawn per batch (one batch at least per turn)
 BATCH_VERTICES = 15_000
@@ -149,6 +153,8 @@ class OverviewFill:
         self._closed = False
         self._features: dict = {}
         self._rows = np.empty((0, 0))
+        self._derived: dict[Hashable, object] = {}
+        self._making: set[Hashable] = set()
         self.tracks = 0
         self.vertices = 0
         self.sync_look()
@@ -183,7 +189,26 @@ class OverviewFill:
         self.vertices = int(len(fill.rows))
         self._features = fill.features
         self._rows = fill.rows
+        self._derived.clear()
         self._restart()
+
+    def derived(self, key: Hashable, make: Callable[[np.ndarray], T]) -> T | None:
+        """``make(rows)`` of every row of the fill (what picking derives from them: their
+        world positions in a grid), made on a worker (:func:`.tasks.run_task`) the first time
+        it is asked for and kept under ``key`` until the rows change; ``None`` until made."""
+        if key in self._derived:
+            return cast("T", self._derived[key])
+        if key not in self._making:
+            rows = self._rows
+            self._making.add(key)
+
+            def made(value: T) -> None:
+                self._making.discard(key)
+                if rows is self._rows:  # (not rows drawn since)
+                    self._derived[key] = value
+
+            run_task(make, rows, on_result=made, on_error=lambda e: self._making.discard(key))
+        return None
 
     def recolour(self, event: object = None) -> None:
         """The layer's colour-by changed: draw again in its colours."""
@@ -380,6 +405,7 @@ class OverviewFill:
         self.picture.parent = None
         self._batches = []
         self._rows = np.empty((0, 0))
+        self._derived.clear()
 
 
 def _cuts(joins: np.ndarray, size: int) -> list[tuple[int, int]]:
