@@ -451,6 +451,23 @@ def _pickable(layer: Layer) -> list[_Pickable]:
     return out
 
 
+def _pick_distance(
+    point: np.ndarray,
+    position: Sequence[float] | np.ndarray,
+    displayed: Sequence[int],
+    view_direction: Sequence[float] | np.ndarray | None,
+) -> float:
+    """How near a hit is, as :func:`.pick.nearest_row` ranks hits: in 3-D its depth along the
+    ray (the one nearest the camera wins), in 2-D its distance to ``position``."""
+    d = len(point)
+    off = np.asarray(point, dtype=np.float64) - np.asarray(position, dtype=np.float64)[-d:]
+    if view_direction is None:
+        return float(np.linalg.norm(off))
+    disp = [a - (len(position) - d) for a in displayed if 0 <= a - (len(position) - d) < d]
+    ray = np.asarray(view_direction, dtype=np.float64)[-len(disp) :]
+    return float(off[disp] @ (ray / max(float(np.linalg.norm(ray)), 1e-12)))
+
+
 def _placed_grid(placement: tuple, rows: np.ndarray) -> PointGrid:
     """The world positions of Tracks ``rows`` placed by ``placement``, in a grid."""
     return PointGrid(tracks_rows_world(placement, rows))
@@ -489,8 +506,7 @@ def pick_at(
             )
             if hit is None:
                 continue
-            pos = np.asarray(position, dtype=np.float64)[-d:]
-            dist = float(np.linalg.norm(pts[hit] - pos))
+            dist = _pick_distance(pts[hit], position, displayed, view_direction)
             row = int(source.rows[hit])
             features = source.features_of(row)
             oid = features.get(OBJECT_ID)
