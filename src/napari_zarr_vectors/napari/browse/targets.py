@@ -76,6 +76,12 @@ NON_DATA_ROLES = ("bounds", "isolated", "selected", "region", "bundle")
 #: Pick tolerance in screen pixels.
 PICK_PIXELS = 8.0
 
+#: What object-level actions say on a store whose vertices' objects are not recorded
+#: (:func:`objects_unknown`).
+OBJECTS_UNKNOWN = (
+    "object ids unknown in this store: its Draco chunks hold several objects in one fragment"
+)
+
 
 # --------------------------------------------------------------------------------------------
 # which store, which layers
@@ -454,8 +460,9 @@ def pick_at(
 
 def only_objects(geometry: Geometry, object_ids: int | Sequence[int] | np.ndarray) -> Geometry:
     """The rows of ``geometry`` that belong to ``object_ids`` (edges/faces remapped, paths of
-    other objects dropped). Meshes whose objects share chunk fragments cannot be separated by
-    vertex (the core labels a shared vertex with one object): they are returned unchanged."""
+    other objects dropped). Meshes are returned unchanged: objects sharing a chunk's
+    fragment cannot be separated by vertex (the core reads those vertices as
+    ``OBJECT_UNKNOWN``)."""
     from napari_zarr_vectors.format.geometry import Geometry
 
     if geometry.vertex_object_ids is None or geometry.geometry_type == GeometryType.MESH:
@@ -691,6 +698,17 @@ def object_table(target: BrowseTarget) -> ObjectTable:
     return entry.objects
 
 
+def objects_unknown(store: GeometryStore) -> str | None:
+    """:data:`OBJECTS_UNKNOWN` when level 0 of ``store`` has vertices whose object the store
+    does not record (a mesh chunk's one fragment named by several objects, as zarr-vectors
+    0.9.2 writes Draco chunks: :func:`~napari_zarr_vectors.format.objects.unattributed_chunks`),
+    else ``None``. Only mesh stores can: the object index of no other is read for it."""
+    if store.geometry_type != GeometryType.MESH:
+        return None
+    index = store.object_index(0)
+    return OBJECTS_UNKNOWN if index is not None and index.shared_entries.any() else None
+
+
 # --------------------------------------------------------------------------------------------
 # browse state: the filters of one target, shared by the widgets
 # --------------------------------------------------------------------------------------------
@@ -706,6 +724,8 @@ class BrowseState:
         self.store = target.store
         self.table = object_table(target)
         self.filters = FilterState(self.table)
+        #: why object-level actions are off on this store (:func:`objects_unknown`), or ``None``
+        self.objects_unknown = objects_unknown(self.store)
         #: the colour chosen for every layer of the store (``None``: per layer, or none)
         self.colour: ColourSpec | None = None
         self._coloured: set[int] = set()  # ids of the layers there when it was chosen

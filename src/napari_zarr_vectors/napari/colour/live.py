@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_zarr_vectors.format.missing import missing_mask
 from napari_zarr_vectors.napari._napari_compat import colour_feature, unlink_tracks_colour
 from napari_zarr_vectors.napari.colour.defaults import LIFTED_VIRIDIS, lifted_viridis
 from napari_zarr_vectors.napari.colour.spec import (
@@ -269,9 +270,11 @@ def _apply_surface(layer: Layer, spec: ColourSpec) -> None:
         index[index < 0] = np.nan
         cmap, limits = napari_colormap(spec, codes=True)
         values = index
-    else:
+    else:  # missing values (an object unknown: the int64 marker) in the missing colour
         cmap, limits = napari_colormap(spec)
+        missing = missing_mask(values)
         values = values.astype(np.float32)
+        values[missing] = np.nan
     vertices, faces = layer.data[:2]
     layer.data = (vertices, faces, values)
     layer.colormap = cmap
