@@ -57,7 +57,7 @@ from napari_zarr_vectors.napari.browse.selection import (
     objects_world_box,
     selection_for,
 )
-from napari_zarr_vectors.napari.browse.targets import pick_at, pick_slab
+from napari_zarr_vectors.napari.browse.targets import OBJECTS_UNKNOWN, pick_at, pick_slab
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, was_click
@@ -307,7 +307,8 @@ class ObjectTableWidget(ZVBrowseWidget):
             button.setEnabled(unknown is None)
             if unknown is not None:
                 button.setToolTip(unknown)
-        self.status.setText(unknown or "")
+        if unknown is not None or self.status.text() == OBJECTS_UNKNOWN:  # (not another's)
+            self.status.setText(unknown or "")
 
     def _objects_unknown(self) -> str | None:
         """Why object actions are off (:func:`.targets.objects_unknown`); ``None`` when on."""

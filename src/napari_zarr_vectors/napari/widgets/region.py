@@ -21,7 +21,12 @@ from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton
 from napari_zarr_vectors.napari.browse import selection as sel
 from napari_zarr_vectors.napari.browse.region import objects_in_region, slice_extent
 from napari_zarr_vectors.napari.browse.selection import highlight_for, selection_for
-from napari_zarr_vectors.napari.browse.targets import META, add_object_layers, isolate_layer_data
+from napari_zarr_vectors.napari.browse.targets import (
+    META,
+    OBJECTS_UNKNOWN,
+    add_object_layers,
+    isolate_layer_data,
+)
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
@@ -127,7 +132,8 @@ class SelectionWidget(ZVBrowseWidget):
             w.setEnabled(enabled)
             if unknown is not None:
                 w.setToolTip(unknown)
-        self.status.setText(unknown or "")
+        if unknown is not None or self.status.text() == OBJECTS_UNKNOWN:  # (not another's)
+            self.status.setText(unknown or "")
         self._selection_changed()
 
     def _objects_unknown(self) -> str | None:
