@@ -38,7 +38,9 @@ from napari_zarr_vectors.napari.colour.live import (
     apply_colour,
     colour_spec_of,
     layer_kind,
+    opening_colour,
     reapply_colour,
+    restore_opening_colour,
 )
 from napari_zarr_vectors.napari.colour.spec import ColourSpec
 from napari_zarr_vectors.napari.conventions import meta_of
@@ -137,6 +139,10 @@ class BrowseTarget(Protocol):
     def level(self) -> int: ...
     @property
     def locked_level(self) -> int | None: ...
+    def default_colours(self) -> None:
+        """Forget every colour choice on the layers and draw their default colours again."""
+        ...
+
     @property
     def object_filter(self) -> np.ndarray | None: ...
     def set_object_filter(self, allowed_ids: np.ndarray | None) -> None: ...
@@ -223,6 +229,8 @@ class StaticTarget:
         self._full: dict[int, _LayerData] = {}
         self.allowed: np.ndarray | None = None
         self.events = ControllerEvents()
+        #: each layer's colours as it came (every row): what "(default)" draws again
+        self._opening = {id(layer): opening_colour(layer) for layer in layers}
 
     @property
     def store(self) -> GeometryStore:
@@ -258,11 +266,26 @@ class StaticTarget:
     def update_layers(self, layers: Sequence[Layer]) -> None:
         if [id(a) for a in layers] != [id(b) for b in self.layers]:
             self._layers = [weakref.ref(layer) for layer in layers]
+            for layer in layers:
+                if id(layer) not in self._opening:
+                    self._opening[id(layer)] = opening_colour(layer)
             if self.allowed is not None:
                 self.set_object_filter(self.allowed)
 
     def refresh(self) -> None:
         self.set_object_filter(self.allowed)
+
+    def default_colours(self) -> None:
+        """Forget every colour choice on the layers and draw the colours they opened with
+        again (of the rows the filter keeps), as a controller's reload does."""
+        for layer in self.layers:
+            opening = self._opening.get(id(layer))
+            if opening is None:
+                continue
+            snap = self._full.get(id(layer))  # filtered by slicing: the rows kept
+            ids = None if snap is None else _row_object_ids(layer_kind(layer), snap)
+            keep = None if ids is None or self.allowed is None else np.isin(ids, self.allowed)
+            restore_opening_colour(layer, opening, keep)
 
     def set_object_filter(self, allowed_ids: np.ndarray | None) -> None:
         self.allowed = None if allowed_ids is None else np.asarray(allowed_ids, np.int64)

@@ -161,16 +161,16 @@ class ColourByWidget(ZVBrowseWidget):
 
     def _restore_default(self) -> None:
         """ "(default)" chosen: forget the colour choice of the store's layers and draw them
-        in their default colours again (the controller reloads them; the legend follows)."""
+        in their default colours again (the target's ``default_colours``: a controller
+        reloads them, layers without one draw their opening colours; the legend follows)."""
         target = self.target
         layers = [self.layer] if target is None else target.layers
         chosen = [lay for lay in layers if colour_spec_of(lay) is not None]
         self.spec = None
         if self.session is not None:
             self.session.choose_colour(None)
-        controller = None if target is None else target.controller
-        if chosen and controller is not None:
-            controller.default_colours()
+        if chosen and target is not None:
+            target.default_colours()
         self._show_default()
 
     def _show_default(self) -> None:
