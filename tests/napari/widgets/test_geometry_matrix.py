@@ -51,7 +51,7 @@ from napari_zarr_vectors.napari.layerdata.export import export_selection
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.npe2.first_view import set_slab, space_axes
 from napari_zarr_vectors.napari.npe2.writer import save_layers
-from napari_zarr_vectors.napari.widgets.colour import DIRECTION_LEGEND
+from napari_zarr_vectors.napari.widgets.colour import DIRECTION_LEGEND, UNKNOWN_SWATCH
 from napari_zarr_vectors.napari.widgets.colour_bar import install_colour_bars
 from napari_zarr_vectors.napari.widgets.filters import NO_ATTRIBUTES, NO_GROUPS, NO_OBJECTS
 
@@ -733,9 +733,12 @@ def cell_colour_default(o: Opened, qtbot, ndisplay: int) -> None:
     want = _expected_default(layer)
     if want is not None:  # one colour per object: the legend lists them
         np.testing.assert_allclose(drawn, want, atol=0.02)
-        ids = np.unique(layer.features["object_id"].to_numpy())
+        every = np.unique(layer.features["object_id"].to_numpy())
+        ids = every[every != OBJECT_UNKNOWN]  # an object the store does not record: no id
         text = widget.legend.text()
         assert f"each of the {len(ids):,} {object_noun(layer)} loaded in its own colour" in text
+        assert (UNKNOWN_SWATCH in text) == objects_unknown(o), text
+        assert str(OBJECT_UNKNOWN) not in text
         first = ids[:20]  # neighbouring ids get distinct colours
         rows = layer.features["object_id"].to_numpy()
         per_object = {tuple(np.round(drawn[rows == i][0], 2)) for i in first}
