@@ -207,3 +207,78 @@ def test_no_writer_shares_a_fragment_it_does_not_declare(corpus, name):
         if name.startswith("zv-meshes-draco"):  # the exception is used: not vacuous
             assert index is not None and not index.frags.any()
             assert len(np.unique(index.chunks, axis=0)) < len(index.chunks)
+
+
+@pytest.mark.parametrize("name", [n for n in ENTRIES if n.startswith("zv-meshes-")])
+def test_mesh_vertices_of_unknown_object(corpus, name):
+    """zarr-vectors 0.9.2's Draco chunks keep one fragment every object in the chunk names
+    (and Draco reorders and adds vertices): which vertex is whose is not stored. Those
+    vertices read as ``OBJECT_UNKNOWN`` with a warning naming the chunk and its objects, the
+    vertices of a chunk one object names keep its id, and no read loses a vertex: a read of
+    one object by id gets the shared chunks whole. Raw meshes name one fragment per object:
+    every vertex keeps its object."""
+    from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
+    from napari_zarr_vectors.format.objects import unattributed_chunks
+
+    path, source = corpus(name)
+    store = nzv.open_store(path)
+    index = store.object_index(0)
+    chunks, owners = unattributed_chunks(index)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        whole = store.read(0)
+        vid = np.asarray(whole.vertex_object_ids)
+    said = [str(w.message) for w in caught if w.category is nzv.ZVUnknownObjectWarning]
+    if source.draco is None:
+        assert not len(chunks) and not said
+        assert (vid >= 0).all()
+        return
+    assert whole.vertex_count == source.draco[0]  # every vertex of every blob
+    assert len(chunks) and all(len(o) > 1 for o in owners)
+    # every vertex of the shared chunks (read alone: quantisation may move a vertex past
+    # its chunk's edge), and those only
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        n_shared = store.read(0, chunks=chunks).vertex_count
+    assert np.count_nonzero(vid == OBJECT_UNKNOWN) == n_shared > 0
+    assert (vid[vid != OBJECT_UNKNOWN] >= 0).all()
+    (message,) = said
+    first = ", ".join(map(str, owners[0]))
+    assert f"{n_shared:,} vertices of unknown object" in message
+    assert f"object unknown: one of {first}" in message
+    assert f"level 0, array object_index/manifests, chunk {'.'.join(map(str, chunks[0]))}" in (
+        message
+    )
+    # one object by id: the chunks it names, whole, shared vertices still unknown
+    oid = int(owners[0][0])
+    with pytest.warns(nzv.ZVUnknownObjectWarning, match="may be other objects'"):
+        one = store.read(0, object_ids=[oid])
+        one_ids = np.asarray(one.vertex_object_ids)
+    named = np.unique(index.chunks[index.offsets[oid] : index.offsets[oid + 1]], axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert one.vertex_count == store.read(0, chunks=named).vertex_count
+    assert set(np.unique(one_ids).tolist()) <= {oid, OBJECT_UNKNOWN}
+    # a box over the whole store: every vertex
+    lo, hi = (np.asarray(b, float) for b in store.bounds)
+    with pytest.warns(nzv.ZVUnknownObjectWarning):
+        boxed = store.read(0, bbox=(lo, hi))
+        boxed_ids = np.asarray(boxed.vertex_object_ids)
+    assert np.count_nonzero(boxed_ids == OBJECT_UNKNOWN) == n_shared
+    assert boxed.vertex_count == whole.vertex_count
+
+
+def test_export_of_a_store_of_unknown_objects(corpus, tmp_path):
+    """Exported whole, a Draco store of unknown objects keeps every vertex and says its
+    objects are not written; some of its objects are refused (they cannot be told apart)."""
+    from napari_zarr_vectors.write import WriteError, export_objects
+
+    path, source = corpus("zv-meshes-draco-c10000")
+    with pytest.warns(nzv.ZVUnknownObjectWarning, match="written without objects"):
+        out = export_objects(path, tmp_path / "all.zarrvectors", pyramid=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert nzv.open_store(out).read(0).vertex_count == source.draco[0]
+    with pytest.raises(WriteError, match="1 of its 5 objects cannot be exported"):
+        export_objects(path, tmp_path / "one.zarrvectors", [1], pyramid=False)
+    assert not (tmp_path / "one.zarrvectors").exists()

@@ -15,6 +15,7 @@ from .errors import (
     ZVFormatError,
     ZVLeftoverWarning,
     ZVListingWarning,
+    ZVUnknownObjectWarning,
     ZVUnsupportedDtypeError,
 )
 from .geometry import Geometry
@@ -56,6 +57,7 @@ __all__ = [
     "ZVFormatError",
     "ZVLeftoverWarning",
     "ZVListingWarning",
+    "ZVUnknownObjectWarning",
     "ZVUnsupportedDtypeError",
     "bin_boxes",
     "chunk_boxes",

@@ -12,11 +12,12 @@ import numpy as np
 
 from .chunks import LoadedChunks
 from .decode.fragments import expand_ranges
-from .errors import ZVChunkWarning, ZVFormatError
+from .errors import ZVChunkWarning, ZVFormatError, ZVUnknownObjectWarning
 from .geometry import PATH_TYPES, Derived, Geometry, GeometryType, flat_paths, split_lengths
 from .layout.base import LinkSet
 from .loading import AttributeSpec
-from .objects import ObjectIndex
+from .missing import OBJECT_UNKNOWN
+from .objects import ObjectIndex, unattributed_chunks
 from .query import inside_box, inside_box_within
 from .ranks import position_rank
 
@@ -83,24 +84,65 @@ def _object_ids_per_row(
     object_rows: np.ndarray | None = None,
     keep: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Object id of every loaded row (the first object whose manifest names it), -1 if none;
-    of the rows ``keep`` (global, ascending) only, when given.
+    """Object id of every loaded row (the first object whose manifest names it), -1 if none,
+    :data:`~.missing.OBJECT_UNKNOWN` in a fragment several objects name whole (which is
+    whose is not stored: :attr:`ObjectIndex.shared_entries`); of the rows ``keep`` (global,
+    ascending) only, when given.
 
     With ``object_rows`` (a selection), only those objects' manifests are looked at: the
     rows a selective read keeps are theirs, and a store of many objects is not scanned
     whole for a few of them."""
     entries, cidx = _loaded_entries(loaded, index, object_rows)
-    fast = _object_ids_by_fragment(loaded, index, entries, cidx, keep)
-    if fast is not None:
-        return fast
-    rows, counts = loaded.fragment_rows(cidx, index.frags[entries])
-    owner = np.repeat(index.ids[index.entry_rows[entries]], counts)
-    out = np.full(loaded.n_rows if keep is None else keep.size, -1, dtype=np.int64)
-    if rows.size:
-        uniq, first = np.unique(rows, return_index=True)
-        at = uniq if keep is None else _renumbered(keep, uniq)
-        out[at[at >= 0]] = owner[first][at >= 0]
+    out = _object_ids_by_fragment(loaded, index, entries, cidx, keep)
+    if out is None:
+        rows, counts = loaded.fragment_rows(cidx, index.frags[entries])
+        owner = np.repeat(index.ids[index.entry_rows[entries]], counts)
+        out = np.full(loaded.n_rows if keep is None else keep.size, -1, dtype=np.int64)
+        if rows.size:
+            uniq, first = np.unique(rows, return_index=True)
+            at = uniq if keep is None else _renumbered(keep, uniq)
+            out[at[at >= 0]] = owner[first][at >= 0]
+    shared = index.shared_entries[entries]
+    if shared.any():
+        rows, _ = loaded.fragment_rows(cidx[shared], index.frags[entries[shared]])
+        at = rows if keep is None else _renumbered(keep, rows)
+        out[at[at >= 0]] = OBJECT_UNKNOWN
     return out
+
+
+def _warn_unknown(
+    loaded: LoadedChunks, index: ObjectIndex, selection: Selection, level: int
+) -> None:
+    """Say which loaded chunks hold vertices of unknown object (:func:`_object_ids_per_row`)
+    and which objects each may belong to: the first such chunk named, the others counted."""
+    chunks, owners = unattributed_chunks(index)
+    if not len(chunks):
+        return
+    loaded_at = loaded.table.index_of(chunks)
+    held = np.flatnonzero(loaded_at >= 0)
+    if not held.size:
+        return
+    first = int(held[0])
+    ids = ", ".join(str(int(i)) for i in owners[first])
+    more = f" (and {held.size - 1} more chunks like it)" if held.size > 1 else ""
+    asked = (
+        ""
+        if selection.object_rows is None
+        else (
+            "; the objects read by id come with these chunks' shared vertices, which may be "
+            "other objects'"
+        )
+    )
+    error = ZVFormatError(
+        f"{int(np.diff(loaded.start)[loaded_at[held]].sum()):,} vertices of unknown object: "
+        f"several objects name one fragment of their chunk whole, the store does not record "
+        f"which vertex is whose (object unknown: one of {ids}){more}{asked}",
+        store=selection.store,
+        level=level,
+        array="object_index/manifests",
+        chunk=chunks[first],
+    )
+    warnings.warn(str(error), ZVUnknownObjectWarning, stacklevel=4)
 
 
 def _loaded_entries(
@@ -137,9 +179,10 @@ def _derived_object_ids(
             _check_fragment_refs(loaded, found, selection, level)
     else:
         found = index
-    return (
-        None if found is None else _object_ids_per_row(loaded, found, selection.object_rows, keep)
-    )
+    if found is None:
+        return None
+    _warn_unknown(loaded, found, selection, level)
+    return _object_ids_per_row(loaded, found, selection.object_rows, keep)
 
 
 def _check_fragment_refs(

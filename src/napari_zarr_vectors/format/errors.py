@@ -139,6 +139,14 @@ class ZVChunkWarning(UserWarning):
     """A chunk could not be decoded and was skipped (the result has a gap there)."""
 
 
+class ZVUnknownObjectWarning(UserWarning):
+    """A read holds vertices whose object the store does not record: several objects name
+    one fragment of a chunk whole (zarr-vectors 0.9.2 Draco chunks), so those vertices carry
+    :data:`~.missing.OBJECT_UNKNOWN` as object id, and a read of some objects by id returns
+    the shared fragments whole (other objects' vertices with them). The message names the
+    store, level, array and a chunk, and which objects that chunk holds."""
+
+
 class ZVAttributeWarning(UserWarning):
     """An attribute could not be read (see :class:`ZVUnsupportedDtypeError`) and was left
     out; the geometry and the other attributes read. The message names the attribute, its

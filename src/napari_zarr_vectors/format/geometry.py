@@ -94,7 +94,9 @@ class Geometry:
         attributes are decoded to object arrays of ``str`` (missing values as ``None``).
     vertex_object_ids
         ``(N,)`` int64 object id of every vertex, or ``None`` when the store has no objects.
-        A vertex shared by several objects (mesh chunks, coarse levels) carries the first.
+        A vertex shared by several objects (coarse levels) carries the first; ``-1``: no
+        object names it; :data:`~.missing.OBJECT_UNKNOWN`: a mesh chunk's one fragment that
+        several objects name (zarr-vectors 0.9.2 Draco chunks), whose owner is not stored.
     edges
         ``(M, 2)`` int64 rows into ``positions``: graph edges, skeleton ``(child, parent)``
         and ``line`` segments. Empty for other types.

@@ -10,6 +10,12 @@ anything else      ``None`` (the array becomes ``object``: no boolean or text va
 =================  =========================================================================
 
 :func:`take_by_id` looks values up by id; :func:`missing_mask` finds the markers again.
+
+Per-vertex object ids (``Geometry.vertex_object_ids``, int64) have two markers: ``-1``, no
+object names the vertex, and :data:`OBJECT_UNKNOWN` (the int64 missing marker), some object
+of the store owns the vertex but the store does not record which (a fragment several
+objects name whole, as in zarr-vectors 0.9.2's Draco chunks: see
+:func:`.objects.unattributed_chunks`). Both are negative: ``ids >= 0`` keeps the known ones.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+#: per-vertex object id of a vertex whose object the store does not record (see the module)
+OBJECT_UNKNOWN: int = int(np.iinfo(np.int64).min)
 
 
 def missing_value(dtype: np.dtype) -> Any:

@@ -24,12 +24,17 @@ class ObjectIndex:
 
     Entry ``e`` is fragment ``frags[e]`` of chunk ``chunks[e]``; the entries of object row
     ``r`` (object id ``ids[r]``) are ``offsets[r]:offsets[r+1]``, in traversal order.
+
+    ``whole_chunk``: the level's objects may name one fragment of a chunk whole (a mesh
+    level, :data:`FragmentSharing`): a fragment several objects name then holds the vertices
+    of all of them, which is whose not recorded (:attr:`shared_entries`).
     """
 
     ids: np.ndarray  # (O,) int64
     offsets: np.ndarray  # (O + 1,) int64
     chunks: np.ndarray  # (E, key_ndim) int32 or int64
     frags: np.ndarray  # (E,) int32 or int64
+    whole_chunk: bool = False
 
     @property
     def num_objects(self) -> int:
@@ -105,6 +110,23 @@ class ObjectIndex:
         last = np.searchsorted(sorted_keys, k, side="right")
         return np.sort(order[expand_ranges(first, last - first)])
 
+    @cached_property
+    def shared_entries(self) -> np.ndarray:
+        """Whether each entry names a fragment another object names too, in a
+        :attr:`whole_chunk` level (all ``False`` otherwise): the rows of those fragments
+        belong to one of those objects, the store does not say which."""
+        shared = np.zeros(len(self.frags), bool)
+        if not self.whole_chunk or len(self.frags) < 2:
+            return shared
+        frags = np.asarray(self.frags, np.int64)
+        keys = np.unique(np.column_stack([self.chunks, frags]), axis=0, return_inverse=True)[1]
+        keys = keys.ravel()
+        # distinct (fragment, object) pairs, then the fragments in more than one of them
+        pairs = np.unique(np.column_stack([keys, self.entry_rows]), axis=0)
+        named, count = np.unique(pairs[:, 0], return_counts=True)
+        shared[np.isin(keys, named[count > 1])] = True
+        return shared
+
     def rows_of_entries(self, entries: np.ndarray) -> np.ndarray:
         """Object row of each of ``entries`` (without :attr:`entry_rows` of the whole level)."""
         return np.searchsorted(self.offsets, entries, side="right") - 1
@@ -151,7 +173,7 @@ def decode_object_index(
         blocks, chunks, frags = fast
         offsets = np.zeros(len(blocks) + 1, np.int64)
         np.cumsum(blocks, out=offsets[1:])
-        index = ObjectIndex(ids, offsets, chunks, frags)
+        index = ObjectIndex(ids, offsets, chunks, frags, sharing == "whole-chunk")
         if sharing != "any":
             _check_unshared(index, sharing == "whole-chunk", where, strict)
         return index
@@ -179,7 +201,23 @@ def decode_object_index(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     chunks = np.concatenate(chunk_parts) if chunk_parts else np.empty((0, key_ndim), np.int64)
     frags = np.concatenate(frag_parts) if frag_parts else np.empty(0, np.int64)
-    return ObjectIndex(ids, offsets, chunks, frags)
+    return ObjectIndex(ids, offsets, chunks, frags, sharing == "whole-chunk")
+
+
+def unattributed_chunks(index: ObjectIndex) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The chunks of ``index`` holding vertices whose object is not recorded (a fragment
+    several objects name whole: :attr:`ObjectIndex.shared_entries`), ``(k, key_ndim)``
+    ascending, and for each the ids of the objects naming it, ascending."""
+    shared = np.flatnonzero(index.shared_entries)
+    if not shared.size:
+        return np.empty((0, index.chunks.shape[1]), np.int64), []
+    chunks = np.asarray(index.chunks[shared], np.int64)
+    ids = index.ids[index.rows_of_entries(shared)]
+    distinct, which = np.unique(chunks, axis=0, return_inverse=True)
+    which = which.ravel()
+    order = np.lexsort((ids, which))
+    cut = np.flatnonzero(np.diff(which[order])) + 1
+    return distinct, [np.unique(part) for part in np.split(ids[order], cut)]
 
 
 def _entry_keys(chunks: np.ndarray, frags: np.ndarray) -> tuple[np.ndarray, int] | None:

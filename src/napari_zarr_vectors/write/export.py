@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..format.errors import ZVError
+from ..format.errors import ZVError, ZVUnknownObjectWarning
+from ..format.missing import OBJECT_UNKNOWN
 from ..format.world import affine_box
 from .engine import Progress, PyramidPlan, WriteError, check_target, write_store
 from .spec import WriteSpec, spec_from_geometry
@@ -78,6 +79,12 @@ def export_spec(
     their store's axes, units, axis types, bounds, object attributes, groups, group
     attributes and group names. ``object_ids=None``: the whole store.
 
+    A store whose vertices' objects are not recorded (several objects naming a chunk's one
+    fragment whole, as zarr-vectors 0.9.2 writes Draco chunks: the read's object ids are
+    :data:`~..format.missing.OBJECT_UNKNOWN` there) is written whole without objects (every
+    vertex kept, a :class:`~..format.errors.ZVUnknownObjectWarning` says so); some of its
+    objects cannot be told from the others: :class:`WriteError`.
+
     Raises :class:`WriteError` for an empty selection or one holding no vertices.
     """
     if object_ids is not None:
@@ -90,6 +97,23 @@ def export_spec(
     geometry = store.read(level=0, object_ids=object_ids, strict=True)
     if not geometry.vertex_count:
         raise WriteError(f"the selection of {store.name} holds no vertices: nothing to export")
+    vid = geometry.vertex_object_ids
+    if vid is not None and np.any(np.asarray(vid) == OBJECT_UNKNOWN):
+        every = np.asarray(store.object_ids(0), np.int64)
+        if object_ids is not None and not np.isin(every, object_ids).all():
+            raise WriteError(
+                f"{store.name}: {object_ids.size:,} of its {every.size:,} objects cannot be "
+                "exported: the store does not record which vertex is whose (several objects "
+                "name one fragment of a chunk whole, as in zarr-vectors 0.9.2 Draco chunks)"
+            )
+        warnings.warn(
+            f"{store.name}: written without objects: the store does not record which of its "
+            f"{every.size:,} objects each vertex belongs to (several objects name one fragment "
+            "of a chunk whole); every vertex is kept",
+            ZVUnknownObjectWarning,
+            stacklevel=2,
+        )
+        geometry.vertex_object_ids = None
     lo, hi = store.bounds
     placement = getattr(store, "placement", None)
     if placement is not None and not placement.is_identity:

@@ -676,6 +676,50 @@ def test_layers_without_a_controller_are_filtered_and_coloured_directly(make_nap
         assert len(world_store_coords(layer)) == len(truth_vertices(version, name, range(99)))
 
 
+@pytest.mark.parametrize(
+    ("version", "name"),
+    [("v07", "points"), ("v09", "polylines"), ("v07", "mesh"), ("v09", "lines")],
+)
+def test_default_restores_the_opening_colours_without_a_controller(
+    make_napari_viewer, qtbot, version, name
+):
+    """Layers without a controller (a StaticTarget): an attribute chosen in Colour by, then
+    "(default)", draws the colours the layer opened with again (every row), with its
+    default legend and colour_by, also after a filter came and went."""
+    from napari.layers import Layer
+
+    from napari_zarr_vectors.napari.colour.live import colour_spec_of
+    from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+    from napari_zarr_vectors.napari.widgets.filters import GroupFilterWidget
+
+    viewer = make_napari_viewer()
+    for data, kwargs, kind in read_zarr_vectors(DATA / version / f"{name}.zarrvectors", level=0):
+        kwargs["metadata"]["zarr_vectors"].pop("session", None)
+        viewer.add_layer(Layer.create(data, kwargs, kind))
+    layer = next(
+        lay for lay in viewer.layers if lay.metadata["zarr_vectors"].get("role") != "bounds"
+    )
+    viewer.layers.selection.active = layer
+    colour = dock(viewer, ColourByWidget)
+    groups = dock(viewer, GroupFilterWidget)
+    assert isinstance(colour.target, StaticTarget)
+    opened, legend = layer_colours(layer).copy(), colour.legend.text()
+    default = layer.metadata["zarr_vectors"].get("colour_by")
+    offered = [c for c in colour.feature.choices if c is not None and c != default]
+    spec = colour.colour_by(offered[0], mode="continuous")
+    assert spec is not None
+    assert not np.allclose(layer_colours(layer), opened, atol=1e-3)  # a change to undo
+    if groups.session.table.groups:  # a filter while coloured, then none
+        groups.set_checked([sorted(groups.session.table.groups)[0]])
+        groups.set_checked(None)
+    colour.feature.value = None
+    np.testing.assert_allclose(layer_colours(layer), opened, atol=1e-6)
+    assert colour.legend.text() == legend
+    assert layer.metadata["zarr_vectors"].get("colour_by") == default
+    assert colour_spec_of(layer) is None
+
+
 def test_widgets_are_contributed_to_the_plugins_menu(make_napari_viewer, qtbot):
     from napari_zarr_vectors.napari.widgets import colour, filters, pick, store_panel
 

@@ -30,11 +30,13 @@ from _zv_viewer import cursor_at_row, drawn_on_canvas, hover
 from test_object_table import assert_fitted, object_box
 
 import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
 from napari_zarr_vectors.napari import open_in_viewer
 from napari_zarr_vectors.napari.browse.region import inside_polygon
 from napari_zarr_vectors.napari.browse.selection import DIM_OPACITY, SELECTION_META, selection_for
 from napari_zarr_vectors.napari.browse.targets import (
     MAX_LAYER_NAME,
+    OBJECTS_UNKNOWN,
     browse_state_of,
     layer_object_ids,
 )
@@ -49,7 +51,7 @@ from napari_zarr_vectors.napari.layerdata.export import export_selection
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.npe2.first_view import set_slab, space_axes
 from napari_zarr_vectors.napari.npe2.writer import save_layers
-from napari_zarr_vectors.napari.widgets.colour import DIRECTION_LEGEND
+from napari_zarr_vectors.napari.widgets.colour import DIRECTION_LEGEND, UNKNOWN_SWATCH
 from napari_zarr_vectors.napari.widgets.colour_bar import install_colour_bars
 from napari_zarr_vectors.napari.widgets.filters import NO_ATTRIBUTES, NO_GROUPS, NO_OBJECTS
 
@@ -395,6 +397,29 @@ def n_objects(o: Opened) -> int:
     return len(o.truth.objects)
 
 
+def objects_unknown(o: Opened) -> bool:
+    """The store does not record which vertex is whose (zarr-vectors 0.9.2 Draco chunks:
+    one fragment every object in the chunk names): object-level actions are off."""
+    return browse_state_of(o.target).objects_unknown is not None
+
+
+def store_vertices(o: Opened) -> int:
+    """Vertices the store holds at level 0 (as decoded: Draco reorders and adds some)."""
+    return int(nzv.open_store(o.path).read(0).vertex_count)
+
+
+def drawn_vertices(o: Opened) -> int:
+    """Vertices the store's data layers hold (one feature row each)."""
+    return sum(len(ids) for ids in map(layer_object_ids, o.target.layers) if ids is not None)
+
+
+def unknown_row(o: Opened) -> int:
+    """A vertex of the browsed layer whose object the store does not record."""
+    rows = np.flatnonzero(layer_object_ids(o.layer) == OBJECT_UNKNOWN)
+    assert rows.size, "no vertex of unknown object drawn"
+    return int(rows[len(rows) // 2])
+
+
 # --------------------------------------------------------------------------------------------
 # the cells
 # --------------------------------------------------------------------------------------------
@@ -411,6 +436,7 @@ def cell_store_panel(o: Opened, qtbot, ndisplay: int) -> None:
         store.axes
     )
     assert f"{n_objects(o):,}" in text
+    assert (OBJECTS_UNKNOWN in text) == objects_unknown(o)
     assert f"<b>{store.name}</b>" in panel.header.text() or store.name in panel.header.text()
     shown = panel.view_controls.shown.text()
     assert shown.startswith("all ") and "in view" in shown, shown
@@ -435,6 +461,9 @@ def cell_store_panel(o: Opened, qtbot, ndisplay: int) -> None:
     assert "(slab " in controls.slice.text()
     controls.whole_depth.setChecked(True)
     settle(qtbot, o.target)
+    if objects_unknown(o):  # every vertex drawn again, whoever's it is
+        assert drawn_vertices(o) == store_vertices(o)
+        return
     assert len(all_drawn_ids(o.target)) == n_objects(o)
 
 
@@ -454,6 +483,8 @@ def cell_object_table(o: Opened, qtbot, ndisplay: int) -> None:
     assert oid in found and all(str(i).startswith(str(oid)) for i in found)
     table.search.setText("")
     table.apply_search()
+    if objects_unknown(o):
+        return _object_table_unknown(o, table, oid, ndisplay)
     # a row selected: the object lights up on the canvas, in every layer that draws it
     table.select_ids([oid])
     assert table.selected_ids().tolist() == [oid]
@@ -472,11 +503,37 @@ def cell_object_table(o: Opened, qtbot, ndisplay: int) -> None:
     assert table.selected_ids().tolist() == [picked]
 
 
+def _object_table_unknown(o: Opened, table, oid: int, ndisplay: int) -> None:
+    """Objects unknown: the rows are the store's, its object actions are off and say why, a
+    row selected lights no vertex up (none is known to be its), a click on a vertex of
+    unknown object selects no row."""
+    assert table.status.text() == OBJECTS_UNKNOWN
+    for button in (table.zoom_button, table.isolate_button, table.export_button):
+        assert not button.isEnabled() and button.toolTip() == OBJECTS_UNKNOWN
+    table.select_ids([oid])
+    assert table.selected_ids().tolist() == [oid]
+    lit = [lay for lay in o.viewer.layers if SELECTION_META in lay.metadata and lay.visible]
+    lit_ids = [layer_object_ids(lay) for lay in lit]
+    assert all(set(np.unique(i).tolist()) <= {oid} for i in lit_ids if i is not None)
+    lit_vertices = sum(len(i) for i in lit_ids if i is not None)
+    assert lit_vertices == int(np.count_nonzero(layer_object_ids(o.layer) == oid))
+    position = cursor_at_row(o.viewer, o.layer, unknown_row(o))
+    view = o.viewer.scene.camera.view_direction if ndisplay == 3 else None
+    assert table.pick(position, list(o.viewer.dims.displayed), view) is None
+    assert table.selected_ids().tolist() == []
+
+
 def cell_zoom_to(o: Opened, qtbot, ndisplay: int) -> None:
     table = o.dock("Object table")
     qtbot.waitUntil(lambda: table.model.rows is not None, timeout=TIMEOUT)
     oid = smallest_object(o)
     table.select_ids([oid])
+    if objects_unknown(o):  # nothing framed: the store does not say where the object is
+        camera = (o.viewer.camera.center, o.viewer.camera.zoom)
+        assert table.zoom_to() is None
+        assert table.status.text() == OBJECTS_UNKNOWN
+        assert (o.viewer.camera.center, o.viewer.camera.zoom) == camera
+        return
     job = table.zoom_to()
     qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
     assert table.status.text() == "framed 1 object"
@@ -502,6 +559,15 @@ def cell_isolate(o: Opened, qtbot, ndisplay: int) -> None:
     qtbot.waitUntil(lambda: table.model.rows is not None, timeout=TIMEOUT)
     oid = smallest_object(o)
     table.select_ids([oid])
+    if objects_unknown(o):  # refused, in this dock and in Pick and isolate
+        before = len(o.viewer.layers)
+        assert table.isolate() == []
+        assert table.status.text() == OBJECTS_UNKNOWN
+        pick = o.dock("Pick and isolate")
+        assert pick.isolate(oid) is None and pick.status.text() == OBJECTS_UNKNOWN
+        assert not pick.isolate_button.isEnabled() and not pick.object_id.isEnabled()
+        assert len(o.viewer.layers) == before
+        return
     jobs = table.isolate()
     assert table.status.text() == "isolating 1 object …"
     qtbot.waitUntil(lambda: all(j is not None and j.done for j in jobs), timeout=TIMEOUT)
@@ -539,6 +605,10 @@ def cell_export(o: Opened, qtbot, ndisplay: int, tmp_path: Path) -> None:
     job = export_selection(
         table, tmp_path / "chosen.zarrvectors", ids=np.asarray(chosen), pyramid=False
     )
+    if objects_unknown(o):  # some objects of it cannot be told from the others
+        assert job is None and table.status.text() == f"not exported: {OBJECTS_UNKNOWN}"
+        assert not (tmp_path / "chosen.zarrvectors").exists()
+        return
     qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
     assert table.status.text().startswith(f"exported {len(chosen)} selected object")
     out = nzv.open_store(tmp_path / "chosen.zarrvectors")
@@ -569,6 +639,8 @@ def _on_canvas(viewer, corners: np.ndarray) -> np.ndarray:
 
 def cell_region_box(o: Opened, qtbot, ndisplay: int) -> None:
     widget = o.dock("Select by region")
+    if objects_unknown(o):
+        return _region_unknown(o, widget, "box")
     region = widget.draw("box")
     assert region is not None and region.mode == "add_rectangle"
     if ndisplay == 3:  # regions are drawn on the 2-D view: the dock says it switched
@@ -610,8 +682,25 @@ def cell_region_box(o: Opened, qtbot, ndisplay: int) -> None:
     assert widget.summary.text().startswith("No objects selected")
 
 
+def _region_unknown(o: Opened, widget, tool: str) -> None:
+    """Objects unknown: no region is drawn (it would select objects by vertices the store
+    does not attribute), the tools are off and say why, nothing is selected."""
+    assert widget.status.text() == OBJECTS_UNKNOWN
+    for button in (widget.box_button, widget.lasso_button, widget.show_only):
+        assert not button.isEnabled() and button.toolTip() == OBJECTS_UNKNOWN
+    before = len(o.viewer.layers)
+    assert widget.draw(tool) is None and len(o.viewer.layers) == before
+    outline = np.tile(np.asarray(o.viewer.dims.point, float), (4, 1))
+    assert widget.select_region(outline, tool).size == 0
+    assert widget.selection.ids.size == 0
+    assert widget.status.text() == OBJECTS_UNKNOWN
+    assert drawn_vertices(o) == store_vertices(o)
+
+
 def cell_region_lasso(o: Opened, qtbot, ndisplay: int) -> None:
     widget = o.dock("Select by region")
+    if objects_unknown(o):
+        return _region_unknown(o, widget, "lasso")
     region = widget.draw("lasso")
     assert region is not None and region.mode == "add_polygon_lasso"
     widget._end_drawing()
@@ -644,9 +733,12 @@ def cell_colour_default(o: Opened, qtbot, ndisplay: int) -> None:
     want = _expected_default(layer)
     if want is not None:  # one colour per object: the legend lists them
         np.testing.assert_allclose(drawn, want, atol=0.02)
-        ids = np.unique(layer.features["object_id"].to_numpy())
+        every = np.unique(layer.features["object_id"].to_numpy())
+        ids = every[every != OBJECT_UNKNOWN]  # an object the store does not record: no id
         text = widget.legend.text()
         assert f"each of the {len(ids):,} {object_noun(layer)} loaded in its own colour" in text
+        assert (UNKNOWN_SWATCH in text) == objects_unknown(o), text
+        assert str(OBJECT_UNKNOWN) not in text
         first = ids[:20]  # neighbouring ids get distinct colours
         rows = layer.features["object_id"].to_numpy()
         per_object = {tuple(np.round(drawn[rows == i][0], 2)) for i in first}
@@ -757,6 +849,8 @@ def cell_colour_bar_on_canvas(o: Opened, qtbot, ndisplay: int) -> None:
 def cell_pick_hover(o: Opened, qtbot, ndisplay: int) -> None:
     pick = o.dock("Pick and isolate")
     layer = o.layer
+    if objects_unknown(o):
+        return _pick_unknown(o, pick, ndisplay)
     ids = layer_object_ids(layer)
     for oid in sorted(set(np.unique(ids).tolist()))[:: max(1, n_objects(o) // 3)][:3]:
         rows = np.flatnonzero(ids == oid)
@@ -782,6 +876,26 @@ def cell_pick_hover(o: Opened, qtbot, ndisplay: int) -> None:
                 f"object {oid} " in status["coordinates"]
                 or f"object {oid}" in status["coordinates"]
             )
+
+
+def _pick_unknown(o: Opened, pick, ndisplay: int) -> None:
+    """Objects unknown: a vertex is picked where it is, and Pick and hover say its object is
+    not known (no object id is made up); the dock says why it isolates nothing."""
+    layer = o.layer
+    row = unknown_row(o)
+    position = cursor_at_row(o.viewer, layer, row)
+    view = o.viewer.scene.camera.view_direction if ndisplay == 3 else None
+    hit = pick.pick(position, list(o.viewer.dims.displayed), view)
+    assert hit is not None and hit.object_id is None
+    info = pick.info.text()
+    assert "<b>Object unknown</b>" in info and OBJECTS_UNKNOWN in info, info
+    assert pick.object_chosen() is None and pick.status.text() == OBJECTS_UNKNOWN
+    xyz = np.asarray(hit.position, np.float64)  # a vertex the writer was given
+    every = napari_order(o, np.concatenate(list(o.truth.objects.values())))[:, -len(xyz) :]
+    assert np.abs(every - xyz).max(axis=1).min() <= o.truth.tolerance, xyz
+    status = hover(o.viewer, layer, position)
+    assert "object unknown" in status["coordinates"], status
+    assert "object -" not in status["coordinates"], status
 
 
 def cell_filters(o: Opened, qtbot, ndisplay: int) -> None:
@@ -870,6 +984,14 @@ def cell_pyramid_qa(o: Opened, qtbot, ndisplay: int) -> None:
 
 def cell_save(o: Opened, qtbot, ndisplay: int, tmp_path: Path) -> None:
     data = [lay for lay in o.target.layers if len(getattr(lay, "data", ()))]
+    if objects_unknown(o):  # every vertex saved, without the objects it cannot tell apart
+        with pytest.warns(nzv.ZVUnknownObjectWarning, match="written without objects"):
+            saved = save_layers(tmp_path / "saved", data, show_progress=False)
+        out = nzv.open_store(saved)
+        assert out.geometry_type == o.target.store.geometry_type
+        assert out.read(0).vertex_count == store_vertices(o)
+        assert len(out.object_ids(0)) <= 1
+        return
     out = nzv.open_store(save_layers(tmp_path / "saved", data, show_progress=False))
     assert out.geometry_type == o.target.store.geometry_type
     assert list(out.axes) == list(o.target.store.axes)
@@ -879,6 +1001,11 @@ def cell_save(o: Opened, qtbot, ndisplay: int, tmp_path: Path) -> None:
 
 def cell_dissect(o: Opened, qtbot, ndisplay: int) -> None:
     widget = o.dock("Dissect")
+    if objects_unknown(o):  # no region can count objects by vertices nobody owns
+        assert widget.dissection is None and widget.count_label.text() == OBJECTS_UNKNOWN
+        assert widget.add_region("box") is None
+        assert not any(b.isEnabled() for b in widget.add_buttons.values())
+        return
     d = widget.dissection
     assert d is not None
     while d.regions:
@@ -941,39 +1068,8 @@ CELLS: dict[str, Callable] = {
 #: cells that do not depend on the view: run once, in 3-D (2-D for 2-D stores)
 VIEW_FREE = {"export", "save", "pyramid_qa", "dissect", "colour_by"}
 
-#: zarr-vectors 0.9.2 Draco chunks: one vertex fragment (0, n) that every object in the
-#: chunk's manifest names (FORMAT09 3.10), the decoded order not the written one: which vertex
-#: is whose is not stored, and the reader gives a chunk's vertices to its first object
-DRACO = (
-    "Draco 0.9.2 chunks record no per-object vertex ranges (one fragment (0, n) named by every "
-    "object in the chunk): the reader assigns each chunk's vertices to one object (2 of 5 "
-    "neurons drawn with ids), so object-level actions act on the wrong vertices"
-)
-
 #: cell id -> the reason a cell is known to fail (strict xfail: it must fail until fixed)
-KNOWN: dict[str, str] = {
-    **{
-        f"mesh_draco-{cell}": DRACO
-        for cell in (
-            "store_panel-2d",
-            "object_table-2d",
-            "object_table-3d",
-            "zoom_to-2d",
-            "zoom_to-3d",
-            "isolate-2d",
-            "isolate-3d",
-            "export-3d",
-            "region_box-2d",
-            "region_box-3d",
-            "region_lasso-2d",
-            "region_lasso-3d",
-            "pick_hover-2d",
-            "pick_hover-3d",
-            "save-3d",
-            "dissect-3d",
-        )
-    },
-}
+KNOWN: dict[str, str] = {}
 
 
 def _cells():

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
 from napari_zarr_vectors.napari._napari_compat import extend_status, open_viewers
 from napari_zarr_vectors.napari.browse.groups import group_labels
 from napari_zarr_vectors.napari.browse.table import ObjectTable
@@ -181,11 +182,13 @@ def describe(layer: Layer, pick: Pick) -> str:
     """``object 149 (hemisphere: right, length_mm: 37.5, group: left posterior inferior);
     fa: 0.41`` for a picked row (:func:`pick_fields`): the object id, the object's
     attributes and groups, then the row's own features. Rows without an object id list
-    their features only."""
+    their features only, after ``object unknown`` where the store does not record it
+    (:data:`~napari_zarr_vectors.format.missing.OBJECT_UNKNOWN`)."""
     object_fields, own = pick_fields(pick, object_table_of(layer))
     own_text = [f"{k}: {format_value(v)}" for k, v in own]
     if pick.object_id is None:
-        return "; ".join(own_text)
+        unknown = pick.features.get(OBJECT_ID) == OBJECT_UNKNOWN
+        return "; ".join(["object unknown", *own_text] if unknown else own_text)
     text = f"object {pick.object_id}"
     if object_fields:
         text += f" ({', '.join(f'{k}: {format_value(v)}' for k, v in object_fields)})"

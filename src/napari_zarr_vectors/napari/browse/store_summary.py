@@ -11,6 +11,7 @@ import numpy as np
 from napari_zarr_vectors.format.api import GeometryStore, store_layout
 from napari_zarr_vectors.napari.browse.groups import group_labels
 from napari_zarr_vectors.napari.browse.table import ObjectTable, safe_read
+from napari_zarr_vectors.napari.browse.targets import objects_unknown
 from napari_zarr_vectors.napari.values import dtype_word
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ class StoreSummary:
     group_attributes: tuple[tuple[str, str], ...]
     #: where the layers place the stored coordinates ("" = as stored)
     placement: str = ""
+    #: why the store's objects cannot be told apart (:func:`.targets.objects_unknown`; "")
+    objects_unknown: str = ""
 
 
 def store_summary(store: GeometryStore, counts: bool = True) -> StoreSummary:
@@ -97,6 +100,7 @@ def store_summary(store: GeometryStore, counts: bool = True) -> StoreSummary:
         groups=groups,
         group_attributes=tuple(gattrs),
         placement=_placement(store),
+        objects_unknown=safe_read(lambda _: objects_unknown(store), 0, "") if counts else "",
     )
 
 

@@ -38,7 +38,9 @@ from napari_zarr_vectors.napari.colour.live import (
     apply_colour,
     colour_spec_of,
     layer_kind,
+    opening_colour,
     reapply_colour,
+    restore_opening_colour,
 )
 from napari_zarr_vectors.napari.colour.spec import ColourSpec
 from napari_zarr_vectors.napari.conventions import meta_of
@@ -80,6 +82,12 @@ NON_DATA_ROLES = ("bounds", "isolated", "selected", "region", "bundle")
 
 #: Pick tolerance in screen pixels.
 PICK_PIXELS = 8.0
+
+#: What object-level actions say on a store whose vertices' objects are not recorded
+#: (:func:`objects_unknown`).
+OBJECTS_UNKNOWN = (
+    "object ids unknown in this store: its Draco chunks hold several objects in one fragment"
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -136,6 +144,10 @@ class BrowseTarget(Protocol):
     def level(self) -> int: ...
     @property
     def locked_level(self) -> int | None: ...
+    def default_colours(self) -> None:
+        """Forget every colour choice on the layers and draw their default colours again."""
+        ...
+
     @property
     def object_filter(self) -> np.ndarray | None: ...
     def set_object_filter(self, allowed_ids: np.ndarray | None) -> None: ...
@@ -222,6 +234,8 @@ class StaticTarget:
         self._full: dict[int, _LayerData] = {}
         self.allowed: np.ndarray | None = None
         self.events = ControllerEvents()
+        #: each layer's colours as it came (every row): what "(default)" draws again
+        self._opening = {id(layer): opening_colour(layer) for layer in layers}
 
     @property
     def store(self) -> GeometryStore:
@@ -257,11 +271,26 @@ class StaticTarget:
     def update_layers(self, layers: Sequence[Layer]) -> None:
         if [id(a) for a in layers] != [id(b) for b in self.layers]:
             self._layers = [weakref.ref(layer) for layer in layers]
+            for layer in layers:
+                if id(layer) not in self._opening:
+                    self._opening[id(layer)] = opening_colour(layer)
             if self.allowed is not None:
                 self.set_object_filter(self.allowed)
 
     def refresh(self) -> None:
         self.set_object_filter(self.allowed)
+
+    def default_colours(self) -> None:
+        """Forget every colour choice on the layers and draw the colours they opened with
+        again (of the rows the filter keeps), as a controller's reload does."""
+        for layer in self.layers:
+            opening = self._opening.get(id(layer))
+            if opening is None:
+                continue
+            snap = self._full.get(id(layer))  # filtered by slicing: the rows kept
+            ids = None if snap is None else _row_object_ids(layer_kind(layer), snap)
+            keep = None if ids is None or self.allowed is None else np.isin(ids, self.allowed)
+            restore_opening_colour(layer, opening, keep)
 
     def set_object_filter(self, allowed_ids: np.ndarray | None) -> None:
         self.allowed = None if allowed_ids is None else np.asarray(allowed_ids, np.int64)
@@ -526,8 +555,9 @@ def pick_at(
 
 def only_objects(geometry: Geometry, object_ids: int | Sequence[int] | np.ndarray) -> Geometry:
     """The rows of ``geometry`` that belong to ``object_ids`` (edges/faces remapped, paths of
-    other objects dropped). Meshes whose objects share chunk fragments cannot be separated by
-    vertex (the core labels a shared vertex with one object): they are returned unchanged."""
+    other objects dropped). Meshes are returned unchanged: objects sharing a chunk's
+    fragment cannot be separated by vertex (the core reads those vertices as
+    ``OBJECT_UNKNOWN``)."""
     from napari_zarr_vectors.format.geometry import Geometry
 
     if geometry.vertex_object_ids is None or geometry.geometry_type == GeometryType.MESH:
@@ -763,6 +793,17 @@ def object_table(target: BrowseTarget) -> ObjectTable:
     return entry.objects
 
 
+def objects_unknown(store: GeometryStore) -> str | None:
+    """:data:`OBJECTS_UNKNOWN` when level 0 of ``store`` has vertices whose object the store
+    does not record (a mesh chunk's one fragment named by several objects, as zarr-vectors
+    0.9.2 writes Draco chunks: :func:`~napari_zarr_vectors.format.objects.unattributed_chunks`),
+    else ``None``. Only mesh stores can: the object index of no other is read for it."""
+    if store.geometry_type != GeometryType.MESH:
+        return None
+    index = store.object_index(0)
+    return OBJECTS_UNKNOWN if index is not None and index.shared_entries.any() else None
+
+
 # --------------------------------------------------------------------------------------------
 # browse state: the filters of one target, shared by the widgets
 # --------------------------------------------------------------------------------------------
@@ -778,6 +819,8 @@ class BrowseState:
         self.store = target.store
         self.table = object_table(target)
         self.filters = FilterState(self.table)
+        #: why object-level actions are off on this store (:func:`objects_unknown`), or ``None``
+        self.objects_unknown = objects_unknown(self.store)
         #: the colour chosen for every layer of the store (``None``: per layer, or none)
         self.colour: ColourSpec | None = None
         self._coloured: set[int] = set()  # ids of the layers there when it was chosen

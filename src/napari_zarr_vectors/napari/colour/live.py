@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_zarr_vectors.format.missing import missing_mask
 from napari_zarr_vectors.napari._napari_compat import colour_feature, unlink_tracks_colour
 from napari_zarr_vectors.napari.colour.defaults import LIFTED_VIRIDIS, lifted_viridis
 from napari_zarr_vectors.napari.colour.spec import (
@@ -269,9 +270,11 @@ def _apply_surface(layer: Layer, spec: ColourSpec) -> None:
         index[index < 0] = np.nan
         cmap, limits = napari_colormap(spec, codes=True)
         values = index
-    else:
+    else:  # missing values (an object unknown: the int64 marker) in the missing colour
         cmap, limits = napari_colormap(spec)
+        missing = missing_mask(values)
         values = values.astype(np.float32)
+        values[missing] = np.nan
     vertices, faces = layer.data[:2]
     layer.data = (vertices, faces, values)
     layer.colormap = cmap
@@ -379,6 +382,76 @@ def forget_colour(layer: Layer) -> None:
     if meta is not None:
         meta.pop("colour", None)
         meta.pop("colour_by", None)
+
+
+@dataclass(frozen=True)
+class OpeningColour:
+    """What a layer drew when it was opened, every row of it (:func:`opening_colour`): what
+    "(default)" draws again where no level-of-detail controller reloads the layer."""
+
+    colour_by: str | None  # the layer metadata's ``colour_by``
+    values: dict[str, Any]  # the layer's colour attributes (per-row arrays: every row)
+
+
+#: the colour attributes :func:`opening_colour` keeps, by layer kind (Surface: the values
+#: and their colormap; Tracks: the feature and colormaps)
+_OPENING_ATTRS = {
+    "points": ("face_color", "border_color"),
+    "vectors": ("edge_color",),
+    "shapes": ("edge_color", "face_color"),
+    "surface": ("vertex_values", "colormap", "contrast_limits"),
+    "tracks": ("colormaps_dict", "color_by", "colormap"),
+}
+#: the per-row ones, sliced to the rows a filter keeps
+_PER_ROW = {"edge_color", "face_color", "border_color", "vertex_values"}
+
+
+def opening_colour(layer: Layer) -> OpeningColour:
+    """The layer's colours now (copies), to draw again with :func:`restore_opening_colour`."""
+    values: dict[str, Any] = {}
+    for attr in _OPENING_ATTRS.get(layer_kind(layer), ()):
+        value = getattr(layer, attr)
+        values[attr] = (
+            np.array(value, copy=True)
+            if attr in _PER_ROW
+            else dict(value)
+            if isinstance(value, dict)
+            else value
+        )
+    return OpeningColour(LayerMeta.from_layer(layer).colour_by, values)
+
+
+def restore_opening_colour(
+    layer: Layer, opening: OpeningColour, keep: np.ndarray | None = None
+) -> None:
+    """Forget the layer's colour choice (:func:`forget_colour`) and draw ``opening`` again,
+    of the rows ``keep`` (a mask of the opened rows: those a filter left; ``None``: all)."""
+    forget_colour(layer)
+    meta = meta_of(layer)
+    if meta is not None and opening.colour_by is not None:
+        meta["colour_by"] = opening.colour_by
+    kind = layer_kind(layer)
+    values = {
+        attr: value[..., keep]
+        if attr == "vertex_values" and keep is not None
+        else value[keep]
+        if attr in _PER_ROW and keep is not None
+        else value
+        for attr, value in opening.values.items()
+    }
+    if kind == "surface":
+        vertices, faces = layer.data[:2]
+        layer.data = (vertices, faces, values["vertex_values"])
+        layer.colormap = values["colormap"]
+        layer.contrast_limits = values["contrast_limits"]
+    elif kind == "tracks":
+        layer.colormaps_dict = values["colormaps_dict"]
+        if values["color_by"] in layer.properties_to_color_by:
+            layer.color_by = values["color_by"]
+        layer.colormap = values["colormap"]
+    else:
+        for attr, value in values.items():
+            setattr(layer, attr, value)
 
 
 def reapply_colour(layer: Layer) -> bool:

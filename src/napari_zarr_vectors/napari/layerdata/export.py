@@ -89,20 +89,26 @@ def export_selection(
     """Export the widget's selection (:func:`widget_selection`; ``ids`` when given) of its
     store to ``path`` in the background (:func:`.tasks.run_task`, its steps shown as an
     activity); returns the job (started unless ``start`` is false; its ``done`` is set when
-    it is over)."""
+    it is over). Some objects of a store that does not record which vertex is whose
+    (:func:`.targets.objects_unknown`) are not exported: ``None``, the status says why."""
     store = widget.store
     if store is None:
         raise WriteError("select a Zarr Vectors layer first")
     ids, why = widget_selection(widget, ids)
     n_objects = widget.session.table.n_objects if widget.session is not None else 0
-    what = describe_selection(ids, why, n_objects)
-    target = check_target(export_target(path), [store.path])  # refuse before any work
-    activity = _Activity(f"Exporting {target.name}")
     status = getattr(widget, "status", None)
 
     def say(text: str) -> None:
         if status is not None:
             status.setText(text)
+
+    unknown = None if widget.session is None else widget.session.objects_unknown
+    if unknown is not None and ids is not None and ids.size < n_objects:
+        say(f"not exported: {unknown}")
+        return None
+    what = describe_selection(ids, why, n_objects)
+    target = check_target(export_target(path), [store.path])  # refuse before any work
+    activity = _Activity(f"Exporting {target.name}")
 
     def exported(new_path: object) -> None:
         activity.finish()

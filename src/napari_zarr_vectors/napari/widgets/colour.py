@@ -20,6 +20,7 @@ from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel
 from superqt.utils import qdebounced
 
+from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
 from napari_zarr_vectors.napari.browse.groups import group_labels
 from napari_zarr_vectors.napari.colour.bar import (
     bar_label,
@@ -161,16 +162,16 @@ class ColourByWidget(ZVBrowseWidget):
 
     def _restore_default(self) -> None:
         """ "(default)" chosen: forget the colour choice of the store's layers and draw them
-        in their default colours again (the controller reloads them; the legend follows)."""
+        in their default colours again (the target's ``default_colours``: a controller
+        reloads them, layers without one draw their opening colours; the legend follows)."""
         target = self.target
         layers = [self.layer] if target is None else target.layers
         chosen = [lay for lay in layers if colour_spec_of(lay) is not None]
         self.spec = None
         if self.session is not None:
             self.session.choose_colour(None)
-        controller = None if target is None else target.controller
-        if chosen and controller is not None:
-            controller.default_colours()
+        if chosen and target is not None:
+            target.default_colours()
         self._show_default()
 
     def _show_default(self) -> None:
@@ -453,13 +454,18 @@ def _hex(rgba: Sequence[float]) -> str:
     return "#{:02x}{:02x}{:02x}".format(*(int(round(255 * c)) for c in rgba[:3]))
 
 
+#: the default legend's swatch of vertices whose object is not recorded (``OBJECT_UNKNOWN``)
+UNKNOWN_SWATCH = "object unknown (several objects share these vertices' chunk fragment)"
+
+
 def default_legend_html(layer: Layer | None) -> str:
     """The legend of a default colouring by object id (:func:`categorical_rgba`): one
     swatch per loaded object, labelled by its id; empty for other default colourings."""
     meta = meta_of(layer) or {}
     if layer is None or meta.get("colour_by") != OBJECT_ID or OBJECT_ID not in layer.features:
         return ""
-    ids = np.unique(layer.features[OBJECT_ID].to_numpy())
+    every = np.unique(layer.features[OBJECT_ID].to_numpy())
+    ids = every[every != OBJECT_UNKNOWN]
     head = (
         f"<b>object id</b> (default): each of the {len(ids):,} {object_noun(layer)} loaded "
         "in its own colour"
@@ -470,6 +476,9 @@ def default_legend_html(layer: Layer | None) -> str:
     ]
     if len(ids) > LEGEND_MAX:
         rows.append(f"… and {len(ids) - LEGEND_MAX:,} more")
+    if len(ids) < len(every):  # vertices whose object the store does not record
+        rgba = categorical_rgba(np.array([OBJECT_UNKNOWN]))[0]
+        rows.append(f"<span style='color:{_hex(rgba)}'>■</span> {UNKNOWN_SWATCH}")
     return "<br>".join([head, *rows])
 
 

@@ -133,7 +133,11 @@ class DissectWidget(ZVBrowseWidget):
         if self.outlines is not None:
             self.outlines.close()
             self.outlines = None
-        self.dissection = None if self.target is None else dissection_for(self.target)
+        # a store that does not record which vertex is whose: no region can select objects
+        unknown = None if self.session is None else self.session.objects_unknown
+        self.dissection = (
+            None if self.target is None or unknown is not None else dissection_for(self.target)
+        )
         enabled = self.dissection is not None
         b = self.bundles
         controls = [*self.add_buttons.values(), *b.bundle_buttons.values(), self.test_combo]
@@ -145,7 +149,9 @@ class DissectWidget(ZVBrowseWidget):
             self.region_list.clear()
             b.bundle_list.clear()
             self.editor.clear()
-            self.count_label.setText("")
+            self.count_label.setText(unknown or "")
+            for button in self.add_buttons.values():
+                button.setToolTip(unknown or button.toolTip())
             return
         d = self.dissection
         d.events.regions.connect(self._regions_changed)

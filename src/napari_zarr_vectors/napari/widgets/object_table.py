@@ -57,7 +57,7 @@ from napari_zarr_vectors.napari.browse.selection import (
     objects_world_box,
     selection_for,
 )
-from napari_zarr_vectors.napari.browse.targets import pick_at, pick_slab
+from napari_zarr_vectors.napari.browse.targets import OBJECTS_UNKNOWN, pick_at, pick_slab
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, was_click
@@ -280,6 +280,7 @@ class ObjectTableWidget(ZVBrowseWidget):
             self.model.set_rows(None)
             return
         assert table is not None and self.target is not None and self.store is not None  # rows
+        self._show_unknown()
         self.selection = selection_for(self.target)
         self.highlight = highlight_for(self.viewer, self.target)
         self.selection.connect(self._selection_changed)
@@ -297,6 +298,33 @@ class ObjectTableWidget(ZVBrowseWidget):
             on_result=partial(self._rows_built, target=self.target),
             on_error=lambda e: self.count.setText(f"object table: {e}"),
         )
+
+    def _show_unknown(self) -> None:
+        """Object actions off where the store does not record which vertex is whose: the
+        buttons say why, and so does the status."""
+        unknown = self._objects_unknown()
+        for button in (self.zoom_button, self.isolate_button, self.export_button):
+            button.setEnabled(unknown is None)
+            if unknown is not None:
+                button.setToolTip(unknown)
+        if unknown is not None or self.status.text() == OBJECTS_UNKNOWN:  # (not another's)
+            self.status.setText(unknown or "")
+
+    def _objects_unknown(self) -> str | None:
+        """Why object actions are off (:func:`.targets.objects_unknown`); ``None`` when on."""
+        return None if self.session is None else self.session.objects_unknown
+
+    def _refused(self) -> bool:
+        """Whether an object action cannot run: nothing selected, or objects unknown (the
+        status says which)."""
+        unknown = self._objects_unknown()
+        if unknown is not None:
+            self.status.setText(unknown)
+            return True
+        if self.selection is None or not self.selection.ids.size:
+            self.status.setText("Select objects first.")
+            return True
+        return False
 
     def _rows_built(self, rows: ObjectRows, target: BrowseTarget) -> None:
         if target is self.target:  # not another store's, selected meanwhile
@@ -441,10 +469,10 @@ class ObjectTableWidget(ZVBrowseWidget):
     # -- actions -------------------------------------------------------------------------
     def zoom_to(self) -> LoadJob | None:
         """Frame the selected objects; reads them in the background (:func:`.tasks.run_task`)
-        and returns the job (``None`` without a selection)."""
-        if self.selection is None or not self.selection.ids.size:
-            self.status.setText("Select objects first.")
+        and returns the job (``None`` without a selection, or with objects unknown)."""
+        if self._refused():
             return None
+        assert self.selection is not None  # (_refused)
         store, ids = self.store, self.selection.ids.copy()
         level = int(getattr(self.target, "level", 0) or 0)
         self.status.setText(f"reading {ids.size:,} objects …")
@@ -469,9 +497,9 @@ class ObjectTableWidget(ZVBrowseWidget):
         """Isolate the selected objects in the *Pick and isolate* dock (at most
         :data:`MAX_ISOLATE`); returns its jobs. The status says *isolating …* until the
         last is in, then what was isolated."""
-        if self.selection is None or not self.selection.ids.size:
-            self.status.setText("Select objects first.")
+        if self._refused():
             return []
+        assert self.selection is not None  # (_refused)
         _, pick_widget = self.viewer.window.add_plugin_dock_widget(PLUGIN, PICK_WIDGET)
         ids = self.selection.ids[:MAX_ISOLATE]
         more = self.selection.ids.size - ids.size
@@ -487,9 +515,9 @@ class ObjectTableWidget(ZVBrowseWidget):
         return [pick_widget.isolate(int(oid), then=one_done) for oid in ids]
 
     def export(self) -> Any:
-        if self.selection is None or not self.selection.ids.size:
-            self.status.setText("Select objects first.")
+        if self._refused():
             return None
+        assert self.selection is not None  # (_refused)
         return export_dialog(self, self.selection.ids)
 
     def save_csv(self, path: str) -> int:

@@ -134,17 +134,25 @@ class PickWidget(ZVBrowseWidget):
         if self.layer is None:
             return
         has_objects = self.session is not None and self.session.table.n_objects > 0
-        self.object_id.setEnabled(has_objects)
+        unknown = self._objects_unknown()
+        self.object_id.setEnabled(has_objects and unknown is None)
         if has_objects:
             ids = self.session.table.ids
             self.object_id.setRange(int(ids.min()) - 1, int(ids.max()))
             self.object_id.setValue(self.object_id.minimum())
             self.info.setText("Click an object in the viewer.")
-            self.status.setText("")
+            self.status.setText(unknown or "")
+            if unknown is not None:
+                self.object_id.setToolTip(unknown)
+                self.isolate_button.setToolTip(unknown)
         else:
             self.info.setText("Click a vertex in the viewer.")
             self.status.setText(NO_OBJECTS)
         self._enable_isolate()
+
+    def _objects_unknown(self) -> str | None:
+        """Why objects cannot be picked or isolated here (:func:`.targets.objects_unknown`)."""
+        return None if self.session is None else self.session.objects_unknown
 
     def object_chosen(self) -> int | None:
         """The object id in the spin box (``None`` before one is picked or typed in)."""
@@ -228,9 +236,13 @@ class PickWidget(ZVBrowseWidget):
         rows = []
         # a streamline of the overview picture: drawn, not held by the layer
         drawn_in = esc(hit.layer.name) + (", overview picture" if hit.in_fill else "")
+        unknown = self._objects_unknown()
         if hit.object_id is not None:
             rows.append(f"<b>Object {hit.object_id}</b> <small>({drawn_in})</small>")
             rows += [f"{esc(k)}: {esc(format_value(v))}" for k, v in object_fields]
+        elif unknown is not None:
+            rows.append(f"<b>Object unknown</b> <small>({drawn_in})</small>")
+            rows.append(esc(unknown))
         else:
             rows.append(f"<b>Vertex</b> <small>({drawn_in})</small>")
         where = store_position_text(hit.layer, hit.position)
@@ -252,8 +264,13 @@ class PickWidget(ZVBrowseWidget):
         """Read object ``object_id`` whole (level 0 by default) in the background
         (:func:`.tasks.run_task`) and add it as layers in its colours. Returns the job (its
         ``done`` is set when it is over); ``then(n_vertices)`` is called once its layers are
-        in (``then(None)`` when it failed)."""
+        in (``then(None)`` when it failed); ``None`` (the status says why) where the store
+        does not record which vertex is whose."""
         if self.store is None:
+            return None
+        unknown = self._objects_unknown()
+        if unknown is not None:
+            self.status.setText(unknown)
             return None
         self.object_id.setValue(int(object_id))
         self.status.setText(f"loading object {object_id} …")

@@ -21,7 +21,12 @@ from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton
 from napari_zarr_vectors.napari.browse import selection as sel
 from napari_zarr_vectors.napari.browse.region import objects_in_region, slice_extent
 from napari_zarr_vectors.napari.browse.selection import highlight_for, selection_for
-from napari_zarr_vectors.napari.browse.targets import META, add_object_layers, isolate_layer_data
+from napari_zarr_vectors.napari.browse.targets import (
+    META,
+    OBJECTS_UNKNOWN,
+    add_object_layers,
+    isolate_layer_data,
+)
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
@@ -121,10 +126,19 @@ class SelectionWidget(ZVBrowseWidget):
         if self._selection is not None and self.target is not None:  # (one with the other)
             self._selection.connect(self._selection_changed)
             highlight_for(self.viewer, self.target)
-        enabled = self.target is not None
+        unknown = self._objects_unknown()
+        enabled = self.target is not None and unknown is None
         for w in (self.box_button, self.lasso_button, self.clear_button, self.show_only):
             w.setEnabled(enabled)
+            if unknown is not None:
+                w.setToolTip(unknown)
+        if unknown is not None or self.status.text() == OBJECTS_UNKNOWN:  # (not another's)
+            self.status.setText(unknown or "")
         self._selection_changed()
+
+    def _objects_unknown(self) -> str | None:
+        """Why regions select nothing here (:func:`.targets.objects_unknown`), else ``None``."""
+        return None if self.session is None else self.session.objects_unknown
 
     def _selection_changed(self, ids: np.ndarray | None = None, source: object = None) -> None:
         selection = self.selection
@@ -139,7 +153,7 @@ class SelectionWidget(ZVBrowseWidget):
             if n
             else "No objects selected: draw a box or a lasso on the canvas."
         )
-        some = n > 0
+        some = n > 0 and self._objects_unknown() is None
         for w in (self.dim_rest, self.isolate_button, self.export_button):
             w.setEnabled(some)
         if self.show_only.isChecked():
@@ -150,10 +164,16 @@ class SelectionWidget(ZVBrowseWidget):
     # -- drawing the region ----------------------------------------------------------------
     def draw(self, tool: str) -> Shapes | None:
         """Start drawing a region with ``tool`` (``"box"`` or ``"lasso"``) on the canvas;
-        the objects inside are selected once it is drawn. Returns the drawing layer."""
+        the objects inside are selected once it is drawn. Returns the drawing layer;
+        ``None`` (the status says why) where the store does not record whose vertices are
+        inside."""
         from napari.layers import Shapes
 
         if self.target is None:
+            return None
+        unknown = self._objects_unknown()
+        if unknown is not None:
+            self.status.setText(unknown)
             return None
         viewer = self.viewer
         if viewer.dims.ndisplay != 2:
@@ -190,7 +210,12 @@ class SelectionWidget(ZVBrowseWidget):
 
     def select_region(self, outline: np.ndarray, tool: str = "box") -> np.ndarray:
         """Select the objects inside ``outline`` (its corners in world coordinates, one
-        column per viewer axis, as napari's Shapes layer holds them) in the slice shown."""
+        column per viewer axis, as napari's Shapes layer holds them) in the slice shown;
+        none where the store does not record whose vertices are inside (the status says so)."""
+        unknown = self._objects_unknown()
+        if unknown is not None:
+            self.status.setText(unknown)
+            return np.empty(0, np.int64)
         viewer = self.viewer
         displayed = list(viewer.dims.displayed)
         assert self.target is not None and self.selection is not None  # a followed store

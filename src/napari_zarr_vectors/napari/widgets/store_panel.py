@@ -162,6 +162,8 @@ def summary_html(s: StoreSummary, counting: bool = False) -> str:
         rows.append("<b>Objects:</b> this store has no objects")
     else:
         rows.append(f"<b>Objects:</b> {s.n_objects:,}")
+    if s.objects_unknown:
+        rows.append(f"<i>{esc(s.objects_unknown)}</i>")
     rows.append(
         "<b>Object attributes:</b> "
         + _attrs(s.object_attributes, "this store has no object attributes")
