@@ -139,6 +139,32 @@ def test_box_codes_prune_only_segments_that_miss(region) -> None:
 
 
 @pytest.mark.parametrize(
+    "region",
+    [Box([0, 0, 0], [1, 2, 1]), Sphere([0, 1, 0], 0.7), Plane([0, 0, 0.5], [1, 1, 0.3], 0.2)],
+)
+def test_sweeps_keep_every_segment_that_meets(region) -> None:
+    """``meets_sweeps`` of two boxes (or a point and a box) is never False when a segment
+    from a point of one to a point of the other meets the region, and it is tighter than
+    the box around both (what leaves a selection few far chunks to read)."""
+    rng = np.random.default_rng(8)
+    lo_a, lo_b = rng.uniform(-3, 3, (2, 4000, 3))
+    hi_a, hi_b = lo_a + rng.uniform(0, 1.5, (4000, 3)), lo_b + rng.uniform(0, 1.5, (4000, 3))
+    hi_a[:2000] = lo_a[:2000]  # points (an end already read)
+    swept = region.meets_sweeps(lo_a, hi_a, lo_b, hi_b)
+    for _ in range(20):  # segments between random points of the two boxes
+        a = lo_a + rng.random((4000, 3)) * (hi_a - lo_a)
+        b = lo_b + rng.random((4000, 3)) * (hi_b - lo_b)
+        assert not np.any(region.meets_segments(a, b) & ~swept)
+    lo, hi = np.minimum(lo_a, lo_b), np.maximum(hi_a, hi_b)
+    bounded = Box(*region.bounds()) if isinstance(region, Sphere) else region  # (its bounds)
+    around = bounded.meets_boxes(lo, hi)
+    assert not np.any(swept & ~around)
+    assert (around & ~swept).sum() > 100
+    nan = np.full((1, 3), np.nan)
+    assert not region.meets_sweeps(nan, nan, lo_b[:1], hi_b[:1]).any()
+
+
+@pytest.mark.parametrize(
     ("make", "message"),
     [
         (lambda: Box([0, 0], [1]), "differ"),

@@ -27,6 +27,10 @@ import numpy as np
 #: the spaces a region may be given in
 SPACES = ("store", "world")
 
+#: :meth:`Region.meets_sweeps` keeps a sweep whose ``t`` interval is empty by less than this
+#: (the rounding of its divisions: it may keep too many, never too few)
+SWEEP_SLACK = 1e-9
+
 
 def _size(value: float, what: str) -> float:
     """A finite number >= 0 (a radius, a thickness)."""
@@ -76,6 +80,38 @@ class Region:
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The closed axis-aligned box holding the region."""
         raise NotImplementedError
+
+    def meets_sweeps(
+        self, lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray
+    ) -> np.ndarray:
+        """``(K,)`` bool: whether some segment from a point of the closed box
+        ``[lo_a, hi_a]`` to a point of ``[lo_b, hi_b]`` (rows of each; a box may be a point)
+        may meet the region: never ``False`` when one does (exact for a box and a plane; a
+        sphere is taken as its :meth:`bounds`), and ``False`` for a box with a NaN. The
+        points of such segments at ``t`` along them fill the box ``(1 - t) A + t B``; it
+        meets :meth:`bounds` for some ``t`` in ``[0, 1]`` when the ``t`` where, on every
+        axis, its low side is below the region's high one and its high side above the
+        region's low one overlap. Tighter than the box around both (two cells meeting at
+        a corner of the region sweep past it)."""
+        lo_a, hi_a = _rows(lo_a, self.ndim), _rows(hi_a, self.ndim)
+        lo_b, hi_b = _rows(lo_b, self.ndim), _rows(hi_b, self.ndim)
+        r_lo, r_hi = self.bounds()
+        t_lo, t_hi = np.zeros(len(lo_a)), np.ones(len(lo_a))
+        ok = np.isfinite(lo_a).all(axis=1) & np.isfinite(hi_a).all(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for k in range(self.ndim):
+                # lo_a + t (lo_b - lo_a) <= r_hi (sign +1), hi_a + t (hi_b - hi_a) >= r_lo
+                # (sign -1): sign t d <= sign room, a bound above t where sign d > 0
+                for d, room, sign in (
+                    (lo_b[:, k] - lo_a[:, k], r_hi[k] - lo_a[:, k], 1),
+                    (hi_b[:, k] - hi_a[:, k], r_lo[k] - hi_a[:, k], -1),
+                ):
+                    t = room / d
+                    ok &= (d != 0) | (sign * room >= 0)
+                    np.minimum(t_hi, np.where(sign * d > 0, t, np.inf), out=t_hi)
+                    np.maximum(t_lo, np.where(sign * d < 0, t, -np.inf), out=t_lo)
+        meets: np.ndarray = ok & (t_lo <= t_hi + SWEEP_SLACK)
+        return meets
 
     def outcodes(self, points: np.ndarray) -> np.ndarray:
         """``(N,)`` uint32 codes (Cohen-Sutherland) of the points against :meth:`bounds`: a
@@ -255,6 +291,21 @@ class Plane(Region):
         below = (side + reach < -half).astype(np.uint32)
         codes: np.ndarray = below | ((side - reach > half).astype(np.uint32) << 1)
         return codes
+
+    def meets_sweeps(
+        self, lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray
+    ) -> np.ndarray:
+        """Exact: the two boxes span a range of signed distances that meets the slab's."""
+        low, high = [], []
+        for lo, hi in ((lo_a, hi_a), (lo_b, hi_b)):
+            lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
+            side = self._side((lo + hi) / 2)
+            reach = (hi - lo) / 2 @ np.abs(self._unit)
+            low.append(side - reach)
+            high.append(side + reach)
+        half = self.thickness / 2
+        meets: np.ndarray = (np.minimum(*low) <= half) & (np.maximum(*high) >= -half)
+        return meets
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         inside: np.ndarray = np.abs(self._side(points)) <= self.thickness / 2

@@ -284,10 +284,7 @@ class _Plan:
         skip = np.flatnonzero(
             same & (ca != cb) & ~reach[:-1] & ~reach[1:] & ((code[:-1] & code[1:]) == 0)
         )
-        span = region.meets_boxes(
-            np.minimum(lo[ca[skip]], lo[cb[skip]]), np.maximum(hi[ca[skip]], hi[cb[skip]])
-        )
-        skip = skip[span]
+        skip = skip[region.meets_sweeps(lo[ca[skip]], hi[ca[skip]], lo[cb[skip]], hi[cb[skip]])]
         cand[self.entry_row[skip]] = True
         cand &= rows
         if not cand.any():
@@ -348,17 +345,37 @@ class _Plan:
             & ~(in_first[ca] & in_first[cb])
             & ((code[:-1] & code[1:]) == 0)
         )
-        span_lo = np.minimum(lo[ca[e]], lo[cb[e]])
-        e = e[region.meets_boxes(span_lo, np.maximum(hi[ca[e]], hi[cb[e]]))]
+        e = e[region.meets_sweeps(lo[ca[e]], hi[ca[e]], lo[cb[e]], hi[cb[e]])]
         if e.size == 0:
             return np.empty(0, np.int64)
-        a, b = self._fragment_ends(np.concatenate([e, e + 1]), e.size, cancel)
+        # one end at most lies in a chunk read (in the plan's cache): from it, the segment
+        # runs to some point of the other cell, a cone that rarely meets the region; the
+        # far chunks are read for the segments whose cone does
+        ka, kb = in_first[ca[e]], in_first[cb[e]]
+        a = np.full((e.size, self.store.ndim), np.nan)
+        b = a.copy()
+        a[ka], b[kb] = self._ends_at(region, np.concatenate([e[ka], e[kb] + 1]), ka.sum(), cancel)
+        wanted = ~(ka | kb)
+        wanted[ka] = region.meets_sweeps(a[ka], a[ka], lo[cb[e[ka]]], hi[cb[e[ka]]])
+        wanted[kb] = region.meets_sweeps(b[kb], b[kb], lo[ca[e[kb]]], hi[ca[e[kb]]])
+        fa, fb = wanted & ~ka, wanted & ~kb
+        a[fa], b[fb] = self._ends_at(region, np.concatenate([e[fa], e[fb] + 1]), fa.sum(), cancel)
+        met = np.flatnonzero(wanted)
+        met = met[np.isfinite(a[met]).all(axis=1) & np.isfinite(b[met]).all(axis=1)]
+        met = met[region.meets_segments(a[met], b[met])]  # (NaN above: not read)
+        return np.unique(self.index.ids[entry_row[e[met]]])
+
+    def _ends_at(
+        self, region: Region, entries: np.ndarray, n_last: int, cancel: Event | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_fragment_ends` in the region's space."""
+        if entries.size == 0:
+            empty = np.empty((0, self.store.ndim))
+            return empty, empty
+        a, b = self._fragment_ends(entries, int(n_last), cancel)
         if region.space != "store" and not self.store.placement.is_identity:
             a, b = self.store.placement.apply(a), self.store.placement.apply(b)
-        known = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)  # (NaN: not read)
-        met = np.zeros(e.size, bool)
-        met[known] = region.meets_segments(a[known], b[known])
-        return np.unique(self.index.ids[entry_row[e[met]]])
+        return a, b
 
     def _fragment_ends(
         self, entries: np.ndarray, n_last: int, cancel: Event | None
