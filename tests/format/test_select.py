@@ -110,6 +110,20 @@ def test_segments_agree_with_dense_samples(region) -> None:
     assert sampled.sum() > 100 and (sampled & ~ends).sum() > 20  # through, no vertex inside
 
 
+def test_outcodes_of_float32_points_are_those_of_their_values() -> None:
+    """The codes of float32 points (compared in float32) equal those of the same values in
+    float64, bounds between two float32 values and on one of them alike."""
+    rng = np.random.default_rng(4)
+    points = rng.uniform(-3, 3, (50_000, 3)).astype(np.float32)
+    lo, hi = (
+        np.array([-1.0, -abs(float(points[0, 1])), -0.3]),
+        np.array([1 / 3, 2.0, abs(float(points[1, 2]))]),
+    )
+    for region in (Box(lo, hi), Sphere([0.1, 0.2, 0.3], 1 / 3)):
+        assert np.array_equal(region.outcodes(points), region.outcodes(points.astype(np.float64)))
+    assert (Box(lo, hi).outcodes(points) == 0).sum() > 500
+
+
 def test_boxes_met() -> None:
     lo = np.array([[0, 0, 0], [5, 5, 5], [1.5, 0.5, 0]])  # the third touches the box
     hi = lo + 1

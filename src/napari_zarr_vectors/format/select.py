@@ -475,11 +475,10 @@ class _Plan:
             path_ids = np.asarray(geom.path_object_ids, np.int64)
             if keep is not None:
                 flat, offsets, path_ids = _some_paths(flat, offsets, path_ids, keep)
-            p = pos[flat]  # the paths' rows in order
-            cf = region.outcodes(p)
+            cf = region.outcodes(pos)[flat]  # (the codes gathered: not the positions)
             inside = np.zeros(flat.size, bool)
             at = np.flatnonzero(cf == 0)
-            inside[at] = region.contains(p[at])
+            inside[at] = region.contains(pos[flat[at]])
             hits = [np.flatnonzero(inside)]
             if segments and flat.size > 1:
                 # pairs of one path, neither end inside, not both beyond one side
@@ -487,7 +486,7 @@ class _Plan:
                 starts = np.zeros(flat.size, bool)
                 starts[offsets[1:-1]] = True
                 k = k[~starts[k + 1]]
-                hits.append(k[region.meets_segments(p[k], p[k + 1])])
+                hits.append(k[region.meets_segments(pos[flat[k]], pos[flat[k + 1]])])
             found = np.concatenate(hits)
             ids = path_ids[np.searchsorted(offsets, found, side="right") - 1]
         else:
