@@ -28,6 +28,7 @@ from .format import (
     ZVLeftoverWarning,
     ZVListingWarning,
     ZVUnsupportedDtypeError,
+    count_reaching,
     open_store,
     select_objects,
 )
@@ -61,5 +62,6 @@ __all__ = [
     "ZVUnsupportedDtypeError",
     "__version__",
     "open_store",
+    "count_reaching",
     "select_objects",
 ]

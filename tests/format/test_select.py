@@ -200,6 +200,29 @@ def test_tracks300_exact(tracks300_store) -> None:
     assert assert_exact(store, n=8, seed=1) > 20
 
 
+def test_count_reaching_counts_the_objects_in_the_regions_cells(tracks300_store) -> None:
+    """The coarse count: the objects with a vertex in a chunk every include region's cell
+    meets (brute force over the whole read), at least the exact selection's."""
+    store = nzv.open_store(tracks300_store[0])
+    g = store.read(0)
+    lo, hi = (np.asarray(b, float) for b in store.bounds)
+    info = store.level(0)
+    edge = np.asarray(info.chunk_shape, float)[-3:]
+    cell = np.floor((g.positions - info.chunk_origin) / edge)
+    regions = [Sphere((lo + hi) / 2, float(np.min(hi - lo)) / 5), Box(lo, (lo + hi) / 2)]
+    for include in ([regions[0]], regions):
+        objects = set(np.unique(g.vertex_object_ids).tolist())
+        for r in include:
+            near = r.meets_boxes(
+                info.chunk_origin + cell * edge, info.chunk_origin + (cell + 1) * edge
+            )
+            objects &= set(np.unique(g.vertex_object_ids[near]).tolist())
+        n = nzv.count_reaching(store, include=include)
+        assert n == len(objects)
+        assert len(select_objects(store, include=include)) <= n < 300
+    assert nzv.count_reaching(store, any_of=regions) >= nzv.count_reaching(store, include=regions)
+
+
 def test_tracks300_segment_without_vertex_inside(tracks300_store) -> None:
     """A tiny box around the middle of the longest segment: no vertex inside, yet the
     streamline crosses it."""
