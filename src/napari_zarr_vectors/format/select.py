@@ -318,7 +318,7 @@ class _Plan:
         skip = np.flatnonzero(
             same & (ca != cb) & ~reach[:-1] & ~reach[1:] & ((code[:-1] & code[1:]) == 0)
         )
-        skip = skip[region.meets_sweeps(lo[ca[skip]], hi[ca[skip]], lo[cb[skip]], hi[cb[skip]])]
+        skip = skip[_meets_between(region, lo, hi, ca[skip], cb[skip])]
         cand[self.entry_row[skip]] = True
         cand &= rows
         if not cand.any():
@@ -379,7 +379,7 @@ class _Plan:
             & ~(in_first[ca] & in_first[cb])
             & ((code[:-1] & code[1:]) == 0)
         )
-        e = e[region.meets_sweeps(lo[ca[e]], hi[ca[e]], lo[cb[e]], hi[cb[e]])]
+        e = e[_meets_between(region, lo, hi, ca[e], cb[e])]
         if e.size == 0:
             return np.empty(0, np.int64)
         # one end at most lies in a chunk read (in the plan's cache): from it, the segment
@@ -567,6 +567,19 @@ class _Plan:
             obj[first_in & last_in] if self.test == "both_endpoints" else obj[first_in | last_in]
         )
         return hits
+
+
+def _meets_between(
+    region: Region, lo: np.ndarray, hi: np.ndarray, ca: np.ndarray, cb: np.ndarray
+) -> np.ndarray:
+    """Whether a segment from a point of cell ``ca`` to one of cell ``cb`` (boxes ``lo``,
+    ``hi``) may meet ``region``: their sweep (:meth:`~.regions.Region.meets_sweeps`) and
+    the box around both (exact for a sphere, whose sweep is that of its bounds) meet it."""
+    a_lo, a_hi, b_lo, b_hi = lo[ca], hi[ca], lo[cb], hi[cb]
+    around = region.meets_boxes(np.minimum(a_lo, b_lo), np.maximum(a_hi, b_hi))
+    at = np.flatnonzero(around)
+    around[at] = region.meets_sweeps(a_lo[at], a_hi[at], b_lo[at], b_hi[at])
+    return around
 
 
 def _any_per_row(flags: np.ndarray, index: ObjectIndex) -> np.ndarray:
