@@ -29,6 +29,7 @@ from .format import (
     ZVListingWarning,
     ZVUnknownObjectWarning,
     ZVUnsupportedDtypeError,
+    count_reaching,
     open_store,
     select_objects,
 )
@@ -63,5 +64,6 @@ __all__ = [
     "ZVUnsupportedDtypeError",
     "__version__",
     "open_store",
+    "count_reaching",
     "select_objects",
 ]

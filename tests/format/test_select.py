@@ -110,6 +110,20 @@ def test_segments_agree_with_dense_samples(region) -> None:
     assert sampled.sum() > 100 and (sampled & ~ends).sum() > 20  # through, no vertex inside
 
 
+def test_outcodes_of_float32_points_are_those_of_their_values() -> None:
+    """The codes of float32 points (compared in float32) equal those of the same values in
+    float64, bounds between two float32 values and on one of them alike."""
+    rng = np.random.default_rng(4)
+    points = rng.uniform(-3, 3, (50_000, 3)).astype(np.float32)
+    lo, hi = (
+        np.array([-1.0, -abs(float(points[0, 1])), -0.3]),
+        np.array([1 / 3, 2.0, abs(float(points[1, 2]))]),
+    )
+    for region in (Box(lo, hi), Sphere([0.1, 0.2, 0.3], 1 / 3)):
+        assert np.array_equal(region.outcodes(points), region.outcodes(points.astype(np.float64)))
+    assert (Box(lo, hi).outcodes(points) == 0).sum() > 500
+
+
 def test_boxes_met() -> None:
     lo = np.array([[0, 0, 0], [5, 5, 5], [1.5, 0.5, 0]])  # the third touches the box
     hi = lo + 1
@@ -139,6 +153,32 @@ def test_box_codes_prune_only_segments_that_miss(region) -> None:
 
 
 @pytest.mark.parametrize(
+    "region",
+    [Box([0, 0, 0], [1, 2, 1]), Sphere([0, 1, 0], 0.7), Plane([0, 0, 0.5], [1, 1, 0.3], 0.2)],
+)
+def test_sweeps_keep_every_segment_that_meets(region) -> None:
+    """``meets_sweeps`` of two boxes (or a point and a box) is never False when a segment
+    from a point of one to a point of the other meets the region, and it is tighter than
+    the box around both (what leaves a selection few far chunks to read)."""
+    rng = np.random.default_rng(8)
+    lo_a, lo_b = rng.uniform(-3, 3, (2, 4000, 3))
+    hi_a, hi_b = lo_a + rng.uniform(0, 1.5, (4000, 3)), lo_b + rng.uniform(0, 1.5, (4000, 3))
+    hi_a[:2000] = lo_a[:2000]  # points (an end already read)
+    swept = region.meets_sweeps(lo_a, hi_a, lo_b, hi_b)
+    for _ in range(20):  # segments between random points of the two boxes
+        a = lo_a + rng.random((4000, 3)) * (hi_a - lo_a)
+        b = lo_b + rng.random((4000, 3)) * (hi_b - lo_b)
+        assert not np.any(region.meets_segments(a, b) & ~swept)
+    lo, hi = np.minimum(lo_a, lo_b), np.maximum(hi_a, hi_b)
+    bounded = Box(*region.bounds()) if isinstance(region, Sphere) else region  # (its bounds)
+    around = bounded.meets_boxes(lo, hi)
+    assert not np.any(swept & ~around)
+    assert (around & ~swept).sum() > 100
+    nan = np.full((1, 3), np.nan)
+    assert not region.meets_sweeps(nan, nan, lo_b[:1], hi_b[:1]).any()
+
+
+@pytest.mark.parametrize(
     ("make", "message"),
     [
         (lambda: Box([0, 0], [1]), "differ"),
@@ -158,6 +198,29 @@ def test_bad_regions(make, message) -> None:
 def test_tracks300_exact(tracks300_store) -> None:
     store = nzv.open_store(tracks300_store[0])
     assert assert_exact(store, n=8, seed=1) > 20
+
+
+def test_count_reaching_counts_the_objects_in_the_regions_cells(tracks300_store) -> None:
+    """The coarse count: the objects with a vertex in a chunk every include region's cell
+    meets (brute force over the whole read), at least the exact selection's."""
+    store = nzv.open_store(tracks300_store[0])
+    g = store.read(0)
+    lo, hi = (np.asarray(b, float) for b in store.bounds)
+    info = store.level(0)
+    edge = np.asarray(info.chunk_shape, float)[-3:]
+    cell = np.floor((g.positions - info.chunk_origin) / edge)
+    regions = [Sphere((lo + hi) / 2, float(np.min(hi - lo)) / 5), Box(lo, (lo + hi) / 2)]
+    for include in ([regions[0]], regions):
+        objects = set(np.unique(g.vertex_object_ids).tolist())
+        for r in include:
+            near = r.meets_boxes(
+                info.chunk_origin + cell * edge, info.chunk_origin + (cell + 1) * edge
+            )
+            objects &= set(np.unique(g.vertex_object_ids[near]).tolist())
+        n = nzv.count_reaching(store, include=include)
+        assert n == len(objects)
+        assert len(select_objects(store, include=include)) <= n < 300
+    assert nzv.count_reaching(store, any_of=regions) >= nzv.count_reaching(store, include=regions)
 
 
 def test_tracks300_segment_without_vertex_inside(tracks300_store) -> None:

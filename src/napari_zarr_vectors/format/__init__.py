@@ -30,7 +30,7 @@ from .pyramid import (
 )
 from .regions import Box, Plane, Region, Sphere
 from .remote import RetryPolicy
-from .select import select_objects
+from .select import count_reaching, select_objects
 from .store import Store, open_store
 
 __all__ = [
@@ -65,5 +65,6 @@ __all__ = [
     "dropped_objects",
     "level_statistics",
     "open_store",
+    "count_reaching",
     "select_objects",
 ]

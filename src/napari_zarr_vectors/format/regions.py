@@ -27,6 +27,10 @@ import numpy as np
 #: the spaces a region may be given in
 SPACES = ("store", "world")
 
+#: :meth:`Region.meets_sweeps` keeps a sweep whose ``t`` interval is empty by less than this
+#: (the rounding of its divisions: it may keep too many, never too few)
+SWEEP_SLACK = 1e-9
+
 
 def _size(value: float, what: str) -> float:
     """A finite number >= 0 (a radius, a thickness)."""
@@ -77,17 +81,49 @@ class Region:
         """The closed axis-aligned box holding the region."""
         raise NotImplementedError
 
+    def meets_sweeps(
+        self, lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray
+    ) -> np.ndarray:
+        """``(K,)`` bool: whether some segment from a point of the closed box
+        ``[lo_a, hi_a]`` to a point of ``[lo_b, hi_b]`` (rows of each; a box may be a point)
+        may meet the region: never ``False`` when one does (exact for a box and a plane; a
+        sphere is taken as its :meth:`bounds`), and ``False`` for a box with a NaN. The
+        points of such segments at ``t`` along them fill the box ``(1 - t) A + t B``; it
+        meets :meth:`bounds` for some ``t`` in ``[0, 1]`` when the ``t`` where, on every
+        axis, its low side is below the region's high one and its high side above the
+        region's low one overlap. Tighter than the box around both (two cells meeting at
+        a corner of the region sweep past it)."""
+        lo_a, hi_a = _rows(lo_a, self.ndim), _rows(hi_a, self.ndim)
+        lo_b, hi_b = _rows(lo_b, self.ndim), _rows(hi_b, self.ndim)
+        r_lo, r_hi = self.bounds()
+        t_lo, t_hi = np.zeros(len(lo_a)), np.ones(len(lo_a))
+        ok = np.isfinite(lo_a).all(axis=1) & np.isfinite(hi_a).all(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for k in range(self.ndim):
+                # lo_a + t (lo_b - lo_a) <= r_hi (sign +1), hi_a + t (hi_b - hi_a) >= r_lo
+                # (sign -1): sign t d <= sign room, a bound above t where sign d > 0
+                for d, room, sign in (
+                    (lo_b[:, k] - lo_a[:, k], r_hi[k] - lo_a[:, k], 1),
+                    (hi_b[:, k] - hi_a[:, k], r_lo[k] - hi_a[:, k], -1),
+                ):
+                    t = room / d
+                    ok &= (d != 0) | (sign * room >= 0)
+                    np.minimum(t_hi, np.where(sign * d > 0, t, np.inf), out=t_hi)
+                    np.maximum(t_lo, np.where(sign * d < 0, t, -np.inf), out=t_lo)
+        meets: np.ndarray = ok & (t_lo <= t_hi + SWEEP_SLACK)
+        return meets
+
     def outcodes(self, points: np.ndarray) -> np.ndarray:
         """``(N,)`` uint32 codes (Cohen-Sutherland) of the points against :meth:`bounds`: a
         bit per side they lie beyond, ``0`` when inside. A segment whose two codes share a
         bit cannot meet the region, nor can a point with a code: the quick test that leaves
         few for the exact ones."""
-        lo, hi = self.bounds()
+        lo, hi = _thresholds(points.dtype, *self.bounds())
         code = np.zeros(len(points), np.uint32)
         for k in range(self.ndim):
             col = points[:, k]
-            code |= (col < np.float64(lo[k])).view(np.uint8).astype(np.uint32) << (2 * k)
-            code |= (col > np.float64(hi[k])).view(np.uint8).astype(np.uint32) << (2 * k + 1)
+            code |= (col < lo[k]).view(np.uint8).astype(np.uint32) << (2 * k)
+            code |= (col > hi[k]).view(np.uint8).astype(np.uint32) << (2 * k + 1)
         return code
 
     def box_codes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -105,6 +141,20 @@ class Region:
                 f"{self!r} has {self.ndim} coordinates, {store} has {ndim} axes "
                 "(regions are given in store axis order)"
             )
+
+
+def _thresholds(dtype: np.dtype, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``lo`` and ``hi`` (float64) as values of ``dtype`` that compare alike with its
+    values: the least float32 not below ``lo`` (``x < lo`` exactly when ``x`` is below
+    it), the greatest not above ``hi``; float64 for points of any other dtype. Comparing
+    float32 columns with float32 values halves what :meth:`Region.outcodes` moves."""
+    if dtype != np.float32:
+        return np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    with np.errstate(over="ignore"):
+        lo32, hi32 = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
+    lo32 = np.where(lo32 < lo, np.nextafter(lo32, np.float32(np.inf)), lo32)
+    hi32 = np.where(hi32 > hi, np.nextafter(hi32, np.float32(-np.inf)), hi32)
+    return lo32.astype(np.float32), hi32.astype(np.float32)
 
 
 def _rows(points: np.ndarray, ndim: int) -> np.ndarray:
@@ -255,6 +305,21 @@ class Plane(Region):
         below = (side + reach < -half).astype(np.uint32)
         codes: np.ndarray = below | ((side - reach > half).astype(np.uint32) << 1)
         return codes
+
+    def meets_sweeps(
+        self, lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray
+    ) -> np.ndarray:
+        """Exact: the two boxes span a range of signed distances that meets the slab's."""
+        low, high = [], []
+        for lo, hi in ((lo_a, hi_a), (lo_b, hi_b)):
+            lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
+            side = self._side((lo + hi) / 2)
+            reach = (hi - lo) / 2 @ np.abs(self._unit)
+            low.append(side - reach)
+            high.append(side + reach)
+        half = self.thickness / 2
+        meets: np.ndarray = (np.minimum(*low) <= half) & (np.maximum(*high) >= -half)
+        return meets
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         inside: np.ndarray = np.abs(self._side(points)) <= self.thickness / 2

@@ -125,6 +125,30 @@ def select_objects(
     return np.sort(index.ids[alive].astype(np.int64))
 
 
+def count_reaching(
+    store: Any,
+    include: Sequence[Region] | Region = (),
+    any_of: Sequence[Region] | Region = (),
+    level: int = 0,
+) -> int:
+    """A quick, coarse count for :func:`select_objects`: the objects of ``level`` with a
+    manifest entry in a chunk whose cell each region of ``include`` meets (and, when given,
+    one of ``any_of``), from the object index alone (no chunk is read). It counts at least
+    the objects that meet those regions (exclusion is not looked at): an estimate to show
+    while the exact selection runs. Raises as :func:`select_objects`."""
+    include, any_of = _regions(include), _regions(any_of)
+    index = store.object_index(level)
+    if index is None:
+        raise ZVError(f"{store.path} level {level} has no objects to select")
+    plan = _Plan(store, level, index, "vertex")
+    alive = index.present.copy()
+    for region in include:
+        alive &= plan.reaching(region)
+    if any_of:
+        alive &= np.logical_or.reduce([plan.reaching(r) for r in any_of])
+    return int(alive.sum())
+
+
 def _regions(value: Sequence[Region] | Region) -> tuple[Region, ...]:
     regions = (value,) if isinstance(value, Region) else tuple(value)
     for r in regions:
@@ -207,6 +231,16 @@ class _Plan:
         world: np.ndarray = self.store.placement.apply(geom.positions)
         return world
 
+    def reaching(self, region: Region) -> np.ndarray:
+        """``(O,)`` bool per object row: an entry of it lies in a cell ``region`` meets."""
+        lo, hi = self.boxes(region)
+        counts = np.bincount(
+            self.entry_row[region.meets_boxes(lo, hi)[self.cell_of_entry]],
+            minlength=self.index.num_objects,
+        )
+        reached: np.ndarray = counts > 0
+        return reached
+
     def meets(self, region: Region, rows: np.ndarray, cancel: Event | None) -> np.ndarray:
         """``(O,)`` bool per object row of the index: among ``rows``, the objects that meet
         ``region`` by the plan's test."""
@@ -284,10 +318,7 @@ class _Plan:
         skip = np.flatnonzero(
             same & (ca != cb) & ~reach[:-1] & ~reach[1:] & ((code[:-1] & code[1:]) == 0)
         )
-        span = region.meets_boxes(
-            np.minimum(lo[ca[skip]], lo[cb[skip]]), np.maximum(hi[ca[skip]], hi[cb[skip]])
-        )
-        skip = skip[span]
+        skip = skip[_meets_between(region, lo, hi, ca[skip], cb[skip])]
         cand[self.entry_row[skip]] = True
         cand &= rows
         if not cand.any():
@@ -348,17 +379,37 @@ class _Plan:
             & ~(in_first[ca] & in_first[cb])
             & ((code[:-1] & code[1:]) == 0)
         )
-        span_lo = np.minimum(lo[ca[e]], lo[cb[e]])
-        e = e[region.meets_boxes(span_lo, np.maximum(hi[ca[e]], hi[cb[e]]))]
+        e = e[_meets_between(region, lo, hi, ca[e], cb[e])]
         if e.size == 0:
             return np.empty(0, np.int64)
-        a, b = self._fragment_ends(np.concatenate([e, e + 1]), e.size, cancel)
+        # one end at most lies in a chunk read (in the plan's cache): from it, the segment
+        # runs to some point of the other cell, a cone that rarely meets the region; the
+        # far chunks are read for the segments whose cone does
+        ka, kb = in_first[ca[e]], in_first[cb[e]]
+        a = np.full((e.size, self.store.ndim), np.nan)
+        b = a.copy()
+        a[ka], b[kb] = self._ends_at(region, np.concatenate([e[ka], e[kb] + 1]), ka.sum(), cancel)
+        wanted = ~(ka | kb)
+        wanted[ka] = region.meets_sweeps(a[ka], a[ka], lo[cb[e[ka]]], hi[cb[e[ka]]])
+        wanted[kb] = region.meets_sweeps(b[kb], b[kb], lo[ca[e[kb]]], hi[ca[e[kb]]])
+        fa, fb = wanted & ~ka, wanted & ~kb
+        a[fa], b[fb] = self._ends_at(region, np.concatenate([e[fa], e[fb] + 1]), fa.sum(), cancel)
+        met = np.flatnonzero(wanted)
+        met = met[np.isfinite(a[met]).all(axis=1) & np.isfinite(b[met]).all(axis=1)]
+        met = met[region.meets_segments(a[met], b[met])]  # (NaN above: not read)
+        return np.unique(self.index.ids[entry_row[e[met]]])
+
+    def _ends_at(
+        self, region: Region, entries: np.ndarray, n_last: int, cancel: Event | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_fragment_ends` in the region's space."""
+        if entries.size == 0:
+            empty = np.empty((0, self.store.ndim))
+            return empty, empty
+        a, b = self._fragment_ends(entries, int(n_last), cancel)
         if region.space != "store" and not self.store.placement.is_identity:
             a, b = self.store.placement.apply(a), self.store.placement.apply(b)
-        known = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)  # (NaN: not read)
-        met = np.zeros(e.size, bool)
-        met[known] = region.meets_segments(a[known], b[known])
-        return np.unique(self.index.ids[entry_row[e[met]]])
+        return a, b
 
     def _fragment_ends(
         self, entries: np.ndarray, n_last: int, cancel: Event | None
@@ -458,11 +509,10 @@ class _Plan:
             path_ids = np.asarray(geom.path_object_ids, np.int64)
             if keep is not None:
                 flat, offsets, path_ids = _some_paths(flat, offsets, path_ids, keep)
-            p = pos[flat]  # the paths' rows in order
-            cf = region.outcodes(p)
+            cf = region.outcodes(pos)[flat]  # (the codes gathered: not the positions)
             inside = np.zeros(flat.size, bool)
             at = np.flatnonzero(cf == 0)
-            inside[at] = region.contains(p[at])
+            inside[at] = region.contains(pos[flat[at]])
             hits = [np.flatnonzero(inside)]
             if segments and flat.size > 1:
                 # pairs of one path, neither end inside, not both beyond one side
@@ -470,7 +520,7 @@ class _Plan:
                 starts = np.zeros(flat.size, bool)
                 starts[offsets[1:-1]] = True
                 k = k[~starts[k + 1]]
-                hits.append(k[region.meets_segments(p[k], p[k + 1])])
+                hits.append(k[region.meets_segments(pos[flat[k]], pos[flat[k + 1]])])
             found = np.concatenate(hits)
             ids = path_ids[np.searchsorted(offsets, found, side="right") - 1]
         else:
@@ -517,6 +567,19 @@ class _Plan:
             obj[first_in & last_in] if self.test == "both_endpoints" else obj[first_in | last_in]
         )
         return hits
+
+
+def _meets_between(
+    region: Region, lo: np.ndarray, hi: np.ndarray, ca: np.ndarray, cb: np.ndarray
+) -> np.ndarray:
+    """Whether a segment from a point of cell ``ca`` to one of cell ``cb`` (boxes ``lo``,
+    ``hi``) may meet ``region``: their sweep (:meth:`~.regions.Region.meets_sweeps`) and
+    the box around both (exact for a sphere, whose sweep is that of its bounds) meet it."""
+    a_lo, a_hi, b_lo, b_hi = lo[ca], hi[ca], lo[cb], hi[cb]
+    around = region.meets_boxes(np.minimum(a_lo, b_lo), np.maximum(a_hi, b_hi))
+    at = np.flatnonzero(around)
+    around[at] = region.meets_sweeps(a_lo[at], a_hi[at], b_lo[at], b_hi[at])
+    return around
 
 
 def _any_per_row(flags: np.ndarray, index: ObjectIndex) -> np.ndarray:

@@ -89,6 +89,49 @@ def test_the_count_is_select_objects_over_the_whole_store(dissect, qtbot):
     assert widget.count_label.text() == f"{len(want):,} of 300 objects selected (crosses)"
 
 
+def test_a_big_level_is_counted_coarse_first_then_exactly_off_the_ui_thread(
+    dissect, qtbot, monkeypatch
+):
+    """Past COARSE_FIRST_VERTICES the label says "≈ N (coarse)" (count_reaching, from the
+    object index) before the exact count; both run on the background runner's threads."""
+    import threading
+
+    from napari_zarr_vectors.napari.browse import dissect as model
+
+    viewer, c, widget, truth = dissect
+    monkeypatch.setattr(model, "COARSE_FIRST_VERTICES", 0)  # tracks300 counts as big
+    threads: dict[str, threading.Thread] = {}
+
+    def recorded(name, fn):
+        def run(*args, **kwargs):
+            threads[name] = threading.current_thread()
+            return fn(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(model, "count_reaching", recorded("coarse", model.count_reaching))
+    monkeypatch.setattr(model, "select_objects", recorded("exact", model.select_objects))
+    texts: list[str] = []
+    widget.dissection.events.status.connect(lambda e: texts.append(widget.count_label.text()))
+    centre = middle(truth)
+    add(widget, "box", center=centre, size=[10, 10, 10])
+    ids = counted(qtbot, widget)
+    store = nzv.open_store(c.store.path)
+    box = nzv.Box(centre - 5, centre + 5)
+    want = nzv.select_objects(store, include=[box])
+    coarse = nzv.count_reaching(store, include=[box])
+    np.testing.assert_array_equal(ids, want)
+    assert coarse >= len(want) > 0
+    first = f"≈ {coarse:,} (coarse) objects selected (crosses), counting exactly …"
+    last = f"{len(want):,} of 300 objects selected (crosses)"
+    assert first in texts and texts[-1] == last
+    assert texts.index(first) < len(texts) - 1
+    assert widget.count_label.text() == last
+    main = threading.main_thread()
+    assert set(threads) == {"coarse", "exact"}
+    assert all(t is not main for t in threads.values()), threads
+
+
 def test_a_sphere_selects_the_streamlines_with_a_vertex_inside(dissect, qtbot):
     viewer, c, widget, truth = dissect
     centre, radius = middle(truth), 3.0

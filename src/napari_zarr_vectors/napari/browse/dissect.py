@@ -24,7 +24,7 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from napari.utils.events import EmitterGroup, Event
 
+from napari_zarr_vectors.format.errors import ZVError
 from napari_zarr_vectors.format.regions import Box, Plane, Region, Sphere
-from napari_zarr_vectors.format.select import TESTS, select_objects
+from napari_zarr_vectors.format.select import TESTS, count_reaching, select_objects
 from napari_zarr_vectors.napari.browse.selection import selection_for
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
 from napari_zarr_vectors.napari.layerdata.placement import Placement
@@ -56,6 +57,11 @@ FILE_VERSION = 1
 #: a new region's size: its box edges, sphere diameter and plane's square this share of the
 #: store's extent
 NEW_REGION_SHARE = 0.2
+
+#: a level of more vertices than this is counted coarsely first, from its object index
+#: (:func:`~napari_zarr_vectors.format.select.count_reaching`: the dock shows
+#: "≈ N (coarse)"), then exactly
+COARSE_FIRST_VERTICES = 2_000_000
 
 #: outline colour of each role
 ROLE_COLOURS = {
@@ -341,8 +347,10 @@ class Dissection:
             exclude,
             self.test,
             self.level,
+            counts_coarse_first(self.store, self.level),
             cancel,
             on_result=self._counted,
+            on_progress=self._coarse_counted,
             on_error=lambda e: self._set_status(f"not counted: {e}"),
         )
         return self._job
@@ -358,6 +366,11 @@ class Dissection:
     @property
     def counting(self) -> bool:
         return self._job is not None and not self._job.done
+
+    def _coarse_counted(self, n: int) -> None:
+        """The first, approximate count (:func:`count_reaching`): a sentence only, the
+        shared selection waits for the exact one."""
+        self._set_status(f"≈ {n:,} (coarse) objects selected ({self.test}), counting exactly …")
 
     def _counted(self, ids: np.ndarray) -> None:
         n = int(len(ids))
@@ -467,10 +480,29 @@ def _plain(value: Any) -> Any:
     )
 
 
+def counts_coarse_first(store: GeometryStore, level: int) -> bool:
+    """Whether a count of ``level`` shows a coarse one first (:func:`count_reaching`): the
+    level holds more than :data:`COARSE_FIRST_VERTICES` vertices."""
+    try:
+        return int(store.level(level).vertex_count) > COARSE_FIRST_VERTICES
+    except (ZVError, AttributeError):  # a store without levels of its own (a composite)
+        return False
+
+
 def _select(
-    store: GeometryStore, include, any_of, exclude, test: str, level: int, cancel
-) -> np.ndarray:
-    """The worker's side of :meth:`Dissection.recount`."""
+    store: GeometryStore,
+    include,
+    any_of,
+    exclude,
+    test: str,
+    level: int,
+    coarse: bool,
+    cancel,
+) -> Generator[int, None, np.ndarray]:
+    """The worker's side of :meth:`Dissection.recount`: with ``coarse``, the coarse count
+    first (yielded), then the ids."""
+    if coarse:
+        yield count_reaching(store, include=include, any_of=any_of, level=level)
     return select_objects(
         store,
         include=include,
