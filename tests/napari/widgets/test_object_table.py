@@ -287,6 +287,42 @@ def test_selected_rows_are_the_highlighted_objects(make_napari_viewer, qtbot, tr
     assert highlight not in viewer.layers
 
 
+def test_a_selection_of_many_runs_of_rows_is_drawn_by_the_model(
+    make_napari_viewer, qtbot, tracks300_store, monkeypatch
+):
+    """A Dissect result of 66,000 of 200,000 objects is ~44,000 runs of rows: Qt's selection
+    model takes 7 s to hold them, so past MIRRORED_RUNS the model draws them."""
+    from qtpy.QtCore import Qt
+
+    import napari_zarr_vectors.napari.widgets.object_table as table_module
+
+    monkeypatch.setattr(table_module, "MIRRORED_RUNS", 2)
+    path, _ = tracks300_store
+    viewer = make_napari_viewer()
+    target, widget = open_table(viewer, qtbot, path)
+    ids = shown_ids(widget)
+    wanted = np.sort(ids[[1, 5, 9, 20]])  # four runs of one row
+    selection_for(target).set(wanted)
+    model = widget.model
+    assert not widget.view.selectionModel().selectedRows()  # Qt holds none of them
+    assert np.array_equal(np.flatnonzero(model.marked), [1, 5, 9, 20])
+    role = Qt.ItemDataRole.BackgroundRole
+    assert model.data(model.index(5, 0), role) is not None
+    assert model.data(model.index(6, 0), role) is None
+    assert np.array_equal(np.sort(widget.selected_ids()), wanted)
+    assert "4 selected" in widget.count.text()
+    # a sort keeps them marked, in their new rows
+    model.sort(0, Qt.SortOrder.DescendingOrder)
+    assert np.array_equal(np.sort(model.object_ids(np.flatnonzero(model.marked))), wanted)
+    # two runs: Qt's selection again; a row the user selects replaces the marks
+    selection_for(target).set(np.sort(ids[[0, 1]]))
+    assert model.marked is None and len(widget.view.selectionModel().selectedRows()) == 2
+    selection_for(target).set(wanted)
+    select_rows(widget, [7])
+    assert model.marked is None
+    assert np.array_equal(selection_for(target).ids, shown_ids(widget)[[7]])
+
+
 def test_the_highlight_follows_the_level_shown(make_napari_viewer, qtbot, tracks300_store):
     path, _ = tracks300_store
     viewer = make_napari_viewer()
