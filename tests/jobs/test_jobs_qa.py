@@ -11,11 +11,11 @@ import pytest
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid
-from napari_zarr_vectors.format.chunks import LoadedChunks
+from napari_zarr_vectors.format.chunks import ChunkTable, LoadedChunks
 from napari_zarr_vectors.format.errors import ZVCancelledError
 from napari_zarr_vectors.jobs import qa_report
 from napari_zarr_vectors.jobs.blocks import plan_blocks, read_block, references
-from napari_zarr_vectors.jobs.qa import Grid, LevelPartial, _ownership, coverage
+from napari_zarr_vectors.jobs.qa import Grid, LevelPartial, RowCounts, _ownership, coverage
 
 FIXTURES = [
     "v07/streamlines",
@@ -209,3 +209,18 @@ def test_a_far_vertex_lands_on_the_image_edge():
     grid = Grid((0, 1), np.array([0.0, 0.0]), np.array([10.0, 5.0]), (5, 10))
     positions = np.array([[0.5, 0.5], [9.5, 4.5], [1e30, -1e30], [-3.0, 2.5]], np.float32)
     assert grid.pixels_of(positions).tolist() == [0, 49, 9, 20]
+
+
+def test_link_endpoints_resolve_run_by_run_as_record_by_record():
+    table = ChunkTable(np.array([[0, 0, 0], [0, 0, 1], [1, 0, 0]]))
+    counts = np.array([3, 1, 2])
+    rng = np.random.default_rng(7)
+    # runs of equal chunks (a link cell's records), a chunk not read, rows out of range
+    chunks = np.repeat(np.array([[0, 0, 0], [1, 0, 0], [5, 5, 5], [0, 0, 1], [0, 0, 0]]), 4, 0)
+    rows = rng.integers(-1, 4, len(chunks))
+    at = table.index_of(chunks)
+    truth = [a >= 0 and 0 <= r < counts[a] for a, r in zip(at, rows, strict=True)]
+    assert RowCounts(table, counts).resolves(chunks, rows).tolist() == truth
+    assert RowCounts(ChunkTable(np.empty((0, 3), np.int64)), counts[:0]).resolves(
+        chunks, rows
+    ).tolist() == [False] * len(chunks)

@@ -182,12 +182,19 @@ class RowCounts(NamedTuple):
     counts: np.ndarray
 
     def resolves(self, chunks: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Whether each ``(chunk, row)`` endpoint names a row of a chunk that was read."""
-        at = self.table.index_of(chunks)
-        ok = at >= 0
-        if not len(self.counts):
-            return ok
-        return ok & (rows >= 0) & (rows < np.where(ok, self.counts[np.maximum(at, 0)], 0))
+        """Whether each ``(chunk, row)`` endpoint names a row of a chunk that was read. The
+        records of a link cell come one after another with the same endpoint chunks: each
+        run of equal chunks is looked up once."""
+        n = len(chunks)
+        if not n or not len(self.counts):
+            return np.zeros(n, bool)
+        heads = np.ones(n, bool)
+        heads[1:] = np.any(chunks[1:] != chunks[:-1], axis=1)
+        starts = np.flatnonzero(heads)
+        at = self.table.index_of(chunks[starts])
+        limit = np.where(at >= 0, self.counts[np.maximum(at, 0)], 0)
+        limit = np.repeat(limit, np.diff(np.append(starts, n)))
+        return (rows >= 0) & (rows < limit)
 
 
 @dataclass
