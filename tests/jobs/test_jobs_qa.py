@@ -11,9 +11,11 @@ import pytest
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid
+from napari_zarr_vectors.format.chunks import ChunkTable, LoadedChunks
 from napari_zarr_vectors.format.errors import ZVCancelledError
 from napari_zarr_vectors.jobs import qa_report
-from napari_zarr_vectors.jobs.qa import Grid, coverage
+from napari_zarr_vectors.jobs.blocks import plan_blocks, read_block, references
+from napari_zarr_vectors.jobs.qa import Grid, LevelPartial, RowCounts, _ownership, coverage
 
 FIXTURES = [
     "v07/streamlines",
@@ -175,3 +177,50 @@ def test_coverage_counts_neighbouring_cells_and_nothing_else():
     assert coverage(fine, coarse, pixel, 1.0) == 0.5
     assert coverage(fine, fine, pixel, 1.0) == 1.0
     assert coverage(fine, np.zeros_like(fine), pixel, 1.0) == 0.0
+
+
+@pytest.mark.parametrize("by_rows", [False, True])
+@pytest.mark.parametrize("name", FIXTURES)
+def test_ownership_from_fragments_equals_the_rows_the_manifests_name(
+    data_dir, name, by_rows, monkeypatch
+):
+    if by_rows:  # (the fixtures' fragments are disjoint ranges: the way by rows, forced)
+        monkeypatch.setattr(LoadedChunks, "disjoint_ranges", property(lambda self: False))
+    store = nzv.open_store(data_dir / f"{name}.zarrvectors")
+    grid = Grid.of(store)
+    for lv in (lv.index for lv in store.levels):
+        index = store.object_index(lv)
+        if index is None:
+            continue
+        for chunks in plan_blocks(store, lv, 2):
+            loaded = read_block(store, lv, chunks).loaded
+            part = LevelPartial(lv, store.ndim, grid.shape)
+            _ownership(part, loaded, index)
+            refs = references(loaded, index)
+            covered = np.zeros(loaded.n_rows, bool)
+            covered[refs.rows] = True
+            assert part.unowned_vertices == np.count_nonzero(~covered)
+            assert part.empty_references == refs.unresolved
+            seen = np.unique(refs.object_rows[refs.counts > 0])
+            np.testing.assert_array_equal(np.concatenate(part.seen_rows or [seen[:0]]), seen)
+
+
+def test_a_far_vertex_lands_on_the_image_edge():
+    grid = Grid((0, 1), np.array([0.0, 0.0]), np.array([10.0, 5.0]), (5, 10))
+    positions = np.array([[0.5, 0.5], [9.5, 4.5], [1e30, -1e30], [-3.0, 2.5]], np.float32)
+    assert grid.pixels_of(positions).tolist() == [0, 49, 9, 20]
+
+
+def test_link_endpoints_resolve_run_by_run_as_record_by_record():
+    table = ChunkTable(np.array([[0, 0, 0], [0, 0, 1], [1, 0, 0]]))
+    counts = np.array([3, 1, 2])
+    rng = np.random.default_rng(7)
+    # runs of equal chunks (a link cell's records), a chunk not read, rows out of range
+    chunks = np.repeat(np.array([[0, 0, 0], [1, 0, 0], [5, 5, 5], [0, 0, 1], [0, 0, 0]]), 4, 0)
+    rows = rng.integers(-1, 4, len(chunks))
+    at = table.index_of(chunks)
+    truth = [a >= 0 and 0 <= r < counts[a] for a, r in zip(at, rows, strict=True)]
+    assert RowCounts(table, counts).resolves(chunks, rows).tolist() == truth
+    assert RowCounts(ChunkTable(np.empty((0, 3), np.int64)), counts[:0]).resolves(
+        chunks, rows
+    ).tolist() == [False] * len(chunks)

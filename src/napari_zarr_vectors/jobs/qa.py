@@ -28,9 +28,10 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from ..format import pyramid
-from ..format.chunks import ChunkTable
+from ..format.chunks import ChunkTable, LoadedChunks
+from ..format.decode.fragments import expand_ranges
 from ..format.errors import ZVError
-from .blocks import BLOCK_CHUNKS, plan_blocks, read_block, references
+from .blocks import BLOCK_CHUNKS, plan_blocks, read_block
 from .runner import Cancel, ChunkFailure, Progress, Task, run_tasks, scheduler_name
 
 #: pixels along the longer side of the projection images
@@ -74,12 +75,20 @@ class Grid:
         return np.maximum(self.hi - self.lo, 1e-12) / np.array(self.shape[::-1], np.float64)
 
     def pixels_of(self, positions: np.ndarray) -> np.ndarray:
-        """Flat pixel index of every position (clipped to the image)."""
-        p = positions[:, list(self.axes)].astype(np.float64)
-        ij = np.floor((p - self.lo) / self.pixel).astype(np.int64)
-        col = np.clip(ij[:, 0], 0, self.shape[1] - 1)
-        row = np.clip(ij[:, 1], 0, self.shape[0] - 1)
-        return row * self.shape[1] + col
+        """Flat pixel index of every finite position (clipped to the image): one float64
+        column at a time, in place (pixel numbers are clipped before they become integers,
+        so that a far vertex lands on the image's edge)."""
+        flat = np.zeros(len(positions), np.float64)
+        for k, (axis, n) in enumerate(zip(self.axes, self.shape[::-1], strict=True)):
+            x = positions[:, axis].astype(np.float64)
+            x -= self.lo[k]
+            x /= self.pixel[k]
+            np.floor(x, out=x)
+            np.clip(x, 0, n - 1, out=x)
+            if k:  # (rows: the second axis)
+                x *= self.shape[1]
+            flat += x
+        return flat.astype(np.intp)
 
 
 @dataclass
@@ -95,7 +104,11 @@ class LevelPartial:
     outside_bounds: int = 0
     lo: np.ndarray | None = None
     hi: np.ndarray | None = None
+    #: the merged blocks' projection image (see :meth:`picture`)
     image: np.ndarray | None = None
+    #: a block's own image, sparse (what a task sends back): flat pixel indices, counts
+    pixels: np.ndarray = field(default_factory=lambda: np.empty(0, np.intp))
+    pixel_counts: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     #: the rows (in the level's object index) of the objects with a vertex, one array per
     #: merged block (see :meth:`seen_ids`)
     seen_rows: list[np.ndarray] = field(default_factory=list)
@@ -113,8 +126,10 @@ class LevelPartial:
         if self.lo is None:
             self.lo = np.full(self.ndim, np.inf)
             self.hi = np.full(self.ndim, -np.inf)
-        if self.image is None:
-            self.image = np.zeros(self.image_shape, np.int64)
+
+    def picture(self) -> np.ndarray:
+        """The projection image of the merged blocks (vertices per pixel)."""
+        return np.zeros(self.image_shape, np.int64) if self.image is None else self.image
 
     def seen_ids(self, index: Any) -> np.ndarray:
         """The ids (sorted, unique) of the objects of ``index`` with a vertex in the merged
@@ -140,15 +155,18 @@ class LevelPartial:
 
     def merge(self, other: LevelPartial) -> None:
         # (set by __post_init__)
-        assert self.lo is not None and self.hi is not None and self.image is not None
-        assert other.lo is not None and other.hi is not None and other.image is not None
+        assert self.lo is not None and self.hi is not None
+        assert other.lo is not None and other.hi is not None
         self.chunks_read += other.chunks_read
         self.vertices += other.vertices
         self.nonfinite += other.nonfinite
         self.outside_bounds += other.outside_bounds
         self.lo = np.fmin(self.lo, other.lo)
         self.hi = np.fmax(self.hi, other.hi)
-        self.image += other.image
+        if len(other.pixels):  # (the pixels of one block are distinct)
+            if self.image is None:
+                self.image = np.zeros(self.image_shape, np.int64)
+            self.image.reshape(-1)[other.pixels] += other.pixel_counts
         self.seen_rows.extend(other.seen_rows)
         self.unowned_vertices += other.unowned_vertices
         self.empty_references += other.empty_references
@@ -164,12 +182,19 @@ class RowCounts(NamedTuple):
     counts: np.ndarray
 
     def resolves(self, chunks: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Whether each ``(chunk, row)`` endpoint names a row of a chunk that was read."""
-        at = self.table.index_of(chunks)
-        ok = at >= 0
-        if not len(self.counts):
-            return ok
-        return ok & (rows >= 0) & (rows < np.where(ok, self.counts[np.maximum(at, 0)], 0))
+        """Whether each ``(chunk, row)`` endpoint names a row of a chunk that was read. The
+        records of a link cell come one after another with the same endpoint chunks: each
+        run of equal chunks is looked up once."""
+        n = len(chunks)
+        if not n or not len(self.counts):
+            return np.zeros(n, bool)
+        heads = np.ones(n, bool)
+        heads[1:] = np.any(chunks[1:] != chunks[:-1], axis=1)
+        starts = np.flatnonzero(heads)
+        at = self.table.index_of(chunks[starts])
+        limit = np.where(at >= 0, self.counts[np.maximum(at, 0)], 0)
+        limit = np.repeat(limit, np.diff(np.append(starts, n)))
+        return (rows >= 0) & (rows < limit)
 
 
 @dataclass
@@ -182,42 +207,96 @@ class LinksPartial:
 
 
 def qa_block(store: Any, level: int, chunks: np.ndarray, *, grid: Grid) -> LevelPartial:
-    """One task of the first pass: the statistics of one block of ``level``."""
+    """One task of the first pass: every statistic of one block of ``level`` from one read
+    of its chunks (its result is small: sums, extremes, a sparse image, object rows)."""
     block = read_block(store, level, chunks)
     loaded = block.loaded
     out = LevelPartial(level, store.ndim, grid.shape, failures=list(block.failures))
     out.chunks_read = len(loaded.chunks)
     out.vertices = loaded.n_rows
     if loaded.n_rows:
-        p = np.asarray(loaded.positions)
-        finite = np.all(np.isfinite(p), axis=1)
-        out.nonfinite = int(np.count_nonzero(~finite))
-        q = p[finite].astype(np.float64)
-        bad = ~finite
-        if len(q):
-            out.lo, out.hi = q.min(axis=0), q.max(axis=0)
-            blo, bhi = (np.asarray(b, np.float64) for b in store.bounds)
-            slack = 1e-6 * (np.abs(blo) + np.abs(bhi)) + 1e-9
-            outside = np.any((q < blo - slack) | (q > bhi + slack), axis=1)
-            out.outside_bounds = int(np.count_nonzero(outside))
-            bad[np.flatnonzero(finite)[outside]] = True
-            flat = np.bincount(grid.pixels_of(q), minlength=grid.shape[0] * grid.shape[1])
-            out.image = flat.reshape(grid.shape).astype(np.int64)
-        if bad.any():  # the chunks holding them, by key
-            owner = np.searchsorted(loaded.start, np.flatnonzero(bad), side="right") - 1
-            keys = loaded.table.chunks[np.unique(owner)]
-            out.bad_vertex_chunks = [".".join(str(int(c)) for c in k) for k in keys]
+        _vertex_statistics(out, loaded, store.bounds, grid)
         index = store.object_index(level)
         if index is not None:
-            refs = references(loaded, index)
-            out.seen_rows = [_distinct(refs.object_rows[refs.counts > 0], index.num_objects)]
-            covered = np.zeros(loaded.n_rows, bool)
-            covered[refs.rows] = True
-            out.unowned_vertices = int(np.count_nonzero(~covered))
-            out.empty_references = refs.unresolved
+            _ownership(out, loaded, index)
     if len(loaded.chunks):
         out.chunk_rows = [(loaded.table.chunks, np.diff(loaded.start))]
     return out
+
+
+def _vertex_statistics(out: LevelPartial, loaded: LoadedChunks, bounds: Any, grid: Grid) -> None:
+    """Extremes, vertices not finite or outside ``bounds`` (and their chunks) and the
+    projection image of the block's rows. A chunk whose decoded extent (see
+    :func:`~napari_zarr_vectors.format.query.column_extremes`) is finite and inside the
+    bounds gives its extremes as they are; only the rows of the others are looked at."""
+    p = np.asarray(loaded.positions)
+    blo, bhi = (np.asarray(b, np.float64) for b in bounds)
+    slack = 1e-6 * (np.abs(blo) + np.abs(bhi)) + 1e-9
+    sizes = np.diff(loaded.start)
+    nan = np.full(out.ndim, np.nan)
+    ext = [c.extent or (nan, nan) for c in loaded.chunks]
+    lo = np.array([e[0] for e in ext], np.float64).reshape(-1, out.ndim)
+    hi = np.array([e[1] for e in ext], np.float64).reshape(-1, out.ndim)
+    with np.errstate(invalid="ignore"):
+        clean = np.all((lo >= blo - slack) & (hi <= bhi + slack), axis=1) | (sizes == 0)
+    out.lo = np.fmin.reduce(lo[clean], axis=0, initial=np.inf)
+    out.hi = np.fmax.reduce(hi[clean], axis=0, initial=-np.inf)
+    finite = None
+    if not clean.all():  # (a NaN or infinite extent fails the test above)
+        rows = expand_ranges(loaded.start[:-1][~clean], sizes[~clean])
+        q = p[rows].astype(np.float64)
+        ok = np.all(np.isfinite(q), axis=1)
+        q = q[ok]
+        outside = np.any((q < blo - slack) | (q > bhi + slack), axis=1)
+        out.nonfinite = int(np.count_nonzero(~ok))
+        out.outside_bounds = int(np.count_nonzero(outside))
+        if len(q):
+            out.lo = np.fmin(out.lo, q.min(axis=0))
+            out.hi = np.fmax(out.hi, q.max(axis=0))
+        bad = rows[~ok]
+        bad = np.concatenate([bad, rows[ok][outside]])
+        if bad.size:  # the chunks holding them, by key
+            owner = np.searchsorted(loaded.start, bad, side="right") - 1
+            keys = loaded.table.chunks[np.unique(owner)]
+            out.bad_vertex_chunks = [".".join(str(int(c)) for c in k) for k in keys]
+        if not ok.all():
+            finite = np.ones(len(p), bool)
+            finite[rows[~ok]] = False
+    counts = np.bincount(
+        grid.pixels_of(p if finite is None else p[finite]), minlength=grid.shape[0] * grid.shape[1]
+    )
+    out.pixels = np.flatnonzero(counts)
+    out.pixel_counts = counts[out.pixels].astype(np.int64)
+
+
+def _ownership(out: LevelPartial, loaded: LoadedChunks, index: Any) -> None:
+    """The objects with a vertex in the block (rows of ``index``), its vertices no manifest
+    names and the manifest entries naming an empty or missing fragment. When every fragment
+    is a range and no two share a row (what writers emit), from the fragments the entries
+    name (marked once each), not from their rows."""
+    entries = index.entries_in_chunks(loaded.table.chunks)
+    if not len(entries):
+        out.unowned_vertices = loaded.n_rows
+        return
+    at = loaded.table.index_of(np.asarray(index.chunks[entries], np.int64))
+    ranges = loaded.fragment_ranges() if loaded.disjoint_ranges else None
+    gf = None if ranges is None else loaded.global_fragments(at, index.frags[entries])
+    if ranges is not None and gf is not None:
+        valid = gf >= 0
+        counts = np.zeros(len(gf), np.int64)
+        counts[valid] = ranges[1][gf[valid]]
+        named = np.zeros(len(ranges[1]), bool)
+        named[gf[valid]] = True
+        covered = int(ranges[1][named].sum(dtype=np.int64))
+    else:
+        rows, counts = loaded.fragment_rows(at, index.frags[entries])
+        mask = np.zeros(loaded.n_rows, bool)
+        mask[rows] = True
+        covered = int(np.count_nonzero(mask))
+    object_rows = index.rows_of_entries(entries[counts > 0])
+    out.seen_rows = [_distinct(object_rows, index.num_objects)]
+    out.unowned_vertices = loaded.n_rows - covered
+    out.empty_references = int(np.count_nonzero(counts == 0))
 
 
 def links_block(
@@ -461,12 +540,8 @@ def _assemble(
         levels.append(info)
         checks += _level_checks(lv, info, part, present[lv], seen, level_failures)
     # what each level shows: an additive level's content is its whole chain's
-    # (every partial's image is set by LevelPartial.__post_init__: their sum is an array)
     content = {
-        lv: cast(
-            np.ndarray,
-            sum(cast(np.ndarray, partials[c].image) for c in store.refinement_chain(lv)),
-        )
+        lv: cast(np.ndarray, sum(partials[c].picture() for c in store.refinement_chain(lv)))
         for lv in partials
     }
     shown = {
