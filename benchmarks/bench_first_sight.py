@@ -128,7 +128,7 @@ def _open_and_watch(viewer, path: str) -> dict:
         if t_first is None and any(len(layer.data) for layer in c.layers):
             viewer.window._qt_viewer.canvas.native.repaint()  # painted
             t_first = time.perf_counter() - t0
-            first_share = (int(c.shown.items_shown), int(c.shown.items_in_view))
+            first_share = (int(c.view_share.items_shown), int(c.view_share.items_in_view))
         if t_first is not None and not c.is_loading:
             _events(0.3)  # the first view's camera change and any reload it causes
             if not c.is_loading:
@@ -194,13 +194,16 @@ def _layer_tuples(viewer) -> list:
 
 def _with_colormaps(tuples: list) -> list:
     """:func:`_layer_tuples` with its Tracks colormaps rebuilt."""
-    from napari.utils.colormaps import Colormap
+    from napari.utils.colormaps import Colormap, ensure_colormap
 
     out = []
     for data, meta, kind in tuples:
         if "colormaps_dict" in meta:
             cmaps = {k: Colormap(**v) for k, v in meta["colormaps_dict"].items()}
             meta = {**meta, "colormaps_dict": cmaps}
+            for name, cmap in cmaps.items():  # the layer's colormap names one (a new process)
+                cmap.name = name
+                ensure_colormap(cmap)
         out.append((data, meta, kind))
     return out
 
@@ -263,7 +266,7 @@ def run_child(path: Path | str, warm: bool, baseline: bool = False) -> dict:
     cmd += ["--cold-baseline"] if baseline else []
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
-        raise SystemExit(f"{path.name} failed:\n{proc.stdout}\n{proc.stderr}")
+        raise SystemExit(f"{Path(path).name} failed:\n{proc.stdout}\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
