@@ -99,7 +99,9 @@ def test_the_fill_draws_its_streamlines_in_the_layer_s_colours_once_the_view_is_
     assert _blue_pixels(viewer) == 0
 
 
-def test_a_fill_recolours_with_the_layer_s_colour_by(make_napari_viewer, qtbot):
+def _fill_on_screen(make_napari_viewer, qtbot):
+    """A 3-D viewer with the layer of ``_swapped`` and, on screen, a fill of eight blue tracks
+    along z: ``(viewer, layer, fill, the fill's rows)``."""
     viewer = make_napari_viewer(show=True)
     viewer.dims.ndisplay = 3
     layer, _, _ = _swapped(viewer)
@@ -107,8 +109,13 @@ def test_a_fill_recolours_with_the_layer_s_colour_by(make_napari_viewer, qtbot):
     viewer.reset_view()
     viewer.camera.angles = (0.0, 0.0, 90.0)
     fill = overview_fill.show(layer, FillRows(rows, features))
-    # the fill's blue tracks reach the screen (drawn again if the new window resizes)
     qtbot.waitUntil(lambda: fill.complete and _blue_pixels(viewer) > 100, timeout=10_000)
+    return viewer, layer, fill, rows
+
+
+def test_a_fill_recolours_with_the_layer_s_colour_by(make_napari_viewer, qtbot):
+    # the fill's blue tracks reach the screen (drawn again if the new window resizes)
+    viewer, layer, fill, _ = _fill_on_screen(make_napari_viewer, qtbot)
     layer.color_by = "object_id"  # napari's colormap over the layer's own ids: not blue
     qtbot.waitUntil(lambda: fill.complete, timeout=10_000)
     assert _blue_pixels(viewer) == 0
@@ -240,14 +247,7 @@ def test_a_streamline_in_the_picture_on_screen_is_picked_as_the_layer_s_own_are(
 ):
     from napari_zarr_vectors.napari.browse.targets import pick_at
 
-    viewer = make_napari_viewer(show=True)
-    viewer.dims.ndisplay = 3
-    layer, _, _ = _swapped(viewer)
-    rows, features = _track_rows(range(10, 18), [[0, y, 20] for y in range(0, 80, 10)], [10, 0, 0])
-    viewer.reset_view()
-    viewer.camera.angles = (0.0, 0.0, 90.0)
-    fill = overview_fill.show(layer, FillRows(rows, features))
-    qtbot.waitUntil(lambda: fill.complete and _blue_pixels(viewer) > 100, timeout=10_000)
+    viewer, layer, fill, rows = _fill_on_screen(make_napari_viewer, qtbot)
 
     def pick(row: int):
         world = layer.data_to_world(rows[row, 1:])
