@@ -9,7 +9,8 @@ import pytest
 from _zv_napari import DATA, layer_colours
 
 from napari_zarr_vectors.napari import controller_for, open_in_viewer
-from napari_zarr_vectors.napari.browse.targets import StaticTarget, pick_at
+from napari_zarr_vectors.napari.browse.pick import pick_at
+from napari_zarr_vectors.napari.browse.targets import StaticTarget
 from napari_zarr_vectors.napari.colour.live import feature_values
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.lod.viewer_layers import next_turn

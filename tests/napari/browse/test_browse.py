@@ -455,7 +455,8 @@ def test_static_target_slices_layers_without_shown(version, name, allowed):
     restored when the filter clears; the colour choice is re-applied after slicing."""
     from napari.layers import Layer
 
-    from napari_zarr_vectors.napari.browse.targets import StaticTarget, layer_object_ids
+    from napari_zarr_vectors.napari.browse.static_filter import layer_object_ids
+    from napari_zarr_vectors.napari.browse.targets import StaticTarget
     from napari_zarr_vectors.napari.npe2.reader import read_zarr_vectors
 
     path = DATA / version / f"{name}.zarrvectors"
@@ -482,7 +483,8 @@ def test_static_target_filters_2d_shapes():
     from napari.layers import Layer
 
     from napari_zarr_vectors.format.geometry import Geometry
-    from napari_zarr_vectors.napari.browse.targets import StaticTarget, layer_object_ids
+    from napari_zarr_vectors.napari.browse.static_filter import layer_object_ids
+    from napari_zarr_vectors.napari.browse.targets import StaticTarget
     from napari_zarr_vectors.napari.layerdata.build import StoreInfo, layers_from_geometry
 
     pos = np.random.default_rng(0).random((30, 2)) * 10

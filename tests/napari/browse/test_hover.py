@@ -12,7 +12,7 @@ from napari.layers import Layer
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.geometry import Geometry
 from napari_zarr_vectors.napari import open_in_viewer
-from napari_zarr_vectors.napari.browse.targets import pick_at, pick_slab
+from napari_zarr_vectors.napari.browse.pick import pick_at, pick_slab
 from napari_zarr_vectors.napari.layerdata.build import StoreInfo, layers_from_geometry
 from napari_zarr_vectors.napari.npe2.attach import hook_viewer
 from napari_zarr_vectors.napari.values import format_value

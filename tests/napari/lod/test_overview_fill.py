@@ -245,7 +245,7 @@ def test_a_shown_store_counts_the_fill_only_where_it_is_drawn(
 def test_a_streamline_in_the_picture_on_screen_is_picked_as_the_layer_s_own_are(
     make_napari_viewer, qtbot
 ):
-    from napari_zarr_vectors.napari.browse.targets import pick_at
+    from napari_zarr_vectors.napari.browse.pick import pick_at
 
     viewer, layer, fill, rows = _fill_on_screen(make_napari_viewer, qtbot)
 

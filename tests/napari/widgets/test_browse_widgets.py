@@ -15,11 +15,8 @@ from _zv_napari import DATA, expected, f32, layer_colours, save_docs_image
 from _zv_viewer import a_turn, assert_one_colour_per_category, dock, open_zv, settle
 
 from napari_zarr_vectors.napari.browse.filters import RangeFilter
-from napari_zarr_vectors.napari.browse.targets import (
-    StaticTarget,
-    browse_state_of,
-    layer_object_ids,
-)
+from napari_zarr_vectors.napari.browse.static_filter import layer_object_ids
+from napari_zarr_vectors.napari.browse.targets import StaticTarget, browse_state_of
 from napari_zarr_vectors.napari.values import NUMERIC
 
 pytestmark = pytest.mark.gui

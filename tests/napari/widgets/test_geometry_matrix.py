@@ -34,11 +34,11 @@ from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
 from napari_zarr_vectors.napari import open_in_viewer
 from napari_zarr_vectors.napari.browse.region import inside_polygon
 from napari_zarr_vectors.napari.browse.selection import DIM_OPACITY, SELECTION_META, selection_for
+from napari_zarr_vectors.napari.browse.static_filter import layer_object_ids
 from napari_zarr_vectors.napari.browse.targets import (
     MAX_LAYER_NAME,
     OBJECTS_UNKNOWN,
     browse_state_of,
-    layer_object_ids,
 )
 from napari_zarr_vectors.napari.colour.bar import bar_label, display_name, object_noun
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba, direction_colormap

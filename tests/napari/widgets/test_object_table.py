@@ -25,8 +25,8 @@ from napari_zarr_vectors.napari.browse.object_rows import (
     write_csv,
 )
 from napari_zarr_vectors.napari.browse.selection import SELECTION_META, selection_for
+from napari_zarr_vectors.napari.browse.static_filter import layer_object_ids
 from napari_zarr_vectors.napari.browse.table import ObjectTable
-from napari_zarr_vectors.napari.browse.targets import layer_object_ids
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 
 pytestmark = pytest.mark.gui

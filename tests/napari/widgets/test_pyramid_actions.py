@@ -14,7 +14,8 @@ import pytest
 from _zv_napari import DATA, v07_store
 
 from napari_zarr_vectors.format import pyramid as core
-from napari_zarr_vectors.napari.browse.targets import is_data_layer, layer_object_ids
+from napari_zarr_vectors.napari.browse.static_filter import layer_object_ids
+from napari_zarr_vectors.napari.browse.targets import is_data_layer
 
 pytestmark = pytest.mark.gui
 

@@ -15,7 +15,7 @@ the status of every layer carrying ``metadata["zarr_vectors"]`` (through
   the object id, the object's attributes and group names, then the rest of that row's
   features (vertex / edge attributes), all decoded as the store holds them (text, not the
   codes Tracks layers keep). The row is found exactly as the Pick widget finds it
-  (:func:`.targets.pick_at`) and described by the same :func:`pick_fields`, so hover
+  (:func:`.pick.pick_at`) and described by the same :func:`pick_fields`, so hover
   and Pick name the same object with the same values on Points, Tracks, Vectors, Shapes and
   Surface alike. napari's own columns (``track_id``) and the plugin's computed ones
   (``direction``, :func:`hidden_columns`) are left out.
@@ -38,15 +38,9 @@ import numpy as np
 from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
 from napari_zarr_vectors.napari._napari_compat import extend_status, open_viewers
 from napari_zarr_vectors.napari.browse.groups import group_labels
+from napari_zarr_vectors.napari.browse.pick import Pick, pick_at, pick_slab
 from napari_zarr_vectors.napari.browse.table import ObjectTable
-from napari_zarr_vectors.napari.browse.targets import (
-    Pick,
-    controller_of,
-    object_table,
-    pick_at,
-    pick_slab,
-    target_for,
-)
+from napari_zarr_vectors.napari.browse.targets import controller_of, object_table, target_for
 from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, GROUPS, OBJECT_ID, meta_of
 from napari_zarr_vectors.napari.coords import to_store_order
 from napari_zarr_vectors.napari.values import format_value

@@ -1,10 +1,32 @@
-"""Picking: the row of a layer's positions nearest the cursor, in 2-D and 3-D views."""
+"""Picking: the object under the cursor (:func:`pick_at`) among the vertices of layers and of
+an overview picture on screen; the row of positions nearest the cursor, in 2-D and 3-D views
+(:func:`nearest_row`, :class:`PointGrid`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from napari_zarr_vectors.napari.colour.live import layer_kind
+from napari_zarr_vectors.napari.layerdata.build import OBJECT_ID
+from napari_zarr_vectors.napari.layerdata.placement import (
+    layer_world_positions,
+    tracks_placement,
+    tracks_rows_world,
+)
+from napari_zarr_vectors.napari.lod.overview_fill import fill_of
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+
+    from napari import Viewer
+
+#: Pick tolerance in screen pixels.
+PICK_PIXELS = 8.0
 
 
 def nearest_row(
@@ -143,3 +165,142 @@ class PointGrid:
             slab=slab,
         )
         return None if hit is None else int(candidates[hit])
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What is under the cursor: a layer, the feature row, and the object id (if any)."""
+
+    layer: Layer
+    #: the row of the layer's features (of its overview fill's rows when ``in_fill``)
+    row: int
+    object_id: int | None
+    #: the row's feature values, each of its column's own type
+    features: dict
+    #: world position of the picked vertex (the layer's axes, napari order)
+    position: np.ndarray | None = None
+    #: a streamline of the layer's overview fill (drawn in its picture, not held by the layer)
+    in_fill: bool = False
+
+
+def pick_slab(viewer: Viewer, layers: list[Layer]) -> np.ndarray:
+    """Half-thickness per world axis of what a 2-D slice shows: half the dims thickness, at
+    least half a data unit of the coarsest of ``layers`` (right-aligned to the viewer's axes)."""
+    thickness = np.asarray(viewer.dims.thickness, np.float64)
+    ndim = len(thickness)
+    half = np.zeros(ndim)
+    for layer in layers:
+        scale = np.abs(np.asarray(layer.scale, np.float64))[-ndim:]
+        half[ndim - len(scale) :] = np.maximum(half[ndim - len(scale) :], 0.5 * scale)
+    return np.maximum(thickness / 2.0, half)
+
+
+@dataclass(frozen=True)
+class _Pickable:
+    """What :func:`pick_at` searches in a layer: world positions (napari order, spatial
+    axes), a finder of the nearest (:func:`.pick.nearest_row`'s signature without the
+    positions), the feature row of each position, the features of a row, and whether they
+    are an overview fill's."""
+
+    points: np.ndarray
+    find: Callable[..., int | None]
+    rows: np.ndarray
+    features_of: Callable[[int], dict]
+    in_fill: bool
+
+
+def _pickable(layer: Layer) -> list[_Pickable]:
+    """The layer's own vertices and, for a Tracks layer whose overview picture is on screen,
+    the fill's streamlines in it (their world positions in a :class:`.pick.PointGrid`, made
+    once for the fill's rows and the layer's placement)."""
+
+    def own(row: int) -> dict:
+        # column by column: a row of a mixed table (``iloc``) would turn codes into floats
+        table = layer.features
+        return {str(c): table[c].iat[row] for c in table.columns} if len(table) else {}
+
+    pts, rows = layer_world_positions(layer)
+    out = [_Pickable(pts, partial(nearest_row, pts), rows, own, False)]
+    fill = fill_of(layer)
+    on_screen = None if fill is None else fill.rows_on_screen()
+    if fill is not None and on_screen is not None:
+        features = on_screen.features
+
+        def filled(row: int) -> dict:
+            return {str(k): np.asarray(v)[row].item() for k, v in features.items()}
+
+        placement = tracks_placement(layer)
+        grid = fill.derived(("pick grid", placement), partial(_placed_grid, placement))
+        if grid is not None:  # (else made on a worker: picked once it is)
+            n = len(on_screen.rows)
+            find = partial(grid.nearest, below=n)
+            out.append(_Pickable(grid.points, find, np.arange(n), filled, True))
+    return out
+
+
+def _pick_distance(
+    point: np.ndarray,
+    position: Sequence[float] | np.ndarray,
+    displayed: Sequence[int],
+    view_direction: Sequence[float] | np.ndarray | None,
+) -> float:
+    """How near a hit is, as :func:`.pick.nearest_row` ranks hits: in 3-D its depth along the
+    ray (the one nearest the camera wins), in 2-D its distance to ``position``."""
+    d = len(point)
+    off = np.asarray(point, dtype=np.float64) - np.asarray(position, dtype=np.float64)[-d:]
+    if view_direction is None:
+        return float(np.linalg.norm(off))
+    disp = [a - (len(position) - d) for a in displayed if 0 <= a - (len(position) - d) < d]
+    ray = np.asarray(view_direction, dtype=np.float64)[-len(disp) :]
+    return float(off[disp] @ (ray / max(float(np.linalg.norm(ray)), 1e-12)))
+
+
+def _placed_grid(placement: tuple, rows: np.ndarray) -> PointGrid:
+    """The world positions of Tracks ``rows`` placed by ``placement``, in a grid."""
+    return PointGrid(tracks_rows_world(placement, rows))
+
+
+def pick_at(
+    layers: Sequence[Layer],
+    position: Sequence[float] | np.ndarray,
+    *,
+    displayed: Sequence[int],
+    zoom: float,
+    view_direction: Sequence[float] | np.ndarray | None = None,
+    slab: Sequence[float] | np.ndarray | None = None,
+    pixels: float = PICK_PIXELS,
+) -> Pick | None:
+    """The object nearest ``position`` (world coordinates, viewer axis order) among the
+    vertices of ``layers`` within ``pixels`` screen pixels (``zoom`` = pixels per world unit),
+    the streamlines of an overview picture on screen included."""
+    tolerance = pixels / max(float(zoom), 1e-12)
+    best: tuple[float, Pick] | None = None
+    for layer in layers:
+        if not getattr(layer, "visible", True):
+            continue
+        for source in _pickable(layer):
+            pts = source.points
+            if not len(pts):
+                continue
+            d = pts.shape[1]
+            layer_slab = None if layer_kind(layer) == "tracks" else slab
+            hit = source.find(
+                position,
+                displayed,
+                tolerance,
+                view_direction=view_direction,
+                slab=None if layer_slab is None else np.asarray(layer_slab)[-d:],
+            )
+            if hit is None:
+                continue
+            dist = _pick_distance(pts[hit], position, displayed, view_direction)
+            row = int(source.rows[hit])
+            features = source.features_of(row)
+            oid = features.get(OBJECT_ID)
+            # a negative id: an object not known yet (a preview's path pieces)
+            oid = None if oid is None or int(oid) < 0 else int(oid)
+            point = np.asarray(pts[hit], dtype=np.float64)
+            pick = Pick(layer, row, oid, features, point, source.in_fill)
+            if best is None or dist < best[0]:
+                best = (dist, pick)
+    return None if best is None else best[1]

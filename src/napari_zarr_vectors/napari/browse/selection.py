@@ -4,7 +4,7 @@ No Qt here (napari layers only). Each browse target (an open store,
 :func:`~napari_zarr_vectors.napari.browse.targets.target_for`) has one
 :class:`ObjectSelection` (:func:`selection_for`): object ids plus listeners, set by the
 *Object table* dock (selected rows) and by a click on the canvas (the pick of
-:func:`~napari_zarr_vectors.napari.browse.targets.pick_at`).
+:func:`~napari_zarr_vectors.napari.browse.pick.pick_at`).
 
 :class:`SelectionHighlight` draws the selected objects over the store's layers: a Points
 layer of the vertices those layers hold for them (world coordinates, so every layer kind
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from napari_zarr_vectors.napari.browse.filters import IdFilter
-from napari_zarr_vectors.napari.browse.targets import layer_object_ids
+from napari_zarr_vectors.napari.browse.static_filter import layer_object_ids
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.placement import Placement, layer_world_positions
 from napari_zarr_vectors.napari.lod.camera import fitting_zoom

@@ -21,10 +21,8 @@ Colouring layers (the Colour-by widget's choice, kept at every level) lives in
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
@@ -32,7 +30,11 @@ import numpy as np
 
 from napari_zarr_vectors.format.geometry import GeometryType
 from napari_zarr_vectors.napari.browse.filters import FilterState
-from napari_zarr_vectors.napari.browse.pick import PointGrid, nearest_row
+from napari_zarr_vectors.napari.browse.static_filter import (
+    LayerSnapshot,
+    filter_layer,
+    row_object_ids,
+)
 from napari_zarr_vectors.napari.browse.table import ObjectTable
 from napari_zarr_vectors.napari.colour.live import (
     apply_colour,
@@ -46,14 +48,8 @@ from napari_zarr_vectors.napari.colour.spec import ColourSpec
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.build import (
     META,
-    OBJECT_ID,
     StoreInfo,
     layers_from_geometry,
-)
-from napari_zarr_vectors.napari.layerdata.placement import (
-    layer_world_positions,
-    tracks_placement,
-    tracks_rows_world,
 )
 from napari_zarr_vectors.napari.layerdata.store_info import store_info
 from napari_zarr_vectors.napari.lod.controller import (
@@ -61,7 +57,6 @@ from napari_zarr_vectors.napari.lod.controller import (
     ZVLayerController,
     controller_for,
 )
-from napari_zarr_vectors.napari.lod.overview_fill import fill_of
 from napari_zarr_vectors.napari.lod.swap import new_layer
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer
 from napari_zarr_vectors.napari.open_stores import OpenStore, open_store_for, register
@@ -74,14 +69,10 @@ if TYPE_CHECKING:
     from napari import Viewer
     from napari_zarr_vectors.format.api import GeometryStore
     from napari_zarr_vectors.format.geometry import Geometry
-    from napari_zarr_vectors.napari.types import LayerData
 
 #: Layer roles that are not store data (the bounds box, isolated or selected objects drawn
 #: whole, a region being drawn or the Dissect regions' outlines, a Dissect bundle).
 NON_DATA_ROLES = ("bounds", "isolated", "selected", "region", "bundle")
-
-#: Pick tolerance in screen pixels.
-PICK_PIXELS = 8.0
 
 #: What object-level actions say on a store whose vertices' objects are not recorded
 #: (:func:`objects_unknown`).
@@ -231,7 +222,7 @@ class StaticTarget:
     def __init__(self, entry: OpenStore, layers: Sequence[Layer]) -> None:
         self.open_store = entry
         self._layers = [weakref.ref(layer) for layer in layers]
-        self._full: dict[int, _LayerData] = {}
+        self._full: dict[int, LayerSnapshot] = {}
         self.allowed: np.ndarray | None = None
         self.events = ControllerEvents()
         #: each layer's colours as it came (every row): what "(default)" draws again
@@ -288,264 +279,20 @@ class StaticTarget:
             if opening is None:
                 continue
             snap = self._full.get(id(layer))  # filtered by slicing: the rows kept
-            ids = None if snap is None else _row_object_ids(layer_kind(layer), snap)
+            ids = None if snap is None else row_object_ids(layer_kind(layer), snap)
             keep = None if ids is None or self.allowed is None else np.isin(ids, self.allowed)
             restore_opening_colour(layer, opening, keep)
 
     def set_object_filter(self, allowed_ids: np.ndarray | None) -> None:
         self.allowed = None if allowed_ids is None else np.asarray(allowed_ids, np.int64)
         for layer in self.layers:
-            _filter_layer(layer, self.allowed, self._full)
+            filter_layer(layer, self.allowed, self._full)
         self.events.refreshed.emit()
-
-
-@dataclass
-class _LayerData:
-    data: Any
-    features: Any
-    extra: dict
-
-
-def _filter_layer(layer: Layer, allowed: np.ndarray | None, full: dict[int, _LayerData]) -> None:
-    kind = layer_kind(layer)
-    if kind == "points":
-        ids = layer_object_ids(layer)
-        if ids is None:
-            return
-        layer.shown = np.ones(len(ids), bool) if allowed is None else np.isin(ids, allowed)
-        return
-    key = id(layer)
-    if key not in full:
-        if allowed is None:
-            return
-        full[key] = _snapshot(layer, kind)
-    snap = full[key]
-    ids = _row_object_ids(kind, snap)
-    if ids is None:
-        return
-    keep = np.ones(len(ids), bool) if allowed is None else np.isin(ids, allowed)
-    _restore(layer, kind, snap, keep)
-    if allowed is None:
-        del full[key]
-    spec = colour_spec_of(layer)
-    if spec is not None:
-        apply_colour(layer, spec)
-
-
-def _snapshot(layer: Layer, kind: str) -> _LayerData:
-    features = layer.features.copy()
-    extra: dict[str, Any] = {}
-    data: LayerData
-    if kind == "tracks":
-        extra = {"color_by": layer.color_by, "colormaps_dict": dict(layer.colormaps_dict)}
-        data = np.asarray(layer.data).copy()
-    elif kind == "surface":
-        data = tuple(np.asarray(d).copy() for d in layer.data[:2])
-        extra = {"vertex_values": np.asarray(layer.vertex_values).copy()}
-    elif kind == "shapes":
-        data = [np.asarray(d).copy() for d in layer.data]
-        extra = {"shape_type": list(layer.shape_type), "edge_color": layer.edge_color.copy()}
-    else:  # vectors
-        data = np.asarray(layer.data).copy()
-        extra = {"edge_color": np.asarray(layer.edge_color).copy()}
-    return _LayerData(data, features, extra)
-
-
-def _row_object_ids(kind: str, snap: _LayerData) -> np.ndarray | None:
-    if OBJECT_ID not in snap.features:
-        return None
-    return snap.features[OBJECT_ID].to_numpy()
-
-
-def _restore(layer: Layer, kind: str, snap: _LayerData, keep: np.ndarray) -> None:
-    features = snap.features[keep].reset_index(drop=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.simplefilter("ignore", UserWarning)  # Tracks: "color_by key not present"
-        if kind == "tracks":
-            layer.data = snap.data[keep]
-            layer.features = features
-            layer.colormaps_dict = dict(snap.extra["colormaps_dict"])
-            if snap.extra["color_by"] in layer.properties_to_color_by:
-                layer.color_by = snap.extra["color_by"]
-        elif kind == "surface":
-            vertices, faces = snap.data
-            new_index = np.cumsum(keep) - 1
-            face_ok = keep[faces].all(1)
-            values = snap.extra["vertex_values"]
-            layer.data = (vertices[keep], new_index[faces[face_ok]], values[..., keep])
-            layer.features = features
-        elif kind == "shapes":
-            rows = np.flatnonzero(keep)
-            layer.selected_data = set()
-            layer.data = [snap.data[i] for i in rows]
-            if len(rows):
-                layer.shape_type = [snap.extra["shape_type"][i] for i in rows]
-            layer.features = features
-            if not _colour_by_feature(layer, "edge"):
-                layer.edge_color = snap.extra["edge_color"][keep]
-        else:  # vectors
-            layer.data = snap.data[keep]
-            layer.features = features
-            if not _colour_by_feature(layer, "edge"):
-                layer.edge_color = snap.extra["edge_color"][keep]
-
-
-def _colour_by_feature(layer: Layer, prefix: str) -> bool:
-    mode = str(getattr(layer, f"{prefix}_color_mode", "direct"))
-    return mode.lower().endswith(("colormap", "cycle"))
 
 
 # --------------------------------------------------------------------------------------------
 # per-row object ids and positions
 # --------------------------------------------------------------------------------------------
-
-
-def layer_object_ids(layer: Layer) -> np.ndarray | None:
-    """Object id of every feature row (``None`` when the layer has no ``object_id``)."""
-    features = getattr(layer, "features", None)
-    if features is None or OBJECT_ID not in features:
-        return None
-    return features[OBJECT_ID].to_numpy()
-
-
-@dataclass(frozen=True)
-class Pick:
-    """What is under the cursor: a layer, the feature row, and the object id (if any)."""
-
-    layer: Layer
-    #: the row of the layer's features (of its overview fill's rows when ``in_fill``)
-    row: int
-    object_id: int | None
-    #: the row's feature values, each of its column's own type
-    features: dict
-    #: world position of the picked vertex (the layer's axes, napari order)
-    position: np.ndarray | None = None
-    #: a streamline of the layer's overview fill (drawn in its picture, not held by the layer)
-    in_fill: bool = False
-
-
-def pick_slab(viewer: Viewer, layers: list[Layer]) -> np.ndarray:
-    """Half-thickness per world axis of what a 2-D slice shows: half the dims thickness, at
-    least half a data unit of the coarsest of ``layers`` (right-aligned to the viewer's axes)."""
-    thickness = np.asarray(viewer.dims.thickness, np.float64)
-    ndim = len(thickness)
-    half = np.zeros(ndim)
-    for layer in layers:
-        scale = np.abs(np.asarray(layer.scale, np.float64))[-ndim:]
-        half[ndim - len(scale) :] = np.maximum(half[ndim - len(scale) :], 0.5 * scale)
-    return np.maximum(thickness / 2.0, half)
-
-
-@dataclass(frozen=True)
-class _Pickable:
-    """What :func:`pick_at` searches in a layer: world positions (napari order, spatial
-    axes), a finder of the nearest (:func:`.pick.nearest_row`'s signature without the
-    positions), the feature row of each position, the features of a row, and whether they
-    are an overview fill's."""
-
-    points: np.ndarray
-    find: Callable[..., int | None]
-    rows: np.ndarray
-    features_of: Callable[[int], dict]
-    in_fill: bool
-
-
-def _pickable(layer: Layer) -> list[_Pickable]:
-    """The layer's own vertices and, for a Tracks layer whose overview picture is on screen,
-    the fill's streamlines in it (their world positions in a :class:`.pick.PointGrid`, made
-    once for the fill's rows and the layer's placement)."""
-
-    def own(row: int) -> dict:
-        # column by column: a row of a mixed table (``iloc``) would turn codes into floats
-        table = layer.features
-        return {str(c): table[c].iat[row] for c in table.columns} if len(table) else {}
-
-    pts, rows = layer_world_positions(layer)
-    out = [_Pickable(pts, partial(nearest_row, pts), rows, own, False)]
-    fill = fill_of(layer)
-    on_screen = None if fill is None else fill.rows_on_screen()
-    if fill is not None and on_screen is not None:
-        features = on_screen.features
-
-        def filled(row: int) -> dict:
-            return {str(k): np.asarray(v)[row].item() for k, v in features.items()}
-
-        placement = tracks_placement(layer)
-        grid = fill.derived(("pick grid", placement), partial(_placed_grid, placement))
-        if grid is not None:  # (else made on a worker: picked once it is)
-            n = len(on_screen.rows)
-            find = partial(grid.nearest, below=n)
-            out.append(_Pickable(grid.points, find, np.arange(n), filled, True))
-    return out
-
-
-def _pick_distance(
-    point: np.ndarray,
-    position: Sequence[float] | np.ndarray,
-    displayed: Sequence[int],
-    view_direction: Sequence[float] | np.ndarray | None,
-) -> float:
-    """How near a hit is, as :func:`.pick.nearest_row` ranks hits: in 3-D its depth along the
-    ray (the one nearest the camera wins), in 2-D its distance to ``position``."""
-    d = len(point)
-    off = np.asarray(point, dtype=np.float64) - np.asarray(position, dtype=np.float64)[-d:]
-    if view_direction is None:
-        return float(np.linalg.norm(off))
-    disp = [a - (len(position) - d) for a in displayed if 0 <= a - (len(position) - d) < d]
-    ray = np.asarray(view_direction, dtype=np.float64)[-len(disp) :]
-    return float(off[disp] @ (ray / max(float(np.linalg.norm(ray)), 1e-12)))
-
-
-def _placed_grid(placement: tuple, rows: np.ndarray) -> PointGrid:
-    """The world positions of Tracks ``rows`` placed by ``placement``, in a grid."""
-    return PointGrid(tracks_rows_world(placement, rows))
-
-
-def pick_at(
-    layers: Sequence[Layer],
-    position: Sequence[float] | np.ndarray,
-    *,
-    displayed: Sequence[int],
-    zoom: float,
-    view_direction: Sequence[float] | np.ndarray | None = None,
-    slab: Sequence[float] | np.ndarray | None = None,
-    pixels: float = PICK_PIXELS,
-) -> Pick | None:
-    """The object nearest ``position`` (world coordinates, viewer axis order) among the
-    vertices of ``layers`` within ``pixels`` screen pixels (``zoom`` = pixels per world unit),
-    the streamlines of an overview picture on screen included."""
-    tolerance = pixels / max(float(zoom), 1e-12)
-    best: tuple[float, Pick] | None = None
-    for layer in layers:
-        if not getattr(layer, "visible", True):
-            continue
-        for source in _pickable(layer):
-            pts = source.points
-            if not len(pts):
-                continue
-            d = pts.shape[1]
-            layer_slab = None if layer_kind(layer) == "tracks" else slab
-            hit = source.find(
-                position,
-                displayed,
-                tolerance,
-                view_direction=view_direction,
-                slab=None if layer_slab is None else np.asarray(layer_slab)[-d:],
-            )
-            if hit is None:
-                continue
-            dist = _pick_distance(pts[hit], position, displayed, view_direction)
-            row = int(source.rows[hit])
-            features = source.features_of(row)
-            oid = features.get(OBJECT_ID)
-            # a negative id: an object not known yet (a preview's path pieces)
-            oid = None if oid is None or int(oid) < 0 else int(oid)
-            point = np.asarray(pts[hit], dtype=np.float64)
-            pick = Pick(layer, row, oid, features, point, source.in_fill)
-            if best is None or dist < best[0]:
-                best = (dist, pick)
-    return None if best is None else best[1]
 
 
 # --------------------------------------------------------------------------------------------

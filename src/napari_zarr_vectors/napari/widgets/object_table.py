@@ -49,6 +49,7 @@ from napari_zarr_vectors.napari.browse.object_rows import (
     store_rows,
     write_csv,
 )
+from napari_zarr_vectors.napari.browse.pick import pick_at, pick_slab
 from napari_zarr_vectors.napari.browse.selection import (
     ObjectSelection,
     SelectionHighlight,
@@ -57,7 +58,7 @@ from napari_zarr_vectors.napari.browse.selection import (
     objects_world_box,
     selection_for,
 )
-from napari_zarr_vectors.napari.browse.targets import OBJECTS_UNKNOWN, pick_at, pick_slab
+from napari_zarr_vectors.napari.browse.targets import OBJECTS_UNKNOWN
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, was_click

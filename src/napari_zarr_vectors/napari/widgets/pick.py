@@ -22,13 +22,11 @@ from qtpy.QtWidgets import (
 )
 
 from napari_zarr_vectors.napari.browse.hover import pick_fields, store_position_text
+from napari_zarr_vectors.napari.browse.pick import Pick, pick_at, pick_slab
 from napari_zarr_vectors.napari.browse.targets import (
-    Pick,
     add_object_layers,
     isolate_layer_data,
     layer_kind,
-    pick_at,
-    pick_slab,
 )
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
