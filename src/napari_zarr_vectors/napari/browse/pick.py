@@ -14,8 +14,8 @@ import numpy as np
 from napari_zarr_vectors.napari.colour.live import layer_kind
 from napari_zarr_vectors.napari.layerdata.build import OBJECT_ID
 from napari_zarr_vectors.napari.layerdata.placement import (
+    layer_placement,
     layer_world_positions,
-    tracks_placement,
     tracks_rows_world,
 )
 from napari_zarr_vectors.napari.lod.overview_fill import fill_of
@@ -50,8 +50,7 @@ def nearest_row(
     if pts.ndim != 2 or not len(pts):
         return None
     pos = np.asarray(position, dtype=np.float64)[-pts.shape[1] :]
-    disp = [d - (len(position) - pts.shape[1]) for d in displayed]
-    disp = [d for d in disp if 0 <= d < pts.shape[1]]
+    disp = _columns(displayed, len(position), pts.shape[1])
     if not disp:
         return None
     ok = np.ones(len(pts), bool)
@@ -66,8 +65,7 @@ def nearest_row(
         dist[~ok] = np.inf
         best = int(np.argmin(dist))
         return best if dist[best] <= tolerance else None
-    ray = np.asarray(view_direction, dtype=np.float64)[-len(disp) :]
-    ray = ray / max(float(np.linalg.norm(ray)), 1e-12)
+    ray = _unit_ray(view_direction, len(disp))
     along = d @ ray
     perp = np.sqrt(np.maximum((d * d).sum(1) - along**2, 0.0))
     close = perp <= tolerance
@@ -75,6 +73,19 @@ def nearest_row(
         return None
     candidates = np.flatnonzero(close)
     return int(candidates[np.argmin(along[candidates])])
+
+
+def _columns(displayed: Sequence[int], n_position: int, d: int) -> list[int]:
+    """The columns of ``d``-column points (a viewer's last axes) that the viewer's displayed
+    axes ``displayed`` (of a position of ``n_position`` axes) are."""
+    columns = [a - (n_position - d) for a in displayed]
+    return [a for a in columns if 0 <= a < d]
+
+
+def _unit_ray(view_direction: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
+    """The last ``n`` axes of ``view_direction``, of unit length."""
+    ray = np.asarray(view_direction, dtype=np.float64)[-n:]
+    return ray / max(float(np.linalg.norm(ray)), 1e-12)
 
 
 #: points a :class:`PointGrid` cell holds on average, its cells per axis at most, and its
@@ -130,8 +141,7 @@ class PointGrid:
         """:func:`nearest_row` of the points (of those before row ``below`` when given)."""
         d = self.points.shape[1]
         pos = np.asarray(position, dtype=np.float64)[-d:]
-        disp = [a - (len(position) - d) for a in displayed]
-        disp = [a for a in disp if 0 <= a < d]
+        disp = _columns(displayed, len(position), d)
         if not disp or not len(self._rows):
             return None
         reach = tolerance + float(np.linalg.norm(self._size[disp] / 2))
@@ -145,9 +155,7 @@ class PointGrid:
                         gap = np.abs(self._centres[:, a] - pos[a])
                         near &= gap <= half[a] + self._size[a] / 2
         else:
-            ray = np.asarray(view_direction, dtype=np.float64)[-len(disp) :]
-            ray = ray / max(float(np.linalg.norm(ray)), 1e-12)
-            along = off @ ray
+            along = off @ _unit_ray(view_direction, len(disp))
             near = (off * off).sum(axis=1) - along**2 <= reach * reach
         cells = np.flatnonzero(near)
         counts = self._starts[cells + 1] - self._starts[cells]
@@ -229,7 +237,7 @@ def _pickable(layer: Layer) -> list[_Pickable]:
         def filled(row: int) -> dict:
             return {str(k): np.asarray(v)[row].item() for k, v in features.items()}
 
-        placement = tracks_placement(layer)
+        placement = layer_placement(layer)
         grid = fill.derived(("pick grid", placement), partial(_placed_grid, placement))
         if grid is not None:  # (else made on a worker: picked once it is)
             n = len(on_screen.rows)
@@ -250,9 +258,8 @@ def _pick_distance(
     off = np.asarray(point, dtype=np.float64) - np.asarray(position, dtype=np.float64)[-d:]
     if view_direction is None:
         return float(np.linalg.norm(off))
-    disp = [a - (len(position) - d) for a in displayed if 0 <= a - (len(position) - d) < d]
-    ray = np.asarray(view_direction, dtype=np.float64)[-len(disp) :]
-    return float(off[disp] @ (ray / max(float(np.linalg.norm(ray)), 1e-12)))
+    disp = _columns(displayed, len(position), d)
+    return float(off[disp] @ _unit_ray(view_direction, len(disp)))
 
 
 def _placed_grid(placement: tuple, rows: np.ndarray) -> PointGrid:

@@ -255,10 +255,10 @@ def layer_world_positions(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
     Surface vertices. Hidden Points (``shown`` False) are left out. A layer ``affine`` (a
     store's world placement) is applied after the scale."""
     data, rows = _drawn_vertices(layer)
-    return _layer_data_to_world(layer, data), rows
+    return _placed_to_world(layer_placement(layer), data), rows
 
 
-def tracks_placement(layer: Layer) -> tuple:
+def layer_placement(layer: Layer) -> tuple:
     """``(scale, translate, affine)`` of ``layer``, as tuples (a hashable value, read on the
     UI thread, for :func:`tracks_rows_world` on a worker)."""
     matrix = getattr(getattr(layer, "affine", None), "affine_matrix", None)
@@ -270,16 +270,14 @@ def tracks_placement(layer: Layer) -> tuple:
 def tracks_rows_world(placement: tuple, rows: np.ndarray) -> np.ndarray:
     """World coordinates (as :func:`layer_world_positions`) of Tracks ``rows``
     (``track_id, t, axes...`` in a layer's data order) that the layer does not hold, an
-    overview fill's, by the layer's :func:`tracks_placement`."""
+    overview fill's, by the layer's :func:`layer_placement`."""
+    return _placed_to_world(placement, np.asarray(rows, dtype=np.float64)[:, 2:])
+
+
+def _placed_to_world(placement: tuple, data: np.ndarray) -> np.ndarray:
     scale, translate, affine = placement
-    data = np.asarray(rows, dtype=np.float64)[:, 2:]
     matrix = None if affine is None else np.asarray(affine)
     return layer_to_world(data, np.asarray(scale), np.asarray(translate), affine=matrix)
-
-
-def _layer_data_to_world(layer: Layer, data: np.ndarray) -> np.ndarray:
-    matrix = getattr(getattr(layer, "affine", None), "affine_matrix", None)
-    return layer_to_world(data, layer.scale, layer.translate, affine=matrix)
 
 
 def _drawn_vertices(layer: Layer) -> tuple[np.ndarray, np.ndarray]:
