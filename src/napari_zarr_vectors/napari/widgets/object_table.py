@@ -103,7 +103,7 @@ class ObjectTableModel(QAbstractTableModel):
         self.sort_by: tuple[int, bool] = (0, False)
         self.mask: np.ndarray | None = None
         self._where: np.ndarray | None = None
-        #: display rows drawn as selected without Qt's selection (:meth:`mark`), and how
+        #: display rows drawn as selected without Qt's selection (:meth:`mark`), and their brush
         self.marked: np.ndarray | None = None
         self._mark_brush: Any = None
 
