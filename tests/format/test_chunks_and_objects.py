@@ -69,9 +69,10 @@ def test_unique_rows_equals_numpy_row_unique() -> None:
 
 
 @pytest.mark.parametrize("span", [4, 2**10, 2**18, 2**62])
-def test_entries_in_chunks_equal_a_scan_of_the_whole_index(span) -> None:
+def test_entries_by_chunk_equal_a_scan_of_the_whole_index(span) -> None:
     """The entries naming some chunks, found through the index's chunk-sorted entries, are
-    those a scan of every entry finds (16-, 32-, 64-bit and overflowing chunk key spaces)."""
+    those a scan of every entry finds, each with its chunk's position among the chunks
+    asked for (16-, 32-, 64-bit and overflowing chunk key spaces)."""
     from napari_zarr_vectors.format.chunks import ChunkTable
     from napari_zarr_vectors.format.objects import ObjectIndex
 
@@ -82,9 +83,31 @@ def test_entries_in_chunks_equal_a_scan_of_the_whole_index(span) -> None:
     counts[-1] += 500 - counts.sum()
     offsets = np.r_[0, np.cumsum(counts)]
     index = ObjectIndex(np.arange(120) * 7 + 3, offsets, chunks, rng.integers(0, 4, 500))
-    wanted = np.concatenate([corners[::3], [[span // 2, 1, 1]]])  # one chunk no entry names
-    found = index.entries_in_chunks(wanted)
-    expected = np.flatnonzero(ChunkTable(np.unique(wanted, axis=0)).index_of(chunks) >= 0)
-    np.testing.assert_array_equal(found, expected)
+    # one chunk no entry names
+    wanted = np.unique(np.concatenate([corners[::3], [[span // 2, 1, 1]]]), axis=0)
+    found, at = index.entries_by_chunk(wanted)
+    expected = np.flatnonzero(ChunkTable(wanted).index_of(chunks) >= 0)
+    np.testing.assert_array_equal(np.sort(found), expected)
+    np.testing.assert_array_equal(wanted[at], chunks[found])
     assert len(found) > 0
-    np.testing.assert_array_equal(index.rows_of_entries(found), index.entry_rows[found])
+    owner = np.repeat(np.arange(120), counts)
+    # a few entries by binary search (the whole level's rows not built), many by a gather
+    np.testing.assert_array_equal(index.rows_of_entries(found[:2]), owner[found[:2]])
+    assert "entry_rows" not in index.__dict__
+    np.testing.assert_array_equal(index.rows_of_entries(found), owner[found])
+    np.testing.assert_array_equal(index.entry_rows, owner)
+
+
+def test_chunk_table_finds_coordinates_near_the_int64_limits() -> None:
+    """A bounding grid too large for linear keys (corrupt coordinates) must not make two
+    chunks one: every row is found at its own position, absent rows are not found."""
+    from napari_zarr_vectors.format.chunks import ChunkTable
+
+    big, small = 2**63 - 1, -(2**63)
+    rows = np.array([[big, 0, 0], [small, 1, 0], [0, 0, 0], [2**62, 3, 0], [small, 0, 0]])
+    table = ChunkTable(rows)
+    assert table.index_of(rows).tolist() == [0, 1, 2, 3, 4]
+    # keys that wrap onto a stored one in a linear numbering are still absent
+    absent = np.array([[big, 1, 0], [1, 0, 0], [2**61, 3, 0], [small + 1, 0, 0]])
+    assert table.index_of(absent).tolist() == [-1] * 4
+    assert table.index_of(rows[[4, 2]][None]).tolist() == [[4, 2]]

@@ -368,7 +368,7 @@ def test_unresolvable_records_are_dropped_and_counted(monkeypatch):
     real = store.links(0, 1, chunks=store.chunks(0))
     extra_chunks = np.array([[[99, 99, 99], [0, 0, 0]], [real.chunks[0, 0], real.chunks[0, 1]]])
     extra_rows = np.array([[0, 0], [0, 10_000]])
-    fake = LinkSet(
+    fake = LinkSet.of_chunks(
         np.concatenate([real.chunks, extra_chunks]), np.concatenate([real.rows, extra_rows])
     )
     monkeypatch.setattr(store, "links", lambda level, delta=0, chunks=None: fake)

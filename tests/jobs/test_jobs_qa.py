@@ -3,6 +3,7 @@ damage named by chunk."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 import warnings
 
@@ -13,6 +14,7 @@ import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid
 from napari_zarr_vectors.format.chunks import ChunkTable, LoadedChunks
 from napari_zarr_vectors.format.errors import ZVCancelledError
+from napari_zarr_vectors.format.layout import LinkSet
 from napari_zarr_vectors.jobs import qa_report
 from napari_zarr_vectors.jobs.blocks import plan_blocks, read_block, references
 from napari_zarr_vectors.jobs.qa import Grid, LevelPartial, RowCounts, _ownership, coverage
@@ -211,16 +213,55 @@ def test_a_far_vertex_lands_on_the_image_edge():
     assert grid.pixels_of(positions).tolist() == [0, 49, 9, 20]
 
 
-def test_link_endpoints_resolve_run_by_run_as_record_by_record():
+def test_link_endpoints_resolve_cell_by_cell_as_record_by_record():
     table = ChunkTable(np.array([[0, 0, 0], [0, 0, 1], [1, 0, 0]]))
     counts = np.array([3, 1, 2])
     rng = np.random.default_rng(7)
-    # runs of equal chunks (a link cell's records), a chunk not read, rows out of range
-    chunks = np.repeat(np.array([[0, 0, 0], [1, 0, 0], [5, 5, 5], [0, 0, 1], [0, 0, 0]]), 4, 0)
-    rows = rng.integers(-1, 4, len(chunks))
-    at = table.index_of(chunks)
-    truth = [a >= 0 and 0 <= r < counts[a] for a, r in zip(at, rows, strict=True)]
-    assert RowCounts(table, counts).resolves(chunks, rows).tolist() == truth
-    assert RowCounts(ChunkTable(np.empty((0, 3), np.int64)), counts[:0]).resolves(
-        chunks, rows
-    ).tolist() == [False] * len(chunks)
+    # cells of records sharing their chunks, a chunk not read, rows out of range
+    keys = np.array(
+        [[[0, 0, 0], [1, 0, 0]], [[5, 5, 5], [0, 0, 1]], [[0, 0, 1], [0, 0, 0]], [[1, 0, 0]] * 2]
+    )
+    key_of = np.repeat(np.arange(len(keys)), [4, 3, 5, 2])
+    links = LinkSet(keys, key_of, rng.integers(-1, 4, (len(key_of), 2)))
+    for k in (0, 1):
+        at = table.index_of(links.chunks[:, k])
+        truth = [a >= 0 and 0 <= r < counts[a] for a, r in zip(at, links.rows[:, k], strict=True)]
+        assert RowCounts(table, counts).resolves(links, k).tolist() == truth
+    nothing = RowCounts(ChunkTable(np.empty((0, 3), np.int64)), counts[:0])
+    assert nothing.resolves(links, 0).tolist() == [False] * len(key_of)
+
+
+def test_manifest_entries_naming_chunks_the_level_does_not_list_are_counted(data_copy):
+    path = data_copy("v07/streamlines")
+    before = nzv.open_store(path)
+    chunk = before.chunks(0)[0]
+    named = int(np.count_nonzero(np.all(before.object_index(0).chunks == chunk, axis=1)))
+    assert named > 0
+    key = ".".join(map(str, chunk.tolist()))
+    for folder in ("vertices", "vertex_fragments"):  # the chunk is gone from the listing
+        shutil.rmtree(path / "0" / folder / key)
+    store = nzv.open_store(path)
+    assert len(store.chunks(0)) == len(before.chunks(0)) - 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        serial = qa_report(store, scheduler="sync")
+        _same(qa_report(nzv.open_store(path), block_chunks=1), serial)
+    assert serial.levels[0]["manifest_chunks_not_listed"] == named
+    assert [lv["manifest_chunks_not_listed"] for lv in serial.levels[1:]] == [0] * (
+        len(serial.levels) - 1
+    )
+
+
+def test_an_object_index_that_does_not_read_is_a_failure_of_its_level(data_copy):
+    path = data_copy("v09/streamlines")
+    for f in (path / "0" / "object_index" / "manifests").rglob("*"):
+        if f.is_file() and f.name != "zarr.json":
+            f.write_bytes(b"\x01\x02\x03")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = qa_report(nzv.open_store(path))
+    assert "object_index" in {f.chunk for f in result.failures if f.level == 0}
+    base = result.levels[0]
+    assert base["objects_with_vertices"] is None and base["unowned_vertices"] is None
+    assert base["objects_total"] == 0
+    assert result.levels[1]["objects_with_vertices"] == result.levels[1]["objects_kept"] > 0

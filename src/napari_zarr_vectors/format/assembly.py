@@ -324,7 +324,7 @@ def _selected_rows(loaded: LoadedChunks, index: ObjectIndex, object_rows: np.nda
 
 def _link_rows(loaded: LoadedChunks, links: LinkSet) -> np.ndarray:
     """Global rows of every link endpoint, ``-1`` where not loaded or invalid."""
-    return loaded.global_rows(links.chunks, links.rows)
+    return loaded.rows_at(links.chunk_index(loaded.table), links.rows)
 
 
 def _skeleton_edges(

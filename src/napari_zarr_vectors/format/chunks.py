@@ -25,11 +25,18 @@ class ChunkTable:
             (self.chunks.max(axis=0) - self._lo + 1) if len(self.chunks) else np.ones(knd, np.int64)
         )
         self._span = span.astype(np.int64)
+        # a bounding grid of 2**62 cells or more (corrupt coordinates near the int64 limits)
+        # would wrap linear keys into each other: the rows' bytes are the keys then
+        wide = self.chunks.max(axis=0).astype(np.float64) - self._lo + 1 if len(self.chunks) else 1
+        self._wide = bool(np.prod(wide) >= 2.0**62)
         self._keys = self._linear(self.chunks)
         self._order = np.argsort(self._keys, kind="stable")
         self._sorted = self._keys[self._order]
 
     def _linear(self, coords: np.ndarray) -> np.ndarray:
+        if self._wide:  # compared whole, byte by byte (an order of its own, but total)
+            rows = np.ascontiguousarray(coords, dtype=np.int64)
+            return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()
         rel = coords - self._lo
         key = np.zeros(len(coords), dtype=np.int64)
         for axis in range(coords.shape[1]):
@@ -41,7 +48,11 @@ class ChunkTable:
         """Position of every key of the table's bounding grid (``-1`` where absent), when
         that grid is small: a lookup then costs one gather instead of a binary search."""
         cells = float(np.prod(self._span.astype(np.float64)))
-        if len(self.chunks) == 0 or cells > max(DENSE_LOOKUP_CELLS, 8 * len(self.chunks)):
+        if (
+            self._wide
+            or len(self.chunks) == 0
+            or cells > max(DENSE_LOOKUP_CELLS, 8 * len(self.chunks))
+        ):
             return None
         if np.any(self._sorted[1:] == self._sorted[:-1]):  # repeated coordinates: the search
             return None
@@ -78,8 +89,11 @@ class ChunkTable:
             out = self._dense[key]
             out[outside] = -1
             return out.reshape(coords.shape[:-1])
-        rel = flat - self._lo
-        inside = np.all((rel >= 0) & (rel < self._span), axis=1)
+        if self._wide:
+            inside = np.ones(len(flat), bool)
+        else:
+            rel = flat - self._lo
+            inside = np.all((rel >= 0) & (rel < self._span), axis=1)
         out = np.full(len(flat), -1, dtype=np.int64)
         keys = self._linear(flat[inside])
         pos = np.searchsorted(self._sorted, keys)
@@ -311,7 +325,11 @@ class LoadedChunks:
 
     def global_rows(self, chunk_coords: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Global row of every ``(chunk, row)`` endpoint; ``-1`` when not loaded or out of range."""
-        idx = self.table.index_of(chunk_coords)
+        return self.rows_at(self.table.index_of(chunk_coords), rows)
+
+    def rows_at(self, idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """:meth:`global_rows` of endpoints whose chunks are given by their position in
+        :attr:`table` (``-1``: not loaded); ``idx`` may be overwritten."""
         ok = idx >= 0
         sizes = self.start[1:] - self.start[:-1]
         rows = np.asarray(rows)

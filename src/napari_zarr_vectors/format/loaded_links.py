@@ -73,22 +73,24 @@ def _impossible_records(
     such records is reported as a gap."""
     if not len(links):
         return links
-    at = loaded.table.index_of(links.chunks)
-    bad_ep = (at >= 0) & (loaded.global_rows(links.chunks, links.rows) < 0)
+    at = links.chunk_index(loaded.table)
+    bad_ep = (at >= 0) & (loaded.rows_at(at.copy(), links.rows) < 0)
     if whole is not None:  # the read loaded the level: an endpoint must be in a listed chunk
-        bad_ep |= ChunkTable(whole).index_of(links.chunks) < 0
+        bad_ep |= links.chunk_index(ChunkTable(whole)) < 0
     bad = np.flatnonzero(bad_ep.any(axis=1))
     if bad.size == 0:
         return links
-    owners = links.chunks[bad, 0]
+    bad_chunks = links.keys[links.key_of[bad]]  # (B, W, key_ndim)
+    owners = bad_chunks[:, 0]
     sizes = np.diff(loaded.start)
     for chunk in unique_rows(owners):
-        first = bad[np.flatnonzero(np.all(owners == chunk, axis=1))]
+        hits = np.flatnonzero(np.all(owners == chunk, axis=1))
+        first = bad[hits]
         m, k = first[0], int(np.flatnonzero(bad_ep[first[0]])[0])
         held = f"holds {int(sizes[at[m, k]])}" if at[m, k] >= 0 else "the level does not list"
         error = ZVFormatError(
             f"{first.size} link record(s) point at rows their chunks do not hold (row "
-            f"{int(links.rows[m, k])} of chunk {chunk_key(links.chunks[m, k])}, which {held})",
+            f"{int(links.rows[m, k])} of chunk {chunk_key(bad_chunks[hits[0], k])}, which {held})",
             store=store,
             level=level,
             array="links/0",

@@ -40,10 +40,13 @@ class ObjectIndex:
     def num_objects(self) -> int:
         return int(self.ids.size)
 
-    @property
+    @cached_property
     def entry_rows(self) -> np.ndarray:
-        """Object row of every entry."""
-        return np.repeat(np.arange(self.num_objects), np.diff(self.offsets))
+        """Object row of every entry (int32 below 2**31 objects; read-only, built once)."""
+        dtype = np.int32 if self.num_objects < 2**31 else np.int64
+        rows = np.repeat(np.arange(self.num_objects, dtype=dtype), np.diff(self.offsets))
+        rows.setflags(write=False)
+        return rows
 
     @property
     def present(self) -> np.ndarray:
@@ -101,14 +104,17 @@ class ObjectIndex:
         order = np.argsort(small, kind="stable")  # (a radix sort for 16-bit keys)
         return key, order, small[order]
 
-    def entries_in_chunks(self, chunks: np.ndarray) -> np.ndarray:
-        """Entry indices naming any of ``chunks`` (``(k, key_ndim)``), ascending."""
+    def entries_by_chunk(self, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(entries, at)``: the entries naming any of the distinct ``chunks`` (``(k,
+        key_ndim)``), chunk by chunk, and the position in ``chunks`` of each one's chunk
+        (one look-up per chunk, not per entry)."""
         key, order, sorted_keys = self._by_chunk
         k = key(np.asarray(chunks, np.int64).reshape(-1, self.chunks.shape[1]))
-        k = np.unique(k[k >= 0]).astype(sorted_keys.dtype)
+        named = np.flatnonzero(k >= 0)
+        k = k[named].astype(sorted_keys.dtype)
         first = np.searchsorted(sorted_keys, k, side="left")
-        last = np.searchsorted(sorted_keys, k, side="right")
-        return np.sort(order[expand_ranges(first, last - first)])
+        n = np.searchsorted(sorted_keys, k, side="right") - first
+        return order[expand_ranges(first, n)], np.repeat(named, n)
 
     @cached_property
     def shared_entries(self) -> np.ndarray:
@@ -128,7 +134,11 @@ class ObjectIndex:
         return shared
 
     def rows_of_entries(self, entries: np.ndarray) -> np.ndarray:
-        """Object row of each of ``entries`` (without :attr:`entry_rows` of the whole level)."""
+        """Object row of each of ``entries``: a gather from :attr:`entry_rows` when it is
+        built or ``entries`` are many, else a binary search (not built for a few)."""
+        if "entry_rows" in self.__dict__ or 64 * len(entries) > len(self.frags):
+            rows: np.ndarray = self.entry_rows[entries]
+            return rows
         return np.searchsorted(self.offsets, entries, side="right") - 1
 
     def manifest(self, object_id: int) -> list[tuple[tuple[int, ...], int]]:

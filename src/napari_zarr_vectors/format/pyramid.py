@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -62,9 +62,14 @@ __all__ = [
 
 
 def level_statistics(
-    store: GeometryStore, *, stored_bytes: bool | None = None
+    store: GeometryStore,
+    *,
+    stored_bytes: bool | None = None,
+    object_counts: Mapping[int, tuple[int, int]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One dict per level, finest first.
+    """One dict per level, finest first. ``object_counts``: ``{level: (objects_total,
+    objects_kept)}`` when the caller has them (a job whose tasks decoded the indexes):
+    the object indexes are then not read here.
 
     Keys
     ----
@@ -100,9 +105,12 @@ def level_statistics(
     rows = []
     for info in store.levels:
         level = info.index
-        index = store.object_index(level)
-        total = 0 if index is None else index.num_objects
-        kept = 0 if index is None else int(index.present.sum())
+        if object_counts is not None and level in object_counts:
+            total, kept = object_counts[level]
+        else:
+            index = store.object_index(level)
+            total = 0 if index is None else index.num_objects
+            kept = 0 if index is None else int(index.present.sum())
         declared_count = "vertex_count" in info.attributes
         vertices = int(info.vertex_count) if declared_count else None
         itemsize = _vertex_itemsize(store, level)
@@ -416,20 +424,22 @@ def cross_level_segments(
     links = store.links(level, delta, chunks=owners)
     if len(links) == 0 or links.width < 2:
         return empty()
-    f_chunks, f_rows = links.chunks[:, fe], links.rows[:, fe]
-    c_chunks, c_rows = links.chunks[:, ce], links.rows[:, ce]
+    # each record's fine and coarse chunk, as the link set holds them: a combination of
+    # chunks per link cell (``f_keys``, ``c_keys``) and each record's (``key_of``)
+    f_keys, c_keys, key_of = links.keys[:, fe], links.keys[:, ce], links.key_of
+    f_rows, c_rows = links.rows[:, fe], links.rows[:, ce]
 
     # records whose fine chunk cannot hold a selected vertex are not selected (not missing)
     if restrict is not None:
         from .chunks import ChunkTable
 
-        sel = ChunkTable(restrict).index_of(f_chunks) >= 0
-        f_chunks, f_rows, c_chunks, c_rows = f_chunks[sel], f_rows[sel], c_chunks[sel], c_rows[sel]
+        sel = (ChunkTable(restrict).index_of(f_keys) >= 0)[key_of]
+        key_of, f_rows, c_rows = key_of[sel], f_rows[sel], c_rows[sel]
     if len(f_rows) == 0:
         return empty()
 
-    fine = load_rows(store, fine_level, unique_rows(f_chunks), cache)
-    g_fine = fine.global_rows(f_chunks, f_rows)
+    fine = load_rows(store, fine_level, _keys_used(f_keys, key_of), cache)
+    g_fine = fine.rows_at(fine.table.index_of(f_keys)[key_of], f_rows)
     ok_fine = g_fine >= 0
     keep = np.ones(len(g_fine), dtype=bool)
     if obj_entries is not None and index is not None:
@@ -445,8 +455,8 @@ def cross_level_segments(
     missing = int(np.count_nonzero(~ok_fine))
     keep &= ok_fine
 
-    coarse = load_rows(store, coarse_level, unique_rows(c_chunks[keep]), cache)
-    g_coarse = coarse.global_rows(c_chunks[keep], c_rows[keep])
+    coarse = load_rows(store, coarse_level, _keys_used(c_keys, key_of[keep]), cache)
+    g_coarse = coarse.rows_at(coarse.table.index_of(c_keys)[key_of[keep]], c_rows[keep])
     ok_coarse = g_coarse >= 0
     missing += int(np.count_nonzero(~ok_coarse))
     g_f = g_fine[keep][ok_coarse]
@@ -470,6 +480,14 @@ def cross_level_segments(
         fine_level,
         coarse_level,
     )
+
+
+def _keys_used(keys: np.ndarray, key_of: np.ndarray) -> np.ndarray:
+    """The distinct chunks among ``keys[key_of]`` (``(K, key_ndim)`` keys, ``(M,)``
+    records), marked per key instead of sorting the records."""
+    used = np.zeros(len(keys), bool)
+    used[key_of] = True
+    return unique_rows(keys[used])
 
 
 def row_owners(loaded: LoadedChunks, index: Any) -> np.ndarray:

@@ -104,12 +104,13 @@ class References(NamedTuple):
 
 def references(loaded: LoadedChunks, index: Any) -> References:
     """The references of ``index`` (the level's object index) into ``loaded``: only the
-    entries naming its chunks are looked at (:meth:`ObjectIndex.entries_in_chunks`)."""
+    entries naming its chunks are looked at (:meth:`ObjectIndex.entries_by_chunk`)."""
     empty = np.empty(0, np.int64)
     if index is None or not loaded.n_rows or not len(index.ids):
         return References(empty, empty, empty)
-    entries = index.entries_in_chunks(loaded.table.chunks)
-    at = loaded.table.index_of(np.asarray(index.chunks[entries], np.int64))
+    entries, at = index.entries_by_chunk(loaded.table.chunks)
+    ascending = np.argsort(entries)  # manifest order: object by object, each in its order
+    entries, at = entries[ascending], at[ascending]
     rows, counts = loaded.fragment_rows(at, index.frags[entries])
     return References(
         index.rows_of_entries(entries), np.asarray(counts, np.int64), np.asarray(rows, np.int64)

@@ -31,6 +31,7 @@ from ..format import pyramid
 from ..format.chunks import ChunkTable, LoadedChunks
 from ..format.decode.fragments import expand_ranges
 from ..format.errors import ZVError
+from ..format.layout import LinkSet
 from .blocks import BLOCK_CHUNKS, plan_blocks, read_block
 from .runner import Cancel, ChunkFailure, Progress, Task, run_tasks, scheduler_name
 
@@ -131,13 +132,14 @@ class LevelPartial:
         """The projection image of the merged blocks (vertices per pixel)."""
         return np.zeros(self.image_shape, np.int64) if self.image is None else self.image
 
-    def seen_ids(self, index: Any) -> np.ndarray:
-        """The ids (sorted, unique) of the objects of ``index`` with a vertex in the merged
-        blocks: the blocks' rows marked once, not joined at every merge."""
-        seen = np.zeros(index.num_objects, bool)
+    def seen_ids(self, ids: np.ndarray) -> np.ndarray:
+        """The ids (sorted, unique) of the objects with a vertex in the merged blocks (their
+        rows in the level's object index, whose ids are ``ids``): the blocks' rows marked
+        once, not joined at every merge."""
+        seen = np.zeros(len(ids), bool)
         for rows in self.seen_rows:
             seen[rows] = True
-        return np.unique(index.ids[seen])
+        return _sorted_unique(ids[seen])
 
     def rows(self) -> RowCounts:
         """The row count of every chunk read."""
@@ -181,20 +183,58 @@ class RowCounts(NamedTuple):
     table: ChunkTable
     counts: np.ndarray
 
-    def resolves(self, chunks: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Whether each ``(chunk, row)`` endpoint names a row of a chunk that was read. The
-        records of a link cell come one after another with the same endpoint chunks: each
-        run of equal chunks is looked up once."""
-        n = len(chunks)
-        if not n or not len(self.counts):
-            return np.zeros(n, bool)
-        heads = np.ones(n, bool)
-        heads[1:] = np.any(chunks[1:] != chunks[:-1], axis=1)
-        starts = np.flatnonzero(heads)
-        at = self.table.index_of(chunks[starts])
-        limit = np.where(at >= 0, self.counts[np.maximum(at, 0)], 0)
-        limit = np.repeat(limit, np.diff(np.append(starts, n)))
-        return (rows >= 0) & (rows < limit)
+    def resolves(self, links: LinkSet, endpoint: int) -> np.ndarray:
+        """Whether endpoint ``endpoint`` of each record of ``links`` names a row of a chunk
+        that was read. Each combination of endpoint chunks (a link cell's) is looked up
+        once."""
+        if not len(links) or not len(self.counts):
+            return np.zeros(len(links), bool)
+        at = self.table.index_of(links.keys[:, endpoint])
+        limit = np.where(at >= 0, self.counts[np.maximum(at, 0)], 0)[links.key_of]
+        rows = links.rows[:, endpoint]
+        ok: np.ndarray = (rows >= 0) & (rows < limit)
+        return ok
+
+
+@dataclass
+class IndexFacts:
+    """What the report needs of one level's object index, from the task that decoded it
+    (not decoded again where the job was started): ``None`` fields without an index."""
+
+    level: int
+    #: the id of every index row
+    ids: np.ndarray | None = None
+    #: the ids (sorted, unique) of the objects with a non-empty manifest
+    present: np.ndarray | None = None
+    #: index rows with a non-empty manifest
+    kept: int = 0
+    #: manifest entries naming a chunk the level does not hold
+    unlisted: int = 0
+    failures: list[ChunkFailure] = field(default_factory=list)
+
+
+def index_facts(store: Any, level: int, chunks: Any = None) -> IndexFacts:
+    """The task that decodes a level's object index for the report (``chunks``: unused,
+    the whole level)."""
+    out = IndexFacts(level)
+    index = _object_index(store, level, out.failures)
+    if index is None:
+        return out
+    out.ids, out.kept = index.ids, int(np.count_nonzero(index.present))
+    out.present = _sorted_unique(index.ids[index.present])
+    if len(index.chunks):
+        listed = np.asarray(store.chunks(level), np.int64)
+        named, _ = index.entries_by_chunk(listed.reshape(-1, store.level(level).key_ndim))
+        out.unlisted = len(index.chunks) - len(named)
+    return out
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``, without the sort when they already ascend strictly (an index's
+    ids as writers store them)."""
+    if len(values) < 2 or bool(np.all(values[1:] > values[:-1])):
+        return np.asarray(values)
+    return np.unique(values)
 
 
 @dataclass
@@ -274,11 +314,10 @@ def _ownership(out: LevelPartial, loaded: LoadedChunks, index: Any) -> None:
     names and the manifest entries naming an empty or missing fragment. When every fragment
     is a range and no two share a row (what writers emit), from the fragments the entries
     name (marked once each), not from their rows."""
-    entries = index.entries_in_chunks(loaded.table.chunks)
+    entries, at = index.entries_by_chunk(loaded.table.chunks)
     if not len(entries):
         out.unowned_vertices = loaded.n_rows
         return
-    at = loaded.table.index_of(np.asarray(index.chunks[entries], np.int64))
     ranges = loaded.fragment_ranges() if loaded.disjoint_ranges else None
     gf = None if ranges is None else loaded.global_fragments(at, index.frags[entries])
     if ranges is not None and gf is not None:
@@ -346,8 +385,8 @@ def _block_links(
     )
     if len(links) == 0 or links.width < 2:
         return [0, 0]
-    ok = rows[level].resolves(links.chunks[:, 0], links.rows[:, 0])
-    ok &= rows[level + delta].resolves(links.chunks[:, 1], links.rows[:, 1])
+    ok = rows[level].resolves(links, 0)
+    ok &= rows[level + delta].resolves(links, 1)
     return [len(links), int(np.count_nonzero(~ok))]
 
 
@@ -464,13 +503,23 @@ def qa_report(
         num_workers=num_workers,
     )
     # first pass: every chunk decoded once; second: the links checked against row counts
+    facts = {lv: IndexFacts(lv) for lv in levels}
+
+    def merge(part: LevelPartial | IndexFacts) -> None:
+        if isinstance(part, IndexFacts):
+            facts[part.level] = part
+        else:
+            partials[part.level].merge(part)
+
+    # the indexes first: each decoded once where its task runs, early, beside the blocks
     failures = run(
-        [
+        [Task(index_facts, lv, None, name="object_index") for lv in levels]
+        + [
             Task(qa_block, lv, b, {"grid": grid}, name=_block_name(b))
             for lv in levels
             for b in blocks[lv]
         ],
-        lambda part: partials[part.level].merge(part),
+        merge,
         text=f"QA of {store.name}: reading {len(levels)} level(s)",
     )
     rows = {lv: part.rows() for lv, part in partials.items()}
@@ -492,8 +541,10 @@ def qa_report(
     )
     for part in partials.values():
         failures.extend(part.failures)
+    for fact in facts.values():
+        failures.extend(fact.failures)
     failures.sort(key=lambda f: (f.level, f.chunk))
-    return _assemble(store, grid, partials, failures, scheduler_name(scheduler))
+    return _assemble(store, grid, partials, facts, failures, scheduler_name(scheduler))
 
 
 def _block_name(block: np.ndarray) -> str:
@@ -505,20 +556,23 @@ def _assemble(
     store: Any,
     grid: Grid,
     partials: dict[int, LevelPartial],
+    facts: dict[int, IndexFacts],
     failures: list[ChunkFailure],
     scheduler: str,
 ) -> QAResult:
-    """The report from the merged partials and the store's own facts."""
-    stats = {row["level"]: row for row in pyramid.level_statistics(store)}
+    """The report from the merged partials, the object indexes' facts and the store's
+    metadata."""
+    counts = {lv: (0, 0) if f.ids is None else (len(f.ids), f.kept) for lv, f in facts.items()}
+    stats = {row["level"]: row for row in pyramid.level_statistics(store, object_counts=counts)}
     checks: list[Check] = []
     levels, present = [], {}
     for lv, part in partials.items():
         row = stats[lv]
         level_failures = [f for f in failures if f.level == lv]
-        index = _object_index(store, lv, failures)
-        present[lv] = None if index is None else np.unique(index.ids[index.present])
-        seen = None if index is None else part.seen_ids(index)
-        unlisted = _unlisted_manifest_chunks(store, lv, index)
+        fact = facts[lv]
+        present[lv] = fact.present
+        seen = None if fact.ids is None else part.seen_ids(fact.ids)
+        unlisted = fact.unlisted
         info = {
             **row,
             "chunks_read": part.chunks_read,
@@ -529,8 +583,8 @@ def _assemble(
             "data_lo": part.lo if part.vertices else None,
             "data_hi": part.hi if part.vertices else None,
             "objects_with_vertices": None if seen is None else int(seen.size),
-            "unowned_vertices": None if index is None else part.unowned_vertices,
-            "empty_manifest_references": None if index is None else part.empty_references,
+            "unowned_vertices": None if fact.ids is None else part.unowned_vertices,
+            "empty_manifest_references": None if fact.ids is None else part.empty_references,
             "manifest_chunks_not_listed": unlisted,
             "links": {
                 f"{d:+d}": {"records": r, "unresolved": u} for d, (r, u) in part.links.items()
@@ -585,16 +639,6 @@ def _object_index(store: Any, level: int, failures: list[ChunkFailure]) -> Any:
     except ZVError as exc:
         failures.append(ChunkFailure(level, "object_index", str(exc)))
         return None
-
-
-def _unlisted_manifest_chunks(store: Any, level: int, index: Any) -> int:
-    """Manifest entries naming a chunk the level does not hold."""
-    if index is None or not len(index.chunks):
-        return 0
-    listed = np.asarray(store.chunks(level), np.int64).reshape(-1, store.level(level).key_ndim)
-    if not len(listed):
-        return int(len(index.chunks))
-    return int(np.count_nonzero(ChunkTable(listed).index_of(np.asarray(index.chunks)) < 0))
 
 
 def _verdict(bad: bool, worse: bool = True) -> str:

@@ -56,9 +56,16 @@ class LinkSet:
     the owning level, endpoints ``k >= 1`` at ``level + delta``. Rows are in the endpoint
     chunk's vertex row numbering. ``attributes`` are aligned with the records (NaN where
     the store has no value for a record).
+
+    The records of one link cell share their endpoint chunks, so the chunks are held as
+    ``keys`` (one ``(W, key_ndim)`` combination per cell) and ``key_of`` (each record's
+    combination): ten million records of a few hundred cells cost ``rows`` and ``key_of``,
+    not a ``(M, W, key_ndim)`` array. :attr:`chunks` builds that array when asked;
+    :meth:`chunk_index` looks the endpoints up in a chunk table without it.
     """
 
-    chunks: np.ndarray  # (M, W, key_ndim) int64
+    keys: np.ndarray  # (K, W, key_ndim) int64
+    key_of: np.ndarray  # (M,) int32 (int64 past 2**31 keys), into keys
     rows: np.ndarray  # (M, W) int64
     attributes: dict[str, np.ndarray] = field(default_factory=dict)
     #: the gaps: one located :class:`ZVFormatError` per link cell (or level-wide blob) whose
@@ -72,7 +79,20 @@ class LinkSet:
 
     @classmethod
     def empty(cls, width: int, key_ndim: int) -> LinkSet:
-        return cls(np.empty((0, width, key_ndim), np.int64), np.empty((0, width), np.int64))
+        return cls.of([], [], {}, width, key_ndim)
+
+    @classmethod
+    def of_chunks(cls, chunks: np.ndarray, rows: np.ndarray) -> LinkSet:
+        """Records given with every endpoint's chunk (``(M, W, key_ndim)``)."""
+        return cls(np.asarray(chunks, np.int64), np.arange(len(rows)), np.asarray(rows, np.int64))
+
+    @staticmethod
+    def cell(chunk: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A part for :meth:`of`: the records ``rows`` (``(M, W)``) of one cell, every
+        endpoint in ``chunk``."""
+        width = rows.shape[1]
+        keys = np.broadcast_to(np.asarray(chunk, np.int64), (1, width, len(chunk)))
+        return keys, np.array([len(rows)], np.int64)
 
     @property
     def width(self) -> int:
@@ -81,26 +101,46 @@ class LinkSet:
     def __len__(self) -> int:
         return int(self.rows.shape[0])
 
+    @property
+    def chunks(self) -> np.ndarray:
+        """``(M, W, key_ndim)`` int64: the chunk of every endpoint."""
+        chunks: np.ndarray = self.keys[self.key_of]
+        return chunks
+
+    def chunk_index(self, table: ChunkTable) -> np.ndarray:
+        """``(M, W)``: the position in ``table`` of every endpoint's chunk, ``-1`` where
+        absent (each combination looked up once)."""
+        at: np.ndarray = table.index_of(self.keys)[self.key_of]
+        return at
+
     @classmethod
     def of(
         cls,
-        parts_c: list[np.ndarray],
+        parts: list[tuple[np.ndarray, np.ndarray]],
         parts_r: list[np.ndarray],
         attributes: dict[str, np.ndarray],
         width: int,
         key_ndim: int,
         gaps: Sequence[tuple[ZVFormatError, np.ndarray | None]] = (),
     ) -> LinkSet:
-        """The records of several parts (``(M_i, W, key_ndim)`` chunks, ``(M_i, W)`` rows),
-        with the gaps ``(error, chunks)`` a layout met reading them (see :meth:`lose`)."""
+        """The records of several parts and their rows (``(M_j, W)`` pieces, in order),
+        with the gaps ``(error, chunks)`` a layout met reading them (see :meth:`lose`).
+        A part is ``(keys, runs)``: ``keys`` as in the class, ``runs[i]`` records in a row
+        with the chunks ``keys[i]``."""
         if parts_r:
-            chunks = parts_c[0] if len(parts_c) == 1 else np.concatenate(parts_c)
-            rows = parts_r[0] if len(parts_r) == 1 else np.concatenate(parts_r)
-            links = cls(
-                chunks.astype(np.int64, copy=False), rows.astype(np.int64, copy=False), attributes
-            )
+            keys = np.concatenate([k for k, _ in parts]).astype(np.int64, copy=False)
+            runs = np.concatenate([r for _, r in parts])
+            index = np.int32 if len(keys) < 2**31 else np.int64
+            key_of = np.repeat(np.arange(len(keys), dtype=index), runs)
+            # (a copy, always: the pieces may be read-only views of the cells' bytes)
+            rows = np.concatenate(parts_r).astype(np.int64, copy=False)
+            links = cls(keys, key_of, rows, attributes)
         else:
-            links = cls.empty(width, key_ndim)
+            links = cls(
+                np.empty((0, width, key_ndim), np.int64),
+                np.empty(0, np.int32),
+                np.empty((0, width), np.int64),
+            )
         for error, where in gaps:
             links.lose(error, where)
         return links
@@ -112,7 +152,7 @@ class LinkSet:
         if chunks is None:
             self.damaged_anywhere = True
             return
-        chunks = np.asarray(chunks, np.int64).reshape(-1, self.chunks.shape[2])
+        chunks = np.asarray(chunks, np.int64).reshape(-1, self.keys.shape[2])
         self.damaged = chunks if self.damaged is None else np.concatenate([self.damaged, chunks])
 
     def damaged_in(self, table: ChunkTable) -> np.ndarray:
@@ -127,7 +167,8 @@ class LinkSet:
     def keep(self, mask: np.ndarray) -> LinkSet:
         """The records where ``mask`` holds (the gaps carried over)."""
         return LinkSet(
-            self.chunks[mask],
+            self.keys,
+            self.key_of[mask],
             self.rows[mask],
             {k: v[mask] for k, v in self.attributes.items()},
             self.errors,

@@ -297,7 +297,8 @@ class DenseLayout(Layout):
         array = f"links/{d}"
         wanted = self.list_chunks(level) if chunks is None else chunks
         wanted = np.asarray(wanted, np.int64).reshape(-1, knd)
-        parts_c, parts_r = [], []
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        parts_r: list[np.ndarray] = []
         gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
         arr = self.arrays.open(level, array)
         if arr is not None:
@@ -319,16 +320,16 @@ class DenseLayout(Layout):
                         array,
                     )
                 parts_r.append(rows)
-                parts_c.append(np.broadcast_to(chunk, (len(rows), width, knd)))
+                parts.append(LinkSet.cell(chunk, rows))
         try:
             cross = self._cross_chunk(level, delta, width, chunks)
         except ZVFormatError as exc:  # one blob for the level: its records may own any chunk
             gaps.append((exc.located(store=self.io.name, level=level), None))
             cross = None
         if cross is not None:
-            parts_c.append(cross[0])
+            parts.append((cross[0], np.ones(len(cross[0]), np.int64)))
             parts_r.append(cross[1])
-        return LinkSet.of(parts_c, parts_r, {}, width, knd, gaps)
+        return LinkSet.of(parts, parts_r, {}, width, knd, gaps)
 
     def _cross_chunk(
         self, level: int, delta: int, width: int, chunks: np.ndarray | None

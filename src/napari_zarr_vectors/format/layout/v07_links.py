@@ -90,7 +90,8 @@ class V07Links:
         ]
         attr_arrays = [f"link_attributes/{n}/{d}" for n in attr_names]
         cells = self.layout.read_cells(level, [array, *attr_arrays], chunks)
-        parts_c, parts_r = [], []
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        parts_r: list[np.ndarray] = []
         attr_parts: dict[str, list[np.ndarray]] = {n: [] for n in attr_names}
         gaps: list[tuple[ZVFormatError, np.ndarray | None]] = []  # each costs its own cell
         for i, blob in enumerate(cells[array]):
@@ -109,7 +110,7 @@ class V07Links:
                 gaps.append((error, chunks[i]))
                 continue
             parts_r.append(rows)
-            parts_c.append(np.broadcast_to(chunks[i], (rows.shape[0], rows.shape[1], knd)))
+            parts.append(LinkSet.cell(chunks[i], rows))
             for n, a in zip(attr_names, attr_arrays, strict=True):
                 try:
                     values = self._link_attr(level, a, cells[a][i], rows.shape[0], chunks[i])
@@ -124,12 +125,12 @@ class V07Links:
             cross = None
         if cross is not None:
             cc, cr = cross[0], cross[1]
-            parts_c.append(cc)
+            parts.append((cc, np.ones(len(cc), np.int64)))
             parts_r.append(cr)
             for n in attr_names:
                 attr_parts[n].append(cross[2].get(n, missing_values(len(cr))))
         attrs = {n: concat_attribute(p) for n, p in attr_parts.items() if p}
-        return LinkSet.of(parts_c, parts_r, attrs, width, knd, gaps)
+        return LinkSet.of(parts, parts_r, attrs, width, knd, gaps)
 
     def _link_attr(
         self, level: int, array: str, blob: Any, n: int, chunk: np.ndarray

@@ -15,7 +15,6 @@ import numpy as np
 
 from ...chunks import ChunkTable
 from ...decode.arrays import decode_attribute, parse_attribute_dtype
-from ...decode.fragments import expand_ranges
 from ...decode.links import decode_ragged_links
 from ...discovery import candidate_deltas, candidate_segments, warn_unlisted
 from ...errors import ZVFormatError
@@ -78,8 +77,9 @@ class _CellError(Exception):
 
 def _decode_link_cells(
     blobs: list[bytes], row_width: int, flat: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of several link cells, concatenated, and the row count of each cell.
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """The rows of several link cells (``(n_i, row_width)`` read-only views of ``blobs``)
+    and the row count of each cell.
 
     Flat cells are headerless rows; the others are ragged blobs ``[K, off[K], data]``
     (FORMAT09 §3.5). The common ragged cell (``K == 1``) is decoded for all cells at once;
@@ -92,95 +92,100 @@ def _decode_link_cells(
             int(bad[0]),
             ZVFormatError(f"link cell of {sizes[bad[0]]} bytes is not whole int64 values"),
         )
-    values = np.frombuffer(b"".join(blobs), dtype="<i8")
+    # each cell read in place: the rows are copied once, when the link set is made
+    cells = [np.frombuffer(b, dtype="<i8") for b in blobs]
     n_vals = sizes // 8
-    starts = np.concatenate([[0], np.cumsum(n_vals)[:-1]]).astype(np.int64)
     if flat:
-        data_start, data_len = starts, n_vals
+        data_start, data_len = np.zeros_like(n_vals), n_vals
     else:
-        head_ok = n_vals >= 2
-        k = np.where(head_ok, values[np.minimum(starts, max(values.size - 1, 0))], -1)
-        first_off = np.where(head_ok, values[np.minimum(starts + 1, max(values.size - 1, 0))], -1)
-        simple = head_ok & (k == 1) & (first_off == 0)
-        data_start, data_len = starts + 2, n_vals - 2
-        if not simple.all():  # K != 1 (or broken): validate and locate cell by cell
-            data_start, data_len = data_start.copy(), data_len.copy()
-            for i in np.flatnonzero(~simple).tolist():
-                try:
-                    rows = decode_ragged_links(blobs[i], row_width)
-                except ZVFormatError as exc:
-                    raise _CellError(i, exc) from None
-                data_len[i] = rows.size
-                data_start[i] = starts[i] + n_vals[i] - rows.size
+        heads = np.array([c[:2] if c.size >= 2 else (-1, -1) for c in cells], np.int64)
+        simple = (heads[:, 0] == 1) & (heads[:, 1] == 0)
+        data_start, data_len = np.full_like(n_vals, 2), n_vals - 2
+        for i in np.flatnonzero(~simple).tolist():  # K != 1 (or broken): validated
+            try:
+                rows = decode_ragged_links(blobs[i], row_width)
+            except ZVFormatError as exc:
+                raise _CellError(i, exc) from None
+            data_len[i] = rows.size
+            data_start[i] = n_vals[i] - rows.size
     bad = np.flatnonzero(data_len % row_width)
     if bad.size:
         i = int(bad[0])
         raise _CellError(
             i, ZVFormatError(f"link data of {int(data_len[i])} values is not {row_width}-wide rows")
         )
-    rows = values[expand_ranges(data_start, data_len)].reshape(-1, row_width)
-    return rows.astype(np.int64, copy=False), data_len // row_width
+    bounds = zip(cells, data_start.tolist(), data_len.tolist(), strict=True)
+    return [c[a : a + n].reshape(-1, row_width) for c, a, n in bounds], data_len // row_width
 
 
 def _segment_records(
     blobs: list[bytes], seg: _Segment, width: int, src: np.ndarray, anchor: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, ZVFormatError]]]:
-    """Endpoint chunks and rows (:func:`_endpoints`) of the records of several cells of one
-    segment, the record count of each cell, and ``(cell, error)`` for every cell that does
-    not decode (its count ``-1``, its records left out). Cells are decoded all at once;
-    when one fails, one by one, so that it costs only itself."""
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray, list[tuple[int, ZVFormatError]]]:
+    """Endpoint chunks as ``(keys, runs)`` (a part of :meth:`LinkSet.of`) and rows, in parts
+    (:func:`_endpoints`), of the records of several cells of one segment, the record count
+    of each cell, and ``(cell, error)`` for every cell that does not decode (its count
+    ``-1``, its records left out). Cells are decoded all at once; when one fails, one by
+    one, so that it costs only itself."""
     row_width = width + (1 if seg.has_perm else 0)
     try:
         rows, counts = _decode_link_cells(blobs, row_width, seg.intra)
-        src, anchor = np.repeat(src, counts, axis=0), np.repeat(anchor, counts, axis=0)
-        return (*_endpoints(rows, seg, width, src, anchor), counts, [])
+        return (*_endpoints(rows, seg, width, src, anchor, counts), counts, [])
     except (_CellError, ZVFormatError):
         pass
-    parts_c, parts_r, failed = [], [], []
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    parts_r: list[np.ndarray] = []
+    failed = []
     counts = np.full(len(blobs), -1, np.int64)
     for i, blob in enumerate(blobs):
         try:
-            rows, (n,) = _decode_link_cells([blob], row_width, seg.intra)
-            c, r = _endpoints(rows, seg, width, np.repeat(src[i : i + 1], n, 0), anchor[[i] * n])
+            rows, n = _decode_link_cells([blob], row_width, seg.intra)
+            keys, runs, r = _endpoints(rows, seg, width, src[i : i + 1], anchor[i : i + 1], n)
         except _CellError as exc:
             failed.append((i, exc.error))
             continue
         except ZVFormatError as exc:
             failed.append((i, exc))
             continue
-        parts_c.append(c)
-        parts_r.append(r)
-        counts[i] = n
-    knd = src.shape[1]
-    return (
-        np.concatenate(parts_c) if parts_c else np.empty((0, width, knd), np.int64),
-        np.concatenate(parts_r) if parts_r else np.empty((0, width), np.int64),
-        counts,
-        failed,
-    )
+        parts.append((keys, runs))
+        parts_r += r
+        counts[i] = n[0]
+    if not parts:
+        return np.empty((0, width, src.shape[1]), np.int64), counts[:0], [], counts, failed
+    keys = np.concatenate([k for k, _ in parts])
+    return keys, np.concatenate([r for _, r in parts]), parts_r, counts, failed
 
 
 def _endpoints(
-    rows: np.ndarray, seg: _Segment, width: int, src: np.ndarray, anchor: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Endpoint chunks ``(M, width, key_ndim)`` and rows ``(M, width)`` of decoded link rows:
+    rows: list[np.ndarray],
+    seg: _Segment,
+    width: int,
+    src: np.ndarray,
+    anchor: np.ndarray,
+    counts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Endpoint chunks ``(keys, runs)`` (a part of :meth:`LinkSet.of`) and rows (``(n_i, width)``
+    parts) of decoded link rows (parts), ``counts[i]`` of them from the cell at ``src[i]``:
     endpoint 0 in the source cell, the others at ``anchor + offset``, input order restored
-    from the Lehmer-coded ``perm_idx`` column when the segment has one."""
-    m = rows.shape[0]
-    ep_chunks = np.empty((m, width, src.shape[1]), dtype=np.int64)
-    ep_chunks[:, 0] = src
+    from the Lehmer-coded ``perm_idx`` column when the segment has one (the records of a
+    cell then have chunks of their own)."""
+    keys = np.empty((len(src), width, src.shape[1]), dtype=np.int64)
+    keys[:, 0] = src
     if width > 1:
-        ep_chunks[:, 1:] = anchor[:, None, :] + seg.offsets[None]
-    ep_rows = rows[:, 1:] if seg.has_perm else rows
-    if seg.has_perm and m:
-        codes = rows[:, 0]
+        keys[:, 1:] = anchor[:, None, :] + seg.offsets[None]
+    if not seg.has_perm:
+        return keys, counts, rows
+    coded = np.concatenate(rows) if rows else np.empty((0, width + 1), np.int64)
+    ep_rows = coded[:, 1:]
+    if len(coded):
+        codes = coded[:, 0]
         n_perm = math.factorial(width)
         if codes.min() < 0 or codes.max() >= n_perm:
             raise ZVFormatError(f"link permutation code outside 0..{n_perm - 1}")
         undo = _undo_permutations(codes, width)
         ep_rows = np.take_along_axis(ep_rows, undo, axis=1)
-        ep_chunks = np.take_along_axis(ep_chunks, undo[:, :, None], axis=1)
-    return ep_chunks, np.ascontiguousarray(ep_rows, dtype=np.int64)
+        keys = np.take_along_axis(np.repeat(keys, counts, axis=0), undo[:, :, None], axis=1)
+        counts = np.ones(len(coded), np.int64)
+    return keys, counts, [ep_rows]
 
 
 def _parse_offsets(name: str) -> list[list[int]] | None:
@@ -392,7 +397,7 @@ class LinkFamilies:
             ]
         cells = self.grids.read(level, requests)
 
-        parts_c: list[np.ndarray] = []
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
         parts_r: list[np.ndarray] = []
         attr_parts: dict[str, list[np.ndarray]] = {n: [] for n in attr_names}
         # each gap costs its own cell (a segment that cannot be read: its cells)
@@ -409,7 +414,7 @@ class LinkFamilies:
             at = np.flatnonzero([isinstance(b, bytes) for b in cells[s]])
             if at.size == 0:
                 continue
-            ep_chunks, ep_rows, counts, failed = _segment_records(
+            keys, runs, ep_rows, counts, failed = _segment_records(
                 [b for b in cells[s] if isinstance(b, bytes)],
                 seg,
                 width,
@@ -424,8 +429,8 @@ class LinkFamilies:
                 gaps.append((error, chunk + reach))
             ok = counts >= 0
             at, counts = at[ok], counts[ok]
-            parts_c.append(ep_chunks)
-            parts_r.append(ep_rows)
+            parts.append((keys, runs))
+            parts_r += ep_rows
             for a, n in enumerate(attr_names):
                 r = (a + 1) * len(segments) + s
                 blobs = [cells[r][i] for i in at]
@@ -436,7 +441,7 @@ class LinkFamilies:
                     values = missing_values(int(counts.sum()))
                 attr_parts[n].append(values)
         attrs = {n: concat_attribute(p) for n, p in attr_parts.items() if p}
-        return LinkSet.of(parts_c, parts_r, attrs, width, knd, gaps)
+        return LinkSet.of(parts, parts_r, attrs, width, knd, gaps)
 
     def _attribute(
         self,
