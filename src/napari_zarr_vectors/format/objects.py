@@ -102,6 +102,8 @@ class ObjectIndex:
         top = int(keys.max())
         small = keys.astype(np.uint16 if top < 2**16 else np.uint32 if top < 2**32 else np.int64)
         order = np.argsort(small, kind="stable")  # (a radix sort for 16-bit keys)
+        if len(order) < 2**31:  # held as long as the index: half the memory
+            order = order.astype(np.int32)
         return key, order, small[order]
 
     def entries_by_chunk(self, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
