@@ -28,14 +28,15 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from threading import Event, Lock
 from typing import Any, cast
 
 import numpy as np
 
 from .cache import ChunkCache
-from .chunks import ChunkTable, unique_rows
-from .decode.fragments import FragmentIndex
+from .chunks import ChunkTable, LoadedChunks, unique_rows
+from .decode.fragments import FragmentIndex, expand_ranges
 from .errors import ZVCancelledError, ZVError
 from .geometry import GRAPH_TYPES, PATH_TYPES, Geometry, Paths
 from .loading import load_chunks
@@ -170,6 +171,40 @@ class _Cells:
     hi: np.ndarray
     entry_row: np.ndarray
 
+    @cached_property
+    def steps(self) -> _Steps:
+        """The level's :class:`_Steps` (built on the first ``"crosses"`` of paths)."""
+        row, cell = self.entry_row, self.cell_of_entry
+        first = np.flatnonzero((row[:-1] == row[1:]) & (cell[:-1] != cell[1:]))
+        n = len(self.cells)
+        pairs, pair_of = np.unique(cell[first] * n + cell[first + 1], return_inverse=True)
+        order = np.argsort(pair_of, kind="stable")
+        start = np.zeros(pairs.size + 1, np.int64)
+        np.cumsum(np.bincount(pair_of, minlength=pairs.size), out=start[1:])
+        return _Steps(first[order], pairs // n, pairs % n, start)
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """The segments between two consecutive manifest entries of one object in different
+    chunks (its path's steps from a chunk to another), by pair of cells: the first entry of
+    each step (``entries``, pair after pair), the two cells of each pair (``a`` then ``b``,
+    rows of :attr:`_Cells.cells`) and where each pair's steps start in ``entries``. A region
+    tests the few thousand pairs, not the millions of steps."""
+
+    entries: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    start: np.ndarray
+
+    def of_pairs(self, pairs: np.ndarray) -> np.ndarray:
+        """The first entries (ascending) of the steps of the pairs flagged in ``pairs``."""
+        at = np.flatnonzero(pairs)
+        first = self.start[at]
+        found: np.ndarray = self.entries[expand_ranges(first, self.start[at + 1] - first)]
+        found.sort()
+        return found
+
 
 #: the cells of each open store's levels, kept as long as the store (one per level)
 _CELLS: weakref.WeakKeyDictionary[Any, dict[int, _Cells]] = weakref.WeakKeyDictionary()
@@ -206,11 +241,13 @@ class _Plan:
     def __init__(self, store: Any, level: int, index: ObjectIndex, test: str) -> None:
         self.store, self.level, self.index, self.test = store, level, index, test
         self.kind = store.geometry_type
-        c = _cells_of(store, level, index)
+        self.cell_table = c = _cells_of(store, level, index)
         self.cells, self.cell_of_entry, self.entry_row = c.cells, c.cell_of_entry, c.entry_row
         self.cell_lo, self.cell_hi = c.lo, c.hi
         self.cache = ChunkCache(CACHE_BYTES)
         self._world: tuple[np.ndarray, np.ndarray] | None = None
+        #: the store reads its own chunks (a composite store does not: it is read whole)
+        self.chunked = getattr(store, "layout", None) is not None
 
     def boxes(self, region: Region) -> tuple[np.ndarray, np.ndarray]:
         """The cells' boxes in the region's space."""
@@ -224,11 +261,11 @@ class _Plan:
             self._world = (mid - reach, mid + reach)
         return self._world
 
-    def positions(self, region: Region, geom: Geometry) -> np.ndarray:
-        """The read's positions in the region's space."""
+    def in_space(self, region: Region, positions: np.ndarray) -> np.ndarray:
+        """Store ``positions`` in the region's space."""
         if region.space == "store" or self.store.placement.is_identity:
-            return geom.positions
-        world: np.ndarray = self.store.placement.apply(geom.positions)
+            return positions
+        world: np.ndarray = self.store.placement.apply(positions)
         return world
 
     def reaching(self, region: Region) -> np.ndarray:
@@ -246,7 +283,13 @@ class _Plan:
         ``region`` by the plan's test."""
         index = self.index
         lo, hi = self.boxes(region)
-        reach = region.meets_boxes(lo, hi)[self.cell_of_entry]  # per entry: may hold a hit
+        met = region.meets_boxes(lo, hi)  # per cell: may hold a hit
+        if self.kind in PATH_TYPES and self.test == "crosses":
+            return self._path_crossings(region, rows, met, cancel)
+        if self.kind in PATH_TYPES and self.test == "vertex" and self.chunked:
+            entries = self._entries_in(met, rows)
+            return self._chunk_hits(region, entries, False, cancel)
+        reach = met[self.cell_of_entry]  # per entry
         ends = None
         cand: np.ndarray
         if self.test in ("endpoints", "both_endpoints"):
@@ -255,8 +298,6 @@ class _Plan:
             need = np.zeros_like(reach)
             need[index.offsets[:-1][ends[0]]] = True
             need[index.offsets[1:][ends[1]] - 1] = True
-        elif self.test == "crosses" and self.kind in PATH_TYPES:
-            return self._path_crossings(region, rows, reach, cancel)
         elif self.test == "crosses" and self.kind in GRAPH_TYPES:
             # an edge may join any two cells of its object: the box around them all
             cand = np.zeros(index.num_objects, bool)
@@ -268,19 +309,31 @@ class _Plan:
             need = cand[self.entry_row]
         else:  # a vertex inside
             need = reach
-            cand = _any_per_row(need, index)
+            cand = self._any_per_row(need)
         cand &= rows
         if not cand.any():
             return cand
         need &= cand[self.entry_row]
         geom = self._read(np.unique(self.cell_of_entry[need]), cancel)
-        pos = self.positions(region, geom)
+        pos = self.in_space(region, geom.positions)
         if ends is None:
             hit_ids = self._hits(region, geom, pos)
         else:
             hit_ids = self._endpoint_hits(region, geom, pos, ends)
         meets: np.ndarray = cand & np.isin(index.ids, hit_ids)
         return meets
+
+    def _any_per_row(self, flags: np.ndarray) -> np.ndarray:
+        """Per object row of the index: whether any of its entries is flagged."""
+        counts = np.bincount(self.entry_row[flags], minlength=self.index.num_objects)
+        return counts > 0
+
+    def _entries_in(self, cells: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The entries (ascending) of the objects ``rows`` in the cells flagged in ``cells``
+        (from the index's entries by chunk: their own number, not the level's)."""
+        entries = self.index.entries_in_chunks(self.cells[cells])
+        kept: np.ndarray = entries[rows[self.entry_row[entries]]]
+        return kept
 
     def _read(self, cells: np.ndarray, cancel: Event | None) -> Geometry:
         """The level's geometry in the chunks of ``cells`` (rows of :attr:`cells`): the
@@ -296,108 +349,160 @@ class _Plan:
         )
         return geom
 
-    def _path_crossings(
-        self, region: Region, rows: np.ndarray, reach: np.ndarray, cancel: Event | None
+    def _chunk_hits(
+        self, region: Region, entries: np.ndarray, segments: bool, cancel: Event | None
     ) -> np.ndarray:
-        """``"crosses"`` of paths, in two passes. First the chunks whose cell meets the
-        region are read: the vertices and segments in them. Then, for the objects still
-        undecided, the segments between two consecutive entries in different chunks that
-        the first read did not hold (:meth:`_transition_hits`: only the fragments' end
-        vertices are read). A store without chunk access of its own (a composite) reads
-        instead the chunks holding the far end of a segment that leaves the first chunks and
-        may meet the region (:meth:`_far_cells`), and of a segment between two chunks
-        neither of which meets it whose box around both cells does."""
-        index, cell_of = self.index, self.cell_of_entry
+        """``(O,)`` bool per object row: a vertex of the ``entries`` (ascending) lies inside
+        ``region`` or (``segments``) a segment between two consecutive vertices of one
+        object among them meets it, tested on the decoded chunks of those entries (no
+        geometry assembled: their positions tested chunk by chunk, the entries' fragments
+        gathered as rows). Consecutive entries of one object, both in these chunks, join
+        as they do in a read's paths (so does an entry naming a fragment its chunk does not
+        hold, of no rows); a chunk left out (damaged) breaks them."""
+        if cancel is not None and cancel.is_set():
+            raise ZVCancelledError(f"{self.store.path}: selection cancelled")
+        hit = np.zeros(self.index.num_objects, bool)
+        cells = np.flatnonzero(np.bincount(self.cell_of_entry[entries], minlength=len(self.cells)))
+        chunks = load_chunks(self.store.layout, self.level, self.cells[cells], [], cache=self.cache)
+        if not chunks:
+            return hit
+        loaded = LoadedChunks.build(chunks, self.store.ndim, self.cells.shape[1])
+        chunk_of = np.full(len(self.cells), -1, np.int64)
+        chunk_of[cells] = loaded.table.index_of(self.cells[cells])
+        cidx = chunk_of[self.cell_of_entry[entries]]
+        entries, cidx = entries[cidx >= 0], cidx[cidx >= 0]
+        rows, counts = loaded.fragment_rows(cidx, self.index.frags[entries], loaded.row_dtype)
+        # every loaded row's code and whether it is inside, chunk by chunk (a few dozen)
+        code_parts, inside_parts = [], []
+        for chunk in chunks:
+            pos = self.in_space(region, chunk.positions)
+            code = region.outcodes(pos)
+            inside = np.zeros(code.size, bool)
+            at = np.flatnonzero(code == 0)
+            inside[at] = region.contains(pos[at])
+            code_parts.append(code)
+            inside_parts.append(inside)
+        inside = np.concatenate(inside_parts)[rows]
+        found = [np.flatnonzero(inside)]
+        ends = np.cumsum(counts, dtype=np.int64)  # one past each entry's last row
+        if segments and rows.size > 1:
+            cf = np.concatenate(code_parts)[rows]
+            # pairs of one run, neither end inside, not both beyond one side
+            k = np.flatnonzero(((cf[:-1] & cf[1:]) == 0) & ~inside[:-1] & ~inside[1:])
+            obj = self.entry_row[entries]
+            breaks = np.r_[True, (obj[1:] != obj[:-1]) | (entries[1:] != entries[:-1] + 1)]
+            run_start = np.zeros(rows.size + 1, bool)
+            run_start[(ends - counts)[breaks]] = True
+            k = k[~run_start[k + 1]]
+            a, b = _taken(loaded, rows[k]), _taken(loaded, rows[k + 1])
+            met = region.meets_segments(self.in_space(region, a), self.in_space(region, b))
+            found.append(k[met])
+        at = np.concatenate(found)
+        hit[self.entry_row[entries[np.searchsorted(ends, at, side="right")]]] = True
+        return hit
+
+    def _path_crossings(
+        self, region: Region, rows: np.ndarray, met: np.ndarray, cancel: Event | None
+    ) -> np.ndarray:
+        """``"crosses"`` of paths (``met``: per cell, whether it meets the region), in two
+        passes. First the chunks whose cell meets the region are read: the vertices and
+        segments in them (:meth:`_chunk_hits`). Then, for the objects still undecided, the
+        segments between two consecutive entries in different chunks that the first read
+        did not hold (:meth:`_step_hits`: only the fragments' end vertices are read). A
+        store without chunk access of its own (a composite) reads its geometry instead, then
+        the chunks holding the far end of a segment that leaves the first chunks and may
+        meet the region (:meth:`_far_cells`), and of a segment between two chunks neither
+        of which meets it whose box around both cells does."""
+        index, cell_of, steps = self.index, self.cell_of_entry, self.cell_table.steps
         lo, hi = self.boxes(region)
-        cand = _any_per_row(reach, index)
-        same = self.entry_row[:-1] == self.entry_row[1:]  # entry e and e + 1: one object
-        ca, cb = cell_of[:-1], cell_of[1:]
-        # a segment between two chunks, neither meeting the region, both beyond one side
-        # of it: the box around them misses it (the codes leave few boxes to test)
-        code = region.box_codes(lo, hi)[cell_of]
-        skip = np.flatnonzero(
-            same & (ca != cb) & ~reach[:-1] & ~reach[1:] & ((code[:-1] & code[1:]) == 0)
-        )
-        skip = skip[_meets_between(region, lo, hi, ca[skip], cb[skip])]
+        code = region.box_codes(lo, hi)  # per cell
+        # a step between two chunks, neither meeting the region: its sweep may (the codes:
+        # one of both cells beyond one side of the region, the box around them misses it)
+        pairs = ~met[steps.a] & ~met[steps.b] & ((code[steps.a] & code[steps.b]) == 0)
+        pairs[pairs] = _meets_between(region, lo, hi, steps.a[pairs], steps.b[pairs])
+        skip = steps.of_pairs(pairs)
+        entries = self._entries_in(met, rows)
+        cand = np.zeros(index.num_objects, bool)
+        cand[self.entry_row[entries]] = True
         cand[self.entry_row[skip]] = True
         cand &= rows
         if not cand.any():
             return cand
+        first_cells = np.unique(cell_of[entries])
+        if self.chunked:
+            hit = self._chunk_hits(region, entries, True, cancel)
+            undecided = cand & ~hit
+            if undecided.any():
+                hit[self._step_hits(region, undecided, first_cells, code, cancel)] = True
+            return hit
+        # (a store without chunk access of its own: its geometry read, the far chunks whole)
         hit = np.zeros(index.num_objects, bool)
-        loaded = reach & cand[self.entry_row]
-        first_cells = np.unique(cell_of[loaded])
         geom = pos = None
         if first_cells.size:
             geom = self._read(first_cells, cancel)
-            pos = self.positions(region, geom)
+            pos = self.in_space(region, geom.positions)
             hit = cand & np.isin(index.ids, self._hits(region, geom, pos))
         undecided = cand & ~hit
         if not undecided.any():
             return hit
-        if getattr(self.store, "layout", None) is not None:
-            found = self._transition_hits(region, undecided, first_cells, same, code, cancel)
-            return hit | (undecided & np.isin(index.ids, found))
-        # (a store without chunk access of its own: the far chunks read whole)
         far: list[np.ndarray] = [cell_of[skip], cell_of[skip + 1]]
         if geom is not None and pos is not None:
+            same = self.entry_row[:-1] == self.entry_row[1:]  # entry e and e + 1: one object
             far.append(self._far_cells(region, geom, pos, first_cells, same, hit | ~cand))
         far_cells = np.unique(np.concatenate(far))
         if far_cells.size == 0:
             return hit
         geom = self._read(np.union1d(first_cells, far_cells), cancel)
-        pos = self.positions(region, geom)
+        pos = self.in_space(region, geom.positions)
         # only the undecided objects' paths are tested: the first read decided nearly every
         # candidate (a 1% box of a 200k-streamline tractogram: 48 of 34,488 objects are left)
         hits = self._hits(region, geom, pos, keep=index.ids[undecided])
         return hit | (undecided & np.isin(index.ids, hits))
 
-    def _transition_hits(
+    def _step_hits(
         self,
         region: Region,
         undecided: np.ndarray,
         first_cells: np.ndarray,
-        same: np.ndarray,
         code: np.ndarray,
         cancel: Event | None,
     ) -> np.ndarray:
-        """Ids of the ``undecided`` objects (by row) whose segment from one manifest entry
+        """Rows of the ``undecided`` objects (by row) whose segment from one manifest entry
         to the next, in another chunk, meets ``region``, among the segments the first read
         did not hold (not both chunks among ``first_cells``). A chunk whose cell misses the
         region holds no part of a path that meets it but these segments, so only the end
         vertices of the fragments they join are read (their chunks decoded, through the
-        plan's cache), not the paths. ``same`` and ``code`` (per entry: its cell's
-        :meth:`~.regions.Region.box_codes`) are the caller's."""
-        cell_of, entry_row = self.cell_of_entry, self.entry_row
+        plan's cache), not the paths. ``code``: per cell, its
+        :meth:`~.regions.Region.box_codes`."""
+        cell_of, entry_row, steps = self.cell_of_entry, self.entry_row, self.cell_table.steps
         in_first = np.zeros(len(self.cells), bool)
         in_first[first_cells] = True
         lo, hi = self.boxes(region)
-        ca, cb = cell_of[:-1], cell_of[1:]
-        e = np.flatnonzero(
-            same
-            & (ca != cb)
-            & undecided[entry_row[:-1]]
-            & ~(in_first[ca] & in_first[cb])
-            & ((code[:-1] & code[1:]) == 0)
-        )
-        e = e[_meets_between(region, lo, hi, ca[e], cb[e])]
+        pa, pb = steps.a, steps.b
+        pairs = ~(in_first[pa] & in_first[pb]) & ((code[pa] & code[pb]) == 0)
+        pairs[pairs] = _meets_between(region, lo, hi, pa[pairs], pb[pairs])
+        e = steps.of_pairs(pairs)
+        e = e[undecided[entry_row[e]]]
         if e.size == 0:
             return np.empty(0, np.int64)
+        ca, cb = cell_of[e], cell_of[e + 1]
         # one end at most lies in a chunk read (in the plan's cache): from it, the segment
         # runs to some point of the other cell, a cone that rarely meets the region; the
         # far chunks are read for the segments whose cone does
-        ka, kb = in_first[ca[e]], in_first[cb[e]]
+        ka, kb = in_first[ca], in_first[cb]
         a = np.full((e.size, self.store.ndim), np.nan)
         b = a.copy()
         a[ka], b[kb] = self._ends_at(region, np.concatenate([e[ka], e[kb] + 1]), ka.sum(), cancel)
         wanted = ~(ka | kb)
-        wanted[ka] = region.meets_sweeps(a[ka], a[ka], lo[cb[e[ka]]], hi[cb[e[ka]]])
-        wanted[kb] = region.meets_sweeps(b[kb], b[kb], lo[ca[e[kb]]], hi[ca[e[kb]]])
+        wanted[ka] = region.meets_sweeps(a[ka], a[ka], lo[cb[ka]], hi[cb[ka]])
+        wanted[kb] = region.meets_sweeps(b[kb], b[kb], lo[ca[kb]], hi[ca[kb]])
         fa, fb = wanted & ~ka, wanted & ~kb
         a[fa], b[fb] = self._ends_at(region, np.concatenate([e[fa], e[fb] + 1]), fa.sum(), cancel)
         met = np.flatnonzero(wanted)
         met = met[np.isfinite(a[met]).all(axis=1) & np.isfinite(b[met]).all(axis=1)]
         met = met[region.meets_segments(a[met], b[met])]  # (NaN above: not read)
-        return np.unique(self.index.ids[entry_row[e[met]]])
+        found: np.ndarray = entry_row[e[met]]
+        return found
 
     def _ends_at(
         self, region: Region, entries: np.ndarray, n_last: int, cancel: Event | None
@@ -582,10 +687,14 @@ def _meets_between(
     return around
 
 
-def _any_per_row(flags: np.ndarray, index: ObjectIndex) -> np.ndarray:
-    """Per object row of the index: whether any of its entries is flagged."""
-    counts = np.bincount(index.entry_rows[flags], minlength=index.num_objects)
-    return counts > 0
+def _taken(loaded: LoadedChunks, rows: np.ndarray) -> np.ndarray:
+    """The positions of the global ``rows`` (in any order) of ``loaded``."""
+    order = np.argsort(rows, kind="stable")
+    out = np.empty(
+        (rows.size, loaded.chunks[0].positions.shape[1]), loaded.chunks[0].positions.dtype
+    )
+    out[order] = loaded.take(rows[order])
+    return out
 
 
 def _some_paths(
