@@ -179,6 +179,36 @@ def test_sweeps_keep_every_segment_that_meets(region) -> None:
     assert not region.meets_sweeps(nan, nan, lo_b[:1], hi_b[:1]).any()
 
 
+def test_sphere_sweeps_are_the_balls_not_its_bounds() -> None:
+    """A sphere's sweeps are tested against the ball, not the cube around it: segments by
+    a corner of the cube that miss the ball are dropped, those that meet it are kept; over
+    random boxes, few sweeps kept have no sampled segment meeting the ball."""
+    ball = Sphere([0, 0, 0], 1.0)
+    cube = Box([-1, -1, -1], [1, 1, 1])
+    a = np.array([[0.95, 0.95, 2.0], [0.6, 0.6, 2.0]])
+    lo_b, hi_b = np.array([[0.9, 0.9, -3], [0.6, 0.6, -3]]), np.array([[1, 1, -2], [0.7, 0.7, -2]])
+    assert cube.meets_sweeps(a, a, lo_b, hi_b).tolist() == [True, True]
+    assert ball.meets_sweeps(a, a, lo_b, hi_b).tolist() == [False, True]
+    rng = np.random.default_rng(9)
+    lo_a, lo_b = rng.uniform(-3, 3, (2, 4000, 3))
+    hi_a, hi_b = lo_a + rng.uniform(0, 1.5, (4000, 3)), lo_b + rng.uniform(0, 1.5, (4000, 3))
+    hi_a[:2000] = lo_a[:2000]
+    swept = ball.meets_sweeps(lo_a, hi_a, lo_b, hi_b)
+    sampled = np.zeros(4000, bool)
+    for _ in range(50):  # segments between random points of the two boxes
+        p = lo_a + rng.random((4000, 3)) * (hi_a - lo_a)
+        q = lo_b + rng.random((4000, 3)) * (hi_b - lo_b)
+        sampled |= ball.meets_segments(p, q)
+    assert not np.any(sampled & ~swept)
+    # the least distance from the centre to the box at t, on a fine grid of t
+    t = np.linspace(0, 1, 2001)[:, None, None]
+    low, high = lo_a + t * (lo_b - lo_a), hi_a + t * (hi_b - hi_a)
+    least = np.linalg.norm(np.clip(0.0, low, high), axis=2).min(axis=0)
+    assert np.all(swept[least <= 1.0])
+    assert not np.any(swept[least > 1.0 + 1e-2])
+    assert (cube.meets_sweeps(lo_a, hi_a, lo_b, hi_b) & ~swept).sum() > 100
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
