@@ -383,22 +383,22 @@ class _Plan:
             code_parts.append(code)
             inside_parts.append(inside)
         inside = np.concatenate(inside_parts)[rows]
-        found = [np.flatnonzero(inside)]
         ends = np.cumsum(counts, dtype=np.int64)  # one past each entry's last row
+        obj = self.entry_row[entries]
+        hit[obj[np.searchsorted(ends, np.flatnonzero(inside), side="right")]] = True
         if segments and rows.size > 1:
             cf = np.concatenate(code_parts)[rows]
             # pairs of one run, neither end inside, not both beyond one side
             k = np.flatnonzero(((cf[:-1] & cf[1:]) == 0) & ~inside[:-1] & ~inside[1:])
-            obj = self.entry_row[entries]
             breaks = np.r_[True, (obj[1:] != obj[:-1]) | (entries[1:] != entries[:-1] + 1)]
             run_start = np.zeros(rows.size + 1, bool)
             run_start[(ends - counts)[breaks]] = True
             k = k[~run_start[k + 1]]
+            owner = obj[np.searchsorted(ends, k, side="right")]
+            k, owner = k[~hit[owner]], owner[~hit[owner]]  # (a vertex inside decided those)
             a, b = _taken(loaded, rows[k]), _taken(loaded, rows[k + 1])
             met = region.meets_segments(self.in_space(region, a), self.in_space(region, b))
-            found.append(k[met])
-        at = np.concatenate(found)
-        hit[self.entry_row[entries[np.searchsorted(ends, at, side="right")]]] = True
+            hit[owner[met]] = True
         return hit
 
     def _path_crossings(
