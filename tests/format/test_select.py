@@ -125,6 +125,22 @@ def test_outcodes_of_float32_points_are_those_of_their_values() -> None:
     assert (Box(lo, hi).outcodes(points) == 0).sum() > 500
 
 
+def test_contains_coded_is_contains() -> None:
+    """``contains_coded`` (what a selection tests its chunks' vertices with) equals
+    ``contains``: a box decides by the codes alone, float32 points on its faces too."""
+    rng = np.random.default_rng(6)
+    points = rng.uniform(-2, 2, (20_000, 3)).astype(np.float32)
+    lo = points[:3].min(axis=0).astype(np.float64)  # faces through some of the points
+    hi = points[3:6].max(axis=0).astype(np.float64)
+    for region in (Box(lo, hi), Box(lo + 1e-9, hi - 1e-9), Sphere([0.1, 0.2, 0.3], 1.1)):
+        for p in (points, points.astype(np.float64)):
+            inside = region.contains(p)
+            assert np.array_equal(region.contains_coded(p, region.outcodes(p)), inside)
+            assert inside.sum() > 1000
+    on_face = Box(lo, hi).contains(points[:6])
+    assert on_face.sum() >= 2
+
+
 def test_boxes_met() -> None:
     lo = np.array([[0, 0, 0], [5, 5, 5], [1.5, 0.5, 0]])  # the third touches the box
     hi = lo + 1

@@ -130,6 +130,14 @@ class Region:
             code |= (col > hi[k]).view(np.uint8).astype(np.uint32) << (2 * k + 1)
         return code
 
+    def contains_coded(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """:meth:`contains` of ``points`` whose :meth:`outcodes` are ``codes``: only those
+        without a code are tested."""
+        inside = np.zeros(len(points), bool)
+        at = np.flatnonzero(codes == 0)
+        inside[at] = self.contains(points[at])
+        return inside
+
     def box_codes(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """``(K,)`` uint32 codes of the closed boxes ``[lo, hi]``, as :meth:`outcodes` of
         points: a bit per side the **whole** box lies beyond. Two boxes sharing a bit lie in
@@ -215,6 +223,12 @@ class Box(Region):
         lo, hi = _rows(lo, self.ndim), _rows(hi, self.ndim)
         meets: np.ndarray = np.all((lo <= self.hi) & (hi >= self.lo), axis=1)
         return meets
+
+    def contains_coded(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """A point lies in the box exactly when it has no code (its bounds are the box;
+        float32 points are compared with float32 values that compare alike)."""
+        inside: np.ndarray = codes == 0
+        return inside
 
     def __repr__(self) -> str:
         return f"Box(lo={self.lo.tolist()}, hi={self.hi.tolist()}, space={self.space!r})"

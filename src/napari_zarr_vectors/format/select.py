@@ -376,16 +376,14 @@ class _Plan:
         code_parts, inside_parts = [], []
         for chunk in chunks:
             pos = self.in_space(region, chunk.positions)
-            code = region.outcodes(pos)
-            inside = np.zeros(code.size, bool)
-            at = np.flatnonzero(code == 0)
-            inside[at] = region.contains(pos[at])
-            code_parts.append(code)
-            inside_parts.append(inside)
+            code_parts.append(region.outcodes(pos))
+            inside_parts.append(region.contains_coded(pos, code_parts[-1]))
         inside = np.concatenate(inside_parts)[rows]
         ends = np.cumsum(counts, dtype=np.int64)  # one past each entry's last row
         obj = self.entry_row[entries]
-        hit[obj[np.searchsorted(ends, np.flatnonzero(inside), side="right")]] = True
+        n_inside = np.zeros(rows.size + 1, np.int64)
+        np.cumsum(inside, out=n_inside[1:])
+        hit[obj[n_inside[ends] > n_inside[ends - counts]]] = True
         if segments and rows.size > 1:
             cf = np.concatenate(code_parts)[rows]
             # pairs of one run, neither end inside, not both beyond one side
@@ -688,12 +686,19 @@ def _meets_between(
 
 
 def _taken(loaded: LoadedChunks, rows: np.ndarray) -> np.ndarray:
-    """The positions of the global ``rows`` (in any order) of ``loaded``."""
-    order = np.argsort(rows, kind="stable")
-    out = np.empty(
-        (rows.size, loaded.chunks[0].positions.shape[1]), loaded.chunks[0].positions.dtype
+    """The positions of the global ``rows`` (in any order) of ``loaded``, gathered chunk by
+    chunk (the rows sorted by chunk: a radix sort of small numbers)."""
+    chunk = np.searchsorted(loaded.start, rows, side="right") - 1
+    order = np.argsort(
+        chunk.astype(np.uint16 if len(loaded.chunks) < 2**16 else np.int64), kind="stable"
     )
-    out[order] = loaded.take(rows[order])
+    bounds = np.searchsorted(chunk[order], np.arange(len(loaded.chunks) + 1)).tolist()
+    first = loaded.chunks[0].positions
+    out = np.empty((rows.size, first.shape[1]), first.dtype)
+    for k, c in enumerate(loaded.chunks):  # (a few dozen chunks)
+        at = order[bounds[k] : bounds[k + 1]]
+        if at.size:
+            out[at] = np.take(c.positions, rows[at] - loaded.start[k], 0)
     return out
 
 
