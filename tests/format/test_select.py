@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 
 import napari_zarr_vectors as nzv
 from data_paths import data_root
@@ -358,6 +360,46 @@ def test_world_space(data_dir: Path) -> None:
     got = set(select_objects(store, include=[box]).tolist())
     assert got and got == brute(store, box, "crosses")
     assert got != set(select_objects(store, include=[Box(box.lo, box.hi)]).tolist())
+
+
+def test_damaged_chunks_and_fragments_as_a_read_leaves_them(tracks300_store, tmp_path) -> None:
+    """A selection leaves out what a read leaves out, and equals brute force over that
+    read: the fullest vertex chunk cut short (it cannot be decoded: the paths break there),
+    and a manifest entry naming a fragment its chunk does not hold (a piece of no
+    vertices). Regions around that chunk select otherwise than on the undamaged store."""
+    path = tmp_path / "tracks300.zarrvectors"
+    shutil.copytree(tracks300_store[0], path)
+    clean = nzv.open_store(path).read(0)
+    info = nzv.open_store(path).level(0)
+    folder = path / "0/vertices/c"
+    victim = max((f for f in folder.rglob("*") if f.is_file()), key=lambda f: f.stat().st_size)
+    victim.write_bytes(victim.read_bytes()[:-5])
+    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
+    items = arr[:]
+    raw = bytearray(items[0])  # mode 0: u32 entry count, then (key_ndim int64 chunk, int64 frag)
+    raw[-8:] = np.int64(999).tobytes()
+    items[0] = bytes(raw)
+    arr[:] = items
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = nzv.open_store(path)
+        damaged = store.read(0)
+        assert 0 < damaged.vertex_count < clean.vertex_count
+        # the cell the damaged read lacks (the file's key is its array's, not the level's)
+        edge = np.asarray(info.chunk_shape, float)[-3:]
+        cells = {tuple(c) for c in np.floor((clean.positions - info.chunk_origin) / edge)}
+        lost = cells - {tuple(c) for c in np.floor((damaged.positions - info.chunk_origin) / edge)}
+        middle = info.chunk_origin + (np.array(lost.pop()) + 0.5) * edge
+        near = [Box(middle - edge / 4, middle + edge / 4), Sphere(middle, float(edge.min()))]
+        undamaged = nzv.open_store(tracks300_store[0])
+        found = differ = 0
+        for region in [*near, *random_regions(store, 4, seed=11)]:
+            for test in ("crosses", "vertex"):
+                got = select_objects(store, include=[region], test=test)
+                assert set(got.tolist()) == brute(store, region, test), (region, test)
+                found += bool(got.size)
+                differ += not np.array_equal(got, select_objects(undamaged, region, test=test))
+        assert found > 3 and differ > 1
 
 
 # -- reads, progress, cancellation, errors --------------------------------------------------

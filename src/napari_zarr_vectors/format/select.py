@@ -381,9 +381,10 @@ class _Plan:
         inside = np.concatenate(inside_parts)[rows]
         ends = np.cumsum(counts, dtype=np.int64)  # one past each entry's last row
         obj = self.entry_row[entries]
-        n_inside = np.zeros(rows.size + 1, np.int64)
-        np.cumsum(inside, out=n_inside[1:])
-        hit[obj[n_inside[ends] > n_inside[ends - counts]]] = True
+        filled = np.flatnonzero(counts)  # (reduceat needs runs of at least one row)
+        if filled.size:
+            some = np.logical_or.reduceat(inside, (ends - counts)[filled])
+            hit[obj[filled[some]]] = True
         if segments and rows.size > 1:
             cf = np.concatenate(code_parts)[rows]
             # pairs of one run, neither end inside, not both beyond one side
