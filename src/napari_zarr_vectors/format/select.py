@@ -11,8 +11,12 @@ regions can reach. It works in three steps per region, none of them a loop over 
    So the entries whose cell (or pair of cells, or object box) meets the region are the
    only ones that can hold a part that meets it, and the objects owning them are the
    candidates.
-2. **One read** of those chunks (``Store.read`` with ``chunks``): each candidate's runs in
-   them, cross-chunk segments included wherever both their chunks are read.
+2. **One read** of those chunks: for paths, the chunks decoded and their vertices tested
+   where they lie, the candidates' fragments gathered as rows (no geometry assembled);
+   other kinds through ``Store.read`` with ``chunks``. Each candidate's runs in them,
+   cross-chunk segments included wherever both their chunks are read; the steps of a path
+   into chunks not read (grouped by pair of cells, :class:`_Steps`) read only the end
+   vertices they join, and only where the region can meet them.
 3. **The test** of those vertices and segments (:mod:`.regions`), vectorised, gathered
    per object.
 
