@@ -123,12 +123,14 @@ class Region:
         bit cannot meet the region, nor can a point with a code: the quick test that leaves
         few for the exact ones."""
         lo, hi = _thresholds(points.dtype, *self.bounds())
-        code = np.zeros(len(points), np.uint32)
+        # built in bytes while the bits fit them (a quarter of the memory moved), then widened
+        small = np.dtype(np.uint8 if self.ndim <= 4 else np.uint32)
+        code: np.ndarray = np.zeros(len(points), small)
         for k in range(self.ndim):
             col = points[:, k]
-            code |= (col < lo[k]).view(np.uint8).astype(np.uint32) << (2 * k)
-            code |= (col > hi[k]).view(np.uint8).astype(np.uint32) << (2 * k + 1)
-        return code
+            for side, bit in ((col < lo[k], 2 * k), (col > hi[k], 2 * k + 1)):
+                np.bitwise_or(code, side.view(np.uint8).astype(small) << small.type(bit), out=code)
+        return code.astype(np.uint32, copy=False)
 
     def contains_coded(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:
         """:meth:`contains` of ``points`` whose :meth:`outcodes` are ``codes``: only those
