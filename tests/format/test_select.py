@@ -127,6 +127,17 @@ def test_outcodes_of_float32_points_are_those_of_their_values() -> None:
     assert (Box(lo, hi).outcodes(points) == 0).sum() > 500
 
 
+def test_outcodes_bits_per_side_in_any_number_of_axes() -> None:
+    """A bit per axis and side (below: ``2 k``, above: ``2 k + 1``), in 2 axes as in 5."""
+    for ndim in (2, 5):
+        box = Box(np.zeros(ndim), np.ones(ndim))
+        points = np.full((3, ndim), 0.5)
+        points[0, 0], points[1, -1], points[2] = -1.0, 2.0, 2.0
+        expected = [1, 1 << (2 * ndim - 1), sum(1 << (2 * k + 1) for k in range(ndim))]
+        assert box.outcodes(points).tolist() == expected
+        assert box.outcodes(points).dtype == np.uint32
+
+
 def test_contains_coded_is_contains() -> None:
     """``contains_coded`` (what a selection tests its chunks' vertices with) equals
     ``contains``: a box decides by the codes alone, float32 points on its faces too."""
