@@ -39,7 +39,7 @@ from typing import Any, cast
 import numpy as np
 
 from .cache import ChunkCache
-from .chunks import ChunkTable, LoadedChunks, unique_rows
+from .chunks import ChunkData, ChunkTable, LoadedChunks, unique_rows
 from .decode.fragments import FragmentIndex, expand_ranges
 from .errors import ZVCancelledError, ZVError
 from .geometry import GRAPH_TYPES, PATH_TYPES, Geometry, Paths
@@ -339,6 +339,18 @@ class _Plan:
         kept: np.ndarray = entries[rows[self.entry_row[entries]]]
         return kept
 
+    def _cells_holding(self, entries: np.ndarray) -> np.ndarray:
+        """The cells (ascending rows of :attr:`cells`) of ``entries``."""
+        held: np.ndarray = np.bincount(self.cell_of_entry[entries], minlength=len(self.cells))
+        return np.flatnonzero(held)
+
+    def _chunk_of(self, chunks: list[ChunkData], cells: np.ndarray) -> np.ndarray:
+        """Per cell of the level, the index in ``chunks`` (loaded for ``cells``, some
+        perhaps left out) of its chunk, ``-1`` when none."""
+        out = np.full(len(self.cells), -1, np.int64)
+        out[cells] = ChunkTable(np.stack([c.coords for c in chunks])).index_of(self.cells[cells])
+        return out
+
     def _read(self, cells: np.ndarray, cancel: Event | None) -> Geometry:
         """The level's geometry in the chunks of ``cells`` (rows of :attr:`cells`): the
         chunks alone, no object ids (their selection costs more than the test of the other
@@ -366,14 +378,12 @@ class _Plan:
         if cancel is not None and cancel.is_set():
             raise ZVCancelledError(f"{self.store.path}: selection cancelled")
         hit = np.zeros(self.index.num_objects, bool)
-        cells = np.flatnonzero(np.bincount(self.cell_of_entry[entries], minlength=len(self.cells)))
+        cells = self._cells_holding(entries)
         chunks = load_chunks(self.store.layout, self.level, self.cells[cells], [], cache=self.cache)
         if not chunks:
             return hit
         loaded = LoadedChunks.build(chunks, self.store.ndim, self.cells.shape[1])
-        chunk_of = np.full(len(self.cells), -1, np.int64)
-        chunk_of[cells] = loaded.table.index_of(self.cells[cells])
-        cidx = chunk_of[self.cell_of_entry[entries]]
+        cidx = self._chunk_of(chunks, cells)[self.cell_of_entry[entries]]
         entries, cidx = entries[cidx >= 0], cidx[cidx >= 0]
         rows, counts = loaded.fragment_rows(cidx, self.index.frags[entries], loaded.row_dtype)
         # every loaded row's code and whether it is inside, chunk by chunk (a few dozen)
@@ -526,16 +536,13 @@ class _Plan:
         others' (``(n, ndim)`` float64, NaN where the chunk or fragment could not be read)."""
         if cancel is not None and cancel.is_set():
             raise ZVCancelledError(f"{self.store.path}: selection cancelled")
-        cell_of = self.cell_of_entry
-        cells = self.cells[np.unique(cell_of[entries])]
-        loaded = load_chunks(self.store.layout, self.level, cells, [], cache=self.cache)
+        cells = self._cells_holding(entries)
+        loaded = load_chunks(self.store.layout, self.level, self.cells[cells], [], cache=self.cache)
         out = np.full((entries.size, self.store.ndim), np.nan)
         if loaded:
-            which = ChunkTable(np.stack([c.coords for c in loaded])).index_of(
-                self.cells[cell_of[entries]]
-            )
+            which = self._chunk_of(loaded, cells)[self.cell_of_entry[entries]]
             last = np.arange(entries.size) < n_last
-            order = np.argsort(which, kind="stable")
+            order = np.argsort(_small(which + 1, len(loaded) + 1), kind="stable")
             bounds = np.searchsorted(which[order], np.arange(len(loaded) + 1))
             for k, chunk in enumerate(loaded):  # a chunk at a time (a few dozen), vectorised
                 at = order[bounds[k] : bounds[k + 1]]
@@ -690,13 +697,17 @@ def _meets_between(
     return around
 
 
+def _small(values: np.ndarray, bound: int) -> np.ndarray:
+    """``values`` (non-negative, below ``bound``) as uint16 when they fit it: what a stable
+    argsort sorts by radix."""
+    return values.astype(np.uint16) if bound <= 2**16 else values
+
+
 def _taken(loaded: LoadedChunks, rows: np.ndarray) -> np.ndarray:
     """The positions of the global ``rows`` (in any order) of ``loaded``, gathered chunk by
     chunk (the rows sorted by chunk: a radix sort of small numbers)."""
     chunk = np.searchsorted(loaded.start, rows, side="right") - 1
-    order = np.argsort(
-        chunk.astype(np.uint16 if len(loaded.chunks) < 2**16 else np.int64), kind="stable"
-    )
+    order = np.argsort(_small(chunk, len(loaded.chunks)), kind="stable")
     bounds = np.searchsorted(chunk[order], np.arange(len(loaded.chunks) + 1)).tolist()
     first = loaded.chunks[0].positions
     out = np.empty((rows.size, first.shape[1]), first.dtype)
