@@ -250,8 +250,6 @@ class _Plan:
         self.cell_lo, self.cell_hi = c.lo, c.hi
         self.cache = ChunkCache(CACHE_BYTES)
         self._world: tuple[np.ndarray, np.ndarray] | None = None
-        #: the store reads its own chunks (a composite store does not: it is read whole)
-        self.chunked = getattr(store, "layout", None) is not None
 
     def boxes(self, region: Region) -> tuple[np.ndarray, np.ndarray]:
         """The cells' boxes in the region's space."""
@@ -290,7 +288,7 @@ class _Plan:
         met = region.meets_boxes(lo, hi)  # per cell: may hold a hit
         if self.kind in PATH_TYPES and self.test == "crosses":
             return self._path_crossings(region, rows, met, cancel)
-        if self.kind in PATH_TYPES and self.test == "vertex" and self.chunked:
+        if self.kind in PATH_TYPES and self.test == "vertex":
             entries = self._entries_in(met, rows)
             return self._chunk_hits(region, entries, False, cancel)
         reach = met[self.cell_of_entry]  # per entry
@@ -421,11 +419,9 @@ class _Plan:
         passes. First the chunks whose cell meets the region are read: the vertices and
         segments in them (:meth:`_chunk_hits`). Then, for the objects still undecided, the
         segments between two consecutive entries in different chunks that the first read
-        did not hold (:meth:`_step_hits`: only the fragments' end vertices are read). A
-        store without chunk access of its own (a composite) reads its geometry instead, then
-        the chunks holding the far end of a segment that leaves the first chunks and may
-        meet the region (:meth:`_far_cells`), and of a segment between two chunks neither
-        of which meets it whose box around both cells does."""
+        did not hold (:meth:`_step_hits`: only the fragments' end vertices are read). Paths
+        are read from the store's own chunks (no store of paths lacks them: a composite
+        store's added geometries are points, graphs, skeletons and meshes)."""
         index, cell_of, steps = self.index, self.cell_of_entry, self.cell_table.steps
         lo, hi = self.boxes(region)
         code = region.box_codes(lo, hi)  # per cell
@@ -441,36 +437,12 @@ class _Plan:
         cand &= rows
         if not cand.any():
             return cand
-        first_cells = np.unique(cell_of[entries])
-        if self.chunked:
-            hit = self._chunk_hits(region, entries, True, cancel)
-            undecided = cand & ~hit
-            if undecided.any():
-                hit[self._step_hits(region, undecided, first_cells, code, cancel)] = True
-            return hit
-        # (a store without chunk access of its own: its geometry read, the far chunks whole)
-        hit = np.zeros(index.num_objects, bool)
-        geom = pos = None
-        if first_cells.size:
-            geom = self._read(first_cells, cancel)
-            pos = self.in_space(region, geom.positions)
-            hit = cand & np.isin(index.ids, self._hits(region, geom, pos))
+        hit = self._chunk_hits(region, entries, True, cancel)
         undecided = cand & ~hit
-        if not undecided.any():
-            return hit
-        far: list[np.ndarray] = [cell_of[skip], cell_of[skip + 1]]
-        if geom is not None and pos is not None:
-            same = self.entry_row[:-1] == self.entry_row[1:]  # entry e and e + 1: one object
-            far.append(self._far_cells(region, geom, pos, first_cells, same, hit | ~cand))
-        far_cells = np.unique(np.concatenate(far))
-        if far_cells.size == 0:
-            return hit
-        geom = self._read(np.union1d(first_cells, far_cells), cancel)
-        pos = self.in_space(region, geom.positions)
-        # only the undecided objects' paths are tested: the first read decided nearly every
-        # candidate (a 1% box of a 200k-streamline tractogram: 48 of 34,488 objects are left)
-        hits = self._hits(region, geom, pos, keep=index.ids[undecided])
-        return hit | (undecided & np.isin(index.ids, hits))
+        if undecided.any():
+            first_cells = np.unique(cell_of[entries])
+            hit[self._step_hits(region, undecided, first_cells, code, cancel)] = True
+        return hit
 
     def _step_hits(
         self,
@@ -551,51 +523,6 @@ class _Plan:
                 out[at[good]] = chunk.positions[rows[good]]
         return out[:n_last], out[n_last:]
 
-    def _far_cells(
-        self,
-        region: Region,
-        geom: Geometry,
-        pos: np.ndarray,
-        read_cells: np.ndarray,
-        same: np.ndarray,
-        decided: np.ndarray,
-    ) -> np.ndarray:
-        """The cells holding the far ends of the segments that leave the read ``geom``
-        (the chunks ``read_cells``) from an object not ``decided`` and whose box around
-        the known end and the far cell meets ``region``. The read's paths are its runs of
-        consecutive entries in loaded chunks, in entry order; should they not match those
-        runs (a chunk left out as damaged), every far cell is returned."""
-        cell_of, n = self.cell_of_entry, self.cell_of_entry.size
-        is_read = np.zeros(len(self.cells), bool)
-        is_read[read_cells] = True
-        entries = np.flatnonzero(is_read[cell_of])
-        obj = self.entry_row[entries]
-        breaks = np.r_[True, (obj[1:] != obj[:-1]) | (entries[1:] != entries[:-1] + 1)]
-        starts = np.flatnonzero(breaks)
-        ends = np.r_[starts[1:], entries.size] - 1
-        first_e, last_e = entries[starts], entries[ends]
-        before = first_e - 1
-        after = last_e + 1
-        has_before = (before >= 0) & same[np.maximum(before, 0)]
-        has_after = (after < n) & same[np.minimum(last_e, n - 2)] & (last_e < n - 1)
-        if len(geom.paths) != starts.size:  # runs and paths differ: every far cell
-            return np.concatenate([cell_of[before[has_before]], cell_of[after[has_after]]])
-        paths = cast(Paths, geom.paths)  # (a read's paths)
-        offsets = np.asarray(paths.offsets)
-        flat = paths.flat
-        lo, hi = self.boxes(region)
-        out = []
-        for ok, near, far in (
-            (has_before, flat[offsets[:-1]], before),
-            (has_after, flat[offsets[1:] - 1], after),
-        ):
-            ok &= ~decided[self.entry_row[first_e]]
-            at = np.flatnonzero(ok)
-            p, c = pos[near[at]], cell_of[far[at]]
-            meets = region.meets_boxes(np.minimum(p, lo[c]), np.maximum(p, hi[c]))
-            out.append(c[meets])
-        return np.concatenate(out)
-
     def _ends(self, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """By object row: whether the cell of its first entry, and of its last, meets the
         region (``reach``: per entry)."""
@@ -607,50 +534,23 @@ class _Plan:
         last[has] = reach[index.offsets[1:][has] - 1]
         return first, last
 
-    def _hits(
-        self, region: Region, geom: Geometry, pos: np.ndarray, keep: np.ndarray | None = None
-    ) -> np.ndarray:
-        """Object ids of the read ``geom`` (positions ``pos`` in the region's space) that
-        meet ``region``: a vertex inside, or (``"crosses"`` of paths and graphs) a segment.
-        The vertices' :meth:`~.regions.Region.outcodes` leave few for the exact tests.
-        ``keep`` (paths only): test only the paths of these objects."""
-        if not len(pos):
+    def _hits(self, region: Region, geom: Geometry, pos: np.ndarray) -> np.ndarray:
+        """Object ids of the read ``geom`` (points, meshes, graphs, skeletons; positions
+        ``pos`` in the region's space) that meet ``region``: a vertex inside, or
+        (``"crosses"`` of graphs and skeletons) an edge. The vertices'
+        :meth:`~.regions.Region.outcodes` leave few for the exact tests."""
+        vid = geom.vertex_object_ids
+        if not len(pos) or vid is None:
             return np.empty(0, np.int64)
-        segments = self.test == "crosses" and self.kind in (*PATH_TYPES, *GRAPH_TYPES)
-        if self.kind in PATH_TYPES:  # along the paths' rows: no edges, no per-vertex ids
-            paths = cast(Paths, geom.paths)  # (a read's paths)
-            flat = np.asarray(paths.flat, np.int64)
-            offsets = np.asarray(paths.offsets)
-            path_ids = np.asarray(geom.path_object_ids, np.int64)
-            if keep is not None:
-                flat, offsets, path_ids = _some_paths(flat, offsets, path_ids, keep)
-            cf = region.outcodes(pos)[flat]  # (the codes gathered: not the positions)
-            inside = np.zeros(flat.size, bool)
-            at = np.flatnonzero(cf == 0)
-            inside[at] = region.contains(pos[flat[at]])
-            hits = [np.flatnonzero(inside)]
-            if segments and flat.size > 1:
-                # pairs of one path, neither end inside, not both beyond one side
-                k = np.flatnonzero(((cf[:-1] & cf[1:]) == 0) & ~inside[:-1] & ~inside[1:])
-                starts = np.zeros(flat.size, bool)
-                starts[offsets[1:-1]] = True
-                k = k[~starts[k + 1]]
-                hits.append(k[region.meets_segments(pos[flat[k]], pos[flat[k + 1]])])
-            found = np.concatenate(hits)
-            ids = path_ids[np.searchsorted(offsets, found, side="right") - 1]
-        else:
-            vid = geom.vertex_object_ids
-            if vid is None:
-                return np.empty(0, np.int64)
-            code = region.outcodes(pos)
-            at = np.flatnonzero(code == 0)
-            parts = [vid[at[region.contains(pos[at])]]]
-            edges = np.asarray(geom.edges, np.int64) if segments else np.empty((0, 2), np.int64)
-            if len(edges):
-                edges = edges[(code[edges[:, 0]] & code[edges[:, 1]]) == 0]
-                seg = region.meets_segments(pos[edges[:, 0]], pos[edges[:, 1]])
-                parts.append(vid[edges[seg, 0]])
-            ids = np.concatenate(parts)
+        code = region.outcodes(pos)
+        parts = [vid[region.contains_coded(pos, code)]]
+        segments = self.test == "crosses" and self.kind in GRAPH_TYPES
+        edges = np.asarray(geom.edges, np.int64) if segments else np.empty((0, 2), np.int64)
+        if len(edges):
+            edges = edges[(code[edges[:, 0]] & code[edges[:, 1]]) == 0]
+            seg = region.meets_segments(pos[edges[:, 0]], pos[edges[:, 1]])
+            parts.append(vid[edges[seg, 0]])
+        ids = np.concatenate(parts)
         return np.unique(ids[ids >= 0])
 
     def _endpoint_hits(
@@ -716,19 +616,6 @@ def _taken(loaded: LoadedChunks, rows: np.ndarray) -> np.ndarray:
         if at.size:
             out[at] = np.take(c.positions, rows[at] - loaded.start[k], 0)
     return out
-
-
-def _some_paths(
-    flat: np.ndarray, offsets: np.ndarray, path_ids: np.ndarray, keep: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The paths (rows ``flat``, ``offsets``, one object id each) of the objects ``keep``."""
-    chosen = np.isin(path_ids, keep)
-    lengths = np.diff(offsets)[chosen]
-    new_offsets = np.zeros(lengths.size + 1, np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    shift = np.repeat(offsets[:-1][chosen] - new_offsets[:-1], lengths)
-    rows = flat[np.arange(int(new_offsets[-1])) + shift]
-    return rows, new_offsets, path_ids[chosen]
 
 
 def _end_rows(fi: FragmentIndex, frags: np.ndarray, last: np.ndarray) -> np.ndarray:
