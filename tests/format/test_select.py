@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 
 import napari_zarr_vectors as nzv
 from data_paths import data_root
 from napari_zarr_vectors import Box, Plane, Sphere, select_objects
+from napari_zarr_vectors.format import select as select_module
 from napari_zarr_vectors.format.errors import ZVCancelledError, ZVError
 
 DATA = data_root()
@@ -124,6 +127,33 @@ def test_outcodes_of_float32_points_are_those_of_their_values() -> None:
     assert (Box(lo, hi).outcodes(points) == 0).sum() > 500
 
 
+def test_outcodes_bits_per_side_in_any_number_of_axes() -> None:
+    """A bit per axis and side (below: ``2 k``, above: ``2 k + 1``), in 2 axes as in 5."""
+    for ndim in (2, 5):
+        box = Box(np.zeros(ndim), np.ones(ndim))
+        points = np.full((3, ndim), 0.5)
+        points[0, 0], points[1, -1], points[2] = -1.0, 2.0, 2.0
+        expected = [1, 1 << (2 * ndim - 1), sum(1 << (2 * k + 1) for k in range(ndim))]
+        assert box.outcodes(points).tolist() == expected
+        assert box.outcodes(points).dtype == np.uint32
+
+
+def test_contains_coded_is_contains() -> None:
+    """``contains_coded`` (what a selection tests its chunks' vertices with) equals
+    ``contains``: a box decides by the codes alone, float32 points on its faces too."""
+    rng = np.random.default_rng(6)
+    points = rng.uniform(-2, 2, (20_000, 3)).astype(np.float32)
+    lo = points[:3].min(axis=0).astype(np.float64)  # faces through some of the points
+    hi = points[3:6].max(axis=0).astype(np.float64)
+    for region in (Box(lo, hi), Box(lo + 1e-9, hi - 1e-9), Sphere([0.1, 0.2, 0.3], 1.1)):
+        for p in (points, points.astype(np.float64)):
+            inside = region.contains(p)
+            assert np.array_equal(region.contains_coded(p, region.outcodes(p)), inside)
+            assert inside.sum() > 1000
+    on_face = Box(lo, hi).contains(points[:6])
+    assert on_face.sum() >= 2
+
+
 def test_boxes_met() -> None:
     lo = np.array([[0, 0, 0], [5, 5, 5], [1.5, 0.5, 0]])  # the third touches the box
     hi = lo + 1
@@ -176,6 +206,36 @@ def test_sweeps_keep_every_segment_that_meets(region) -> None:
     assert (around & ~swept).sum() > 100
     nan = np.full((1, 3), np.nan)
     assert not region.meets_sweeps(nan, nan, lo_b[:1], hi_b[:1]).any()
+
+
+def test_sphere_sweeps_are_the_balls_not_its_bounds() -> None:
+    """A sphere's sweeps are tested against the ball, not the cube around it: segments by
+    a corner of the cube that miss the ball are dropped, those that meet it are kept; over
+    random boxes, few sweeps kept have no sampled segment meeting the ball."""
+    ball = Sphere([0, 0, 0], 1.0)
+    cube = Box([-1, -1, -1], [1, 1, 1])
+    a = np.array([[0.95, 0.95, 2.0], [0.6, 0.6, 2.0]])
+    lo_b, hi_b = np.array([[0.9, 0.9, -3], [0.6, 0.6, -3]]), np.array([[1, 1, -2], [0.7, 0.7, -2]])
+    assert cube.meets_sweeps(a, a, lo_b, hi_b).tolist() == [True, True]
+    assert ball.meets_sweeps(a, a, lo_b, hi_b).tolist() == [False, True]
+    rng = np.random.default_rng(9)
+    lo_a, lo_b = rng.uniform(-3, 3, (2, 4000, 3))
+    hi_a, hi_b = lo_a + rng.uniform(0, 1.5, (4000, 3)), lo_b + rng.uniform(0, 1.5, (4000, 3))
+    hi_a[:2000] = lo_a[:2000]
+    swept = ball.meets_sweeps(lo_a, hi_a, lo_b, hi_b)
+    sampled = np.zeros(4000, bool)
+    for _ in range(50):  # segments between random points of the two boxes
+        p = lo_a + rng.random((4000, 3)) * (hi_a - lo_a)
+        q = lo_b + rng.random((4000, 3)) * (hi_b - lo_b)
+        sampled |= ball.meets_segments(p, q)
+    assert not np.any(sampled & ~swept)
+    # the least distance from the centre to the box at t, on a fine grid of t
+    t = np.linspace(0, 1, 2001)[:, None, None]
+    low, high = lo_a + t * (lo_b - lo_a), hi_a + t * (hi_b - hi_a)
+    least = np.linalg.norm(np.clip(0.0, low, high), axis=2).min(axis=0)
+    assert np.all(swept[least <= 1.0])
+    assert not np.any(swept[least > 1.0 + 1e-2])
+    assert (cube.meets_sweeps(lo_a, hi_a, lo_b, hi_b) & ~swept).sum() > 100
 
 
 @pytest.mark.parametrize(
@@ -313,28 +373,73 @@ def test_world_space(data_dir: Path) -> None:
     assert got != set(select_objects(store, include=[Box(box.lo, box.hi)]).tolist())
 
 
+def test_damaged_chunks_and_fragments_as_a_read_leaves_them(tracks300_store, tmp_path) -> None:
+    """A selection leaves out what a read leaves out, and equals brute force over that
+    read: the fullest vertex chunk cut short (it cannot be decoded: the paths break there),
+    and a manifest entry naming a fragment its chunk does not hold (a piece of no
+    vertices). Regions around that chunk select otherwise than on the undamaged store."""
+    path = tmp_path / "tracks300.zarrvectors"
+    shutil.copytree(tracks300_store[0], path)
+    clean = nzv.open_store(path).read(0)
+    info = nzv.open_store(path).level(0)
+    folder = path / "0/vertices/c"
+    victim = max((f for f in folder.rglob("*") if f.is_file()), key=lambda f: f.stat().st_size)
+    victim.write_bytes(victim.read_bytes()[:-5])
+    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
+    items = arr[:]
+    raw = bytearray(items[0])  # mode 0: u32 entry count, then (key_ndim int64 chunk, int64 frag)
+    raw[-8:] = np.int64(999).tobytes()
+    items[0] = bytes(raw)
+    arr[:] = items
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = nzv.open_store(path)
+        damaged = store.read(0)
+        assert 0 < damaged.vertex_count < clean.vertex_count
+        # the cell the damaged read lacks (the file's key is its array's, not the level's)
+        edge = np.asarray(info.chunk_shape, float)[-3:]
+        cells = {tuple(c) for c in np.floor((clean.positions - info.chunk_origin) / edge)}
+        lost = cells - {tuple(c) for c in np.floor((damaged.positions - info.chunk_origin) / edge)}
+        middle = info.chunk_origin + (np.array(lost.pop()) + 0.5) * edge
+        near = [Box(middle - edge / 4, middle + edge / 4), Sphere(middle, float(edge.min()))]
+        undamaged = nzv.open_store(tracks300_store[0])
+        found = differ = 0
+        for region in [*near, *random_regions(store, 4, seed=11)]:
+            for test in ("crosses", "vertex"):
+                got = select_objects(store, include=[region], test=test)
+                assert set(got.tolist()) == brute(store, region, test), (region, test)
+                found += bool(got.size)
+                differ += not np.array_equal(got, select_objects(undamaged, region, test=test))
+        assert found > 3 and differ > 1
+
+
 # -- reads, progress, cancellation, errors --------------------------------------------------
 def test_reads_only_the_chunks_a_region_reaches(tracks300_store, monkeypatch) -> None:
+    """The chunks a box read reads are decoded first (no geometry assembled: no
+    ``Store.read``), then a few more for the segments leaving them."""
     store = nzv.open_store(tracks300_store[0])
-    read = []
-    original = store.read
+    loads = []
+    original = select_module.load_chunks
 
-    def spy(*args, **kwargs):
-        read.append(np.asarray(kwargs["chunks"]))
-        return original(*args, **kwargs)
+    def spy(layout, level, chunks, *args, **kwargs):
+        loads.append(set(map(tuple, np.asarray(chunks).tolist())))
+        return original(layout, level, chunks, *args, **kwargs)
 
-    monkeypatch.setattr(store, "read", spy)
+    def no_read(*args, **kwargs):
+        raise AssertionError("a store with chunks of its own is selected from its chunks")
+
     lo, hi = (np.asarray(v, float) for v in store.bounds)
-    centre = np.median(original(0).positions, axis=0)
+    centre = np.median(store.read(0).positions, axis=0)
     box = Box(centre - (hi - lo) * 0.05, centre + (hi - lo) * 0.05)
+    box_chunks = set(map(tuple, store.read(0, bbox=(box.lo, box.hi)).chunks.tolist()))
+    monkeypatch.setattr(select_module, "load_chunks", spy)
+    monkeypatch.setattr(store, "read", no_read)
     got = select_objects(store, include=[box])
     monkeypatch.undo()
     assert got.size > 0 and set(got.tolist()) == brute(store, box, "crosses")
-    # first the chunks a box read reads, then a few more for segments leaving them
-    as_set = [set(map(tuple, r.tolist())) for r in read]
-    assert as_set[0] == set(map(tuple, original(0, bbox=(box.lo, box.hi)).chunks.tolist()))
-    assert len(read) <= 2 and as_set[0] <= as_set[-1]
-    assert len(as_set[-1]) < len(store.chunks(0)) / 4
+    assert loads[0] == box_chunks
+    read = set().union(*loads)
+    assert box_chunks < read and len(read) < len(store.chunks(0)) / 4
 
 
 def test_progress_and_cancel(tracks300_store) -> None:

@@ -11,8 +11,12 @@ regions can reach. It works in three steps per region, none of them a loop over 
    So the entries whose cell (or pair of cells, or object box) meets the region are the
    only ones that can hold a part that meets it, and the objects owning them are the
    candidates.
-2. **One read** of those chunks (``Store.read`` with ``chunks``): each candidate's runs in
-   them, cross-chunk segments included wherever both their chunks are read.
+2. **One read** of those chunks: for paths, the chunks decoded and their vertices tested
+   where they lie, the candidates' fragments gathered as rows (no geometry assembled);
+   other kinds through ``Store.read`` with ``chunks``. Each candidate's runs in them,
+   cross-chunk segments included wherever both their chunks are read; the steps of a path
+   into chunks not read (grouped by pair of cells, :class:`_Steps`) read only the end
+   vertices they join, and only where the region can meet them.
 3. **The test** of those vertices and segments (:mod:`.regions`), vectorised, gathered
    per object.
 
@@ -28,14 +32,15 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from threading import Event, Lock
 from typing import Any, cast
 
 import numpy as np
 
 from .cache import ChunkCache
-from .chunks import ChunkTable, unique_rows
-from .decode.fragments import FragmentIndex
+from .chunks import ChunkData, ChunkTable, LoadedChunks, unique_rows
+from .decode.fragments import FragmentIndex, expand_ranges
 from .errors import ZVCancelledError, ZVError
 from .geometry import GRAPH_TYPES, PATH_TYPES, Geometry, Paths
 from .loading import load_chunks
@@ -170,6 +175,40 @@ class _Cells:
     hi: np.ndarray
     entry_row: np.ndarray
 
+    @cached_property
+    def steps(self) -> _Steps:
+        """The level's :class:`_Steps` (built on the first ``"crosses"`` of paths)."""
+        row, cell = self.entry_row, self.cell_of_entry
+        first = np.flatnonzero((row[:-1] == row[1:]) & (cell[:-1] != cell[1:]))
+        n = len(self.cells)
+        pairs, pair_of = np.unique(cell[first] * n + cell[first + 1], return_inverse=True)
+        order = np.argsort(pair_of, kind="stable")
+        start = np.zeros(pairs.size + 1, np.int64)
+        np.cumsum(np.bincount(pair_of, minlength=pairs.size), out=start[1:])
+        return _Steps(first[order], pairs // n, pairs % n, start)
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """The segments between two consecutive manifest entries of one object in different
+    chunks (its path's steps from a chunk to another), by pair of cells: the first entry of
+    each step (``entries``, pair after pair), the two cells of each pair (``a`` then ``b``,
+    rows of :attr:`_Cells.cells`) and where each pair's steps start in ``entries``. A region
+    tests the few thousand pairs, not the millions of steps."""
+
+    entries: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    start: np.ndarray
+
+    def of_pairs(self, pairs: np.ndarray) -> np.ndarray:
+        """The first entries (ascending) of the steps of the pairs flagged in ``pairs``."""
+        at = np.flatnonzero(pairs)
+        first = self.start[at]
+        found: np.ndarray = self.entries[expand_ranges(first, self.start[at + 1] - first)]
+        found.sort()
+        return found
+
 
 #: the cells of each open store's levels, kept as long as the store (one per level)
 _CELLS: weakref.WeakKeyDictionary[Any, dict[int, _Cells]] = weakref.WeakKeyDictionary()
@@ -206,7 +245,7 @@ class _Plan:
     def __init__(self, store: Any, level: int, index: ObjectIndex, test: str) -> None:
         self.store, self.level, self.index, self.test = store, level, index, test
         self.kind = store.geometry_type
-        c = _cells_of(store, level, index)
+        self.cell_table = c = _cells_of(store, level, index)
         self.cells, self.cell_of_entry, self.entry_row = c.cells, c.cell_of_entry, c.entry_row
         self.cell_lo, self.cell_hi = c.lo, c.hi
         self.cache = ChunkCache(CACHE_BYTES)
@@ -224,11 +263,11 @@ class _Plan:
             self._world = (mid - reach, mid + reach)
         return self._world
 
-    def positions(self, region: Region, geom: Geometry) -> np.ndarray:
-        """The read's positions in the region's space."""
+    def in_space(self, region: Region, positions: np.ndarray) -> np.ndarray:
+        """Store ``positions`` in the region's space."""
         if region.space == "store" or self.store.placement.is_identity:
-            return geom.positions
-        world: np.ndarray = self.store.placement.apply(geom.positions)
+            return positions
+        world: np.ndarray = self.store.placement.apply(positions)
         return world
 
     def reaching(self, region: Region) -> np.ndarray:
@@ -246,7 +285,13 @@ class _Plan:
         ``region`` by the plan's test."""
         index = self.index
         lo, hi = self.boxes(region)
-        reach = region.meets_boxes(lo, hi)[self.cell_of_entry]  # per entry: may hold a hit
+        met = region.meets_boxes(lo, hi)  # per cell: may hold a hit
+        if self.kind in PATH_TYPES and self.test == "crosses":
+            return self._path_crossings(region, rows, met, cancel)
+        if self.kind in PATH_TYPES and self.test == "vertex":
+            entries = self._entries_in(met, rows)
+            return self._chunk_hits(region, entries, False, cancel)
+        reach = met[self.cell_of_entry]  # per entry
         ends = None
         cand: np.ndarray
         if self.test in ("endpoints", "both_endpoints"):
@@ -255,8 +300,6 @@ class _Plan:
             need = np.zeros_like(reach)
             need[index.offsets[:-1][ends[0]]] = True
             need[index.offsets[1:][ends[1]] - 1] = True
-        elif self.test == "crosses" and self.kind in PATH_TYPES:
-            return self._path_crossings(region, rows, reach, cancel)
         elif self.test == "crosses" and self.kind in GRAPH_TYPES:
             # an edge may join any two cells of its object: the box around them all
             cand = np.zeros(index.num_objects, bool)
@@ -268,19 +311,43 @@ class _Plan:
             need = cand[self.entry_row]
         else:  # a vertex inside
             need = reach
-            cand = _any_per_row(need, index)
+            cand = self._any_per_row(need)
         cand &= rows
         if not cand.any():
             return cand
         need &= cand[self.entry_row]
         geom = self._read(np.unique(self.cell_of_entry[need]), cancel)
-        pos = self.positions(region, geom)
+        pos = self.in_space(region, geom.positions)
         if ends is None:
             hit_ids = self._hits(region, geom, pos)
         else:
             hit_ids = self._endpoint_hits(region, geom, pos, ends)
         meets: np.ndarray = cand & np.isin(index.ids, hit_ids)
         return meets
+
+    def _any_per_row(self, flags: np.ndarray) -> np.ndarray:
+        """Per object row of the index: whether any of its entries is flagged."""
+        counts = np.bincount(self.entry_row[flags], minlength=self.index.num_objects)
+        return counts > 0
+
+    def _entries_in(self, cells: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The entries (ascending) of the objects ``rows`` in the cells flagged in ``cells``
+        (from the index's entries by chunk: their own number, not the level's)."""
+        entries = self.index.entries_in_chunks(self.cells[cells])
+        kept: np.ndarray = entries[rows[self.entry_row[entries]]]
+        return kept
+
+    def _cells_holding(self, entries: np.ndarray) -> np.ndarray:
+        """The cells (ascending rows of :attr:`cells`) of ``entries``."""
+        held: np.ndarray = np.bincount(self.cell_of_entry[entries], minlength=len(self.cells))
+        return np.flatnonzero(held)
+
+    def _chunk_of(self, chunks: list[ChunkData], cells: np.ndarray) -> np.ndarray:
+        """Per cell of the level, the index in ``chunks`` (loaded for ``cells``, some
+        perhaps left out) of its chunk, ``-1`` when none."""
+        out = np.full(len(self.cells), -1, np.int64)
+        out[cells] = ChunkTable(np.stack([c.coords for c in chunks])).index_of(self.cells[cells])
+        return out
 
     def _read(self, cells: np.ndarray, cancel: Event | None) -> Geometry:
         """The level's geometry in the chunks of ``cells`` (rows of :attr:`cells`): the
@@ -296,108 +363,131 @@ class _Plan:
         )
         return geom
 
-    def _path_crossings(
-        self, region: Region, rows: np.ndarray, reach: np.ndarray, cancel: Event | None
+    def _chunk_hits(
+        self, region: Region, entries: np.ndarray, segments: bool, cancel: Event | None
     ) -> np.ndarray:
-        """``"crosses"`` of paths, in two passes. First the chunks whose cell meets the
-        region are read: the vertices and segments in them. Then, for the objects still
-        undecided, the segments between two consecutive entries in different chunks that
-        the first read did not hold (:meth:`_transition_hits`: only the fragments' end
-        vertices are read). A store without chunk access of its own (a composite) reads
-        instead the chunks holding the far end of a segment that leaves the first chunks and
-        may meet the region (:meth:`_far_cells`), and of a segment between two chunks
-        neither of which meets it whose box around both cells does."""
-        index, cell_of = self.index, self.cell_of_entry
+        """``(O,)`` bool per object row: a vertex of the ``entries`` (ascending) lies inside
+        ``region`` or (``segments``) a segment between two consecutive vertices of one
+        object among them meets it, tested on the decoded chunks of those entries (no
+        geometry assembled: their positions tested chunk by chunk, the entries' fragments
+        gathered as rows). Consecutive entries of one object, both in these chunks, join
+        as they do in a read's paths (so does an entry naming a fragment its chunk does not
+        hold, of no rows); a chunk left out (damaged) breaks them."""
+        if cancel is not None and cancel.is_set():
+            raise ZVCancelledError(f"{self.store.path}: selection cancelled")
+        hit = np.zeros(self.index.num_objects, bool)
+        cells = self._cells_holding(entries)
+        chunks = load_chunks(self.store.layout, self.level, self.cells[cells], [], cache=self.cache)
+        if not chunks:
+            return hit
+        loaded = LoadedChunks.build(chunks, self.store.ndim, self.cells.shape[1])
+        cidx = self._chunk_of(chunks, cells)[self.cell_of_entry[entries]]
+        entries, cidx = entries[cidx >= 0], cidx[cidx >= 0]
+        rows, counts = loaded.fragment_rows(cidx, self.index.frags[entries], loaded.row_dtype)
+        # every loaded row's code and whether it is inside, chunk by chunk (a few dozen)
+        code_parts, inside_parts = [], []
+        for chunk in chunks:
+            pos = self.in_space(region, chunk.positions)
+            code_parts.append(region.outcodes(pos))
+            inside_parts.append(region.contains_coded(pos, code_parts[-1]))
+        inside = np.concatenate(inside_parts)[rows]
+        ends = np.cumsum(counts, dtype=np.int64)  # one past each entry's last row
+        obj = self.entry_row[entries]
+        filled = np.flatnonzero(counts)  # (reduceat needs runs of at least one row)
+        if filled.size:
+            some = np.logical_or.reduceat(inside, (ends - counts)[filled])
+            hit[obj[filled[some]]] = True
+        if segments and rows.size > 1:
+            cf = np.concatenate(code_parts)[rows]
+            # pairs of one run, neither end inside, not both beyond one side
+            k = np.flatnonzero(((cf[:-1] & cf[1:]) == 0) & ~inside[:-1] & ~inside[1:])
+            breaks = np.r_[True, (obj[1:] != obj[:-1]) | (entries[1:] != entries[:-1] + 1)]
+            run_start = np.zeros(rows.size + 1, bool)
+            run_start[(ends - counts)[breaks]] = True
+            k = k[~run_start[k + 1]]
+            owner = obj[np.searchsorted(ends, k, side="right")]
+            k, owner = k[~hit[owner]], owner[~hit[owner]]  # (a vertex inside decided those)
+            a, b = _taken(loaded, rows[k]), _taken(loaded, rows[k + 1])
+            met = region.meets_segments(self.in_space(region, a), self.in_space(region, b))
+            hit[owner[met]] = True
+        return hit
+
+    def _path_crossings(
+        self, region: Region, rows: np.ndarray, met: np.ndarray, cancel: Event | None
+    ) -> np.ndarray:
+        """``"crosses"`` of paths (``met``: per cell, whether it meets the region), in two
+        passes. First the chunks whose cell meets the region are read: the vertices and
+        segments in them (:meth:`_chunk_hits`). Then, for the objects still undecided, the
+        segments between two consecutive entries in different chunks that the first read
+        did not hold (:meth:`_step_hits`: only the fragments' end vertices are read). Paths
+        are read from the store's own chunks (no store of paths lacks them: a composite
+        store's added geometries are points, graphs, skeletons and meshes)."""
+        index, cell_of, steps = self.index, self.cell_of_entry, self.cell_table.steps
         lo, hi = self.boxes(region)
-        cand = _any_per_row(reach, index)
-        same = self.entry_row[:-1] == self.entry_row[1:]  # entry e and e + 1: one object
-        ca, cb = cell_of[:-1], cell_of[1:]
-        # a segment between two chunks, neither meeting the region, both beyond one side
-        # of it: the box around them misses it (the codes leave few boxes to test)
-        code = region.box_codes(lo, hi)[cell_of]
-        skip = np.flatnonzero(
-            same & (ca != cb) & ~reach[:-1] & ~reach[1:] & ((code[:-1] & code[1:]) == 0)
-        )
-        skip = skip[_meets_between(region, lo, hi, ca[skip], cb[skip])]
+        code = region.box_codes(lo, hi)  # per cell
+        # a step between two chunks, neither meeting the region: its sweep may (the codes:
+        # one of both cells beyond one side of the region, the box around them misses it)
+        pairs = ~met[steps.a] & ~met[steps.b] & ((code[steps.a] & code[steps.b]) == 0)
+        pairs[pairs] = _meets_between(region, lo, hi, steps.a[pairs], steps.b[pairs])
+        skip = steps.of_pairs(pairs)
+        entries = self._entries_in(met, rows)
+        cand = np.zeros(index.num_objects, bool)
+        cand[self.entry_row[entries]] = True
         cand[self.entry_row[skip]] = True
         cand &= rows
         if not cand.any():
             return cand
-        hit = np.zeros(index.num_objects, bool)
-        loaded = reach & cand[self.entry_row]
-        first_cells = np.unique(cell_of[loaded])
-        geom = pos = None
-        if first_cells.size:
-            geom = self._read(first_cells, cancel)
-            pos = self.positions(region, geom)
-            hit = cand & np.isin(index.ids, self._hits(region, geom, pos))
+        hit = self._chunk_hits(region, entries, True, cancel)
         undecided = cand & ~hit
-        if not undecided.any():
-            return hit
-        if getattr(self.store, "layout", None) is not None:
-            found = self._transition_hits(region, undecided, first_cells, same, code, cancel)
-            return hit | (undecided & np.isin(index.ids, found))
-        # (a store without chunk access of its own: the far chunks read whole)
-        far: list[np.ndarray] = [cell_of[skip], cell_of[skip + 1]]
-        if geom is not None and pos is not None:
-            far.append(self._far_cells(region, geom, pos, first_cells, same, hit | ~cand))
-        far_cells = np.unique(np.concatenate(far))
-        if far_cells.size == 0:
-            return hit
-        geom = self._read(np.union1d(first_cells, far_cells), cancel)
-        pos = self.positions(region, geom)
-        # only the undecided objects' paths are tested: the first read decided nearly every
-        # candidate (a 1% box of a 200k-streamline tractogram: 48 of 34,488 objects are left)
-        hits = self._hits(region, geom, pos, keep=index.ids[undecided])
-        return hit | (undecided & np.isin(index.ids, hits))
+        if undecided.any():
+            first_cells = np.unique(cell_of[entries])
+            hit[self._step_hits(region, undecided, first_cells, code, cancel)] = True
+        return hit
 
-    def _transition_hits(
+    def _step_hits(
         self,
         region: Region,
         undecided: np.ndarray,
         first_cells: np.ndarray,
-        same: np.ndarray,
         code: np.ndarray,
         cancel: Event | None,
     ) -> np.ndarray:
-        """Ids of the ``undecided`` objects (by row) whose segment from one manifest entry
+        """Rows of the ``undecided`` objects (by row) whose segment from one manifest entry
         to the next, in another chunk, meets ``region``, among the segments the first read
         did not hold (not both chunks among ``first_cells``). A chunk whose cell misses the
         region holds no part of a path that meets it but these segments, so only the end
         vertices of the fragments they join are read (their chunks decoded, through the
-        plan's cache), not the paths. ``same`` and ``code`` (per entry: its cell's
-        :meth:`~.regions.Region.box_codes`) are the caller's."""
-        cell_of, entry_row = self.cell_of_entry, self.entry_row
+        plan's cache), not the paths. ``code``: per cell, its
+        :meth:`~.regions.Region.box_codes`."""
+        cell_of, entry_row, steps = self.cell_of_entry, self.entry_row, self.cell_table.steps
         in_first = np.zeros(len(self.cells), bool)
         in_first[first_cells] = True
         lo, hi = self.boxes(region)
-        ca, cb = cell_of[:-1], cell_of[1:]
-        e = np.flatnonzero(
-            same
-            & (ca != cb)
-            & undecided[entry_row[:-1]]
-            & ~(in_first[ca] & in_first[cb])
-            & ((code[:-1] & code[1:]) == 0)
-        )
-        e = e[_meets_between(region, lo, hi, ca[e], cb[e])]
+        pa, pb = steps.a, steps.b
+        pairs = ~(in_first[pa] & in_first[pb]) & ((code[pa] & code[pb]) == 0)
+        pairs[pairs] = _meets_between(region, lo, hi, pa[pairs], pb[pairs])
+        e = steps.of_pairs(pairs)
+        e = e[undecided[entry_row[e]]]
         if e.size == 0:
             return np.empty(0, np.int64)
+        ca, cb = cell_of[e], cell_of[e + 1]
         # one end at most lies in a chunk read (in the plan's cache): from it, the segment
         # runs to some point of the other cell, a cone that rarely meets the region; the
         # far chunks are read for the segments whose cone does
-        ka, kb = in_first[ca[e]], in_first[cb[e]]
+        ka, kb = in_first[ca], in_first[cb]
         a = np.full((e.size, self.store.ndim), np.nan)
         b = a.copy()
         a[ka], b[kb] = self._ends_at(region, np.concatenate([e[ka], e[kb] + 1]), ka.sum(), cancel)
         wanted = ~(ka | kb)
-        wanted[ka] = region.meets_sweeps(a[ka], a[ka], lo[cb[e[ka]]], hi[cb[e[ka]]])
-        wanted[kb] = region.meets_sweeps(b[kb], b[kb], lo[ca[e[kb]]], hi[ca[e[kb]]])
+        wanted[ka] = region.meets_sweeps(a[ka], a[ka], lo[cb[ka]], hi[cb[ka]])
+        wanted[kb] = region.meets_sweeps(b[kb], b[kb], lo[ca[kb]], hi[ca[kb]])
         fa, fb = wanted & ~ka, wanted & ~kb
         a[fa], b[fb] = self._ends_at(region, np.concatenate([e[fa], e[fb] + 1]), fa.sum(), cancel)
         met = np.flatnonzero(wanted)
         met = met[np.isfinite(a[met]).all(axis=1) & np.isfinite(b[met]).all(axis=1)]
         met = met[region.meets_segments(a[met], b[met])]  # (NaN above: not read)
-        return np.unique(self.index.ids[entry_row[e[met]]])
+        found: np.ndarray = entry_row[e[met]]
+        return found
 
     def _ends_at(
         self, region: Region, entries: np.ndarray, n_last: int, cancel: Event | None
@@ -418,16 +508,13 @@ class _Plan:
         others' (``(n, ndim)`` float64, NaN where the chunk or fragment could not be read)."""
         if cancel is not None and cancel.is_set():
             raise ZVCancelledError(f"{self.store.path}: selection cancelled")
-        cell_of = self.cell_of_entry
-        cells = self.cells[np.unique(cell_of[entries])]
-        loaded = load_chunks(self.store.layout, self.level, cells, [], cache=self.cache)
+        cells = self._cells_holding(entries)
+        loaded = load_chunks(self.store.layout, self.level, self.cells[cells], [], cache=self.cache)
         out = np.full((entries.size, self.store.ndim), np.nan)
         if loaded:
-            which = ChunkTable(np.stack([c.coords for c in loaded])).index_of(
-                self.cells[cell_of[entries]]
-            )
+            which = self._chunk_of(loaded, cells)[self.cell_of_entry[entries]]
             last = np.arange(entries.size) < n_last
-            order = np.argsort(which, kind="stable")
+            order = np.argsort(_small(which + 1, len(loaded) + 1), kind="stable")
             bounds = np.searchsorted(which[order], np.arange(len(loaded) + 1))
             for k, chunk in enumerate(loaded):  # a chunk at a time (a few dozen), vectorised
                 at = order[bounds[k] : bounds[k + 1]]
@@ -435,51 +522,6 @@ class _Plan:
                 good = (rows >= 0) & (rows < chunk.n_rows)
                 out[at[good]] = chunk.positions[rows[good]]
         return out[:n_last], out[n_last:]
-
-    def _far_cells(
-        self,
-        region: Region,
-        geom: Geometry,
-        pos: np.ndarray,
-        read_cells: np.ndarray,
-        same: np.ndarray,
-        decided: np.ndarray,
-    ) -> np.ndarray:
-        """The cells holding the far ends of the segments that leave the read ``geom``
-        (the chunks ``read_cells``) from an object not ``decided`` and whose box around
-        the known end and the far cell meets ``region``. The read's paths are its runs of
-        consecutive entries in loaded chunks, in entry order; should they not match those
-        runs (a chunk left out as damaged), every far cell is returned."""
-        cell_of, n = self.cell_of_entry, self.cell_of_entry.size
-        is_read = np.zeros(len(self.cells), bool)
-        is_read[read_cells] = True
-        entries = np.flatnonzero(is_read[cell_of])
-        obj = self.entry_row[entries]
-        breaks = np.r_[True, (obj[1:] != obj[:-1]) | (entries[1:] != entries[:-1] + 1)]
-        starts = np.flatnonzero(breaks)
-        ends = np.r_[starts[1:], entries.size] - 1
-        first_e, last_e = entries[starts], entries[ends]
-        before = first_e - 1
-        after = last_e + 1
-        has_before = (before >= 0) & same[np.maximum(before, 0)]
-        has_after = (after < n) & same[np.minimum(last_e, n - 2)] & (last_e < n - 1)
-        if len(geom.paths) != starts.size:  # runs and paths differ: every far cell
-            return np.concatenate([cell_of[before[has_before]], cell_of[after[has_after]]])
-        paths = cast(Paths, geom.paths)  # (a read's paths)
-        offsets = np.asarray(paths.offsets)
-        flat = paths.flat
-        lo, hi = self.boxes(region)
-        out = []
-        for ok, near, far in (
-            (has_before, flat[offsets[:-1]], before),
-            (has_after, flat[offsets[1:] - 1], after),
-        ):
-            ok &= ~decided[self.entry_row[first_e]]
-            at = np.flatnonzero(ok)
-            p, c = pos[near[at]], cell_of[far[at]]
-            meets = region.meets_boxes(np.minimum(p, lo[c]), np.maximum(p, hi[c]))
-            out.append(c[meets])
-        return np.concatenate(out)
 
     def _ends(self, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """By object row: whether the cell of its first entry, and of its last, meets the
@@ -492,50 +534,23 @@ class _Plan:
         last[has] = reach[index.offsets[1:][has] - 1]
         return first, last
 
-    def _hits(
-        self, region: Region, geom: Geometry, pos: np.ndarray, keep: np.ndarray | None = None
-    ) -> np.ndarray:
-        """Object ids of the read ``geom`` (positions ``pos`` in the region's space) that
-        meet ``region``: a vertex inside, or (``"crosses"`` of paths and graphs) a segment.
-        The vertices' :meth:`~.regions.Region.outcodes` leave few for the exact tests.
-        ``keep`` (paths only): test only the paths of these objects."""
-        if not len(pos):
+    def _hits(self, region: Region, geom: Geometry, pos: np.ndarray) -> np.ndarray:
+        """Object ids of the read ``geom`` (points, meshes, graphs, skeletons; positions
+        ``pos`` in the region's space) that meet ``region``: a vertex inside, or
+        (``"crosses"`` of graphs and skeletons) an edge. The vertices'
+        :meth:`~.regions.Region.outcodes` leave few for the exact tests."""
+        vid = geom.vertex_object_ids
+        if not len(pos) or vid is None:
             return np.empty(0, np.int64)
-        segments = self.test == "crosses" and self.kind in (*PATH_TYPES, *GRAPH_TYPES)
-        if self.kind in PATH_TYPES:  # along the paths' rows: no edges, no per-vertex ids
-            paths = cast(Paths, geom.paths)  # (a read's paths)
-            flat = np.asarray(paths.flat, np.int64)
-            offsets = np.asarray(paths.offsets)
-            path_ids = np.asarray(geom.path_object_ids, np.int64)
-            if keep is not None:
-                flat, offsets, path_ids = _some_paths(flat, offsets, path_ids, keep)
-            cf = region.outcodes(pos)[flat]  # (the codes gathered: not the positions)
-            inside = np.zeros(flat.size, bool)
-            at = np.flatnonzero(cf == 0)
-            inside[at] = region.contains(pos[flat[at]])
-            hits = [np.flatnonzero(inside)]
-            if segments and flat.size > 1:
-                # pairs of one path, neither end inside, not both beyond one side
-                k = np.flatnonzero(((cf[:-1] & cf[1:]) == 0) & ~inside[:-1] & ~inside[1:])
-                starts = np.zeros(flat.size, bool)
-                starts[offsets[1:-1]] = True
-                k = k[~starts[k + 1]]
-                hits.append(k[region.meets_segments(pos[flat[k]], pos[flat[k + 1]])])
-            found = np.concatenate(hits)
-            ids = path_ids[np.searchsorted(offsets, found, side="right") - 1]
-        else:
-            vid = geom.vertex_object_ids
-            if vid is None:
-                return np.empty(0, np.int64)
-            code = region.outcodes(pos)
-            at = np.flatnonzero(code == 0)
-            parts = [vid[at[region.contains(pos[at])]]]
-            edges = np.asarray(geom.edges, np.int64) if segments else np.empty((0, 2), np.int64)
-            if len(edges):
-                edges = edges[(code[edges[:, 0]] & code[edges[:, 1]]) == 0]
-                seg = region.meets_segments(pos[edges[:, 0]], pos[edges[:, 1]])
-                parts.append(vid[edges[seg, 0]])
-            ids = np.concatenate(parts)
+        code = region.outcodes(pos)
+        parts = [vid[region.contains_coded(pos, code)]]
+        segments = self.test == "crosses" and self.kind in GRAPH_TYPES
+        edges = np.asarray(geom.edges, np.int64) if segments else np.empty((0, 2), np.int64)
+        if len(edges):
+            edges = edges[(code[edges[:, 0]] & code[edges[:, 1]]) == 0]
+            seg = region.meets_segments(pos[edges[:, 0]], pos[edges[:, 1]])
+            parts.append(vid[edges[seg, 0]])
+        ids = np.concatenate(parts)
         return np.unique(ids[ids >= 0])
 
     def _endpoint_hits(
@@ -582,23 +597,25 @@ def _meets_between(
     return around
 
 
-def _any_per_row(flags: np.ndarray, index: ObjectIndex) -> np.ndarray:
-    """Per object row of the index: whether any of its entries is flagged."""
-    counts = np.bincount(index.entry_rows[flags], minlength=index.num_objects)
-    return counts > 0
+def _small(values: np.ndarray, bound: int) -> np.ndarray:
+    """``values`` (non-negative, below ``bound``) as uint16 when they fit it: what a stable
+    argsort sorts by radix."""
+    return values.astype(np.uint16) if bound <= 2**16 else values
 
 
-def _some_paths(
-    flat: np.ndarray, offsets: np.ndarray, path_ids: np.ndarray, keep: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The paths (rows ``flat``, ``offsets``, one object id each) of the objects ``keep``."""
-    chosen = np.isin(path_ids, keep)
-    lengths = np.diff(offsets)[chosen]
-    new_offsets = np.zeros(lengths.size + 1, np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    shift = np.repeat(offsets[:-1][chosen] - new_offsets[:-1], lengths)
-    rows = flat[np.arange(int(new_offsets[-1])) + shift]
-    return rows, new_offsets, path_ids[chosen]
+def _taken(loaded: LoadedChunks, rows: np.ndarray) -> np.ndarray:
+    """The positions of the global ``rows`` (in any order) of ``loaded``, gathered chunk by
+    chunk (the rows sorted by chunk: a radix sort of small numbers)."""
+    chunk = np.searchsorted(loaded.start, rows, side="right") - 1
+    order = np.argsort(_small(chunk, len(loaded.chunks)), kind="stable")
+    bounds = np.searchsorted(chunk[order], np.arange(len(loaded.chunks) + 1)).tolist()
+    first = loaded.chunks[0].positions
+    out = np.empty((rows.size, first.shape[1]), first.dtype)
+    for k, c in enumerate(loaded.chunks):  # (a few dozen chunks)
+        at = order[bounds[k] : bounds[k + 1]]
+        if at.size:
+            out[at] = np.take(c.positions, rows[at] - loaded.start[k], 0)
+    return out
 
 
 def _end_rows(fi: FragmentIndex, frags: np.ndarray, last: np.ndarray) -> np.ndarray:
