@@ -333,7 +333,7 @@ class _Plan:
     def _entries_in(self, cells: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """The entries (ascending) of the objects ``rows`` in the cells flagged in ``cells``
         (from the index's entries by chunk: their own number, not the level's)."""
-        entries = self.index.entries_in_chunks(self.cells[cells])
+        entries = np.sort(self.index.entries_by_chunk(self.cells[cells])[0])
         kept: np.ndarray = entries[rows[self.entry_row[entries]]]
         return kept
 
