@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from _damage import name_a_missing_fragment
 
 import napari_zarr_vectors as nzv
 from data_paths import data_root
@@ -423,12 +424,7 @@ def test_a_v07_cross_chunk_blob_without_its_bytes_is_reported(tmp_path):
 
 def test_a_manifest_naming_a_fragment_its_chunk_lacks_is_reported(tmp_path):
     path = copy_store("v09/polylines.zarrvectors", tmp_path)
-    arr = zarr.open_array(path / "0/object_index/manifests", mode="r+")
-    items = arr[:]
-    raw = bytearray(items[0])  # mode 0: u32 entry count, then (key_ndim int64 chunk, int64 frag)
-    raw[-8:] = np.int64(999).tobytes()
-    items[0] = bytes(raw)
-    arr[:] = items
+    name_a_missing_fragment(path)
     geom, caught = read_quietly(path)
     assert any("name fragments their chunks do not hold" in m for m in caught), caught
     with pytest.raises(ZVFormatError, match="fragment 999"):
