@@ -67,9 +67,12 @@ def _entry_map(loaded: LoadedChunks, index: ObjectIndex) -> _EntryMap:
     memo: dict[int, _EntryMap] = loaded.__dict__.setdefault("_entry_maps", {})
     found = memo.get(id(index.chunks))
     if found is None or found.chunks is not index.chunks:
-        found = memo[id(index.chunks)] = _EntryMap(
-            index.chunks, loaded.table.index_of(index.chunks)
-        )
+        # the entries naming the loaded chunks, found per chunk: a box's few cost their own
+        # number, not a look-up of every entry's chunk
+        entries, at = index.entries_by_chunk(loaded.table.chunks)
+        cidx = np.full(len(index.frags), -1, np.int32 if len(loaded.chunks) < 2**31 else np.int64)
+        cidx[entries] = at
+        found = memo[id(index.chunks)] = _EntryMap(index.chunks, cidx)
     return found
 
 
