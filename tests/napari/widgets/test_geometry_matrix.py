@@ -47,12 +47,14 @@ from napari_zarr_vectors.napari.colour.live import (
     colour_spec_of,
     colourable_features,
     feature_values,
+    greys_unknown_objects,
 )
+from napari_zarr_vectors.napari.colour.spec import MISSING_COLOUR
 from napari_zarr_vectors.napari.layerdata.export import export_selection
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.npe2.first_view import set_slab, space_axes
 from napari_zarr_vectors.napari.npe2.writer import save_layers
-from napari_zarr_vectors.napari.widgets.colour import DIRECTION_LEGEND, UNKNOWN_SWATCH
+from napari_zarr_vectors.napari.widgets.colour import DIRECTION_LEGEND, UNKNOWN_ROW
 from napari_zarr_vectors.napari.widgets.colour_bar import install_colour_bars
 from napari_zarr_vectors.napari.widgets.filters import NO_ATTRIBUTES, NO_GROUPS, NO_OBJECTS
 
@@ -739,6 +741,15 @@ def _expected_default(layer) -> np.ndarray | None:
     return None
 
 
+def _unknown_in_grey(o: Opened, layer, drawn: np.ndarray) -> None:
+    """Vertices of unknown object (a store that does not record them) are drawn in the
+    legends' "object unknown" grey, the known ones not."""
+    unknown = layer_object_ids(layer) == OBJECT_UNKNOWN
+    assert unknown.any() == objects_unknown(o)
+    grey = np.isclose(drawn, MISSING_COLOUR, atol=0.01).all(axis=1)
+    np.testing.assert_array_equal(grey[unknown], True)
+
+
 def cell_colour_default(o: Opened, qtbot, ndisplay: int) -> None:
     widget = o.dock("Colour by")
     bars = install_colour_bars(o.viewer)
@@ -755,8 +766,9 @@ def cell_colour_default(o: Opened, qtbot, ndisplay: int) -> None:
         ids = every[every != OBJECT_UNKNOWN]  # an object the store does not record: no id
         text = widget.legend.text()
         assert f"each of the {len(ids):,} {object_noun(layer)} loaded in its own colour" in text
-        assert (UNKNOWN_SWATCH in text) == objects_unknown(o), text
+        assert (UNKNOWN_ROW in text) == objects_unknown(o), text
         assert str(OBJECT_UNKNOWN) not in text
+        _unknown_in_grey(o, layer, drawn)
         first = ids[:20]  # neighbouring ids get distinct colours
         rows = layer.features["object_id"].to_numpy()
         per_object = {tuple(np.round(drawn[rows == i][0], 2)) for i in first}
@@ -822,6 +834,11 @@ def cell_colour_by(o: Opened, qtbot, ndisplay: int) -> None:
                 assert len({tuple(np.round(c, 3)) for c in spec.colours}) == len(spec.categories)
             luma = drawn[:, :3] @ LUMA
             assert np.percentile(luma, 5) > DARK, (feature, layer.name, np.percentile(luma, 5))
+            if greys_unknown_objects(layer, feature):  # an object-level feature
+                _unknown_in_grey(o, layer, drawn)
+                assert legend.endswith(f"<br>{UNKNOWN_ROW}"), legend
+            else:
+                assert UNKNOWN_ROW not in legend, legend
         if feature.endswith("direction"):
             continue
         if spec.categorical:
