@@ -190,6 +190,29 @@ def meshes_store(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def draco_meshes_store(tmp_path_factory):
+    """``(path, source)``: navis' five neuron meshes Draco-encoded by zarr-vectors 0.9.2 in
+    10 um chunks (:func:`corpus.zv_meshes`): some chunks' one fragment several neurons name."""
+    pytest.importorskip("navis")
+    pytest.importorskip("DracoPy")
+    from corpus import zv_meshes
+
+    path = tmp_path_factory.mktemp("realdata") / "meshes-draco.zarrvectors"
+    return path, zv_meshes(path, "draco", 10000.0)
+
+
+@pytest.fixture(scope="session")
+def shared_chunk_mesh_store(tmp_path_factory):
+    """``(path, vertices, owner, object_attributes)``: a raw mesh whose middle chunk's one
+    fragment two objects name whole (:func:`corpus.zv_mesh_shared_chunk`)."""
+    pytest.importorskip("zarr_vectors")
+    from corpus import zv_mesh_shared_chunk
+
+    path = tmp_path_factory.mktemp("shared-chunk") / "mesh.zarrvectors"
+    return (path, *zv_mesh_shared_chunk(path))
+
+
+@pytest.fixture(scope="session")
 def synapses_store(tmp_path_factory):
     """``(path, truth)``: the five neurons' 14,836 synapses as one 0.9.2 point store."""
     pytest.importorskip("navis")

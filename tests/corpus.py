@@ -176,6 +176,43 @@ def zv_graph(path: Path) -> Source:
 
 
 # -- zarr-vectors-tools 0.3.0 -----------------------------------------------------------------
+def zv_mesh_shared_chunk(path: Path) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """A raw mesh laid out as zarr-vectors 0.7 wrote meshes: one fragment per chunk, which
+    every object in the chunk names whole (not in :data:`ENTRIES`: no released writer does
+    this today). zarr-vectors 0.9.2 writes it: ``write_mesh`` of one object (one fragment per
+    chunk), then its own ``write_object_index`` and ``write_object_attributes`` give two
+    objects, 0 in chunks x 0 and 1, 1 in chunks x 1 and 2: chunk x 1 holds vertices of
+    unknown object. A strip of 24 vertices, 8 per chunk (10 units), x ascending.
+
+    Returns the vertices, each vertex's object as the store records it (``OBJECT_UNKNOWN``
+    in chunk x 1) and the object attributes (``volume``, ``kind``) in id order."""
+    from zarr_vectors.core.arrays import (
+        create_object_attributes_array,
+        write_object_attributes,
+        write_object_index,
+    )
+    from zarr_vectors.core.store import get_resolution_level, open_store
+    from zarr_vectors.types.meshes import write_mesh
+
+    from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
+
+    x = np.arange(12) * 2.5 + 0.5
+    side = np.tile([1.0, 4.0], 12)
+    verts = np.column_stack([np.repeat(x, 2), side, side]).astype(np.float32)
+    quads = 2 * np.arange(11)[:, None] + np.array([[0, 1, 2], [1, 3, 2]]).reshape(1, 6)
+    faces = quads.reshape(-1, 3)
+    _quiet(lambda: write_mesh(str(path), verts, faces, chunk_shape=(10.0,) * 3))
+    level = get_resolution_level(open_store(str(path), mode="r+"), 0)
+    chunk = [((i, 0, 0), 0) for i in range(3)]
+    write_object_index(level, {0: chunk[:2], 1: chunk[1:]}, sid_ndim=3)
+    attributes = {"volume": np.array([2.5, 7.0], np.float32), "kind": np.array(["axon", "soma"])}
+    for name, values in attributes.items():
+        create_object_attributes_array(level, name)
+        write_object_attributes(level, name, values)
+    owner = np.repeat(np.array([0, OBJECT_UNKNOWN, 1], np.int64), 8)
+    return verts, owner, attributes
+
+
 def _tools_pyramid(path: Path, levels: int = 1) -> None:
     from zarr_vectors_tools.multiresolution.coarsen import build_pyramid
 

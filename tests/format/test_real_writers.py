@@ -10,6 +10,7 @@ this module passes.
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -28,6 +29,11 @@ pytest.importorskip("DracoPy")
 #: Draco chunks by row numbers of the order before encoding, which the store does not keep
 #: (FORMAT09 §3.10); every vertex and every face inside a chunk is read
 DRACO_CROSS_FACES = "faces spanning Draco chunks refer to the pre-Draco vertex order"
+#: why vertices have no known object, as said of a Draco store and of a raw one
+DRACO_SHARED = "its Draco-encoded mesh chunks hold several objects' vertices in one fragment"
+RAW_SHARED = (
+    "its raw (not Draco-encoded) mesh chunks hold several objects' vertices in one fragment"
+)
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +250,8 @@ def test_mesh_vertices_of_unknown_object(corpus, name):
     assert (vid[vid != OBJECT_UNKNOWN] >= 0).all()
     (message,) = said
     first = ", ".join(map(str, owners[0]))
-    assert f"{n_shared:,} vertices of unknown object" in message
+    assert f"{n_shared:,} vertices of unknown object: {DRACO_SHARED}" in message
+    assert "raw" not in message
     assert f"object unknown: one of {first}" in message
     assert f"level 0, array object_index/manifests, chunk {'.'.join(map(str, chunks[0]))}" in (
         message
@@ -268,6 +275,34 @@ def test_mesh_vertices_of_unknown_object(corpus, name):
     assert boxed.vertex_count == whole.vertex_count
 
 
+def test_raw_mesh_vertices_of_unknown_object(shared_chunk_mesh_store, tmp_path):
+    """A raw mesh whose chunk's one fragment two objects name whole (the 0.7 layout): its
+    vertices there read as ``OBJECT_UNKNOWN``, the others keep their object, and the warning
+    and the export say what this store is (raw chunks, not Draco)."""
+    from napari_zarr_vectors.write import WriteError, export_objects
+
+    path, verts, owner, _ = shared_chunk_mesh_store
+    with pytest.warns(nzv.ZVUnknownObjectWarning) as caught:
+        whole = nzv.open_store(path).read(0)
+        np.testing.assert_array_equal(whole.vertex_object_ids, owner)
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith(f"8 vertices of unknown object: {RAW_SHARED}, "), message
+    assert "Draco" not in message.replace("not Draco-encoded", "")
+    assert "(object unknown: one of 0, 1)" in message and "chunk 1.0.0" in message
+    with pytest.warns(nzv.ZVUnknownObjectWarning, match="written without objects") as caught:
+        out = export_objects(path, tmp_path / "all.zarrvectors", pyramid=False)
+    said = [str(w.message) for w in caught if "written without objects" in str(w.message)]
+    assert said == [
+        f"{nzv.open_store(path).name}: written without objects: the store does not record "
+        f"which of its 2 objects each vertex belongs to ({RAW_SHARED}); every vertex is kept"
+    ]
+    kept = nzv.open_store(out).read(0).positions  # every vertex (in the export's order)
+    np.testing.assert_array_equal(np.unique(kept, axis=0), np.unique(verts, axis=0))
+    assert len(kept) == len(verts)
+    with pytest.raises(WriteError, match=re.escape(f"vertex is whose ({RAW_SHARED})")):
+        export_objects(path, tmp_path / "one.zarrvectors", [1], pyramid=False)
+
+
 def test_export_of_a_store_of_unknown_objects(corpus, tmp_path):
     """Exported whole, a Draco store of unknown objects keeps every vertex and says its
     objects are not written; some of its objects are refused (they cannot be told apart)."""
@@ -279,6 +314,12 @@ def test_export_of_a_store_of_unknown_objects(corpus, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert nzv.open_store(out).read(0).vertex_count == source.draco[0]
-    with pytest.raises(WriteError, match="1 of its 5 objects cannot be exported"):
+    with pytest.raises(
+        WriteError,
+        match=re.escape(
+            f"1 of its 5 objects cannot be exported: the store does not "
+            f"record which vertex is whose ({DRACO_SHARED})"
+        ),
+    ):
         export_objects(path, tmp_path / "one.zarrvectors", [1], pyramid=False)
     assert not (tmp_path / "one.zarrvectors").exists()

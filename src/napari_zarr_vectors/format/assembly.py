@@ -17,7 +17,7 @@ from .geometry import PATH_TYPES, Derived, Geometry, GeometryType, flat_paths, s
 from .layout.base import LinkSet
 from .loading import AttributeSpec
 from .missing import OBJECT_UNKNOWN
-from .objects import ObjectIndex, unattributed_chunks
+from .objects import ObjectIndex, shared_fragments_cause, unattributed_chunks
 from .query import inside_box, inside_box_within
 from .ranks import position_rank
 
@@ -138,8 +138,9 @@ def _warn_unknown(
     )
     error = ZVFormatError(
         f"{int(np.diff(loaded.start)[loaded_at[held]].sum()):,} vertices of unknown object: "
-        f"several objects name one fragment of their chunk whole, the store does not record "
-        f"which vertex is whose (object unknown: one of {ids}){more}{asked}",
+        f"{shared_fragments_cause(index)}, which each of these objects names whole, and the "
+        f"store does not record which vertex is whose (object unknown: one of {ids})"
+        f"{more}{asked}",
         store=selection.store,
         level=level,
         array="object_index/manifests",

@@ -141,7 +141,8 @@ class ZVChunkWarning(UserWarning):
 
 class ZVUnknownObjectWarning(UserWarning):
     """A read holds vertices whose object the store does not record: several objects name
-    one fragment of a chunk whole (zarr-vectors 0.9.2 Draco chunks), so those vertices carry
+    one fragment of a chunk whole (zarr-vectors 0.9.2 Draco chunks, 0.7-layout raw mesh
+    chunks: :func:`~.objects.shared_fragments_cause` says which), so those vertices carry
     :data:`~.missing.OBJECT_UNKNOWN` as object id, and a read of some objects by id returns
     the shared fragments whole (other objects' vertices with them). The message names the
     store, level, array and a chunk, and which objects that chunk holds."""

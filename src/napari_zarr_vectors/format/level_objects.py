@@ -36,15 +36,22 @@ class LevelObjects:
 
     ``level`` is the store's :meth:`~.store_metadata.StoreMetadata.level` (the metadata of a
     level; raises ``KeyError`` for one the store does not have), ``path`` the store's
-    location (what errors and warnings name)."""
+    location (what errors and warnings name), ``draco`` whether a level's vertex blobs are
+    Draco-encoded (:attr:`.objects.ObjectIndex.draco`)."""
 
     def __init__(
-        self, layout: Layout, root: RootMetadata, level: Callable[[int], LevelInfo], path: str
+        self,
+        layout: Layout,
+        root: RootMetadata,
+        level: Callable[[int], LevelInfo],
+        path: str,
+        draco: Callable[[int], bool],
     ) -> None:
         self.layout = layout
         self.root = root
         self.level = level
         self.path = path
+        self.draco = draco
         #: object indexes and tables have a lock of their own: reading a large one (a
         #: worker's side thread) does not hold up chunk listings and reads meanwhile
         self._lock = Lock()
@@ -74,18 +81,22 @@ class LevelObjects:
                         self.level(level).key_ndim,
                         {"store": self.path, "level": level},
                         strict,
-                        self._fragment_sharing(level),
+                        *self._sharing(level),
                     )
                 )
             return self._index[level]
 
-    def _fragment_sharing(self, level: int) -> FragmentSharing:
-        """Which fragments the level's objects may share (:data:`.objects.FragmentSharing`)."""
+    def _sharing(self, level: int) -> tuple[FragmentSharing, bool]:
+        """Which fragments the level's objects may share (:data:`.objects.FragmentSharing`)
+        and, where they may name a chunk's fragment whole, whether the level is
+        Draco-encoded (what is said of those fragments)."""
         if "shared_fragments" in self.root.format_capabilities or self.level(level).attributes.get(
             "shared_fragments"
         ):
-            return "any"
-        return "whole-chunk" if self.root.geometry_type == GeometryType.MESH else "none"
+            return "any", False
+        if self.root.geometry_type != GeometryType.MESH:
+            return "none", False
+        return "whole-chunk", self.draco(level)
 
     def ids_only(self, level: int) -> ObjectIndex | ObjectTable | ObjectRows | None:
         """What the level already holds of its object index, else its object ids with a
@@ -217,7 +228,7 @@ class LevelObjects:
             part = ObjectTable(found.ids[rows], [found.manifests[r] for r in rows.tolist()])
         where = {"store": self.path, "level": level}
         index = decode_object_index(
-            part, self.level(level).key_ndim, where, strict, self._fragment_sharing(level)
+            part, self.level(level).key_ndim, where, strict, *self._sharing(level)
         )
         return index, np.arange(rows.size, dtype=np.int64)
 

@@ -27,7 +27,9 @@ class ObjectIndex:
 
     ``whole_chunk``: the level's objects may name one fragment of a chunk whole (a mesh
     level, :data:`FragmentSharing`): a fragment several objects name then holds the vertices
-    of all of them, which is whose not recorded (:attr:`shared_entries`).
+    of all of them, which is whose not recorded (:attr:`shared_entries`). ``draco``: the
+    level's vertex blobs are Draco-encoded (what is said of those fragments:
+    :func:`shared_fragments_cause`).
     """
 
     ids: np.ndarray  # (O,) int64
@@ -35,6 +37,7 @@ class ObjectIndex:
     chunks: np.ndarray  # (E, key_ndim) int32 or int64
     frags: np.ndarray  # (E,) int32 or int64
     whole_chunk: bool = False
+    draco: bool = False
 
     @property
     def num_objects(self) -> int:
@@ -170,9 +173,11 @@ def decode_object_index(
     where: dict[str, Any],
     strict: bool,
     sharing: FragmentSharing = "any",
+    draco: bool = False,
 ) -> ObjectIndex:
     """Decode every manifest of ``table``; a corrupt manifest warns and counts as empty
-    (``strict=True`` raises instead). ``where`` locates errors (store, level).
+    (``strict=True`` raises instead). ``where`` locates errors (store, level); ``draco``:
+    the level's vertex blobs are Draco-encoded (:attr:`ObjectIndex.draco`).
 
     Manifests of mode-0 blocks (what every type writer emits) are checked against
     ``sharing``: two objects naming one fragment the level may not share warns (the read
@@ -185,7 +190,7 @@ def decode_object_index(
         blocks, chunks, frags = fast
         offsets = np.zeros(len(blocks) + 1, np.int64)
         np.cumsum(blocks, out=offsets[1:])
-        index = ObjectIndex(ids, offsets, chunks, frags, sharing == "whole-chunk")
+        index = ObjectIndex(ids, offsets, chunks, frags, sharing == "whole-chunk", draco)
         if sharing != "any":
             _check_unshared(index, sharing == "whole-chunk", where, strict)
         return index
@@ -213,7 +218,17 @@ def decode_object_index(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     chunks = np.concatenate(chunk_parts) if chunk_parts else np.empty((0, key_ndim), np.int64)
     frags = np.concatenate(frag_parts) if frag_parts else np.empty(0, np.int64)
-    return ObjectIndex(ids, offsets, chunks, frags, sharing == "whole-chunk")
+    return ObjectIndex(ids, offsets, chunks, frags, sharing == "whole-chunk", draco)
+
+
+def shared_fragments_cause(index: ObjectIndex) -> str:
+    """Why vertices of ``index``'s level have no known object (fragments several objects
+    name whole: :attr:`ObjectIndex.shared_entries`), as every message about them says it:
+    of the store's Draco-encoded chunks (zarr-vectors 0.9.2 writes each as one fragment
+    every object in it names) or of its raw ones (e.g. a 0.7-layout mesh, one fragment
+    per chunk)."""
+    kind = "Draco-encoded" if index.draco else "raw (not Draco-encoded)"
+    return f"its {kind} mesh chunks hold several objects' vertices in one fragment"
 
 
 def unattributed_chunks(index: ObjectIndex) -> tuple[np.ndarray, list[np.ndarray]]:

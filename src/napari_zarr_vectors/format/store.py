@@ -96,7 +96,7 @@ class Store(StoreMetadata):
 
     def __init__(self, io: StoreIO) -> None:
         super().__init__(io)
-        self._objects = LevelObjects(self.layout, self.root, self.level, self.path)
+        self._objects = LevelObjects(self.layout, self.root, self.level, self.path, self._is_draco)
         self._geometries: dict[str, CompositeGeometryStore] = {}
 
     @contextlib.contextmanager

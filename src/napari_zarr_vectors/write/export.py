@@ -12,6 +12,7 @@ import numpy as np
 
 from ..format.errors import ZVError, ZVUnknownObjectWarning
 from ..format.missing import OBJECT_UNKNOWN
+from ..format.objects import shared_fragments_cause
 from ..format.world import affine_box
 from .engine import Progress, PyramidPlan, WriteError, check_target, write_store
 from .spec import WriteSpec, spec_from_geometry
@@ -80,7 +81,8 @@ def export_spec(
     attributes and group names. ``object_ids=None``: the whole store.
 
     A store whose vertices' objects are not recorded (several objects naming a chunk's one
-    fragment whole, as zarr-vectors 0.9.2 writes Draco chunks: the read's object ids are
+    fragment whole, as zarr-vectors 0.9.2 writes Draco chunks and 0.7 wrote raw meshes:
+    :func:`~..format.objects.shared_fragments_cause`; the read's object ids are
     :data:`~..format.missing.OBJECT_UNKNOWN` there) is written whole without objects (every
     vertex kept, a :class:`~..format.errors.ZVUnknownObjectWarning` says so); some of its
     objects cannot be told from the others: :class:`WriteError`.
@@ -100,16 +102,16 @@ def export_spec(
     vid = geometry.vertex_object_ids
     if vid is not None and np.any(np.asarray(vid) == OBJECT_UNKNOWN):
         every = np.asarray(store.object_ids(0), np.int64)
+        index = store.object_index(0)  # (read by the read above: it has one)
+        why = "" if index is None else f" ({shared_fragments_cause(index)})"
         if object_ids is not None and not np.isin(every, object_ids).all():
             raise WriteError(
                 f"{store.name}: {object_ids.size:,} of its {every.size:,} objects cannot be "
-                "exported: the store does not record which vertex is whose (several objects "
-                "name one fragment of a chunk whole, as in zarr-vectors 0.9.2 Draco chunks)"
+                f"exported: the store does not record which vertex is whose{why}"
             )
         warnings.warn(
             f"{store.name}: written without objects: the store does not record which of its "
-            f"{every.size:,} objects each vertex belongs to (several objects name one fragment "
-            "of a chunk whole); every vertex is kept",
+            f"{every.size:,} objects each vertex belongs to{why}; every vertex is kept",
             ZVUnknownObjectWarning,
             stacklevel=2,
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import html
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,12 +47,14 @@ from napari_zarr_vectors.napari.colour.live import (
     colour_spec_of,
     colourable_features,
     feature_values,
+    greys_unknown_objects,
 )
+from napari_zarr_vectors.napari.colour.spec import MISSING_COLOUR
 from napari_zarr_vectors.napari.layerdata.export import export_selection
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 from napari_zarr_vectors.napari.npe2.first_view import set_slab, space_axes
 from napari_zarr_vectors.napari.npe2.writer import save_layers
-from napari_zarr_vectors.napari.widgets.colour import DIRECTION_LEGEND, UNKNOWN_SWATCH
+from napari_zarr_vectors.napari.widgets.colour import DIRECTION_LEGEND, UNKNOWN_ROW
 from napari_zarr_vectors.napari.widgets.colour_bar import install_colour_bars
 from napari_zarr_vectors.napari.widgets.filters import NO_ATTRIBUTES, NO_GROUPS, NO_OBJECTS
 
@@ -182,11 +185,16 @@ def _write_time(path: Path) -> Truth:
 
 @pytest.fixture(scope="session")
 def matrix_stores(
-    tmp_path_factory, tracks300_store, neurons_radius_store, meshes_store, synapses_store
+    tmp_path_factory,
+    tracks300_store,
+    neurons_radius_store,
+    meshes_store,
+    synapses_store,
+    draco_meshes_store,
 ):
     """``{geometry: (path, Truth)}``: the matrix's stores, written once."""
     pytest.importorskip("DracoPy")
-    from corpus import navis_meshes, zv_graph, zv_meshes
+    from corpus import navis_meshes, zv_graph
 
     folder = tmp_path_factory.mktemp("matrix")
     stores = {
@@ -197,8 +205,7 @@ def matrix_stores(
         "skeleton": (neurons_radius_store[0], _realdata(*neurons_radius_store)),
         "mesh": (meshes_store[0], _realdata(*meshes_store)),
     }
-    draco = folder / "meshes-draco.zarrvectors"
-    zv_meshes(draco, "draco", 10000.0)
+    draco = draco_meshes_store[0]
     verts, _, ids = navis_meshes()
     # 11-bit quantisation per 10 um chunk: a vertex moves up to ~5 nm
     stores["mesh_draco"] = (
@@ -403,6 +410,17 @@ def objects_unknown(o: Opened) -> bool:
     return browse_state_of(o.target).objects_unknown is not None
 
 
+def unknown_text(o: Opened) -> str:
+    """What object-level actions say on a store of unknown objects: why, for this store
+    (the Draco store's chunks are Draco-encoded)."""
+    text = browse_state_of(o.target).objects_unknown
+    assert text is not None and text.startswith(f"{OBJECTS_UNKNOWN}: its ")
+    draco = o.name == "mesh_draco"
+    assert ("Draco-encoded mesh chunks" in text) == draco, text
+    assert ("raw (not Draco-encoded) mesh chunks" in text) == (not draco), text
+    return text
+
+
 def store_vertices(o: Opened) -> int:
     """Vertices the store holds at level 0 (as decoded: Draco reorders and adds some)."""
     return int(nzv.open_store(o.path).read(0).vertex_count)
@@ -437,6 +455,8 @@ def cell_store_panel(o: Opened, qtbot, ndisplay: int) -> None:
     )
     assert f"{n_objects(o):,}" in text
     assert (OBJECTS_UNKNOWN in text) == objects_unknown(o)
+    if objects_unknown(o):  # and why, as true for the store (Draco-encoded or raw)
+        assert html.escape(unknown_text(o)) in text, text
     assert f"<b>{store.name}</b>" in panel.header.text() or store.name in panel.header.text()
     shown = panel.view_controls.shown.text()
     assert shown.startswith("all ") and "in view" in shown, shown
@@ -507,9 +527,9 @@ def _object_table_unknown(o: Opened, table, oid: int, ndisplay: int) -> None:
     """Objects unknown: the rows are the store's, its object actions are off and say why, a
     row selected lights no vertex up (none is known to be its), a click on a vertex of
     unknown object selects no row."""
-    assert table.status.text() == OBJECTS_UNKNOWN
+    assert table.status.text() == unknown_text(o)
     for button in (table.zoom_button, table.isolate_button, table.export_button):
-        assert not button.isEnabled() and button.toolTip() == OBJECTS_UNKNOWN
+        assert not button.isEnabled() and button.toolTip() == unknown_text(o)
     table.select_ids([oid])
     assert table.selected_ids().tolist() == [oid]
     lit = [lay for lay in o.viewer.layers if SELECTION_META in lay.metadata and lay.visible]
@@ -531,7 +551,7 @@ def cell_zoom_to(o: Opened, qtbot, ndisplay: int) -> None:
     if objects_unknown(o):  # nothing framed: the store does not say where the object is
         camera = (o.viewer.camera.center, o.viewer.camera.zoom)
         assert table.zoom_to() is None
-        assert table.status.text() == OBJECTS_UNKNOWN
+        assert table.status.text() == unknown_text(o)
         assert (o.viewer.camera.center, o.viewer.camera.zoom) == camera
         return
     job = table.zoom_to()
@@ -562,9 +582,9 @@ def cell_isolate(o: Opened, qtbot, ndisplay: int) -> None:
     if objects_unknown(o):  # refused, in this dock and in Pick and isolate
         before = len(o.viewer.layers)
         assert table.isolate() == []
-        assert table.status.text() == OBJECTS_UNKNOWN
+        assert table.status.text() == unknown_text(o)
         pick = o.dock("Pick and isolate")
-        assert pick.isolate(oid) is None and pick.status.text() == OBJECTS_UNKNOWN
+        assert pick.isolate(oid) is None and pick.status.text() == unknown_text(o)
         assert not pick.isolate_button.isEnabled() and not pick.object_id.isEnabled()
         assert len(o.viewer.layers) == before
         return
@@ -606,7 +626,7 @@ def cell_export(o: Opened, qtbot, ndisplay: int, tmp_path: Path) -> None:
         table, tmp_path / "chosen.zarrvectors", ids=np.asarray(chosen), pyramid=False
     )
     if objects_unknown(o):  # some objects of it cannot be told from the others
-        assert job is None and table.status.text() == f"not exported: {OBJECTS_UNKNOWN}"
+        assert job is None and table.status.text() == f"not exported: {unknown_text(o)}"
         assert not (tmp_path / "chosen.zarrvectors").exists()
         return
     qtbot.waitUntil(lambda: job.done, timeout=TIMEOUT)
@@ -685,15 +705,15 @@ def cell_region_box(o: Opened, qtbot, ndisplay: int) -> None:
 def _region_unknown(o: Opened, widget, tool: str) -> None:
     """Objects unknown: no region is drawn (it would select objects by vertices the store
     does not attribute), the tools are off and say why, nothing is selected."""
-    assert widget.status.text() == OBJECTS_UNKNOWN
+    assert widget.status.text() == unknown_text(o)
     for button in (widget.box_button, widget.lasso_button, widget.show_only):
-        assert not button.isEnabled() and button.toolTip() == OBJECTS_UNKNOWN
+        assert not button.isEnabled() and button.toolTip() == unknown_text(o)
     before = len(o.viewer.layers)
     assert widget.draw(tool) is None and len(o.viewer.layers) == before
     outline = np.tile(np.asarray(o.viewer.dims.point, float), (4, 1))
     assert widget.select_region(outline, tool).size == 0
     assert widget.selection.ids.size == 0
-    assert widget.status.text() == OBJECTS_UNKNOWN
+    assert widget.status.text() == unknown_text(o)
     assert drawn_vertices(o) == store_vertices(o)
 
 
@@ -721,6 +741,15 @@ def _expected_default(layer) -> np.ndarray | None:
     return None
 
 
+def _unknown_in_grey(o: Opened, layer, drawn: np.ndarray) -> None:
+    """Vertices of unknown object (a store that does not record them) are drawn in the
+    legends' "object unknown" grey, the known ones not."""
+    unknown = layer_object_ids(layer) == OBJECT_UNKNOWN
+    assert unknown.any() == objects_unknown(o)
+    grey = np.isclose(drawn, MISSING_COLOUR, atol=0.01).all(axis=1)
+    np.testing.assert_array_equal(grey[unknown], True)
+
+
 def cell_colour_default(o: Opened, qtbot, ndisplay: int) -> None:
     widget = o.dock("Colour by")
     bars = install_colour_bars(o.viewer)
@@ -737,8 +766,9 @@ def cell_colour_default(o: Opened, qtbot, ndisplay: int) -> None:
         ids = every[every != OBJECT_UNKNOWN]  # an object the store does not record: no id
         text = widget.legend.text()
         assert f"each of the {len(ids):,} {object_noun(layer)} loaded in its own colour" in text
-        assert (UNKNOWN_SWATCH in text) == objects_unknown(o), text
+        assert (UNKNOWN_ROW in text) == objects_unknown(o), text
         assert str(OBJECT_UNKNOWN) not in text
+        _unknown_in_grey(o, layer, drawn)
         first = ids[:20]  # neighbouring ids get distinct colours
         rows = layer.features["object_id"].to_numpy()
         per_object = {tuple(np.round(drawn[rows == i][0], 2)) for i in first}
@@ -804,6 +834,11 @@ def cell_colour_by(o: Opened, qtbot, ndisplay: int) -> None:
                 assert len({tuple(np.round(c, 3)) for c in spec.colours}) == len(spec.categories)
             luma = drawn[:, :3] @ LUMA
             assert np.percentile(luma, 5) > DARK, (feature, layer.name, np.percentile(luma, 5))
+            if greys_unknown_objects(layer, feature):  # an object-level feature
+                _unknown_in_grey(o, layer, drawn)
+                assert legend.endswith(f"<br>{UNKNOWN_ROW}"), legend
+            else:
+                assert UNKNOWN_ROW not in legend, legend
         if feature.endswith("direction"):
             continue
         if spec.categorical:
@@ -888,8 +923,8 @@ def _pick_unknown(o: Opened, pick, ndisplay: int) -> None:
     hit = pick.pick(position, list(o.viewer.dims.displayed), view)
     assert hit is not None and hit.object_id is None
     info = pick.info.text()
-    assert "<b>Object unknown</b>" in info and OBJECTS_UNKNOWN in info, info
-    assert pick.object_chosen() is None and pick.status.text() == OBJECTS_UNKNOWN
+    assert "<b>Object unknown</b>" in info and html.escape(unknown_text(o)) in info, info
+    assert pick.object_chosen() is None and pick.status.text() == unknown_text(o)
     xyz = np.asarray(hit.position, np.float64)  # a vertex the writer was given
     every = napari_order(o, np.concatenate(list(o.truth.objects.values())))[:, -len(xyz) :]
     assert np.abs(every - xyz).max(axis=1).min() <= o.truth.tolerance, xyz
@@ -1002,7 +1037,7 @@ def cell_save(o: Opened, qtbot, ndisplay: int, tmp_path: Path) -> None:
 def cell_dissect(o: Opened, qtbot, ndisplay: int) -> None:
     widget = o.dock("Dissect")
     if objects_unknown(o):  # no region can count objects by vertices nobody owns
-        assert widget.dissection is None and widget.count_label.text() == OBJECTS_UNKNOWN
+        assert widget.dissection is None and widget.count_label.text() == unknown_text(o)
         assert widget.add_region("box") is None
         assert not any(b.isEnabled() for b in widget.add_buttons.values())
         return

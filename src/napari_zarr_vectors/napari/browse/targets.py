@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 import numpy as np
 
 from napari_zarr_vectors.format.geometry import GeometryType
+from napari_zarr_vectors.format.objects import shared_fragments_cause
 from napari_zarr_vectors.napari.browse.filters import FilterState
 from napari_zarr_vectors.napari.browse.static_filter import (
     LayerSnapshot,
@@ -74,11 +75,9 @@ if TYPE_CHECKING:
 #: whole, a region being drawn or the Dissect regions' outlines, a Dissect bundle).
 NON_DATA_ROLES = ("bounds", "isolated", "selected", "region", "bundle")
 
-#: What object-level actions say on a store whose vertices' objects are not recorded
-#: (:func:`objects_unknown`).
-OBJECTS_UNKNOWN = (
-    "object ids unknown in this store: its Draco chunks hold several objects in one fragment"
-)
+#: How what object-level actions say on a store whose vertices' objects are not recorded
+#: begins (:func:`objects_unknown` says why, after it).
+OBJECTS_UNKNOWN = "object ids unknown in this store"
 
 
 # --------------------------------------------------------------------------------------------
@@ -541,14 +540,17 @@ def object_table(target: BrowseTarget) -> ObjectTable:
 
 
 def objects_unknown(store: GeometryStore) -> str | None:
-    """:data:`OBJECTS_UNKNOWN` when level 0 of ``store`` has vertices whose object the store
-    does not record (a mesh chunk's one fragment named by several objects, as zarr-vectors
-    0.9.2 writes Draco chunks: :func:`~napari_zarr_vectors.format.objects.unattributed_chunks`),
-    else ``None``. Only mesh stores can: the object index of no other is read for it."""
+    """:data:`OBJECTS_UNKNOWN` and why, when level 0 of ``store`` has vertices whose object
+    the store does not record (a mesh chunk's one fragment named by several objects, as
+    zarr-vectors 0.9.2 writes Draco chunks and 0.7 wrote raw ones:
+    :func:`~napari_zarr_vectors.format.objects.shared_fragments_cause`), else ``None``. Only
+    mesh stores can: the object index of no other is read for it."""
     if store.geometry_type != GeometryType.MESH:
         return None
     index = store.object_index(0)
-    return OBJECTS_UNKNOWN if index is not None and index.shared_entries.any() else None
+    if index is None or not index.shared_entries.any():
+        return None
+    return f"{OBJECTS_UNKNOWN}: {shared_fragments_cause(index)}"
 
 
 # --------------------------------------------------------------------------------------------

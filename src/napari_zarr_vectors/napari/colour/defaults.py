@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from napari_zarr_vectors.napari.colour.spec import display_range, golden_hues
+from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
+from napari_zarr_vectors.napari.colour.spec import MISSING_COLOUR, display_range, golden_hues
 from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, OBJECT_ID
 
 #: Store attribute names treated as per-vertex colours when they have 3 or 4 channels.
@@ -100,21 +101,30 @@ ID_HUE_COLORMAP = "zv-object-ids"
 
 def categorical_rgba(ids: np.ndarray) -> np.ndarray:
     """Distinct, stable colours per integer id (golden-ratio hue steps, HSV -> RGB), all
-    at full value: every one stands out on a black canvas."""
-    return golden_hues(ids, offset=_ID_HUE_OFFSET, saturation=_ID_SATURATION)
+    at full value: every one stands out on a black canvas. ``OBJECT_UNKNOWN`` (a vertex
+    whose object the store does not record) is no object's: :data:`.spec.MISSING_COLOUR`."""
+    ids = np.asarray(ids)
+    rgba = golden_hues(ids, offset=_ID_HUE_OFFSET, saturation=_ID_SATURATION)
+    rgba[ids == OBJECT_UNKNOWN] = MISSING_COLOUR
+    return rgba
 
 
 def id_hues(ids: np.ndarray) -> np.ndarray:
     """Per id, the value in [0, 1) that :func:`id_hue_colormap` maps to the id's colour of
-    :func:`categorical_rgba` (a Surface colours vertices through a colormap only)."""
-    keys = np.nan_to_num(np.asarray(ids, dtype=np.float64), nan=0.0)
-    return np.mod(keys * 0.618033988749895 + _ID_HUE_OFFSET, 1.0).astype(np.float32)
+    :func:`categorical_rgba` (a Surface colours vertices through a colormap only); NaN (the
+    colormap's :data:`.spec.MISSING_COLOUR`) for ``OBJECT_UNKNOWN``."""
+    ids = np.asarray(ids)
+    keys = np.nan_to_num(ids.astype(np.float64), nan=0.0)
+    hues = np.mod(keys * 0.618033988749895 + _ID_HUE_OFFSET, 1.0).astype(np.float32)
+    hues[ids == OBJECT_UNKNOWN] = np.nan
+    return hues
 
 
 def id_hue_colormap():
     """The hue ring of :func:`categorical_rgba` as a 256-step colormap over [0, 1]: object
     ids of a Surface drawn in the colours the other layers draw them in, the same whatever
-    ids a load holds (contrast limits 0 .. 1, no per-load range)."""
+    ids a load holds (contrast limits 0 .. 1, no per-load range); NaN (an object unknown:
+    :func:`id_hues`) in :data:`.spec.MISSING_COLOUR`."""
     from napari.utils.colormaps import Colormap
 
     n = 256
@@ -124,6 +134,7 @@ def id_hue_colormap():
         controls=np.linspace(0.0, 1.0, n + 1),
         interpolation="zero",
         name=ID_HUE_COLORMAP,
+        nan_color=MISSING_COLOUR,
     )
 
 

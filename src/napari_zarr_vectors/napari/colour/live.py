@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from napari_zarr_vectors.format.missing import missing_mask
+from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN, missing_mask
 from napari_zarr_vectors.napari._napari_compat import colour_feature, unlink_tracks_colour
 from napari_zarr_vectors.napari.colour.defaults import LIFTED_VIRIDIS, lifted_viridis
 from napari_zarr_vectors.napari.colour.spec import (
@@ -114,6 +114,19 @@ def feature_values(layer: Layer, feature: str) -> np.ndarray:
     if cats is not None and values.dtype.kind in "iu":
         values = np.asarray(cats, dtype=object)[values]
     return values
+
+
+def greys_unknown_objects(layer: Layer | None, feature: str) -> bool:
+    """Whether colouring ``layer`` by ``feature`` draws vertices whose object the store does
+    not record (``OBJECT_UNKNOWN`` object ids) in :data:`MISSING_COLOUR`: the layer has
+    such vertices and ``feature`` is the object id or one of the object's attributes or
+    groups (``object_columns``), of which those vertices have none."""
+    if layer is None or OBJECT_ID not in layer.features:
+        return False
+    object_level = feature == OBJECT_ID or feature in (
+        LayerMeta.from_layer(layer).object_columns or ()
+    )
+    return object_level and bool(np.any(layer.features[OBJECT_ID].to_numpy() == OBJECT_UNKNOWN))
 
 
 def apply_colour(layer: Layer, spec: ColourSpec) -> None:
@@ -271,14 +284,39 @@ def _apply_surface(layer: Layer, spec: ColourSpec) -> None:
         cmap, limits = napari_colormap(spec, codes=True)
         values = index
     else:  # missing values (an object unknown: the int64 marker) in the missing colour
-        cmap, limits = napari_colormap(spec)
-        missing = missing_mask(values)
-        values = values.astype(np.float32)
-        values[missing] = np.nan
+        cmap, limits = _surface_colormap(spec)
+        values = _surface_values(values)
     vertices, faces = layer.data[:2]
     layer.data = (vertices, faces, values)
     layer.colormap = cmap
     layer.contrast_limits = limits
+
+
+def _surface_values(values: np.ndarray) -> np.ndarray:
+    """A Surface's float32 vertex values of numbers, NaN where missing (an object unknown:
+    the int64 marker; a value absent), which :func:`_surface_colormap` draws grey."""
+    out = values.astype(np.float32)
+    out[missing_mask(values)] = np.nan
+    return out
+
+
+def _surface_colormap(spec: ColourSpec) -> tuple[Any, tuple[float, float]]:
+    """:func:`napari_colormap` of ``spec`` for a Surface, with NaN values in
+    :data:`MISSING_COLOUR` (categories' colormaps have it; napari's named ones draw NaN
+    transparent black): vertices of unknown object and objects without the value grey."""
+    from napari.utils.colormaps import Colormap
+
+    cmap, limits = napari_colormap(spec)
+    if spec.categorical:
+        return cmap, limits
+    grey = Colormap(
+        colors=cmap.colors,
+        controls=cmap.controls,
+        interpolation=cmap.interpolation,
+        name=f"{cmap.name} (missing: grey)",
+        nan_color=MISSING_COLOUR,
+    )
+    return grey, limits
 
 
 def _exact_in_float32(values: np.ndarray) -> bool:
@@ -364,12 +402,14 @@ def colour_matches(layer: Layer, spec: ColourSpec) -> bool:
         values = layer.features[spec.feature].to_numpy()
         if values.dtype.kind not in "iufb":
             return False
-        cmap, limits = napari_colormap(spec)
+        cmap, limits = _surface_colormap(spec)
         return (
             layer.colormap.name == cmap.name
             and np.allclose(layer.contrast_limits, limits)
             and len(layer.vertex_values) == len(values)
-            and np.array_equal(np.asarray(layer.vertex_values), values.astype(np.float32))
+            and np.array_equal(
+                np.asarray(layer.vertex_values), _surface_values(values), equal_nan=True
+            )
         )
     return True
 

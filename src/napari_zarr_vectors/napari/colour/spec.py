@@ -43,7 +43,9 @@ CATEGORY_PALETTE = (
     "#7f7f7f",
 )
 
-#: Colour of objects whose value is missing (absent at the level, NaN, ``None``).
+#: Colour of objects whose value is missing (absent at the level, NaN, ``None``), and of
+#: vertices whose object the store does not record (``OBJECT_UNKNOWN``: no object's colour
+#: or value applies), by default and in Colour by of object-level features.
 MISSING_COLOUR = (0.5, 0.5, 0.5, 1.0)
 
 

@@ -40,9 +40,11 @@ from napari_zarr_vectors.napari.colour.live import (
     colour_spec_of,
     colourable_features,
     feature_values,
+    greys_unknown_objects,
     layer_kind,
 )
 from napari_zarr_vectors.napari.colour.spec import (
+    MISSING_COLOUR,
     ColourSpec,
     categorical_colours,
     continuous_colours,
@@ -420,6 +422,7 @@ class ColourByWidget(ZVBrowseWidget):
                 object_noun(layer) if OBJECT_ID in layer.features else _rows_noun(layer),
                 missing_at=missing,
                 several_groups=several,
+                unknown_objects=greys_unknown_objects(layer, spec.feature),
             )
         )
 
@@ -454,8 +457,11 @@ def _hex(rgba: Sequence[float]) -> str:
     return "#{:02x}{:02x}{:02x}".format(*(int(round(255 * c)) for c in rgba[:3]))
 
 
-#: the default legend's swatch of vertices whose object is not recorded (``OBJECT_UNKNOWN``)
+#: the legends' swatch of vertices whose object is not recorded (``OBJECT_UNKNOWN``), in
+#: the colour they are drawn in by default and by object-level features
+#: (:func:`~napari_zarr_vectors.napari.colour.live.greys_unknown_objects`)
 UNKNOWN_SWATCH = "object unknown (several objects share these vertices' chunk fragment)"
+UNKNOWN_ROW = f"<span style='color:{_hex(MISSING_COLOUR)}'>■</span> {UNKNOWN_SWATCH}"
 
 
 def default_legend_html(layer: Layer | None) -> str:
@@ -477,8 +483,7 @@ def default_legend_html(layer: Layer | None) -> str:
     if len(ids) > LEGEND_MAX:
         rows.append(f"… and {len(ids) - LEGEND_MAX:,} more")
     if len(ids) < len(every):  # vertices whose object the store does not record
-        rgba = categorical_rgba(np.array([OBJECT_UNKNOWN]))[0]
-        rows.append(f"<span style='color:{_hex(rgba)}'>■</span> {UNKNOWN_SWATCH}")
+        rows.append(UNKNOWN_ROW)
     return "<br>".join([head, *rows])
 
 
@@ -489,12 +494,15 @@ def legend_html(
     *,
     missing_at: int | None = None,
     several_groups: bool = False,
+    unknown_objects: bool = False,
 ) -> str:
     """A legend: colour swatches and labels (categories) or the range (continuous).
 
     ``missing_at``: the level shown does not store the attribute (the layers are drawn in
     the fallback grey until a level that stores it is shown). ``several_groups``: some
-    objects are in several groups (the legend states the colouring rule)."""
+    objects are in several groups (the legend states the colouring rule).
+    ``unknown_objects``: vertices whose object is not recorded are drawn in the missing
+    grey (:data:`UNKNOWN_ROW` says so)."""
     if missing_at is not None:
         grey = _hex(FALLBACK_COLOUR)
         return (
@@ -504,9 +512,13 @@ def legend_html(
         )
     if spec.feature.endswith(DIRECTION):
         return f"<b>{DIRECTION}</b>: {DIRECTION_LEGEND}"
+    unknown = f"<br>{UNKNOWN_ROW}" if unknown_objects else ""
     if not spec.categorical:
         lo, hi = spec.contrast_limits or (0.0, 1.0)
-        return f"<b>{bar_label(spec.feature)}</b>: {spec.colormap}, {format_value(lo)} … {format_value(hi)}"
+        return (
+            f"<b>{bar_label(spec.feature)}</b>: {spec.colormap}, "
+            f"{format_value(lo)} … {format_value(hi)}{unknown}"
+        )
     entries = spec.legend(counts)
     rows = []
     for label, rgba, n in entries[:LEGEND_MAX]:
@@ -517,4 +529,4 @@ def legend_html(
         rows.append(f"… and {more:,} more")
     if several_groups:
         rows.append(f"<small>{SEVERAL_GROUPS}</small>")
-    return f"<b>{display_name(spec.feature)}</b><br>" + "<br>".join(rows)
+    return f"<b>{display_name(spec.feature)}</b><br>" + "<br>".join(rows) + unknown

@@ -335,7 +335,7 @@ class ObjectTableWidget(ZVBrowseWidget):
             button.setEnabled(unknown is None)
             if unknown is not None:
                 button.setToolTip(unknown)
-        if unknown is not None or self.status.text() == OBJECTS_UNKNOWN:  # (not another's)
+        if unknown is not None or self.status.text().startswith(OBJECTS_UNKNOWN):  # (not another's)
             self.status.setText(unknown or "")
 
     def _objects_unknown(self) -> str | None:

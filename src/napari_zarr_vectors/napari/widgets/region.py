@@ -132,7 +132,7 @@ class SelectionWidget(ZVBrowseWidget):
             w.setEnabled(enabled)
             if unknown is not None:
                 w.setToolTip(unknown)
-        if unknown is not None or self.status.text() == OBJECTS_UNKNOWN:  # (not another's)
+        if unknown is not None or self.status.text().startswith(OBJECTS_UNKNOWN):  # (not another's)
             self.status.setText(unknown or "")
         self._selection_changed()
 
