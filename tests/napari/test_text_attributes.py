@@ -189,3 +189,51 @@ def test_text_and_boolean_attributes_on_every_layer_kind(make_napari_viewer, qtb
             spec = categorical_colours(values, name)
             apply_colour(layer, spec)
             assert_one_colour_per_category(layer, name, spec)
+
+
+def test_text_vertex_attribute_chosen_while_no_rows_are_loaded_is_categorical(
+    make_napari_viewer, qtbot, neurons_text_store
+):
+    """Colour by ``node_type`` chosen while the layers hold no rows (a filter that keeps no
+    object; or a store opened after another, its first load still running): the mode comes
+    from the column's type, not from an empty float array, so the colours stay categories
+    when the rows arrive and the swap re-applies them (a colormap over text raised a
+    TypeError)."""
+    from napari_zarr_vectors.napari.widgets.colour import ColourByWidget
+
+    path, _ = neurons_text_store
+    viewer = make_napari_viewer()
+    c, nodes = opened_3d(viewer, qtbot, path, "Points")
+    edges = next(lyr for lyr in c.layers if type(lyr).__name__ == "Vectors")
+    c.set_object_filter([])
+    settle(qtbot, c)
+    assert len(nodes.features) == 0 and len(edges.features) == 0
+    widget = dock(viewer, ColourByWidget)
+    widget.colour_by("node_type")
+    assert widget.spec is not None and widget.spec.categorical, widget.spec
+    c.set_object_filter(None)
+    settle(qtbot, c)
+    assert len(nodes.features) > 0
+    spec = widget.spec
+    assert spec.categorical and set(spec.categories) == {"root", "slab", "branch", "end"}
+    for layer in (nodes, edges):
+        assert_one_colour_per_category(layer, "node_type", spec)
+    legend = widget.legend.text()
+    for name in ("root", "slab", "branch", "end"):
+        assert name in legend, legend
+
+
+def test_a_colormap_spec_on_a_text_column_draws_its_categories():
+    """A continuous spec recorded for a feature that is text on this layer (a choice made
+    on another store's layers) colours the categories: napari's colormap takes numbers only
+    (it raised a TypeError on the swap that re-applied it)."""
+    import napari
+    from napari_zarr_vectors.napari.colour.spec import ColourSpec
+
+    kinds = np.array(["soma", "axon", "axon", "dendrite"], object)
+    layer = napari.layers.Points(np.zeros((4, 3)), features={"kind": kinds})
+    apply_colour(layer, ColourSpec(feature="kind", colormap="viridis", contrast_limits=(0, 1)))
+    spec = categorical_colours(kinds, "kind")
+    assert spec.categories == ("axon", "dendrite", "soma")
+    assert_one_colour_per_category(layer, "kind", spec)
+    np.testing.assert_allclose(layer.face_color[1], spec.colours[0], atol=1e-6)

@@ -52,6 +52,7 @@ from napari_zarr_vectors.napari.colour.defaults import LIFTED_VIRIDIS, lifted_vi
 from napari_zarr_vectors.napari.colour.spec import (
     MISSING_COLOUR,
     ColourSpec,
+    categorical_colours,
     category_index,
     step_boundaries,
 )
@@ -136,6 +137,11 @@ def apply_colour(layer: Layer, spec: ColourSpec) -> None:
     vectorised."""
     kind = layer_kind(layer)
     missing = spec.feature not in colourable_features(layer)
+    if not (missing or spec.categorical):
+        values = feature_values(layer, spec.feature)
+        if values.dtype.kind not in "iufb":
+            # text has no order for a colormap (napari raises a TypeError): its categories
+            spec = categorical_colours(values, spec.feature)
     meta = meta_of(layer)
     if meta is not None:
         meta["colour"] = spec.to_dict()

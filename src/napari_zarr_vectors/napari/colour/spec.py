@@ -83,6 +83,28 @@ class ColourSpec:
             for c, col, lab in zip(self.categories, self.colours, labels, strict=False)
         ]
 
+    def with_values(self, values: np.ndarray) -> ColourSpec:
+        """This categorical spec with the present values of ``values`` it lacks added as
+        categories after its own, which keep their colours (the palette continues as
+        :func:`categorical_colours` would colour them); itself when it lacks none."""
+        values = np.asarray(values)
+        distinct, _ = unique_counts(values[~missing_mask(values)])
+        known = set(self.categories)
+        new = [c for c in (py_scalar(d) for d in distinct) if c not in known]
+        if not new:
+            return self
+        n = len(self.categories) + len(new)
+        cols = palette(min(n, MAX_CATEGORIES))
+        added = tuple(
+            tuple(map(float, cols[i % len(cols)])) for i in range(len(self.categories), n)
+        )
+        return replace(
+            self,
+            categories=(*self.categories, *new),
+            colours=(*self.colours, *added),
+            labels=(*self.labels, *(format_value(c) for c in new)) if self.labels else (),
+        )
+
     def with_contrast(self, lo: float, hi: float) -> ColourSpec:
         return replace(self, contrast_limits=(float(lo), float(hi)))
 

@@ -336,8 +336,12 @@ class ColourByWidget(ZVBrowseWidget):
                 return values[np.asarray(table.present[name], bool)]
         layers = self.layers() or [self.layer]
         parts = [feature_values(lay, feature) for lay in layers if feature in lay.features]
-        parts = [p for p in parts if len(p)]
-        return np.concatenate(parts) if parts else np.empty(0)
+        filled = [p for p in parts if len(p)]
+        if filled:
+            return np.concatenate(filled)
+        # no rows loaded yet: an empty column of the feature's own type (text stays text, so
+        # its mode is categories, not a colormap napari refuses once the rows arrive)
+        return parts[0][:0] if parts else np.empty(0)
 
     def _auto_mode(self, feature: str, values: np.ndarray) -> str:
         if feature in (OBJECT_ID, GROUP_ID, GROUPS, "track_id"):
@@ -403,6 +407,13 @@ class ColourByWidget(ZVBrowseWidget):
             self._fill_features()
         finally:
             self._updating = False
+        if self.spec is not None and self.spec.categorical:
+            # categories seen only in loaded rows (vertex attributes): values the new rows
+            # bring join the legend in new colours instead of the missing grey
+            wider = self.spec.with_values(self._values(self.spec.feature))
+            if wider is not self.spec:
+                self._apply(wider)
+                return
         if self.spec is not None:
             self._show_legend()
         else:  # e.g. "(default)" reloaded the layers: their default colour_by is back
