@@ -156,9 +156,13 @@ def test_cancel_abandons_a_running_batch():
             except Exception as exc:  # noqa: BLE001 - inspected below
                 outcome.append(exc)
 
+        server.reset_log()
         worker = threading.Thread(target=load)
         worker.start()
-        time.sleep(0.2)
+        started = time.monotonic() + 5
+        while not server.requests and time.monotonic() < started:  # the batch is running
+            time.sleep(0.01)
+        assert server.requests
         t0 = time.monotonic()
         cancel.set()
         worker.join(timeout=5)
