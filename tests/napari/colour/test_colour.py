@@ -247,3 +247,23 @@ def test_colour_by_a_text_attribute_with_one_value_draws_that_colour(
     shot = viewer.screenshot(canvas_only=True)  # draws: vispy took the colormap
     blue = (shot[..., 2].astype(int) - shot[..., 0].astype(int)) > 60
     assert blue.sum() > 1000  # the meshes in the category's blue, not black
+
+
+@pytest.mark.parametrize("kind", ["Points", "Vectors"])
+def test_a_missing_value_by_number_is_drawn_grey_not_invisible(kind):
+    """Colour by a number draws a vertex whose value is missing (NaN: an object unknown or
+    without the value) in the legend's missing grey; napari's named colormaps drew it
+    transparent black, so such vertices vanished from Points and Vectors."""
+    import napari.layers
+
+    from napari_zarr_vectors.napari.colour.live import apply_colour
+    from napari_zarr_vectors.napari.colour.spec import MISSING_COLOUR, ColourSpec
+
+    values = np.array([1.0, np.nan, 3.0, 2.0])
+    data = np.zeros((4, 2, 3)) if kind == "Vectors" else np.zeros((4, 3))
+    layer = getattr(napari.layers, kind)(data, features={"v": values})
+    apply_colour(layer, ColourSpec("v", colormap="viridis", contrast_limits=(1.0, 3.0)))
+    drawn = np.asarray(layer.edge_color if kind == "Vectors" else layer.face_color)
+    np.testing.assert_allclose(drawn[1], MISSING_COLOUR)
+    known = [0, 2, 3]
+    np.testing.assert_allclose(drawn[known], colormap_colours(values[known], "viridis", 1, 3))

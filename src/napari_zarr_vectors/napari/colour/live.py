@@ -223,7 +223,7 @@ def _apply_colour_manager(layer: Layer, prefix: str, spec: ColourSpec) -> None:
         if str(getattr(layer, f"{prefix}_color_mode")).lower().endswith("colormap"):
             setattr(layer, f"{prefix}_color_mode", "cycle")
         return
-    cmap, limits = napari_colormap(spec)
+    cmap, limits = _missing_grey_colormap(spec)
     setattr(layer, f"{prefix}_colormap", cmap)
     setattr(layer, f"{prefix}_contrast_limits", limits)
     setattr(layer, f"{prefix}_color", spec.feature)
@@ -290,7 +290,7 @@ def _apply_surface(layer: Layer, spec: ColourSpec) -> None:
         cmap, limits = napari_colormap(spec, codes=True)
         values = index
     else:  # missing values (an object unknown: the int64 marker) in the missing colour
-        cmap, limits = _surface_colormap(spec)
+        cmap, limits = _missing_grey_colormap(spec)
         values = _surface_values(values)
     vertices, faces = layer.data[:2]
     layer.data = (vertices, faces, values)
@@ -300,16 +300,16 @@ def _apply_surface(layer: Layer, spec: ColourSpec) -> None:
 
 def _surface_values(values: np.ndarray) -> np.ndarray:
     """A Surface's float32 vertex values of numbers, NaN where missing (an object unknown:
-    the int64 marker; a value absent), which :func:`_surface_colormap` draws grey."""
+    the int64 marker; a value absent), which :func:`_missing_grey_colormap` draws grey."""
     out = values.astype(np.float32)
     out[missing_mask(values)] = np.nan
     return out
 
 
-def _surface_colormap(spec: ColourSpec) -> tuple[Any, tuple[float, float]]:
-    """:func:`napari_colormap` of ``spec`` for a Surface, with NaN values in
-    :data:`MISSING_COLOUR` (categories' colormaps have it; napari's named ones draw NaN
-    transparent black): vertices of unknown object and objects without the value grey."""
+def _missing_grey_colormap(spec: ColourSpec) -> tuple[Any, tuple[float, float]]:
+    """:func:`napari_colormap` of ``spec`` with NaN values in :data:`MISSING_COLOUR`
+    (categories' colormaps have it; napari's named ones draw NaN transparent black):
+    vertices of unknown object and objects without the value grey, not invisible."""
     from napari.utils.colormaps import Colormap
 
     cmap, limits = napari_colormap(spec)
@@ -395,7 +395,7 @@ def colour_matches(layer: Layer, spec: ColourSpec) -> bool:
             return spec.categorical
         if not mode.endswith("colormap"):
             return False
-        cmap, limits = napari_colormap(spec)
+        cmap, limits = _missing_grey_colormap(spec)
         current = getattr(layer, f"{prefix}_colormap")
         got = getattr(layer, f"{prefix}_contrast_limits")
         return current.name == cmap.name and got is not None and np.allclose(got, limits)
@@ -408,7 +408,7 @@ def colour_matches(layer: Layer, spec: ColourSpec) -> bool:
         values = layer.features[spec.feature].to_numpy()
         if values.dtype.kind not in "iufb":
             return False
-        cmap, limits = _surface_colormap(spec)
+        cmap, limits = _missing_grey_colormap(spec)
         return (
             layer.colormap.name == cmap.name
             and np.allclose(layer.contrast_limits, limits)
