@@ -12,12 +12,20 @@ import pytest
 
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format import pyramid
-from napari_zarr_vectors.format.chunks import ChunkTable, LoadedChunks
+from napari_zarr_vectors.format.chunks import ChunkTable
 from napari_zarr_vectors.format.errors import ZVCancelledError
 from napari_zarr_vectors.format.layout import LinkSet
 from napari_zarr_vectors.jobs import qa_report
 from napari_zarr_vectors.jobs.blocks import plan_blocks, read_block, references
-from napari_zarr_vectors.jobs.qa import Grid, LevelPartial, RowCounts, _ownership, coverage
+from napari_zarr_vectors.jobs.qa import (
+    BlockFragments,
+    Grid,
+    LevelPartial,
+    RowCounts,
+    _fragment_ownership,
+    _ownership,
+    coverage,
+)
 
 FIXTURES = [
     "v07/streamlines",
@@ -183,11 +191,10 @@ def test_coverage_counts_neighbouring_cells_and_nothing_else():
 
 @pytest.mark.parametrize("by_rows", [False, True])
 @pytest.mark.parametrize("name", FIXTURES)
-def test_ownership_from_fragments_equals_the_rows_the_manifests_name(
-    data_dir, name, by_rows, monkeypatch
-):
-    if by_rows:  # (the fixtures' fragments are disjoint ranges: the way by rows, forced)
-        monkeypatch.setattr(LoadedChunks, "disjoint_ranges", property(lambda self: False))
+def test_ownership_from_fragments_equals_the_rows_the_manifests_name(data_dir, name, by_rows):
+    """The ownership the level's index task finds from the fragments a block sent equals
+    the one from the rows the manifests name (and the way by rows, of fragments that are
+    not disjoint ranges, too)."""
     store = nzv.open_store(data_dir / f"{name}.zarrvectors")
     grid = Grid.of(store)
     for lv in (lv.index for lv in store.levels):
@@ -197,7 +204,12 @@ def test_ownership_from_fragments_equals_the_rows_the_manifests_name(
         for chunks in plan_blocks(store, lv, 2):
             loaded = read_block(store, lv, chunks).loaded
             part = LevelPartial(lv, store.ndim, grid.shape)
-            _ownership(part, loaded, index)
+            if by_rows:
+                _ownership(part, loaded, index)
+            else:
+                fragments = BlockFragments.of(loaded)
+                assert fragments is not None  # (the fixtures' fragments are disjoint ranges)
+                _fragment_ownership(part, fragments, index)
             refs = references(loaded, index)
             covered = np.zeros(loaded.n_rows, bool)
             covered[refs.rows] = True

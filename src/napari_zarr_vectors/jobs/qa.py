@@ -2,11 +2,12 @@
 
 :func:`qa_report` runs one task per chunk block of every level (:mod:`.blocks`) and merges
 their :class:`LevelPartial` results exactly, in two passes: the first decodes every chunk
-once (counts, extremes, images, manifests, and each chunk's row count), the second reads
-the cross-level links of each block and resolves them against those row counts
-(:class:`RowCounts`), decoding no vertex again; the facts that need no chunk (level metadata,
-object indexes, object attributes) come from :mod:`napari_zarr_vectors.format.pyramid` and
-the store. The result (:class:`QAResult`) holds per level:
+once (counts, extremes, images, each chunk's row count and fragments), the second decodes
+each level's object index once (its facts and the ownership of every block's vertices,
+from the fragments the first pass sent) and reads the cross-level links of each block,
+resolving them against those row counts (:class:`RowCounts`), decoding no vertex again;
+the facts that need no chunk (level metadata, object indexes, object attributes) come from
+:mod:`napari_zarr_vectors.format.pyramid` and the store. The result (:class:`QAResult`) holds per level:
 
 * vertex, object, chunk and link counts, the data's extremes;
 * a projection image (vertices per pixel over the two widest space axes, one fixed grid for
@@ -22,6 +23,7 @@ and one :class:`Check` per question with a verdict (``pass``, ``warn``, ``fail``
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
@@ -122,6 +124,9 @@ class LevelPartial:
     failures: list[ChunkFailure] = field(default_factory=list)
     #: ``(chunks, rows)`` of the chunks read, one pair per merged block (see :meth:`rows`)
     chunk_rows: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    #: the fragments of the blocks whose ownership the level's index task finds, one per
+    #: merged block (blocks of other fragments found theirs themselves)
+    fragments: list[BlockFragments] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.lo is None:
@@ -174,6 +179,7 @@ class LevelPartial:
         self.empty_references += other.empty_references
         self.bad_vertex_chunks = sorted({*self.bad_vertex_chunks, *other.bad_vertex_chunks})
         self.chunk_rows.extend(other.chunk_rows)
+        self.fragments.extend(other.fragments)
         self.merge_links(other)
 
 
@@ -197,6 +203,30 @@ class RowCounts(NamedTuple):
 
 
 @dataclass
+class BlockFragments:
+    """The fragments of one block's chunks, what the ownership of its vertices needs of
+    them when every fragment is a range and no two share a row (what writers emit): the
+    chunks (``(C, key_ndim)``), their fragment counts and each fragment's rows, chunk by
+    chunk (small integers: a task's result and the level task's input)."""
+
+    chunks: np.ndarray
+    nfrag: np.ndarray
+    counts: np.ndarray
+    rows: int
+
+    @classmethod
+    def of(cls, loaded: LoadedChunks) -> BlockFragments | None:
+        """``loaded``'s fragments, ``None`` unless they are disjoint ranges."""
+        ranges = loaded.fragment_ranges() if loaded.disjoint_ranges else None
+        if ranges is None:
+            return None
+        nfrag = np.array([c.fragments.num_fragments for c in loaded.chunks], np.int32)
+        counts = ranges[1]
+        small = np.uint16 if not len(counts) or int(counts.max()) < 2**16 else counts.dtype
+        return cls(loaded.table.chunks, nfrag, counts.astype(small), loaded.n_rows)
+
+
+@dataclass
 class IndexFacts:
     """What the report needs of one level's object index, from the task that decoded it
     (not decoded again where the job was started): ``None`` fields without an index."""
@@ -213,20 +243,27 @@ class IndexFacts:
     failures: list[ChunkFailure] = field(default_factory=list)
 
 
-def index_facts(store: Any, level: int, chunks: Any = None) -> IndexFacts:
+def index_facts(
+    store: Any, level: int, chunks: Any = None, *, fragments: Sequence[BlockFragments] = ()
+) -> tuple[IndexFacts, LevelPartial]:
     """The task that decodes a level's object index for the report (``chunks``: unused,
-    the whole level)."""
+    the whole level), and finds the ownership of the vertices of the blocks that sent
+    their ``fragments`` (each worker of a cluster decoded every level's index for that
+    before: the index is decoded once per level, where this task runs)."""
     out = IndexFacts(level)
+    owned = LevelPartial(level, store.ndim, (0, 0))
     index = _object_index(store, level, out.failures)
     if index is None:
-        return out
+        return out, owned
+    for block in fragments:
+        _fragment_ownership(owned, block, index)
     out.ids, out.kept = index.ids, int(np.count_nonzero(index.present))
     out.present = _sorted_unique(index.ids[index.present])
     if len(index.chunks):
         listed = np.asarray(store.chunks(level), np.int64)
         named, _ = index.entries_by_chunk(listed.reshape(-1, store.level(level).key_ndim))
         out.unlisted = len(index.chunks) - len(named)
-    return out
+    return out, owned
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -256,9 +293,13 @@ def qa_block(store: Any, level: int, chunks: np.ndarray, *, grid: Grid) -> Level
     out.vertices = loaded.n_rows
     if loaded.n_rows:
         _vertex_statistics(out, loaded, store.bounds, grid)
-        index = store.object_index(level)
-        if index is not None:
-            _ownership(out, loaded, index)
+        fragments = BlockFragments.of(loaded)
+        if fragments is not None:
+            out.fragments = [fragments]
+        else:  # fragments that share rows or are row lists: their rows, here
+            index = _object_index(store, level, [])  # (a broken index: its task says so)
+            if index is not None:
+                _ownership(out, loaded, index)
     if len(loaded.chunks):
         out.chunk_rows = [(loaded.table.chunks, np.diff(loaded.start))]
     return out
@@ -311,31 +352,45 @@ def _vertex_statistics(out: LevelPartial, loaded: LoadedChunks, bounds: Any, gri
 
 def _ownership(out: LevelPartial, loaded: LoadedChunks, index: Any) -> None:
     """The objects with a vertex in the block (rows of ``index``), its vertices no manifest
-    names and the manifest entries naming an empty or missing fragment. When every fragment
-    is a range and no two share a row (what writers emit), from the fragments the entries
-    name (marked once each), not from their rows."""
+    names and the manifest entries naming an empty or missing fragment, from the rows of
+    the fragments the entries name (fragments that are not disjoint ranges)."""
     entries, at = index.entries_by_chunk(loaded.table.chunks)
     if not len(entries):
-        out.unowned_vertices = loaded.n_rows
+        out.unowned_vertices += loaded.n_rows
         return
-    ranges = loaded.fragment_ranges() if loaded.disjoint_ranges else None
-    gf = None if ranges is None else loaded.global_fragments(at, index.frags[entries])
-    if ranges is not None and gf is not None:
-        valid = gf >= 0
-        counts = np.zeros(len(gf), np.int64)
-        counts[valid] = ranges[1][gf[valid]]
-        named = np.zeros(len(ranges[1]), bool)
-        named[gf[valid]] = True
-        covered = int(ranges[1][named].sum(dtype=np.int64))
-    else:
-        rows, counts = loaded.fragment_rows(at, index.frags[entries])
-        mask = np.zeros(loaded.n_rows, bool)
-        mask[rows] = True
-        covered = int(np.count_nonzero(mask))
+    rows, counts = loaded.fragment_rows(at, index.frags[entries])
+    mask = np.zeros(loaded.n_rows, bool)
+    mask[rows] = True
+    _owned(out, index, entries, counts, loaded.n_rows - int(np.count_nonzero(mask)))
+
+
+def _fragment_ownership(out: LevelPartial, block: BlockFragments, index: Any) -> None:
+    """:func:`_ownership` of a block whose fragments are disjoint ranges, from the
+    fragments the entries name (marked once each), not from their rows."""
+    entries, at = index.entries_by_chunk(block.chunks)
+    if not len(entries):
+        out.unowned_vertices += block.rows
+        return
+    base = np.concatenate([[0], np.cumsum(block.nfrag, dtype=np.int64)])
+    frags = np.asarray(index.frags[entries], np.int64)
+    valid = (frags >= 0) & (frags < block.nfrag[at])
+    gf = base[at][valid] + frags[valid]
+    counts = np.zeros(len(entries), np.int64)
+    counts[valid] = block.counts[gf]
+    named = np.zeros(len(block.counts), bool)
+    named[gf] = True
+    covered = int(block.counts[named].sum(dtype=np.int64))
+    _owned(out, index, entries, counts, block.rows - covered)
+
+
+def _owned(out: LevelPartial, index: Any, entries: np.ndarray, counts: np.ndarray, unowned: int):
+    """Add to ``out`` what the manifest ``entries`` (their fragments' rows: ``counts``) say
+    of a block: the objects with a vertex in it, its ``unowned`` vertices and the entries
+    naming an empty or missing fragment."""
     object_rows = index.rows_of_entries(entries[counts > 0])
-    out.seen_rows = [_distinct(object_rows, index.num_objects)]
-    out.unowned_vertices = loaded.n_rows - covered
-    out.empty_references = int(np.count_nonzero(counts == 0))
+    out.seen_rows.append(_distinct(object_rows, index.num_objects))
+    out.unowned_vertices += unowned
+    out.empty_references += int(np.count_nonzero(counts == 0))
 
 
 def links_block(
@@ -502,30 +557,38 @@ def qa_report(
         progress=progress,
         num_workers=num_workers,
     )
-    # first pass: every chunk decoded once; second: the links checked against row counts
-    facts = {lv: IndexFacts(lv) for lv in levels}
-
-    def merge(part: LevelPartial | IndexFacts) -> None:
-        if isinstance(part, IndexFacts):
-            facts[part.level] = part
-        else:
-            partials[part.level].merge(part)
-
-    # the indexes first: each decoded once where its task runs, early, beside the blocks
+    # first pass: every chunk decoded once; second: each level's object index decoded once
+    # (with the ownership of the blocks' fragments) beside the links, checked against the
+    # first pass's row counts
     failures = run(
-        [Task(index_facts, lv, None, name="object_index") for lv in levels]
-        + [
+        [
             Task(qa_block, lv, b, {"grid": grid}, name=_block_name(b))
             for lv in levels
             for b in blocks[lv]
         ],
-        merge,
+        lambda part: partials[part.level].merge(part),
         text=f"QA of {store.name}: reading {len(levels)} level(s)",
     )
     rows = {lv: part.rows() for lv, part in partials.items()}
     linked = [lv for lv in levels if deltas[lv]]
+    facts = {lv: IndexFacts(lv) for lv in levels}
+
+    def merge(part: LinksPartial | tuple[IndexFacts, LevelPartial]) -> None:
+        if isinstance(part, LinksPartial):
+            partials[part.level].merge_links(part)
+        else:
+            facts[part[0].level] = part[0]
+            partials[part[0].level].merge(part[1])
+
+    index_tasks = [
+        Task(index_facts, lv, None, {"fragments": partials[lv].fragments}, name="object_index")
+        for lv in sorted(levels, key=lambda lv: -partials[lv].vertices)  # the longest first
+    ]
+    for part in partials.values():
+        part.fragments = []  # (held by the tasks until they are sent)
     failures += run(
-        [
+        index_tasks
+        + [
             Task(
                 links_block,
                 lv,
@@ -536,9 +599,11 @@ def qa_report(
             for lv in linked
             for b in blocks[lv]
         ],
-        lambda part: partials[part.level].merge_links(part),
-        text=f"QA of {store.name}: checking the links of {len(linked)} level(s)",
+        merge,
+        text=f"QA of {store.name}: checking the object indexes and the links of "
+        f"{len(levels)} level(s)",
     )
+    del index_tasks
     for part in partials.values():
         failures.extend(part.failures)
     for fact in facts.values():
