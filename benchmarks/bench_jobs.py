@@ -23,8 +23,9 @@ Measurements:
   reading every level once": ``Store.read`` of each level; the other two are a floor);
 * **QA, LocalCluster of 1 and 2 workers** (one-thread worker processes, started before the
   clock and given as a ``Client``): the speed-up of 2 workers over 1 (target >= 1.6 on this
-  2-core machine) and each worker's peak RSS after its job, beside the store's level-0 data
-  (target: bounded by the chunk block, not the store).
+  2-core machine) and each worker's peak RSS after its job, beside its RSS before the job
+  (started, the job's modules loaded) and the store's level-0 data (target: bounded by the
+  chunk block, not the store).
 
 Results: ``benchmarks/results/bench_jobs.json`` and a table on stdout. On a machine shared
 with other work the seconds move; the ratios are measured side by side.
@@ -120,10 +121,20 @@ def on_cluster(path: Path, n_workers: int) -> dict:
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
-        client.run(lambda: None)  # every worker up before the clock
+        client.run(_import_job)  # every worker up, the job's modules loaded, before the clock
+        idle = client.run(_peak_rss_mb)
         seconds, result = timed(qa, path, client)
         rss = client.run(_peak_rss_mb)
-    return {"seconds": seconds, "result": result, "worker_peak_rss_mb": sorted(rss.values())}
+    return {
+        "seconds": seconds,
+        "result": result,
+        "worker_peak_rss_mb": sorted(rss.values()),
+        "worker_idle_rss_mb": sorted(idle.values()),
+    }
+
+
+def _import_job() -> None:
+    import napari_zarr_vectors.jobs.qa  # noqa: F401
 
 
 def main() -> int:
@@ -168,6 +179,10 @@ def main() -> int:
             "1_worker": [round(v) for v in one["worker_peak_rss_mb"]],
             "2_workers": [round(v) for v in two["worker_peak_rss_mb"]],
         },
+        "worker_idle_rss_mb": {
+            "1_worker": [round(v) for v in one["worker_idle_rss_mb"]],
+            "2_workers": [round(v) for v in two["worker_idle_rss_mb"]],
+        },
         "verdict": threads.verdict,
         "targets": TARGETS,
     }
@@ -206,7 +221,12 @@ def table(out: dict) -> str:
     ]
     lines += [f"{a:34s} {b:8.2f} {c:>7s}  {d}" for a, b, c, d in rows]
     rss = out["worker_peak_rss_mb"]
+    idle = out["worker_idle_rss_mb"]
     lines.append(f"worker peak RSS (MB): 1 worker {rss['1_worker']}, 2 workers {rss['2_workers']}")
+    lines.append(
+        f"  before the job (started, modules loaded): 1 worker {idle['1_worker']}, "
+        f"2 workers {idle['2_workers']}"
+    )
     return "\n".join(lines)
 
 

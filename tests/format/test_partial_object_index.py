@@ -66,3 +66,25 @@ def test_a_large_selection_decodes_the_full_index_once() -> None:
     store.read(0, object_ids=ids)  # every object: more than 1/PARTIAL_INDEX_SHARE
     assert store.object_index(0) is store._objects._index[0]  # noqa: SLF001
     assert 0 not in store._objects._rows  # noqa: SLF001 - the ids and raw table are released
+
+
+@pytest.mark.parametrize(("gen", "name"), CASES)
+def test_index_parts_decode_what_the_full_index_holds(gen, name) -> None:
+    """The parts a whole-store job decodes one by one (``object_index_part`` of the ranges
+    ``object_index_parts`` gives) hold the full index's rows, ids and entries, in order; a
+    0.9 index (manifests in chunks of rows) is cut, a 0.7 one is one part."""
+    path = DATA / gen / f"{name}.zarrvectors"
+    full = nzv.open_store(path).object_index(0)
+    store = nzv.open_store(path)
+    parts = store.object_index_parts(0, 2)
+    assert parts[0][0] == 0 and parts[-1][1] == full.num_objects
+    assert all(a[1] == b[0] for a, b in zip(parts[:-1], parts[1:], strict=True))
+    assert (len(parts) > 1) == (gen == "v09" and full.num_objects > 2)
+    decoded = [store.object_index_part(0, a, b) for a, b in parts]
+    np.testing.assert_array_equal(np.concatenate([p.ids for p in decoded]), full.ids)
+    np.testing.assert_array_equal(np.concatenate([p.chunks for p in decoded]), full.chunks)
+    np.testing.assert_array_equal(np.concatenate([p.frags for p in decoded]), full.frags)
+    for (a, b), p in zip(parts, decoded, strict=True):
+        np.testing.assert_array_equal(p.offsets + full.offsets[a], full.offsets[a : b + 1])
+        sliced = full.part(a, b)
+        np.testing.assert_array_equal(sliced.offsets, p.offsets)

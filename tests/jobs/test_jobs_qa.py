@@ -15,6 +15,7 @@ from napari_zarr_vectors.format import pyramid
 from napari_zarr_vectors.format.chunks import ChunkTable
 from napari_zarr_vectors.format.errors import ZVCancelledError
 from napari_zarr_vectors.format.layout import LinkSet
+from napari_zarr_vectors.jobs import qa as qa_module
 from napari_zarr_vectors.jobs import qa_report
 from napari_zarr_vectors.jobs.blocks import plan_blocks, read_block, references
 from napari_zarr_vectors.jobs.qa import (
@@ -60,9 +61,12 @@ def _read_truth(store, level):
 
 
 @pytest.mark.parametrize("name", FIXTURES)
-def test_threads_in_small_blocks_equal_the_serial_run(data_dir, name):
+def test_threads_in_small_blocks_equal_the_serial_run(data_dir, name, monkeypatch):
+    """Threads, in blocks of one and three chunks and with the object indexes decoded two
+    rows a task (where the layout reads manifests by rows), give the serial run's report."""
     store = nzv.open_store(data_dir / f"{name}.zarrvectors")
     serial = qa_report(store, scheduler="sync", block_chunks=100_000)
+    monkeypatch.setattr(qa_module, "INDEX_PART_ROWS", 2)
     _same(qa_report(store, block_chunks=1), serial)
     _same(qa_report(store, block_chunks=3, num_workers=2), serial)
 
@@ -206,10 +210,14 @@ def test_ownership_from_fragments_equals_the_rows_the_manifests_name(data_dir, n
             part = LevelPartial(lv, store.ndim, grid.shape)
             if by_rows:
                 _ownership(part, loaded, index)
-            else:
+            else:  # the index in three parts, as the level's tasks decode it
                 fragments = BlockFragments.of(loaded)
                 assert fragments is not None  # (the fixtures' fragments are disjoint ranges)
-                _fragment_ownership(part, fragments, index)
+                cuts = np.linspace(0, index.num_objects, 4).astype(int)
+                for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+                    _fragment_ownership(part, fragments, index.part(a, b), a)
+                part.unowned_vertices = fragments.unnamed_rows(part.named_fragments)
+                part.seen_rows = [np.concatenate(part.seen_rows)]
             refs = references(loaded, index)
             covered = np.zeros(loaded.n_rows, bool)
             covered[refs.rows] = True
@@ -272,7 +280,8 @@ def test_an_object_index_that_does_not_read_is_a_failure_of_its_level(data_copy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = qa_report(nzv.open_store(path))
-    assert "object_index" in {f.chunk for f in result.failures if f.level == 0}
+    # (named by the rows of the task that read it: here, every row)
+    assert "object_index rows 0:12" in {f.chunk for f in result.failures if f.level == 0}
     base = result.levels[0]
     assert base["objects_with_vertices"] is None and base["unowned_vertices"] is None
     assert base["objects_total"] == 0

@@ -182,6 +182,12 @@ class CompositeGeometryStore:
     def object_index(self, level: int = 0, strict: bool = False) -> None:
         return None
 
+    def object_index_parts(self, level: int, rows_per_part: int) -> list[tuple[int, int]]:
+        return []
+
+    def object_index_part(self, level: int, start: int, stop: int, strict: bool = False) -> None:
+        return None
+
     def object_ids(self, level: int = 0) -> np.ndarray:
         return np.empty(0, np.int64)
 

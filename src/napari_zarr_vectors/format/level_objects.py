@@ -86,6 +86,44 @@ class LevelObjects:
                 )
             return self._index[level]
 
+    def index_parts(self, level: int, rows_per_part: int) -> list[tuple[int, int]]:
+        """The level's index rows cut into ``(start, stop)`` parts of about
+        ``rows_per_part`` rows, whole chunks of stored manifests each (no chunk is read by
+        two parts), decodable alone (:meth:`index_part`); one part when the layout stores
+        the manifests whole (a part would read them all) or the full index is decoded
+        already; none without an index."""
+        found = self.ids_only(level)
+        if found is None:
+            return []
+        n = len(found.ids)
+        if isinstance(found, ObjectRows):
+            per = max(found.chunk_rows, 1)
+            step = per * max(round(rows_per_part / per), 1)
+        else:
+            step = n
+        return [(a, min(a + step, n)) for a in range(0, n, max(step, 1))] or [(0, 0)]
+
+    def index_part(
+        self, level: int, start: int, stop: int, strict: bool = False
+    ) -> ObjectIndex | None:
+        """The object index of rows ``start:stop`` of the level's index (row 0 of it is
+        row ``start``): only their manifests decoded where the layout stores them in chunks
+        of rows, else a part of the full index (:meth:`index`)."""
+        found = self.ids_only(level)
+        if found is None:
+            return None
+        if not isinstance(found, ObjectRows):
+            index = self.index(level, strict)
+            return None if index is None else index.part(start, stop)
+        where = {"store": self.path, "level": level}
+        return decode_object_index(
+            found.manifests(np.arange(start, stop, dtype=np.int64)),
+            self.level(level).key_ndim,
+            where,
+            strict,
+            *self._sharing(level),
+        )
+
     def _sharing(self, level: int) -> tuple[FragmentSharing, bool]:
         """Which fragments the level's objects may share (:data:`.objects.FragmentSharing`)
         and, where they may name a chunk's fragment whole, whether the level is

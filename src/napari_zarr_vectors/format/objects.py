@@ -61,6 +61,18 @@ class ObjectIndex:
         wanted = np.unique(np.asarray(object_ids, dtype=np.int64))
         return np.flatnonzero(np.isin(self.ids, wanted))
 
+    def part(self, start: int, stop: int) -> ObjectIndex:
+        """The index of object rows ``start:stop`` alone (its row 0 is row ``start``)."""
+        lo, hi = int(self.offsets[start]), int(self.offsets[stop])
+        return ObjectIndex(
+            self.ids[start:stop],
+            self.offsets[start : stop + 1] - lo,
+            self.chunks[lo:hi],
+            self.frags[lo:hi],
+            self.whole_chunk,
+            self.draco,
+        )
+
     def entries_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """Entry indices of the given object rows, object by object, in manifest order."""
         rows = np.asarray(rows, dtype=np.int64)

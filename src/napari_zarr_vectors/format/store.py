@@ -136,6 +136,19 @@ class Store(StoreMetadata):
         """Decoded manifests of a level (cached), or ``None`` when it has no objects."""
         return self._objects.index(level, strict)
 
+    def object_index_parts(self, level: int, rows_per_part: int) -> list[tuple[int, int]]:
+        """The level's object index cut into ``(start, stop)`` row ranges of about
+        ``rows_per_part`` rows that :meth:`object_index_part` decodes alone (one range when
+        the layout stores the manifests whole; none without an index)."""
+        return self._objects.index_parts(level, rows_per_part)
+
+    def object_index_part(
+        self, level: int, start: int, stop: int, strict: bool = False
+    ) -> ObjectIndex | None:
+        """The object index of rows ``start:stop`` of the level's index alone (not cached:
+        a whole-store job's task decodes a part, not the level)."""
+        return self._objects.index_part(level, start, stop, strict)
+
     def object_ids(self, level: int = 0) -> np.ndarray:
         """Ids of every object of the level's object index (empty when none)."""
         return self._objects.ids(level)

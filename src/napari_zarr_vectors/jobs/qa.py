@@ -45,6 +45,9 @@ HISTOGRAM_BINS = 20
 COVERAGE_MIN = 0.95
 #: ids listed per problem in the report (the counts are exact)
 MAX_EXAMPLES = 20
+#: object index rows one task of the QA job decodes (where the layout stores the
+#: manifests in chunks of rows): a task's memory is its part's manifests, not the level's
+INDEX_PART_ROWS = 20_000
 
 
 @dataclass(frozen=True)
@@ -124,9 +127,12 @@ class LevelPartial:
     failures: list[ChunkFailure] = field(default_factory=list)
     #: ``(chunks, rows)`` of the chunks read, one pair per merged block (see :meth:`rows`)
     chunk_rows: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
-    #: the fragments of the blocks whose ownership the level's index task finds, one per
+    #: the fragments of the blocks whose ownership the level's index tasks find, one per
     #: merged block (blocks of other fragments found theirs themselves)
     fragments: list[BlockFragments] = field(default_factory=list)
+    #: the fragments (of the level's :meth:`BlockFragments.joined`) some manifest entry
+    #: names, one array per merged index part
+    named_fragments: list[np.ndarray] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.lo is None:
@@ -180,6 +186,7 @@ class LevelPartial:
         self.bad_vertex_chunks = sorted({*self.bad_vertex_chunks, *other.bad_vertex_chunks})
         self.chunk_rows.extend(other.chunk_rows)
         self.fragments.extend(other.fragments)
+        self.named_fragments.extend(other.named_fragments)
         self.merge_links(other)
 
 
@@ -225,13 +232,36 @@ class BlockFragments:
         small = np.uint16 if not len(counts) or int(counts.max()) < 2**16 else counts.dtype
         return cls(loaded.table.chunks, nfrag, counts.astype(small), loaded.n_rows)
 
+    @classmethod
+    def joined(cls, blocks: Sequence[BlockFragments]) -> BlockFragments | None:
+        """The fragments of ``blocks`` as one block's (``None`` without any)."""
+        if not blocks:
+            return None
+        return cls(
+            np.concatenate([b.chunks for b in blocks]),
+            np.concatenate([b.nfrag for b in blocks]),
+            np.concatenate([b.counts for b in blocks]),
+            sum(b.rows for b in blocks),
+        )
+
+    def unnamed_rows(self, named: Sequence[np.ndarray]) -> int:
+        """The rows of the fragments no manifest entry names (``named``: the fragments
+        named, as :func:`_fragment_ownership` finds them, part by part)."""
+        mask = np.zeros(len(self.counts), bool)
+        for part in named:
+            mask[part] = True
+        return self.rows - int(self.counts[mask].sum(dtype=np.int64))
+
 
 @dataclass
 class IndexFacts:
-    """What the report needs of one level's object index, from the task that decoded it
+    """What the report needs of one level's object index (or of the part of its rows
+    from ``start`` that a task decoded: :meth:`merged`), from the tasks that decoded it
     (not decoded again where the job was started): ``None`` fields without an index."""
 
     level: int
+    #: the first index row of the part
+    start: int = 0
     #: the id of every index row
     ids: np.ndarray | None = None
     #: the ids (sorted, unique) of the objects with a non-empty manifest
@@ -242,21 +272,45 @@ class IndexFacts:
     unlisted: int = 0
     failures: list[ChunkFailure] = field(default_factory=list)
 
+    @classmethod
+    def merged(cls, level: int, parts: Sequence[IndexFacts]) -> IndexFacts:
+        """The facts of the level's index from those of its parts (in any order)."""
+        parts = sorted(parts, key=lambda p: p.start)
+        out = cls(level, failures=[f for p in parts for f in p.failures])
+        if not parts or any(p.ids is None for p in parts):
+            return out
+        out.ids = np.concatenate([cast(np.ndarray, p.ids) for p in parts])
+        out.present = _sorted_unique(np.concatenate([cast(np.ndarray, p.present) for p in parts]))
+        out.kept = sum(p.kept for p in parts)
+        out.unlisted = sum(p.unlisted for p in parts)
+        return out
+
 
 def index_facts(
-    store: Any, level: int, chunks: Any = None, *, fragments: Sequence[BlockFragments] = ()
+    store: Any,
+    level: int,
+    chunks: Any = None,
+    *,
+    rows: tuple[int, int] | None = None,
+    fragments: BlockFragments | None = None,
 ) -> tuple[IndexFacts, LevelPartial]:
-    """The task that decodes a level's object index for the report (``chunks``: unused,
-    the whole level), and finds the ownership of the vertices of the blocks that sent
-    their ``fragments`` (each worker of a cluster decoded every level's index for that
-    before: the index is decoded once per level, where this task runs)."""
-    out = IndexFacts(level)
+    """A task of the second pass: the facts of rows ``rows`` (``(start, stop)``; ``None``:
+    every row) of a level's object index for the report (``chunks``: unused), and the
+    ownership of the vertices of the blocks whose ``fragments`` (joined) the first pass
+    sent. The level's index is decoded once, part by part where the tasks run
+    (:meth:`~napari_zarr_vectors.format.store.Store.object_index_part`): a task holds its
+    part's manifests, not the level's."""
+    start = 0 if rows is None else rows[0]
+    out = IndexFacts(level, start)
     owned = LevelPartial(level, store.ndim, (0, 0))
-    index = _object_index(store, level, out.failures)
+    if rows is None:
+        index = _object_index(store, level, out.failures)
+    else:
+        index = _object_index_part(store, level, rows, out.failures)
     if index is None:
         return out, owned
-    for block in fragments:
-        _fragment_ownership(owned, block, index)
+    if fragments is not None:
+        _fragment_ownership(owned, fragments, index, start)
     out.ids, out.kept = index.ids, int(np.count_nonzero(index.present))
     out.present = _sorted_unique(index.ids[index.present])
     if len(index.chunks):
@@ -361,35 +415,36 @@ def _ownership(out: LevelPartial, loaded: LoadedChunks, index: Any) -> None:
     rows, counts = loaded.fragment_rows(at, index.frags[entries])
     mask = np.zeros(loaded.n_rows, bool)
     mask[rows] = True
-    _owned(out, index, entries, counts, loaded.n_rows - int(np.count_nonzero(mask)))
+    out.unowned_vertices += loaded.n_rows - int(np.count_nonzero(mask))
+    _owned(out, index, entries, counts)
 
 
-def _fragment_ownership(out: LevelPartial, block: BlockFragments, index: Any) -> None:
-    """:func:`_ownership` of a block whose fragments are disjoint ranges, from the
-    fragments the entries name (marked once each), not from their rows."""
+def _fragment_ownership(
+    out: LevelPartial, block: BlockFragments, index: Any, start: int = 0
+) -> None:
+    """:func:`_ownership` of the blocks whose fragments (``block``) are disjoint ranges,
+    from the fragments the entries of ``index`` (index rows from ``start``) name, not from
+    their rows: the fragments named go to ``out.named_fragments``, whose rows the level's
+    other parts may name too (:meth:`BlockFragments.unnamed_rows`)."""
     entries, at = index.entries_by_chunk(block.chunks)
-    if not len(entries):
-        out.unowned_vertices += block.rows
-        return
     base = np.concatenate([[0], np.cumsum(block.nfrag, dtype=np.int64)])
     frags = np.asarray(index.frags[entries], np.int64)
     valid = (frags >= 0) & (frags < block.nfrag[at])
     gf = base[at][valid] + frags[valid]
     counts = np.zeros(len(entries), np.int64)
     counts[valid] = block.counts[gf]
-    named = np.zeros(len(block.counts), bool)
-    named[gf] = True
-    covered = int(block.counts[named].sum(dtype=np.int64))
-    _owned(out, index, entries, counts, block.rows - covered)
+    out.named_fragments.append(_distinct(gf, len(block.counts)))
+    _owned(out, index, entries, counts, start)
 
 
-def _owned(out: LevelPartial, index: Any, entries: np.ndarray, counts: np.ndarray, unowned: int):
+def _owned(
+    out: LevelPartial, index: Any, entries: np.ndarray, counts: np.ndarray, start: int = 0
+) -> None:
     """Add to ``out`` what the manifest ``entries`` (their fragments' rows: ``counts``) say
-    of a block: the objects with a vertex in it, its ``unowned`` vertices and the entries
-    naming an empty or missing fragment."""
+    of a block: the objects with a vertex in it (their level's index rows: ``index``'s
+    from ``start``) and the entries naming an empty or missing fragment."""
     object_rows = index.rows_of_entries(entries[counts > 0])
-    out.seen_rows.append(_distinct(object_rows, index.num_objects))
-    out.unowned_vertices += unowned
+    out.seen_rows.append(_distinct(object_rows, index.num_objects) + start)
     out.empty_references += int(np.count_nonzero(counts == 0))
 
 
@@ -571,21 +626,29 @@ def qa_report(
     )
     rows = {lv: part.rows() for lv, part in partials.items()}
     linked = [lv for lv in levels if deltas[lv]]
-    facts = {lv: IndexFacts(lv) for lv in levels}
+    fact_parts: dict[int, list[IndexFacts]] = {lv: [] for lv in levels}
 
     def merge(part: LinksPartial | tuple[IndexFacts, LevelPartial]) -> None:
         if isinstance(part, LinksPartial):
             partials[part.level].merge_links(part)
         else:
-            facts[part[0].level] = part[0]
+            fact_parts[part[0].level].append(part[0])
             partials[part[0].level].merge(part[1])
 
+    fragments = {lv: BlockFragments.joined(partials[lv].fragments) for lv in levels}
     index_tasks = [
-        Task(index_facts, lv, None, {"fragments": partials[lv].fragments}, name="object_index")
-        for lv in sorted(levels, key=lambda lv: -partials[lv].vertices)  # the longest first
+        Task(
+            index_facts,
+            lv,
+            None,
+            {"rows": part, "fragments": fragments[lv]},
+            name="object_index" if part is None else f"object_index rows {part[0]}:{part[1]}",
+        )
+        for lv in levels
+        for part in _index_parts(store, lv)
     ]
     for part in partials.values():
-        part.fragments = []  # (held by the tasks until they are sent)
+        part.fragments = []
     failures += run(
         index_tasks
         + [
@@ -604,7 +667,11 @@ def qa_report(
         f"{len(levels)} level(s)",
     )
     del index_tasks
-    for part in partials.values():
+    facts = {lv: IndexFacts.merged(lv, fact_parts[lv]) for lv in levels}
+    for lv, part in partials.items():
+        joined = fragments[lv]
+        if joined is not None and facts[lv].ids is not None:
+            part.unowned_vertices += joined.unnamed_rows(part.named_fragments)
         failures.extend(part.failures)
     for fact in facts.values():
         failures.extend(fact.failures)
@@ -704,6 +771,25 @@ def _object_index(store: Any, level: int, failures: list[ChunkFailure]) -> Any:
     except ZVError as exc:
         failures.append(ChunkFailure(level, "object_index", str(exc)))
         return None
+
+
+def _object_index_part(
+    store: Any, level: int, rows: tuple[int, int], failures: list[ChunkFailure]
+) -> Any:
+    try:
+        return store.object_index_part(level, *rows)
+    except ZVError as exc:
+        failures.append(ChunkFailure(level, f"object_index rows {rows[0]}:{rows[1]}", str(exc)))
+        return None
+
+
+def _index_parts(store: Any, level: int) -> list[tuple[int, int] | None]:
+    """The row ranges of the level's index tasks (``None``: the whole index, when its
+    object ids cannot be read: that task reports why)."""
+    try:
+        return list(store.object_index_parts(level, INDEX_PART_ROWS))
+    except ZVError:
+        return [None]
 
 
 def _verdict(bad: bool, worse: bool = True) -> str:

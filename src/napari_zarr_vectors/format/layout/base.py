@@ -201,10 +201,12 @@ class ObjectTable:
 class ObjectRows:
     """The object ids of a level's index rows, read without the manifests:
     ``manifests(rows)`` reads the manifests of index rows ``rows`` (ascending) alone, as
-    the :class:`ObjectTable` of those rows."""
+    the :class:`ObjectTable` of those rows; ``chunk_rows``: the rows of one stored chunk of
+    manifests (a read of rows reads the chunks holding them whole)."""
 
     ids: np.ndarray  # (O,) int64
     manifests: Callable[[np.ndarray], ObjectTable]
+    chunk_rows: int = 1
 
 
 @dataclass

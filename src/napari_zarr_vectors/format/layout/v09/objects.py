@@ -88,7 +88,7 @@ class ObjectsAndGroups:
             self._check_unwritten_rows(level, attrs, n, rows, blobs)
             return ObjectTable(row_ids[rows], blobs)
 
-        return ObjectRows(row_ids, manifests)
+        return ObjectRows(row_ids, manifests, per_chunk)
 
     def _manifest_count(self, level: int, attrs: dict[str, Any], shape: Sequence[int]) -> int:
         """``num_objects`` of a vlen index, checked against its manifests array's shape."""
