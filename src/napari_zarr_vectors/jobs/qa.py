@@ -3,8 +3,8 @@
 :func:`qa_report` runs one task per chunk block of every level (:mod:`.blocks`) and merges
 their :class:`LevelPartial` results exactly, in two passes: the first decodes every chunk
 once (counts, extremes, images, each chunk's row count and fragments), the second decodes
-each level's object index once (its facts and the ownership of every block's vertices,
-from the fragments the first pass sent) and reads the cross-level links of each block,
+each level's object index once, in parts of rows (their facts and the ownership of every
+block's vertices, from the fragments the first pass sent) and reads the cross-level links of each block,
 resolving them against those row counts (:class:`RowCounts`), decoding no vertex again;
 the facts that need no chunk (level metadata, object indexes, object attributes) come from
 :mod:`napari_zarr_vectors.format.pyramid` and the store. The result (:class:`QAResult`) holds per level:
