@@ -4,10 +4,11 @@
 their :class:`LevelPartial` results exactly, in two passes: the first decodes every chunk
 once (counts, extremes, images, each chunk's row count and fragments), the second decodes
 each level's object index once, in parts of rows (their facts and the ownership of every
-block's vertices, from the fragments the first pass sent) and reads the cross-level links of each block,
-resolving them against those row counts (:class:`RowCounts`), decoding no vertex again;
-the facts that need no chunk (level metadata, object indexes, object attributes) come from
-:mod:`napari_zarr_vectors.format.pyramid` and the store. The result (:class:`QAResult`) holds per level:
+block's vertices, from the fragments the first pass sent) and reads the cross-level links
+of each block, resolving them against those row counts (:class:`RowCounts`), decoding no
+vertex again; the facts that need no chunk (level metadata, object indexes, object
+attributes) come from :mod:`napari_zarr_vectors.format.pyramid` and the store. The result
+(:class:`QAResult`) holds per level:
 
 * vertex, object, chunk and link counts, the data's extremes;
 * a projection image (vertices per pixel over the two widest space axes, one fixed grid for
@@ -303,10 +304,7 @@ def index_facts(
     start = 0 if rows is None else rows[0]
     out = IndexFacts(level, start)
     owned = LevelPartial(level, store.ndim, (0, 0))
-    if rows is None:
-        index = _object_index(store, level, out.failures)
-    else:
-        index = _object_index_part(store, level, rows, out.failures)
+    index = _object_index(store, level, out.failures, rows)
     if index is None:
         return out, owned
     if fragments is not None:
@@ -642,7 +640,7 @@ def qa_report(
             lv,
             None,
             {"rows": part, "fragments": fragments[lv]},
-            name="object_index" if part is None else f"object_index rows {part[0]}:{part[1]}",
+            name=_index_name(part),
         )
         for lv in levels
         for part in _index_parts(store, lv)
@@ -765,22 +763,20 @@ def _assemble(
     )
 
 
-def _object_index(store: Any, level: int, failures: list[ChunkFailure]) -> Any:
-    try:
-        return store.object_index(level)
-    except ZVError as exc:
-        failures.append(ChunkFailure(level, "object_index", str(exc)))
-        return None
-
-
-def _object_index_part(
-    store: Any, level: int, rows: tuple[int, int], failures: list[ChunkFailure]
+def _object_index(
+    store: Any, level: int, failures: list[ChunkFailure], rows: tuple[int, int] | None = None
 ) -> Any:
+    """The level's object index (``rows``: the part of those rows alone), ``None`` when it
+    does not read (a failure named :func:`_index_name`)."""
     try:
-        return store.object_index_part(level, *rows)
+        return store.object_index(level) if rows is None else store.object_index_part(level, *rows)
     except ZVError as exc:
-        failures.append(ChunkFailure(level, f"object_index rows {rows[0]}:{rows[1]}", str(exc)))
+        failures.append(ChunkFailure(level, _index_name(rows), str(exc)))
         return None
+
+
+def _index_name(rows: tuple[int, int] | None) -> str:
+    return "object_index" if rows is None else f"object_index rows {rows[0]}:{rows[1]}"
 
 
 def _index_parts(store: Any, level: int) -> list[tuple[int, int] | None]:
