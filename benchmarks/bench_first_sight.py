@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ WORK = HERE / ".work"
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
+from _memory import peak_rss_mb  # noqa: E402
 
 
 def warmup_store() -> Path:
@@ -257,7 +257,7 @@ def child(path: str, warm: bool) -> dict:
         out["baseline_stall_s"] = round(_baseline(viewer, tuples), 3)
         out["stall_over_baseline"] = round(out["max_stall_s"] / out["baseline_stall_s"], 2)
     viewer.close()
-    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return out
 
 

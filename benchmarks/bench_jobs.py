@@ -41,6 +41,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import _memory  # noqa: E402
+from _memory import peak_rss_mb  # noqa: E402
+
 RESULTS = HERE / "results" / "bench_jobs.json"
 TARGETS = {"qa_over_read_every_level": 3.0, "speedup_2_over_1_workers": 1.6}
 
@@ -98,23 +101,12 @@ def qa(path: Path, scheduler=None):
     return qa_report(nzv.open_store(path), scheduler=scheduler)
 
 
-def _peak_rss_mb() -> float:
-    """This process's peak RSS: ``VmHWM`` (Linux; ``ru_maxrss`` of a worker process started
-    by fork and exec keeps its parent's peak, which is the benchmark's own)."""
-    import resource
-
-    try:
-        with open("/proc/self/status") as f:
-            hwm = next(line for line in f if line.startswith("VmHWM:"))
-        return int(hwm.split()[1]) / 1024
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def on_cluster(path: Path, n_workers: int) -> dict:
     """The QA job on a fresh LocalCluster of ``n_workers`` one-thread processes."""
+    import cloudpickle
     import distributed
 
+    cloudpickle.register_pickle_by_value(_memory)  # workers need not find benchmarks/
     with (
         distributed.LocalCluster(
             n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
@@ -122,9 +114,9 @@ def on_cluster(path: Path, n_workers: int) -> dict:
         distributed.Client(cluster) as client,
     ):
         client.run(_import_job)  # every worker up, the job's modules loaded, before the clock
-        idle = client.run(_peak_rss_mb)
+        idle = client.run(peak_rss_mb)
         seconds, result = timed(qa, path, client)
-        rss = client.run(_peak_rss_mb)
+        rss = client.run(peak_rss_mb)
     return {
         "seconds": seconds,
         "result": result,

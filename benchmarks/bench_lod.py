@@ -39,7 +39,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -56,6 +55,7 @@ BENCH_TGZ = HERE.parent.parent / "shared" / "bench" / "bench07.tgz"
 
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))  # data_paths: the fixture stores
+from _memory import peak_rss_kb, rss_now_kb  # noqa: E402
 
 
 def warmup_store() -> Path:
@@ -368,28 +368,13 @@ def child_first_frame(store: str, mode: str) -> dict:
     return out
 
 
-def _rss_now_kb() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
-
-
-def _peak_rss_kb() -> int:
-    """This process image's peak RSS (``VmHWM``; ``ru_maxrss`` survives ``exec`` on Linux
-    and would report the parent's peak)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
 def child_rss(store: str) -> dict:
     import napari
     from napari_zarr_vectors.napari import open_in_viewer
 
     viewer = napari.Viewer(show=False)
     _process_events(0.5)
-    baseline = _rss_now_kb()
+    baseline = rss_now_kb()
     c = open_in_viewer(viewer, WORK / f"{store}.zarrvectors")
     _settle(c)
     for _name, make in _sequence(viewer, c):
@@ -397,7 +382,7 @@ def child_rss(store: str) -> dict:
             move()
             _process_events(0.03)
         _settle(c)
-    peak = _peak_rss_kb()
+    peak = peak_rss_kb()
     out = {
         "store": store,
         "baseline_rss_mb": round(baseline / 1024, 1),

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -45,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
+from _memory import peak_rss_mb  # noqa: E402
 
 ZOOMS = (1, 4, 16, 64)
 
@@ -339,7 +339,7 @@ CHILDREN = {
 def _child(kind: str, path: str, budget: int | None) -> dict:
     fn = CHILDREN[kind]
     out = fn() if kind == "layer_cost" else fn(path, budget)
-    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return out
 
 

@@ -48,7 +48,7 @@ object reads of a box return whole fragments of the chunks it touches, and check
 whole-level read when the two differ (0.9.2's box reads of points with objects miss vertices).
 
 Each store is timed in its own process; peak RSS of a whole level-0 read is measured in a
-fresh process per reader (``ru_maxrss`` and its growth over the process's RSS after a warm-up
+fresh process per reader (``VmHWM`` and its growth over the process's RSS after a warm-up
 read of a small box), beside the size of the decoded arrays (positions and vertex attributes).
 
 Results: ``benchmarks/results/bench_vs_reference[_<N>].json`` and a Markdown table on stdout.
@@ -61,7 +61,6 @@ import contextlib
 import gc
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -76,6 +75,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
+from _memory import peak_rss_kb, rss_now_kb  # noqa: E402
 
 CHUNK = 200.0
 BOUNDS = ([0.0, 0.0, 0.0], [1000.0, 1000.0, 1000.0])
@@ -410,13 +410,6 @@ def same_result(kind: str, a, b, bbox, whole=None) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _rss_now() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def child_time(kind: str, path: str, repeats: int, check: bool) -> dict:
     _quiet()
     import napari_zarr_vectors as nzv
@@ -482,11 +475,11 @@ def child_rss(kind: str, path: str, who: str) -> dict:
     tiny = ((0.0, 0.0, 0.0), (50.0, 50.0, 50.0))
     with contextlib.suppress(Exception):  # a reader that cannot read a box: no warm-up
         fns[who](path, 0, tiny, None)
-    base = _rss_now()
+    base = rss_now_kb() * 1024
     t0 = time.perf_counter()
     result = fns[who](path, 0, None, None)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss_kb() * 1024
     decoded = None
     if who.startswith("ours"):
         decoded = int(result.positions.nbytes) + sum(
