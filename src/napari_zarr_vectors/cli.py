@@ -29,6 +29,7 @@ import numpy as np
 
 from . import __version__
 from .format import pyramid
+from .format.distinct import distinct
 from .format.errors import MissingDependencyError, ZVCancelledError, ZVChunkWarning, ZVError
 from .format.store import Store, open_store
 from .jobs.density import density_map
@@ -323,7 +324,7 @@ def parse_ids(values: Sequence[str]) -> np.ndarray:
         raise UsageError(f"--ids: {bad!r} is not an object id") from None
     if not ids.size:
         raise UsageError("--ids names no object")
-    return np.unique(ids)
+    return distinct(ids)
 
 
 # --------------------------------------------------------------------------------------------

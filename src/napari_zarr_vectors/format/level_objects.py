@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .chunks import ChunkTable, unique_rows
+from .distinct import distinct
 from .errors import ZVChunkWarning, ZVError
 from .geometry import PATH_TYPES, GeometryType
 from .layout import Layout, ObjectAttribute, ObjectRows, ObjectTable
@@ -250,7 +251,7 @@ class LevelObjects:
         if group_ids is not None:
             groups = self.groups(0)
             wanted += [groups.get(int(g), wanted[0]) for g in np.asarray(group_ids).ravel()]
-        ids = np.unique(np.concatenate(wanted))
+        ids = distinct(np.concatenate(wanted))
         found = self.ids_only(level)
         if found is None:
             return None, np.empty(0, np.int64)

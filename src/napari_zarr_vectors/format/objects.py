@@ -14,6 +14,7 @@ import numpy as np
 from .chunks import ChunkTable
 from .decode.fragments import expand_ranges
 from .decode.manifests import decode_manifest, decode_mode0_manifests
+from .distinct import distinct
 from .errors import ZVChunkWarning, ZVFormatError
 from .layout.base import ObjectTable
 
@@ -58,7 +59,7 @@ class ObjectIndex:
 
     def rows_of_ids(self, object_ids: np.ndarray) -> np.ndarray:
         """Object rows of the given ids (ids not in the index are left out), ascending."""
-        wanted = np.unique(np.asarray(object_ids, dtype=np.int64))
+        wanted = distinct(np.asarray(object_ids, dtype=np.int64))
         return np.flatnonzero(np.isin(self.ids, wanted))
 
     def part(self, start: int, stop: int) -> ObjectIndex:
@@ -108,10 +109,10 @@ class ObjectIndex:
 
             keys = linear(chunks)
         else:  # (corrupt coordinates near the int64 limits: keys by the distinct chunks)
-            distinct = ChunkTable(np.unique(chunks, axis=0))
+            held = ChunkTable(np.unique(chunks, axis=0))
 
             def key(c: np.ndarray) -> np.ndarray:
-                return distinct.index_of(np.asarray(c, np.int64)).astype(np.int64)
+                return held.index_of(np.asarray(c, np.int64)).astype(np.int64)
 
             keys = key(chunks)
         top = int(keys.max())
@@ -252,11 +253,11 @@ def unattributed_chunks(index: ObjectIndex) -> tuple[np.ndarray, list[np.ndarray
         return np.empty((0, index.chunks.shape[1]), np.int64), []
     chunks = np.asarray(index.chunks[shared], np.int64)
     ids = index.ids[index.rows_of_entries(shared)]
-    distinct, which = np.unique(chunks, axis=0, return_inverse=True)
+    unknown, which = np.unique(chunks, axis=0, return_inverse=True)
     which = which.ravel()
     order = np.lexsort((ids, which))
     cut = np.flatnonzero(np.diff(which[order])) + 1
-    return distinct, [np.unique(part) for part in np.split(ids[order], cut)]
+    return unknown, [distinct(part) for part in np.split(ids[order], cut)]
 
 
 def _entry_keys(chunks: np.ndarray, frags: np.ndarray) -> tuple[np.ndarray, int] | None:
@@ -304,7 +305,7 @@ def _check_unshared(
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     if not repeated.size:
         return
-    repeated = np.unique(repeated)
+    repeated = distinct(repeated)
     if whole_chunk and per_chunk:  # fragment 0 of a chunk naming no other fragment
         first = repeated - repeated % per_chunk
         last = ordered[np.searchsorted(ordered, first + per_chunk) - 1]
@@ -317,7 +318,7 @@ def _check_unshared(
     other = np.flatnonzero(same_key & (rows[1:] != rows[:-1]))
     if not other.size:  # repeats within one manifest only
         return
-    shared = np.unique(key[entries][1:][other]).size
+    shared = distinct(key[entries][1:][other]).size
     e = int(entries[other[0]])
     a, b = int(index.ids[rows[other[0]]]), int(index.ids[rows[other[0] + 1]])
     chunk = index.chunks[e]

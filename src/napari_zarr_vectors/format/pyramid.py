@@ -29,6 +29,7 @@ import numpy as np
 from .api import GeometryStore, store_layout
 from .chunks import LoadedChunks, unique_rows
 from .decode.arrays import parse_dtype
+from .distinct import distinct
 from .errors import ZVChunkWarning, ZVError, ZVFormatError
 from .loading import load_chunks
 from .query import chunks_in_bbox, normalise_bbox
@@ -208,7 +209,7 @@ def present_objects(store: GeometryStore, level: int) -> np.ndarray:
     index = store.object_index(level)
     if index is None:
         return np.empty(0, np.int64)
-    return np.unique(index.ids[index.present])
+    return distinct(index.ids[index.present])
 
 
 def dropped_objects(store: GeometryStore, fine: int, coarse: int) -> np.ndarray:

@@ -41,6 +41,7 @@ import numpy as np
 from .cache import ChunkCache
 from .chunks import ChunkData, ChunkTable, LoadedChunks, unique_rows
 from .decode.fragments import FragmentIndex, expand_ranges
+from .distinct import distinct
 from .errors import ZVCancelledError, ZVError
 from .geometry import GRAPH_TYPES, PATH_TYPES, Geometry, Paths
 from .loading import load_chunks
@@ -316,7 +317,7 @@ class _Plan:
         if not cand.any():
             return cand
         need &= cand[self.entry_row]
-        geom = self._read(np.unique(self.cell_of_entry[need]), cancel)
+        geom = self._read(distinct(self.cell_of_entry[need]), cancel)
         pos = self.in_space(region, geom.positions)
         if ends is None:
             hit_ids = self._hits(region, geom, pos)
@@ -440,7 +441,7 @@ class _Plan:
         hit = self._chunk_hits(region, entries, True, cancel)
         undecided = cand & ~hit
         if undecided.any():
-            first_cells = np.unique(cell_of[entries])
+            first_cells = distinct(cell_of[entries])
             hit[self._step_hits(region, undecided, first_cells, code, cancel)] = True
         return hit
 
@@ -551,7 +552,7 @@ class _Plan:
             seg = region.meets_segments(pos[edges[:, 0]], pos[edges[:, 1]])
             parts.append(vid[edges[seg, 0]])
         ids = np.concatenate(parts)
-        return np.unique(ids[ids >= 0])
+        return distinct(ids[ids >= 0])
 
     def _endpoint_hits(
         self,

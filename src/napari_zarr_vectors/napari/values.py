@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..format.distinct import distinct
+
 #: Attribute kinds: a range slider for "numeric", a multi-select for "categorical".
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
@@ -27,7 +29,7 @@ def attribute_kind(values: np.ndarray, n_unique: int | None = None) -> str:
         return CATEGORICAL
     if values.dtype.kind in "iu":
         if n_unique is None:
-            n_unique = len(np.unique(values))
+            n_unique = len(distinct(values))
         return CATEGORICAL if n_unique <= MAX_INTEGER_CATEGORIES else NUMERIC
     return NUMERIC
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..format.distinct import distinct
 from ..format.errors import MissingDependencyError, ZVError
 from ..format.geometry import PATH_TYPES, GeometryType
 from ..format.io import PARTIAL_NAME, local_path
@@ -565,7 +566,7 @@ def _dense_groups(groups: dict[int, np.ndarray]) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {g: [] for g in range(top + 1)}
     for g, members in groups.items():
         if int(g) >= 0:
-            out[int(g)] = np.unique(np.asarray(members, np.int64).ravel()).tolist()
+            out[int(g)] = distinct(np.asarray(members, np.int64).ravel()).tolist()
     return out
 
 
@@ -591,7 +592,7 @@ def _number_paths(
     for k, v in attrs.items():
         if len(v) != n:
             raise WriteError(f"object attribute {k!r} has {len(v)} rows for {n} objects")
-    unique = np.unique(ids).size == n
+    unique = distinct(ids).size == n
     order = np.argsort(ids, kind="stable") if unique else np.arange(n)
     attrs = {k: v[order] for k, v in attrs.items()}
     written = ids[order]

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..format.distinct import distinct
 from ..format.errors import ZVError, ZVUnknownObjectWarning
 from ..format.missing import OBJECT_UNKNOWN
 from ..format.objects import shared_fragments_cause
@@ -90,7 +91,7 @@ def export_spec(
     Raises :class:`WriteError` for an empty selection or one holding no vertices.
     """
     if object_ids is not None:
-        object_ids = np.unique(np.asarray(object_ids, dtype=np.int64).ravel())
+        object_ids = distinct(np.asarray(object_ids, dtype=np.int64).ravel())
         if not object_ids.size:
             raise WriteError(f"no objects of {store.name} selected: nothing to export")
     if progress is not None:

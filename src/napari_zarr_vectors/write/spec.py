@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..format.distinct import distinct
 from ..format.geometry import GEOMETRY_TYPES, GRAPH_TYPES, PATH_TYPES, Geometry, GeometryType
 from ..format.missing import take_by_id
 
@@ -107,7 +108,7 @@ class WriteSpec:
         if self.geometry_type in PATH_TYPES:
             assert self.lengths is not None  # (__post_init__ checks it)
             return int(len(self.lengths))
-        return 0 if self.object_ids is None else int(np.unique(self.object_ids).size)
+        return 0 if self.object_ids is None else int(distinct(self.object_ids).size)
 
     @property
     def object_table_ids(self) -> np.ndarray:
@@ -117,7 +118,7 @@ class WriteSpec:
             n = self.n_objects
             return np.arange(n, dtype=np.int64)
         ids = np.asarray(self.object_ids, dtype=np.int64)
-        return ids if self.geometry_type in PATH_TYPES else np.unique(ids)
+        return ids if self.geometry_type in PATH_TYPES else distinct(ids)
 
     def resolved_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The bounds to declare: :attr:`bounds` widened to hold every vertex; flat axes of
@@ -213,7 +214,7 @@ def spec_from_geometry(
             k: _rows_by_id(np.asarray(v), table_ids) for k, v in object_attributes.items()
         }
     if groups and len(table_ids):
-        present = np.unique(table_ids)
+        present = distinct(table_ids)
         spec.groups = {
             int(g): np.intersect1d(np.asarray(m, np.int64).ravel(), present)
             for g, m in groups.items()

@@ -40,6 +40,8 @@ from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
 from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from napari.viewer import Viewer
 
@@ -179,7 +181,7 @@ class Bundle:
         return cls(
             name=str(item["name"]),
             colour=colour,
-            object_ids=np.unique(np.asarray(item.get("object_ids", []), np.int64)),
+            object_ids=distinct(np.asarray(item.get("object_ids", []), np.int64)),
             regions=[RegionSpec.from_json(r) for r in item.get("regions", [])],
             test=str(item.get("test", "crosses")),
         )

@@ -20,6 +20,8 @@ from napari_zarr_vectors.napari.browse.targets import layer_kind
 from napari_zarr_vectors.napari.conventions import OBJECT_ID
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.viewer import Viewer
@@ -119,5 +121,5 @@ def objects_in_region(
         found.append(np.asarray(ids, np.int64))
     if not found:
         return np.empty(0, np.int64)
-    ids = np.unique(np.concatenate(found))
+    ids = distinct(np.concatenate(found))
     return ids[ids >= 0]  # negative: a preview's path piece, not an object yet

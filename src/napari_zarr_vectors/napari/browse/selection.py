@@ -36,6 +36,8 @@ from napari_zarr_vectors.napari.layerdata.placement import Placement, layer_worl
 from napari_zarr_vectors.napari.lod.camera import fitting_zoom
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from napari.layers import Layer, Points
     from napari.viewer import Viewer
@@ -74,7 +76,7 @@ class ObjectSelection:
         self._listeners: list[Callable[[np.ndarray, object], None]] = []
 
     def set(self, object_ids: Sequence[int] | np.ndarray, source: object = None) -> None:
-        ids = np.unique(np.asarray(object_ids, np.int64).reshape(-1))
+        ids = distinct(np.asarray(object_ids, np.int64).reshape(-1))
         if np.array_equal(ids, self.ids):
             return
         self.ids = ids

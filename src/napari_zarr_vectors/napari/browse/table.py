@@ -27,6 +27,8 @@ from napari_zarr_vectors.napari.values import (
     unique_counts,
 )
 
+from ...format.distinct import distinct
+
 #: Bins of the histogram shown above a range slider.
 HISTOGRAM_BINS = 24
 
@@ -117,8 +119,8 @@ class ObjectTable:
         """Whether some object is in several groups."""
         if not self.groups:
             return False
-        members = np.concatenate([np.unique(m) for m in self.groups.values()])
-        return bool(len(members) > len(np.unique(members)))
+        members = np.concatenate([distinct(m) for m in self.groups.values()])
+        return bool(len(members) > len(distinct(members)))
 
     def group_counts(self) -> dict[int, int]:
         """``{group id: number of its members that are objects of the table}``."""
@@ -190,7 +192,7 @@ def summarise(name: str, values: np.ndarray, present: np.ndarray | None = None) 
     kept = values[ok]
     n_unique = None
     if values.dtype.kind in "iu":
-        n_unique = len(np.unique(kept))
+        n_unique = len(distinct(kept))
     kind = attribute_kind(kept, n_unique)
     common: dict[str, Any] = dict(
         name=name,

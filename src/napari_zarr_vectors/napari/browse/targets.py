@@ -63,6 +63,8 @@ from napari_zarr_vectors.napari.lod.viewer_layers import add_layer
 from napari_zarr_vectors.napari.open_stores import OpenStore, open_store_for, register
 from napari_zarr_vectors.napari.qa.compute import QA_ROLES
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.utils.events import Event
@@ -357,7 +359,7 @@ def isolate_layer_data(
 
     Raises ``KeyError`` when the store has none of ``object_ids``.
     """
-    ids = np.unique(np.atleast_1d(np.asarray(object_ids, np.int64)))
+    ids = distinct(np.atleast_1d(np.asarray(object_ids, np.int64)))
     known = np.isin(ids, np.asarray(store.object_ids(level), np.int64))
     if not known.any():
         raise KeyError(f"{store.name} has no object {_id_list(ids)} at level {level}")

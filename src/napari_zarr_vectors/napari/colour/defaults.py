@@ -13,6 +13,8 @@ from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
 from napari_zarr_vectors.napari.colour.spec import MISSING_COLOUR, display_range, golden_hues
 from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, OBJECT_ID
 
+from ...format.distinct import distinct
+
 #: Store attribute names treated as per-vertex colours when they have 3 or 4 channels.
 COLOUR_ATTRIBUTE_NAMES = ("rgb", "rgba", "color", "colour", "colors", "colours")
 
@@ -149,7 +151,7 @@ def edge_colour_kwargs(colour: DefaultColour) -> dict[str, Any]:
 
 def n_unique(values: np.ndarray) -> int:
     """How many distinct values."""
-    return len(np.unique(values)) if len(values) else 0
+    return len(distinct(values)) if len(values) else 0
 
 
 def _as_rgba(values: np.ndarray) -> np.ndarray:

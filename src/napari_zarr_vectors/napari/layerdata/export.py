@@ -26,6 +26,8 @@ from napari_zarr_vectors.write.engine import WriteError, check_target
 from napari_zarr_vectors.write.export import export_objects
 from napari_zarr_vectors.write.formats import FILE_FORMATS, file_format, formats_for
 
+from ...format.distinct import distinct
+
 #: What :func:`selection_ids` chose, for the status line.
 ISOLATED = "isolated"
 FILTERED = "filtered"
@@ -44,11 +46,11 @@ def selection_ids(
     Isolated objects win (what the user singled out); else the ids passing the filters
     (``allowed``; ``None`` = no filter); else ``None``, the whole store.
     """
-    isolated = np.unique(np.fromiter((int(i) for i in isolated), np.int64))
+    isolated = distinct(np.fromiter((int(i) for i in isolated), np.int64))
     if isolated.size:
         return isolated, ISOLATED
     if allowed is not None:
-        return np.unique(np.asarray(allowed, np.int64)), FILTERED
+        return distinct(np.asarray(allowed, np.int64)), FILTERED
     return None, EVERYTHING
 
 
@@ -68,7 +70,7 @@ def widget_selection(widget: Any, ids: np.ndarray | None = None) -> tuple[np.nda
     (``PickWidget``) its store's isolated objects, else the shared filters' allowed ids,
     else everything."""
     if ids is not None:
-        return np.unique(np.asarray(ids, np.int64)), SELECTED
+        return distinct(np.asarray(ids, np.int64)), SELECTED
     session = getattr(widget, "session", None)
     allowed = session.filters.allowed() if session is not None else None
     all_ids = session.table.ids if session is not None else np.empty(0, np.int64)

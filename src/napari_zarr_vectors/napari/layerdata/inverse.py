@@ -53,6 +53,8 @@ from napari_zarr_vectors.napari.types import FullLayerData, LayerAttributes, Lay
 from napari_zarr_vectors.write.engine import WriteError
 from napari_zarr_vectors.write.spec import WriteSpec
 
+from ...format.distinct import distinct
+
 #: Feature columns the reader derives (never store attributes).
 _DERIVED = (DIRECTION, f"zv_{DIRECTION}", "zv_highlight")
 
@@ -421,9 +423,9 @@ def _groups(features: dict[str, np.ndarray], ids: np.ndarray | None) -> dict[int
         gid = _int_column(np.asarray(first)[row])
         if gid is None:
             return {}
-        for g in np.unique(gid[gid >= 0]):
+        for g in distinct(gid[gid >= 0]):
             out[int(g)] = [obj[gid == g]]
-    return {g: np.unique(np.concatenate(m)) for g, m in out.items()}
+    return {g: distinct(np.concatenate(m)) for g, m in out.items()}
 
 
 def _decode_categories(
@@ -497,7 +499,7 @@ def _split(
 
 def _per_object(attrs: dict[str, np.ndarray], path_ids: np.ndarray) -> dict[str, np.ndarray]:
     """Object attributes by ascending object id -> one row per path (``path_ids`` order)."""
-    rows = np.searchsorted(np.unique(path_ids), path_ids)
+    rows = np.searchsorted(distinct(path_ids), path_ids)
     return {k: np.asarray(v)[rows] for k, v in attrs.items()}
 
 

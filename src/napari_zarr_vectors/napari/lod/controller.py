@@ -58,6 +58,8 @@ from napari_zarr_vectors.napari.open_stores import (
     open_store_for,
 )
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.utils.events import Event
@@ -469,7 +471,7 @@ class ZVLayerController:
 
 
 def _unique_ids(ids: np.ndarray | Sequence[int] | None) -> np.ndarray | None:
-    return None if ids is None else np.unique(np.asarray(ids, dtype=np.int64).ravel())
+    return None if ids is None else distinct(np.asarray(ids, dtype=np.int64).ravel())
 
 
 def item_label(geometry_type: str) -> str:

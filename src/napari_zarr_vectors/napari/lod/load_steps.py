@@ -21,6 +21,8 @@ from napari_zarr_vectors.napari.lod import simplify, view_geometry
 from napari_zarr_vectors.napari.lod.cache import StoreCacheView
 from napari_zarr_vectors.napari.lod.load_values import LoadRequest, LoadResult, Progress, ViewShare
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from napari_zarr_vectors.format.api import GeometryStore
 
@@ -369,8 +371,8 @@ def split_fill(
     if layer_budget is None or subset.vertices_shown <= layer_budget:
         return subset, None
     held = view_geometry.subset_to_budget(subset.geometry, layer_budget)
-    ids = np.unique(np.asarray(subset.geometry.path_object_ids, np.int64))
-    kept = np.unique(np.asarray(held.geometry.path_object_ids, np.int64))
+    ids = distinct(np.asarray(subset.geometry.path_object_ids, np.int64))
+    kept = distinct(np.asarray(held.geometry.path_object_ids, np.int64))
     rest = np.setdiff1d(ids, kept, assume_unique=True)
     if not len(rest):
         return held, None

@@ -51,6 +51,8 @@ from napari_zarr_vectors.napari.lod import line_draw
 from napari_zarr_vectors.napari.lod.viewer_layers import later
 from napari_zarr_vectors.napari.tasks import run_task
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -104,7 +106,7 @@ class FillRows:
 
     @property
     def tracks(self) -> int:
-        return int(len(np.unique(self.rows[:, 0]))) if len(self.rows) else 0
+        return int(len(distinct(self.rows[:, 0]))) if len(self.rows) else 0
 
 
 class OverviewFill:
@@ -418,7 +420,7 @@ def _cuts(joins: np.ndarray, size: int) -> list[tuple[int, int]]:
     if not len(ends) or ends[-1] != n:
         ends = np.r_[ends, n]
     at = np.searchsorted(ends, np.arange(size, n, size))
-    cuts = np.unique(np.r_[0, ends[np.minimum(at, len(ends) - 1)], n])
+    cuts = distinct(np.r_[0, ends[np.minimum(at, len(ends) - 1)], n])
     return list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
 
 

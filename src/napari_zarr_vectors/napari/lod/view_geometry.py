@@ -38,6 +38,8 @@ from napari_zarr_vectors.format.geometry import (
 from napari_zarr_vectors.format.query import inside_box
 from napari_zarr_vectors.format.ranks import object_rank, position_rank
 
+from ...format.distinct import distinct
+
 #: ladder of subset fractions: ``2 ** (-k / FRACTION_STEPS)``
 FRACTION_STEPS = 4
 
@@ -240,7 +242,7 @@ def filter_geometry(geometry: Geometry, allowed_ids: np.ndarray) -> Geometry:
     """Only the objects ``allowed_ids``: paths by their object id, vertices by theirs, edges
     and faces whose vertices all stay; rows are compacted. Stores without object ids are
     returned unchanged."""
-    allowed = np.unique(np.asarray(allowed_ids, dtype=np.int64).ravel())
+    allowed = distinct(np.asarray(allowed_ids, dtype=np.int64).ravel())
     if geometry.paths:
         keep_path = np.isin(np.asarray(geometry.path_object_ids, dtype=np.int64), allowed)
         return _keep_paths(geometry, keep_path)

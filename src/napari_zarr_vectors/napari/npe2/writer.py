@@ -33,6 +33,8 @@ from napari_zarr_vectors.napari.types import FullLayerData
 from napari_zarr_vectors.write.engine import WriteError, write_store
 from napari_zarr_vectors.write.export import export_objects
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from napari.layers import Layer
 
@@ -171,7 +173,7 @@ def store_selection(
             ids = []
             break
         ids.append(np.asarray(allowed, np.int64))
-    chosen = np.unique(np.concatenate(ids)) if ids else None
+    chosen = distinct(np.concatenate(ids)) if ids else None
     return StoreSelection(stores[0][0], stores[0][1], chosen)
 
 

@@ -61,6 +61,8 @@ from napari_zarr_vectors.napari.values import (
 )
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, values_at_ends
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from napari.layers import Layer
     from napari.viewer import Viewer
@@ -345,7 +347,7 @@ class ColourByWidget(ZVBrowseWidget):
 
     def _auto_mode(self, feature: str, values: np.ndarray) -> str:
         if feature in (OBJECT_ID, GROUP_ID, GROUPS, "track_id"):
-            n = len(np.unique(values)) if len(values) else 0
+            n = len(distinct(values)) if len(values) else 0
             return CATEGORICAL if n <= MAX_CATEGORIES else CONTINUOUS
         return CATEGORICAL if attribute_kind(values) == CATEGORICAL else CONTINUOUS
 
@@ -481,7 +483,7 @@ def default_legend_html(layer: Layer | None) -> str:
     meta = meta_of(layer) or {}
     if layer is None or meta.get("colour_by") != OBJECT_ID or OBJECT_ID not in layer.features:
         return ""
-    every = np.unique(layer.features[OBJECT_ID].to_numpy())
+    every = distinct(layer.features[OBJECT_ID].to_numpy())
     ids = every[every != OBJECT_UNKNOWN]
     head = (
         f"<b>object id</b> (default): each of the {len(ids):,} {object_noun(layer)} loaded "

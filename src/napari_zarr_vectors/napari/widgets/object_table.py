@@ -63,6 +63,8 @@ from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, was_click
 
+from ...format.distinct import distinct
+
 if TYPE_CHECKING:
     from napari.viewer import Viewer
 
@@ -409,7 +411,7 @@ class ObjectTableWidget(ZVBrowseWidget):
             return self.model.object_ids(np.flatnonzero(self.model.marked))
         ranges = self.view.selectionModel().selection()  # type: ignore[union-attr]  # Qt: a table view has its selection model
         runs = [np.arange(r.top(), r.bottom() + 1) for r in ranges]  # type: ignore[union-attr]  # a QItemSelection is a list of ranges
-        rows = np.unique(np.concatenate(runs)) if runs else np.empty(0, np.int64)
+        rows = distinct(np.concatenate(runs)) if runs else np.empty(0, np.int64)
         return self.model.object_ids(rows)
 
     def select_ids(self, object_ids: Sequence[int] | np.ndarray) -> None:

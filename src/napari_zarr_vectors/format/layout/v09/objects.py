@@ -13,6 +13,7 @@ import numpy as np
 from ...decode.arrays import text_values
 from ...decode.manifests import dense_manifests
 from ...decode.vlen import blob_sizes
+from ...distinct import distinct
 from ...errors import ZVChunkWarning, ZVFormatError
 from ...validate import MAX_COORD, int_field, int_list, list_field, mapping_field
 from ..base import GroupTable, Layout, ObjectAttribute, ObjectRows, ObjectTable
@@ -74,7 +75,7 @@ class ObjectsAndGroups:
 
         def manifests(rows: np.ndarray) -> ObjectTable:
             rows = np.asarray(rows, np.int64)
-            cells = np.unique(rows // per_chunk)
+            cells = distinct(rows // per_chunk)
             pieces = self.plain.checked_chunks(
                 level, path, arr, (per_chunk,), cells[:, None], "objects"
             )
@@ -163,7 +164,7 @@ class ObjectsAndGroups:
                 "object_index/object_ids",
             )
         if not np.all(row_ids[1:] > row_ids[:-1]):
-            if np.unique(row_ids).size != n:
+            if distinct(row_ids).size != n:
                 raise self.layout.error("object_ids repeat an id", level, "object_index/object_ids")
             if attrs.get("object_ids_sorted") is True:
                 raise self.layout.error(
