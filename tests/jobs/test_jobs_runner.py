@@ -11,7 +11,7 @@ import pytest
 import napari_zarr_vectors as nzv
 from napari_zarr_vectors.format.errors import MissingDependencyError, ZVCancelledError
 from napari_zarr_vectors.jobs.blocks import plan_blocks
-from napari_zarr_vectors.jobs.runner import Task, require_dask, run_tasks
+from napari_zarr_vectors.jobs.runner import Shared, Task, require_dask, run_tasks
 
 
 def count_rows(store, level, chunks, *, fail_on=None):
@@ -183,3 +183,36 @@ def test_cancel_on_a_cluster_stops_between_the_tasks_that_finish(store):
             cancel=lambda: len(found) >= 1,
         )
     assert len(found) == 1 and len(tasks) > 2
+
+
+def rows_plus_offset(store, level, chunks, *, offset):
+    """A task: the rows of the block plus a parameter every task shares."""
+    return count_rows(store, level, chunks)[2] + offset["rows"]
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads", "cluster"])
+def test_a_shared_parameter_reaches_every_task_as_its_value(store, scheduler):
+    """A ``Shared`` parameter is sent to a cluster once (one scattered key for every task),
+    and every task, on any scheduler, gets the value inside it."""
+    blocks = plan_blocks(store, 0, 2)
+    offset = Shared({"rows": 1000})
+    tasks = [Task(rows_plus_offset, 0, b, {"offset": offset}) for b in blocks]
+    want = sorted(count_rows(store, 0, b)[2] + 1000 for b in blocks)
+    found: list[int] = []
+    if scheduler != "cluster":
+        assert run_tasks(store, tasks, found.append, scheduler=scheduler) == []
+        assert sorted(found) == want
+        return
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        scattered = []
+        real = client.scatter
+        client.scatter = lambda *a, **k: scattered.append(a) or real(*a, **k)
+        assert run_tasks(store, tasks, found.append, scheduler=client) == []
+    assert sorted(found) == want and len(tasks) > 2
+    assert scattered == [({"rows": 1000},)]

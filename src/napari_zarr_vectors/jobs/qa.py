@@ -33,10 +33,11 @@ import numpy as np
 from ..format import pyramid
 from ..format.chunks import ChunkTable, LoadedChunks
 from ..format.decode.fragments import expand_ranges
+from ..format.distinct import distinct
 from ..format.errors import ZVError
 from ..format.layout import LinkSet
 from .blocks import BLOCK_CHUNKS, plan_blocks, read_block
-from .runner import Cancel, ChunkFailure, Progress, Task, run_tasks, scheduler_name
+from .runner import Cancel, ChunkFailure, Progress, Shared, Task, run_tasks, scheduler_name
 
 #: pixels along the longer side of the projection images
 IMAGE_PIXELS = 256
@@ -49,6 +50,9 @@ MAX_EXAMPLES = 20
 #: object index rows one task of the QA job decodes (where the layout stores the
 #: manifests in chunks of rows): a task's memory is its part's manifests, not the level's
 INDEX_PART_ROWS = 20_000
+#: blocks of the first pass whose cross-level links one task checks: those checks read
+#: no vertex and take about what a cluster spends on running a task (~5 ms)
+LINK_BLOCKS = 4
 
 
 @dataclass(frozen=True)
@@ -323,7 +327,7 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
     ids as writers store them)."""
     if len(values) < 2 or bool(np.all(values[1:] > values[:-1])):
         return np.asarray(values)
-    return np.unique(values)
+    return distinct(values)
 
 
 @dataclass
@@ -390,7 +394,7 @@ def _vertex_statistics(out: LevelPartial, loaded: LoadedChunks, bounds: Any, gri
         bad = np.concatenate([bad, rows[ok][outside]])
         if bad.size:  # the chunks holding them, by key
             owner = np.searchsorted(loaded.start, bad, side="right") - 1
-            keys = loaded.table.chunks[np.unique(owner)]
+            keys = loaded.table.chunks[distinct(owner)]
             out.bad_vertex_chunks = [".".join(str(int(c)) for c in k) for k in keys]
         if not ok.all():
             finite = np.ones(len(p), bool)
@@ -468,7 +472,7 @@ def _distinct(rows: np.ndarray, n: int) -> np.ndarray:
     """The distinct values of ``rows`` (each in ``0 .. n - 1``), ascending: marked in a mask
     when they are many, else sorted."""
     if 8 * len(rows) < n:
-        return np.unique(rows)
+        return distinct(rows)
     mask = np.zeros(n, bool)
     mask[rows] = True
     return np.flatnonzero(mask)
@@ -633,15 +637,12 @@ def qa_report(
             fact_parts[part[0].level].append(part[0])
             partials[part[0].level].merge(part[1])
 
+    # what many tasks of a level take is sent to a cluster's workers once (Shared)
     fragments = {lv: BlockFragments.joined(partials[lv].fragments) for lv in levels}
+    sent = {lv: Shared(fragments[lv]) for lv in levels}
+    level_rows = {lv: Shared({lv + d: rows[lv + d] for d in (0, *deltas[lv])}) for lv in linked}
     index_tasks = [
-        Task(
-            index_facts,
-            lv,
-            None,
-            {"rows": part, "fragments": fragments[lv]},
-            name=_index_name(part),
-        )
+        Task(index_facts, lv, None, {"rows": part, "fragments": sent[lv]}, name=_index_name(part))
         for lv in levels
         for part in _index_parts(store, lv)
     ]
@@ -654,17 +655,17 @@ def qa_report(
                 links_block,
                 lv,
                 b,
-                {"deltas": deltas[lv], "rows": {lv + d: rows[lv + d] for d in (0, *deltas[lv])}},
+                {"deltas": deltas[lv], "rows": level_rows[lv]},
                 name=f"links of {_block_name(b)}",
             )
             for lv in linked
-            for b in blocks[lv]
+            for b in _grouped(blocks[lv], LINK_BLOCKS)
         ],
         merge,
         text=f"QA of {store.name}: checking the object indexes and the links of "
         f"{len(levels)} level(s)",
     )
-    del index_tasks
+    del index_tasks, sent, level_rows
     facts = {lv: IndexFacts.merged(lv, fact_parts[lv]) for lv in levels}
     for lv, part in partials.items():
         joined = fragments[lv]
@@ -675,6 +676,11 @@ def qa_report(
         failures.extend(fact.failures)
     failures.sort(key=lambda f: (f.level, f.chunk))
     return _assemble(store, grid, partials, facts, failures, scheduler_name(scheduler))
+
+
+def _grouped(blocks: list[np.ndarray], n: int) -> list[np.ndarray]:
+    """``blocks`` joined ``n`` at a time (the chunks of one task)."""
+    return [np.concatenate(blocks[i : i + n]) for i in range(0, len(blocks), n)]
 
 
 def _block_name(block: np.ndarray) -> str:
@@ -878,7 +884,7 @@ def _level_checks(
 
 def _union(ids: list[np.ndarray]) -> np.ndarray:
     """The union of sorted unique id arrays (one array: itself)."""
-    return ids[0] if len(ids) == 1 else np.unique(np.concatenate(ids))
+    return ids[0] if len(ids) == 1 else distinct(np.concatenate(ids))
 
 
 def _transitions(

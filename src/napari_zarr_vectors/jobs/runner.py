@@ -30,7 +30,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..format.errors import MissingDependencyError, ZVCancelledError
@@ -57,10 +57,20 @@ class ChunkFailure:
         return {"level": self.level, "chunk": self.chunk, "error": self.error}
 
 
+@dataclass(frozen=True, eq=False)
+class Shared:
+    """A task parameter that many tasks take (``Task.params[k] = Shared(value)``): on a
+    cluster it is sent to the workers once (``Client.scatter``) instead of inside every
+    task that names it; the task's function gets ``value``."""
+
+    value: Any
+
+
 @dataclass(frozen=True)
 class Task:
     """``fn(store, level, chunks, **params)`` on one block of one level; ``name`` says what
-    failed when the whole task does (a :class:`ChunkFailure` with that name)."""
+    failed when the whole task does (a :class:`ChunkFailure` with that name). A
+    :class:`Shared` parameter reaches ``fn`` as its value."""
 
     fn: Callable[..., Any]
     level: int
@@ -119,14 +129,17 @@ def _open_on_worker(location: str) -> Any:
     return open_store(location)
 
 
-def _run_task(ref: Any, task: Task, cancel: Cancel) -> Any:
+def _run_task(ref: Any, task: Task, cancel: Cancel, shared: dict[str, Any] | None = None) -> Any:
     """One task where it runs: the store (opened once per worker process from its location
-    on a cluster), the cancel check, and any error turned into a :class:`Failed`."""
+    on a cluster), its :class:`Shared` parameters (``shared``: their values as the cluster
+    sent them), the cancel check, and any error turned into a :class:`Failed`."""
     if stopped(cancel):
         return SKIPPED
     store = _open_on_worker(ref) if isinstance(ref, str) else ref
+    params = {k: v.value if isinstance(v, Shared) else v for k, v in task.params.items()}
+    params.update(shared or {})
     try:
-        return task.fn(store, task.level, task.chunks, **task.params)
+        return task.fn(store, task.level, task.chunks, **params)
     except ZVCancelledError:
         return SKIPPED
     except Exception as exc:  # noqa: BLE001 - reported by key, the job goes on
@@ -283,10 +296,18 @@ def _run_cluster(
     distributed = _require_distributed()
     ref = str(store.path)
     run = uuid.uuid4().hex[:8]
-    futures = [
-        client.submit(_run_task, ref, t, None, key=f"zv-task-{run}-{i}", pure=False)
-        for i, t in enumerate(tasks)
-    ]
+    sent: dict[int, Any] = {}  # id of a Shared -> its scattered future
+
+    def submit(i: int, task: Task) -> Any:
+        shared = {k: v for k, v in task.params.items() if isinstance(v, Shared)}
+        for v in shared.values():
+            if id(v) not in sent:
+                sent[id(v)] = client.scatter(v.value, hash=False)
+        args = {k: sent[id(v)] for k, v in shared.items()}
+        bare = replace(task, params={k: v for k, v in task.params.items() if k not in shared})
+        return client.submit(_run_task, ref, bare, None, args, key=f"zv-task-{run}-{i}", pure=False)
+
+    futures = [submit(i, t) for i, t in enumerate(tasks)]
     by_future = dict(zip(futures, tasks, strict=True))
     del futures
     try:
