@@ -10,6 +10,7 @@ import pytest
 import napari_zarr_vectors as nzv
 from data_paths import data_root
 from napari_zarr_vectors.format import level_objects
+from napari_zarr_vectors.format.decode.manifests import decode_manifest
 
 DATA = data_root()
 CASES = [
@@ -90,3 +91,36 @@ def test_index_parts_decode_what_the_full_index_holds(gen, name) -> None:
         np.testing.assert_array_equal(p.offsets + full.offsets[a], full.offsets[a : b + 1])
         sliced = full.part(a, b)
         np.testing.assert_array_equal(sliced.offsets, p.offsets)
+
+
+def test_parts_of_an_index_in_several_manifest_chunks(tmp_path, monkeypatch) -> None:
+    """A 0.9 index whose manifests fill several stored chunks: any run of rows (across
+    chunk edges, inside one chunk) and any scattered rows decode as the full index's."""
+    pytest.importorskip("zarr_vectors")
+    from zarr_vectors.core import arrays
+    from zarr_vectors.types.polylines import write_polylines
+
+    monkeypatch.setattr(arrays, "OBJECT_INDEX_MANIFEST_BUCKET", 5)
+    rng = np.random.default_rng(3)
+    lines = [np.cumsum(rng.normal(0, 4, (int(rng.integers(2, 30)), 3)), 0) + 50 for _ in range(23)]
+    path = tmp_path / "lines.zarrvectors"
+    write_polylines(str(path), lines, chunk_shape=(20.0, 20.0, 20.0))
+    full = nzv.open_store(path).object_index(0)
+    store = nzv.open_store(path)
+    rows = store._objects.ids_only(0)  # noqa: SLF001
+    assert rows.chunk_rows == 5 and full.num_objects == 23
+    assert store.object_index_parts(0, 5) == [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
+    for a, b in [(0, 23), (3, 12), (5, 10), (7, 8), (19, 23)]:
+        part, want = store.object_index_part(0, a, b), full.part(a, b)
+        np.testing.assert_array_equal(part.ids, want.ids)
+        np.testing.assert_array_equal(part.offsets, want.offsets)
+        np.testing.assert_array_equal(part.chunks, want.chunks)
+        np.testing.assert_array_equal(part.frags, want.frags)
+    scattered = np.array([1, 6, 7, 22])
+    table = rows.manifests(scattered)
+    np.testing.assert_array_equal(table.ids, full.ids[scattered])
+    for blob, r in zip(table.manifests, scattered, strict=True):
+        chunks, frags = decode_manifest(blob, full.chunks.shape[1])
+        span = slice(full.offsets[r], full.offsets[r + 1])
+        np.testing.assert_array_equal(chunks, full.chunks[span])
+        np.testing.assert_array_equal(frags, full.frags[span])

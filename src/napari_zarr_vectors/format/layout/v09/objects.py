@@ -11,8 +11,8 @@ from typing import Any, cast
 import numpy as np
 
 from ...decode.arrays import text_values
-from ...decode.manifests import dense_manifests
-from ...decode.vlen import blob_sizes
+from ...decode.manifests import Mode0Manifests, dense_manifests, join_manifests
+from ...decode.vlen import PackedBlobs, blob_sizes
 from ...distinct import distinct
 from ...errors import ZVChunkWarning, ZVFormatError
 from ...validate import MAX_COORD, int_field, int_list, list_field, mapping_field
@@ -76,16 +76,25 @@ class ObjectsAndGroups:
         def manifests(rows: np.ndarray) -> ObjectTable:
             rows = np.asarray(rows, np.int64)
             cells = distinct(rows // per_chunk)
+            # a run of rows (a part of the index): its chunks' manifests read packed, as
+            # the whole index's are, not one Python object per row
+            run = len(rows) > 1 and bool(np.all(np.diff(rows) == 1))
             pieces = self.plain.checked_chunks(
-                level, path, arr, (per_chunk,), cells[:, None], "objects"
+                level, path, arr, (per_chunk,), cells[:, None], "manifests" if run else "objects"
             )
             if pieces is None:  # a fetch that kept failing: reported as a whole read does
                 whole = self.table(level)
                 assert whole is not None  # (the index's attributes were read)
                 return ObjectTable(row_ids[rows], [whole.manifests[r] for r in rows.tolist()])
-            at = np.searchsorted(cells, rows // per_chunk).tolist()
-            local = (rows % per_chunk).tolist()
-            blobs = [cell_value(pieces[c][r]) or b"" for c, r in zip(at, local, strict=True)]
+            blobs: Sequence[bytes]
+            if run:
+                first = int(rows[0]) - int(cells[0]) * per_chunk
+                joined = join_manifests(cast(list[Mode0Manifests | PackedBlobs], pieces))
+                blobs = cast(Sequence[bytes], joined[first : first + len(rows)])
+            else:
+                at = np.searchsorted(cells, rows // per_chunk).tolist()
+                local = (rows % per_chunk).tolist()
+                blobs = [cell_value(pieces[c][r]) or b"" for c, r in zip(at, local, strict=True)]
             self._check_unwritten_rows(level, attrs, n, rows, blobs)
             return ObjectTable(row_ids[rows], blobs)
 
