@@ -72,3 +72,17 @@ def test_other_paths_are_not_read() -> None:
     assert napari_get_nifti_reader("brain.zarrvectors") is None
     assert napari_get_nifti_reader(["a.nii", "b.nii"]) is None
     assert napari_get_nifti_reader("T1.NII.GZ") is not None
+
+
+def test_a_plain_open_reads_the_image_with_this_plugin(viewer_model, fresh_napari_settings):
+    """``viewer.open(image.nii.gz)`` with no plugin named: napari's builtin reader also
+    claims ``*.nii.gz`` and cannot read it; once the plugin ran, the preference picks it."""
+    from napari_zarr_vectors.napari.npe2.reader import PLUGIN_NAME, on_activate
+
+    on_activate(None)
+    assert fresh_napari_settings.plugins.extension2reader["*.nii.gz"] == PLUGIN_NAME
+    (layer,) = viewer_model.open(str(DATA / "standard.nii.gz"), plugin=None)
+    assert layer.source.reader_plugin == PLUGIN_NAME
+    want = _image_layer(DATA / "standard.nii.gz")
+    np.testing.assert_array_equal(np.asarray(layer.data), np.asarray(want.data))
+    np.testing.assert_allclose(layer.affine.affine_matrix, want.affine.affine_matrix)

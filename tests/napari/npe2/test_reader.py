@@ -424,6 +424,8 @@ def test_a_users_own_choice_is_kept(fresh_napari_settings):
         READER_PATTERN: "napari-ome-zarr",
         "*.tif": "napari",
         "*.zv/": PLUGIN_NAME,
+        "*.nii": PLUGIN_NAME,
+        "*.nii.gz": PLUGIN_NAME,
     }
     plugins.extension2reader = {**plugins.extension2reader, "*.zv/": "napari"}
     assert register_reader_preference() is False

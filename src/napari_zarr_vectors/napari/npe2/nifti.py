@@ -23,6 +23,11 @@ from napari_zarr_vectors.napari.coords import placed_order
 #: the suffixes this reader opens
 SUFFIXES = (".nii", ".nii.gz")
 
+#: the reader-preference patterns of those files: napari's builtin reader also claims them
+#: (imageio, which has no NIfTI backend: "Could not find a backend to open" on a plain
+#: ``viewer.open``), so the plugin registers itself as their reader as it does for stores
+READER_PATTERNS = ("*.nii", "*.nii.gz")
+
 
 def napari_get_nifti_reader(path: Any) -> Any:
     """npe2 ``get_reader``: :func:`read_nifti` for one NIfTI path, else ``None``."""

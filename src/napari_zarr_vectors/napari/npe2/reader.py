@@ -11,8 +11,8 @@ accepts directories for a directory, so napari's builtin reader and napari-ome-z
 qualify for a ``.zarrvectors`` folder: napari then asks the user to choose (drag and drop)
 or raises ``MultipleReaderError`` (``viewer.open``). A plugin cannot change that choice
 before napari runs any of its code, so the plugin registers itself as the preferred reader
-for ``*.zarrvectors/`` and ``*.zv/`` (zarr-vectors' canonical and short store suffixes) the
-first time any of its code runs (plugin activation, a read, a sample), for each pattern the
+for ``*.zarrvectors/`` and ``*.zv/`` (zarr-vectors' canonical and short store suffixes), and
+for NIfTI images, the first time any of its code runs (plugin activation, a read, a sample), for each pattern the
 user has not already chosen a reader for: :func:`register_reader_preference`. Folders with
 any other name still open through napari's reader dialog, which offers this plugin whenever
 :func:`napari_get_reader` recognises the folder.
@@ -263,16 +263,20 @@ def _missing_dependency(store: GeometryStore, e: Exception) -> ReadLayers:
 
 
 def register_reader_preference() -> bool:
-    """Make this plugin napari's reader for ``*.zarrvectors/`` and ``*.zv/`` folders.
+    """Make this plugin napari's reader for ``*.zarrvectors/`` and ``*.zv/`` folders and
+    for NIfTI images (:data:`.nifti.READER_PATTERNS`).
 
     Leaves alone each pattern the user already associated with a reader. Returns whether the
     settings changed. Safe to call repeatedly (dict lookups once set).
     """
     from napari.settings import get_settings
 
+    from napari_zarr_vectors.napari.npe2 import nifti
+
     plugins = get_settings().plugins
     current = plugins.extension2reader
-    missing = [pattern for pattern in READER_PATTERNS if pattern not in current]
+    patterns = (*READER_PATTERNS, *nifti.READER_PATTERNS)
+    missing = [pattern for pattern in patterns if pattern not in current]
     if not missing:
         return False
     plugins.extension2reader = {**current, **dict.fromkeys(missing, PLUGIN_NAME)}
