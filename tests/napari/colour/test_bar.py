@@ -319,3 +319,29 @@ def test_object_counts_count_each_object_once_per_category():
     counts = object_counts(layer, spec, ids != 0)
     assert counts == {"l": 3, "r": 3}
     assert [n for label, _, n in spec.legend(counts)] == [3, 3]
+
+
+def test_object_counts_join_the_other_layers_of_the_same_objects():
+    """A skeleton's edges (a row per child node) hold no root: the legend counts the nodes
+    layer too, each object once per category over both; id-less rows of two layers stay
+    distinct."""
+    import pandas as pd
+
+    from napari_zarr_vectors.napari.colour.bar import object_counts
+    from napari_zarr_vectors.napari.colour.spec import categorical_colours
+
+    class Layer:
+        metadata: dict = {"zarr_vectors": {}}
+
+        def __init__(self, features):
+            self.features = pd.DataFrame(features)
+
+    kinds = np.array(["root", "slab", "end", "root", "slab", "slab"], object)
+    nodes = Layer({"object_id": [7, 7, 7, 9, 9, -1], "node_type": kinds})
+    edges = Layer({"object_id": [7, 7, 9, -1], "node_type": kinds[[1, 2, 4, 5]]})
+    spec = categorical_colours(kinds, "node_type")
+    assert "root" not in object_counts(edges, spec)
+    both = object_counts(edges, spec, also=[(nodes, None)])
+    assert both == {"root": 2, "slab": 4, "end": 1}  # slab: 7, 9 and two id-less rows
+    shown = np.array([True, True, True, False, False, False])
+    assert object_counts(edges, spec, also=[(nodes, shown)])["root"] == 1

@@ -267,3 +267,20 @@ def test_a_missing_value_by_number_is_drawn_grey_not_invisible(kind):
     np.testing.assert_allclose(drawn[1], MISSING_COLOUR)
     known = [0, 2, 3]
     np.testing.assert_allclose(drawn[known], colormap_colours(values[known], "viridis", 1, 3))
+
+
+@pytest.mark.parametrize(
+    ("n", "noun", "text"),
+    [
+        (1, "meshes", "1 mesh"),
+        (1, "point clouds", "1 point cloud"),
+        (1, "streamlines", "1 streamline"),
+        (1, "rows", "1 row"),
+        (0, "skeletons", "0 skeletons"),
+        (12_345, "objects", "12,345 objects"),
+    ],
+)
+def test_legend_counts_say_one_in_the_singular(n, noun, text):
+    from napari_zarr_vectors.napari.colour.bar import counted
+
+    assert counted(n, noun) == text

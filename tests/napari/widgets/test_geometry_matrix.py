@@ -41,7 +41,7 @@ from napari_zarr_vectors.napari.browse.targets import (
     OBJECTS_UNKNOWN,
     browse_state_of,
 )
-from napari_zarr_vectors.napari.colour.bar import bar_label, display_name, object_noun
+from napari_zarr_vectors.napari.colour.bar import bar_label, counted, display_name, object_noun
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba, direction_colormap
 from napari_zarr_vectors.napari.colour.live import (
     colour_spec_of,
@@ -765,7 +765,9 @@ def cell_colour_default(o: Opened, qtbot, ndisplay: int) -> None:
         every = np.unique(layer.features["object_id"].to_numpy())
         ids = every[every != OBJECT_UNKNOWN]  # an object the store does not record: no id
         text = widget.legend.text()
-        assert f"each of the {len(ids):,} {object_noun(layer)} loaded in its own colour" in text
+        assert (
+            f"each of the {counted(len(ids), object_noun(layer))} loaded in its own colour" in text
+        )
         assert (UNKNOWN_ROW in text) == objects_unknown(o), text
         assert str(OBJECT_UNKNOWN) not in text
         _unknown_in_grey(o, layer, drawn)

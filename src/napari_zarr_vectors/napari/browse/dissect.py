@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from napari.utils.events import EmitterGroup, Event
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.format.errors import ZVError
 from napari_zarr_vectors.format.regions import Box, Plane, Region, Sphere
 from napari_zarr_vectors.format.select import TESTS, count_reaching, select_objects
@@ -39,8 +40,6 @@ from napari_zarr_vectors.napari.browse.selection import selection_for
 from napari_zarr_vectors.napari.colour.defaults import categorical_rgba
 from napari_zarr_vectors.napari.layerdata.placement import Placement
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer

@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.napari.browse.targets import layer_kind
 from napari_zarr_vectors.napari.conventions import OBJECT_ID
 from napari_zarr_vectors.napari.layerdata.placement import layer_world_positions
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from napari.layers import Layer

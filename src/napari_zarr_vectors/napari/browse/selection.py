@@ -29,14 +29,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.napari.browse.filters import IdFilter
 from napari_zarr_vectors.napari.browse.static_filter import layer_object_ids
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.layerdata.placement import Placement, layer_world_positions
 from napari_zarr_vectors.napari.lod.camera import fitting_zoom
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer, remove_layers
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from napari.layers import Layer, Points

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from napari_zarr_vectors.format.api import GeometryStore
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.format.missing import missing_mask, take_by_id
 from napari_zarr_vectors.napari.conventions import split_channels
 from napari_zarr_vectors.napari.values import (
@@ -26,8 +27,6 @@ from napari_zarr_vectors.napari.values import (
     py_scalar,
     unique_counts,
 )
-
-from ...format.distinct import distinct
 
 #: Bins of the histogram shown above a range slider.
 HISTOGRAM_BINS = 24

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import numpy as np
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.format.geometry import GeometryType
 from napari_zarr_vectors.format.objects import shared_fragments_cause
 from napari_zarr_vectors.napari.browse.filters import FilterState
@@ -62,8 +63,6 @@ from napari_zarr_vectors.napari.lod.swap import new_layer
 from napari_zarr_vectors.napari.lod.viewer_layers import add_layer
 from napari_zarr_vectors.napari.open_stores import OpenStore, open_store_for, register
 from napari_zarr_vectors.napari.qa.compute import QA_ROLES
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from napari.layers import Layer

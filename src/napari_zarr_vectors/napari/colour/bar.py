@@ -19,6 +19,7 @@ reads "left 163, right 137 streamlines", not a count of loaded vertices.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -241,14 +242,46 @@ def object_noun(layer: Layer | None) -> str:
     return OBJECT_NOUNS.get(str(geometry), "objects")
 
 
-def object_counts(layer: Layer, spec: ColourSpec, shown: np.ndarray | None = None) -> dict:
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun`` (a plural of :data:`OBJECT_NOUNS`, ``objects``, ``rows``, ...),
+    in the singular for one: ``"1 mesh"``, ``"1 point cloud"``, ``"2 streamlines"``."""
+    if n != 1:
+        return f"{n:,} {noun}"
+    return f"1 {noun[:-2] if noun.endswith('shes') else noun.removesuffix('s')}"
+
+
+def object_counts(
+    layer: Layer,
+    spec: ColourSpec,
+    shown: np.ndarray | None = None,
+    *,
+    also: Sequence[tuple[Layer, np.ndarray | None]] = (),
+) -> dict:
     """``{category: number of objects}`` of ``spec``'s categories among ``layer``'s rows
-    (``shown``: a row mask), each object counted once per category it has rows in; rows
-    without an object id (pieces of a preview) count one each. Vectorised: runs of rows of one
-    object and value are cut to their first row (an object's rows are mostly together), then
-    the distinct (category, object) pairs are counted."""
+    (``shown``: a row mask) and those of the layers ``also`` (``(layer, shown)``: the other
+    layers of the same objects, e.g. a skeleton's nodes beside its edges, whose roots no edge
+    row holds), each object counted once per category it has rows in; rows without an object
+    id (pieces of a preview) count one each. Vectorised: runs of rows of one object and value
+    are cut to their first row (an object's rows are mostly together), then the distinct
+    (category, object) pairs are counted."""
     if not spec.categories:
         return {}
+    parts, offset = [], 0
+    for lay, mask in ((layer, shown), *also):
+        codes, ids, n_rows = _category_runs(lay, spec, mask, offset)
+        parts.append(np.column_stack([codes, ids]))
+        offset += n_rows
+    pairs = np.unique(np.concatenate(parts), axis=0)
+    counts = np.bincount(pairs[:, 0], minlength=len(spec.categories))
+    return {c: int(n) for c, n in zip(spec.categories, counts.tolist(), strict=True) if n}
+
+
+def _category_runs(
+    layer: Layer, spec: ColourSpec, shown: np.ndarray | None, offset: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(category codes, object ids, rows of the layer)`` of the runs of ``layer``'s rows of
+    one object and value (known categories only); id-less rows get ids
+    ``-1 - offset - row``."""
     values = feature_values(layer, spec.feature)
     rows = np.arange(len(values))
     ids = (
@@ -256,7 +289,7 @@ def object_counts(layer: Layer, spec: ColourSpec, shown: np.ndarray | None = Non
         if OBJECT_ID in layer.features
         else np.full(len(values), -1, np.int64)
     )
-    ids = np.where(ids >= 0, ids, -1 - rows)
+    ids = np.where(ids >= 0, ids, -1 - offset - rows)
     if shown is not None:
         values, ids = values[shown], ids[shown]
     run_start = np.ones(len(values), bool)
@@ -264,6 +297,4 @@ def object_counts(layer: Layer, spec: ColourSpec, shown: np.ndarray | None = Non
     codes = category_index(spec, values[run_start])
     ids = ids[run_start]
     known = codes >= 0
-    pairs = np.unique(np.column_stack([codes[known], ids[known]]), axis=0)
-    counts = np.bincount(pairs[:, 0], minlength=len(spec.categories))
-    return {c: int(n) for c, n in zip(spec.categories, counts.tolist(), strict=True) if n}
+    return codes[known], ids[known], len(rows)

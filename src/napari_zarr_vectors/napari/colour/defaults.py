@@ -9,11 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
 from napari_zarr_vectors.napari.colour.spec import MISSING_COLOUR, display_range, golden_hues
 from napari_zarr_vectors.napari.conventions import DIRECTION, GROUP_ID, OBJECT_ID
-
-from ...format.distinct import distinct
 
 #: Store attribute names treated as per-vertex colours when they have 3 or 4 channels.
 COLOUR_ATTRIBUTE_NAMES = ("rgb", "rgba", "color", "colour", "colors", "colours")

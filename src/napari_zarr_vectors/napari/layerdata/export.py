@@ -19,14 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.napari.conventions import meta_of
 from napari_zarr_vectors.napari.npe2.writer import SUFFIX, _Activity, with_suffix
 from napari_zarr_vectors.napari.tasks import run_task
 from napari_zarr_vectors.write.engine import WriteError, check_target
 from napari_zarr_vectors.write.export import export_objects
 from napari_zarr_vectors.write.formats import FILE_FORMATS, file_format, formats_for
-
-from ...format.distinct import distinct
 
 #: What :func:`selection_ids` chose, for the status line.
 ISOLATED = "isolated"

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.format.geometry import GRAPH_TYPES, PATH_TYPES, GeometryType
 from napari_zarr_vectors.format.world import affine_box
 from napari_zarr_vectors.napari.conventions import (
@@ -52,8 +53,6 @@ from napari_zarr_vectors.napari.layerdata.placement import (
 from napari_zarr_vectors.napari.types import FullLayerData, LayerAttributes, LayerData
 from napari_zarr_vectors.write.engine import WriteError
 from napari_zarr_vectors.write.spec import WriteSpec
-
-from ...format.distinct import distinct
 
 #: Feature columns the reader derives (never store attributes).
 _DERIVED = (DIRECTION, f"zv_{DIRECTION}", "zv_highlight")

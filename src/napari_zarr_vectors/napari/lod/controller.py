@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from psygnal import Signal, SignalGroup
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.napari._napari_compat import canvas_widget
 from napari_zarr_vectors.napari.layerdata.build import META
 from napari_zarr_vectors.napari.lod import camera, gc_pauses, overview_fill
@@ -57,8 +58,6 @@ from napari_zarr_vectors.napari.open_stores import (
     open_entries,
     open_store_for,
 )
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from napari.layers import Layer

@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import napari_zarr_vectors as nzv
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.format.geometry import Geometry, GeometryType
 from napari_zarr_vectors.napari.layerdata.build import StoreInfo, layers_from_geometry
 from napari_zarr_vectors.napari.lod import plan as lod
 from napari_zarr_vectors.napari.lod import simplify, view_geometry
 from napari_zarr_vectors.napari.lod.cache import StoreCacheView
 from napari_zarr_vectors.napari.lod.load_values import LoadRequest, LoadResult, Progress, ViewShare
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from napari_zarr_vectors.format.api import GeometryStore

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.napari._napari_compat import (
     copy_gl_state,
     layer_canvas_node,
@@ -50,8 +51,6 @@ from napari_zarr_vectors.napari._napari_compat import (
 from napari_zarr_vectors.napari.lod import line_draw
 from napari_zarr_vectors.napari.lod.viewer_layers import later
 from napari_zarr_vectors.napari.tasks import run_task
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.format.geometry import (
     GRAPH_TYPES,
     Geometry,
@@ -37,8 +38,6 @@ from napari_zarr_vectors.format.geometry import (
 )
 from napari_zarr_vectors.format.query import inside_box
 from napari_zarr_vectors.format.ranks import object_rank, position_rank
-
-from ...format.distinct import distinct
 
 #: ladder of subset fractions: ``2 ** (-k / FRACTION_STEPS)``
 FRACTION_STEPS = 4

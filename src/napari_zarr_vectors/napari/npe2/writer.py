@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_zarr_vectors.format.api import GeometryStore
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.napari._napari_compat import open_viewers
 from napari_zarr_vectors.napari.browse.targets import is_data_meta, object_filter_of
 from napari_zarr_vectors.napari.conventions import meta_of
@@ -32,8 +33,6 @@ from napari_zarr_vectors.napari.layerdata.inverse import spec_from_layers
 from napari_zarr_vectors.napari.types import FullLayerData
 from napari_zarr_vectors.write.engine import WriteError, write_store
 from napari_zarr_vectors.write.export import export_objects
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from napari.layers import Layer

@@ -20,10 +20,12 @@ from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel
 from superqt.utils import qdebounced
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.format.missing import OBJECT_UNKNOWN
 from napari_zarr_vectors.napari.browse.groups import group_labels
 from napari_zarr_vectors.napari.colour.bar import (
     bar_label,
+    counted,
     default_colouring_name,
     display_name,
     object_counts,
@@ -60,8 +62,6 @@ from napari_zarr_vectors.napari.values import (
     format_value,
 )
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, values_at_ends
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -454,11 +454,27 @@ class ColourByWidget(ZVBrowseWidget):
         layer = self.layer
         if layer is None or spec.feature not in colourable_features(layer):
             return {}
-        shown = np.asarray(layer.shown, bool) if layer_kind(layer) == "points" else None
         if OBJECT_ID in layer.features:
-            return object_counts(layer, spec, shown)
+            # the target's other layers of the same objects too (a skeleton's nodes hold
+            # its roots, which no edge row does)
+            others = [
+                lay
+                for lay in (self.target.layers if self.target is not None else [])
+                if lay is not layer
+                and OBJECT_ID in lay.features
+                and spec.feature in colourable_features(lay)
+            ]
+            return object_counts(
+                layer, spec, _shown(layer), also=[(lay, _shown(lay)) for lay in others]
+            )
+        shown = _shown(layer)
         values = feature_values(layer, spec.feature)
         return value_counts(values if shown is None else values[shown])
+
+
+def _shown(layer: Layer) -> np.ndarray | None:
+    """The rows of ``layer`` a legend counts: a Points layer's shown ones, else all."""
+    return np.asarray(layer.shown, bool) if layer_kind(layer) == "points" else None
 
 
 def _rows_noun(layer: Layer) -> str:
@@ -486,7 +502,7 @@ def default_legend_html(layer: Layer | None) -> str:
     every = distinct(layer.features[OBJECT_ID].to_numpy())
     ids = every[every != OBJECT_UNKNOWN]
     head = (
-        f"<b>object id</b> (default): each of the {len(ids):,} {object_noun(layer)} loaded "
+        f"<b>object id</b> (default): each of the {counted(len(ids), object_noun(layer))} loaded "
         "in its own colour"
     )
     rows = [
@@ -535,7 +551,7 @@ def legend_html(
     entries = spec.legend(counts)
     rows = []
     for label, rgba, n in entries[:LEGEND_MAX]:
-        count = f" <small>({n:,} {noun} loaded)</small>" if counts else ""
+        count = f" <small>({counted(n, noun)} loaded)</small>" if counts else ""
         rows.append(f"<span style='color:{_hex(rgba)}'>■</span> {label}{count}")
     more = len(entries) - LEGEND_MAX
     if more > 0:

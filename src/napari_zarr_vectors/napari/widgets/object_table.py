@@ -43,6 +43,7 @@ from qtpy.QtWidgets import (
 )
 from superqt.utils import qdebounced
 
+from napari_zarr_vectors.format.distinct import distinct
 from napari_zarr_vectors.napari.browse.object_rows import (
     ObjectRows,
     cached_rows,
@@ -62,8 +63,6 @@ from napari_zarr_vectors.napari.browse.targets import OBJECTS_UNKNOWN
 from napari_zarr_vectors.napari.layerdata.export import export_dialog
 from napari_zarr_vectors.napari.tasks import LoadJob, run_task
 from napari_zarr_vectors.napari.widgets._browse_base import ZVBrowseWidget, was_click
-
-from ...format.distinct import distinct
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer
