@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..format.distinct import distinct
+from napari_zarr_vectors.format.distinct import distinct
 
 #: Attribute kinds: a range slider for "numeric", a multi-select for "categorical".
 NUMERIC = "numeric"

@@ -41,6 +41,7 @@ from napari_zarr_vectors.napari.lod import view_geometry
 from napari_zarr_vectors.napari.lod.cache import shared_cache
 from napari_zarr_vectors.napari.lod.loader import Loader, LoadRequest
 from napari_zarr_vectors.napari.lod.settings import store_budget
+from napari_zarr_vectors.napari.npe2 import nifti
 from napari_zarr_vectors.napari.npe2.attach import install_viewer_hooks, register_pending
 
 #: npe2 plugin name (must match ``napari.yaml``).
@@ -270,8 +271,6 @@ def register_reader_preference() -> bool:
     settings changed. Safe to call repeatedly (dict lookups once set).
     """
     from napari.settings import get_settings
-
-    from napari_zarr_vectors.napari.npe2 import nifti
 
     plugins = get_settings().plugins
     current = plugins.extension2reader
